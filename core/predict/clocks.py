@@ -1,0 +1,109 @@
+"""The two clocks of a forward pass and the one that sets its time.
+
+time = max(bytes / B_eff, FLOPs / C_eff) + overhead. With efficiency 1.0 and no overhead this
+is the lessons' ceiling; a calibrated machine turns it into an estimate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rooflab.core.errors import SpecError
+from rooflab.core.machine import MachineProfile
+from rooflab.core.model import ModelSpec
+from rooflab.core.predict import work
+from rooflab.core.predict.work import Array
+from rooflab.core.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """One forward pass (or a sweep of them): what it moves, what it computes, how long it takes.
+
+    All fields are arrays of one shape (0-d for a single point). Seconds include the machine's
+    per-step overhead; memory_seconds and compute_seconds do not."""
+
+    weight_bytes: Array
+    cache_bytes: Array
+    flops: Array
+    memory_seconds: Array
+    compute_seconds: Array
+    seconds: Array
+
+    @property
+    def bytes(self) -> Array:
+        return self.weight_bytes + self.cache_bytes
+
+    @property
+    def compute_bound(self) -> Array:
+        return self.compute_seconds > self.memory_seconds
+
+    @property
+    def kv_share(self) -> Array:
+        """Share of the bytes read that is KV cache."""
+        total = self.bytes
+        return np.divide(self.cache_bytes, total, out=np.zeros_like(total), where=total > 0)
+
+    @property
+    def intensity(self) -> Array:
+        """Arithmetic intensity, FLOP per byte moved."""
+        return self.flops / self.bytes
+
+    def bound(self) -> str | list[str]:
+        """"compute" or "memory" (a list for a sweep)."""
+        flags = np.asarray(self.compute_bound)
+        if flags.ndim == 0:
+            return "compute" if bool(flags) else "memory"
+        return ["compute" if f else "memory" for f in flags.ravel()]
+
+
+def memory_seconds(machine: MachineProfile, nbytes: ArrayLike, offload_fraction: float = 0.0) -> Array:
+    """Seconds to move ``nbytes`` when a share ``offload_fraction`` of them sits on the slower tier:
+    (1 - f) x bytes / B_fast + f x bytes / B_slow (each part at its own memory's rate)."""
+    b = np.asarray(nbytes, dtype=np.float64)
+    fast = machine.effective_bandwidth
+    if offload_fraction <= 0:
+        return b / fast
+    if not machine.has_offload:
+        raise SpecError(f"{machine.name}: has no second memory tier to offload to")
+    slow = machine.offload_bandwidth * machine.efficiency.bandwidth
+    return b * ((1.0 - offload_fraction) / fast + offload_fraction / slow)
+
+
+def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cache_bytes: Array,
+           flops: Array) -> Pass:
+    mem = memory_seconds(machine, weight_bytes + cache_bytes, workload.offload_fraction)
+    comp = flops / machine.effective_flops(workload.compute_dtype)
+    seconds = np.maximum(mem, comp) + machine.efficiency.step_overhead
+    w, c, f, m, k, s = np.broadcast_arrays(weight_bytes, cache_bytes, flops, mem, comp, seconds)
+    return Pass(w, c, f, m, k, s)
+
+
+def decode_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
+                context: ArrayLike | None = None, batch: ArrayLike | None = None) -> Pass:
+    """One decode step: b sequences each with ``context`` tokens cached (workload's by default).
+
+    seconds = max((W + b x k x t) / B, b x 2 x N / C): the lessons' decode formula, with the
+    experts' union for a batch and attention arithmetic in the FLOPs."""
+    t = workload.context if context is None else context
+    b = workload.batch if batch is None else batch
+    weights, cache = work.decode_bytes(spec, t, b, workload.kv_type, machine.efficiency.kv_read_factor)
+    return _clock(machine, workload, weights, cache, work.decode_flops(spec, t, b))
+
+
+def prefill_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
+                 prompt: ArrayLike | None = None, context: ArrayLike | None = None,
+                 batch: ArrayLike | None = None) -> Pass:
+    """A prefill: max(2 x N x n / C + attention's n² term / C, W / B) for each of b prompts.
+
+    The attention FLOPs sit inside the compute clock, so past n* the n² term shows directly."""
+    n = workload.prompt if prompt is None else prompt
+    t = workload.context if context is None else context
+    b = workload.batch if batch is None else batch
+    total = work.prefill_bytes(spec, n, t, workload.kv_type, b)
+    cache = np.asarray(b, dtype=np.float64) * work.kv_bytes(spec, np.asarray(t, dtype=np.float64)
+                                                             + np.asarray(n, dtype=np.float64),
+                                                             workload.kv_type)
+    return _clock(machine, workload, total - cache, cache, work.prefill_flops(spec, n, t, b))

@@ -1,0 +1,88 @@
+"""A whole request: time to first token, time per output token, end to end, and the prompt
+length where prefill turns compute-bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rooflab.core.machine import MachineProfile
+from rooflab.core.model import ModelSpec
+from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.workload import MAX_TOKENS, Workload
+
+_TPOT_SAMPLES = 129   # decode time is piecewise linear in t: 129 samples average it to <0.1 %
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestEstimate:
+    """Predicted clocks of one request (seconds, tokens/s), each sequence of the batch alike."""
+
+    ttft: float                  # prefill of the prompt(s): the wait before the first token
+    tpot: float                  # mean decode step over the answer
+    end_to_end: float            # ttft + tpot x (answer - 1)
+    prefill_bound: str
+    decode_bound: str            # at the first decode step
+    decode_ceiling: float        # tokens/s per sequence at the first decode step
+    prompt_rate: float           # prompt tokens/s (all sequences)
+    decode_rate: float           # 1 / tpot, per sequence
+    total_rate: float            # batch / tpot
+    kv_share: float              # share of the first decode step's bytes that is cache
+
+
+def request(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> RequestEstimate:
+    """TTFT = prefill(n_prompt); TPOT = mean decode step while the cache grows from
+    context + prompt to context + prompt + answer - 1; end_to_end = TTFT + TPOT x (answer - 1).
+    Queueing and tokenisation are left out."""
+    pre = prefill_pass(spec, machine, workload)
+    start = workload.context + workload.prompt
+    steps = workload.answer - 1
+    if steps > 0:
+        t = np.linspace(start, start + steps - 1, min(steps, _TPOT_SAMPLES))
+        tpot = float(np.mean(decode_pass(spec, machine, workload, context=t).seconds))
+    else:
+        tpot = float(decode_pass(spec, machine, workload, context=start).seconds)
+    first = decode_pass(spec, machine, workload, context=start)
+    ttft = float(pre.seconds)
+    return RequestEstimate(
+        ttft=ttft, tpot=tpot, end_to_end=ttft + tpot * steps,
+        prefill_bound=str(pre.bound()), decode_bound=str(first.bound()),
+        decode_ceiling=1.0 / float(first.seconds),
+        prompt_rate=workload.prompt * workload.batch / ttft,
+        decode_rate=1.0 / tpot, total_rate=workload.batch / tpot,
+        kv_share=float(first.kv_share),
+    )
+
+
+def prefill_crossover(spec: ModelSpec, machine: MachineProfile, workload: Workload | None = None) -> float:
+    """n*: the prompt length where prefill's compute clock overtakes its memory clock.
+
+    For a dense model this is the lessons' n* = W x C / (2 x N x B), less the output head's
+    one-off FLOPs; for a mixture of experts the prompt's expert union is counted. Solved on
+    the model itself (bisection), so the marker sits where the drawn clocks cross.
+    Returns inf if prefill never turns compute-bound below 16M tokens."""
+    wl = workload or Workload()
+
+    def excess(n: float) -> float:
+        p = prefill_pass(spec, machine, wl, prompt=n, context=0, batch=1)
+        return float(p.compute_seconds - p.memory_seconds)
+
+    return _crossing(excess, 1.0, float(MAX_TOKENS))
+
+
+def _crossing(excess, low: float, high: float) -> float:  # type: ignore[no-untyped-def]
+    """Smallest x in [low, high] where excess(x) >= 0, to 1e-6 relative (excess increasing)."""
+    if excess(low) >= 0:
+        return low
+    if excess(high) < 0:
+        return float("inf")
+    for _ in range(200):
+        mid = (low + high) / 2
+        if excess(mid) >= 0:
+            high = mid
+        else:
+            low = mid
+        if high - low <= 1e-6 * high:
+            break
+    return high

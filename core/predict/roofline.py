@@ -1,0 +1,49 @@
+"""The roofline: attainable FLOP/s = min(C, intensity x B), and where each phase sits on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rooflab.core.machine import MachineProfile
+from rooflab.core.model import ModelSpec
+from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
+from rooflab.core.predict.work import Array
+from rooflab.core.workload import Workload
+
+
+def attainable(intensity: ArrayLike, peak_flops: float, bandwidth: float) -> Array:
+    """Attainable FLOP/s at ``intensity`` FLOP/byte: min(peak, intensity x bandwidth)."""
+    return np.minimum(peak_flops, np.asarray(intensity, dtype=np.float64) * bandwidth)
+
+
+def decode_intensity(bytes_per_weight: float, tokens: float = 1.0) -> float:
+    """Intensity of a weight-bound step of ``tokens`` tokens: 2 x tokens / bytes_per_weight
+    (activations left out): 1.0 at FP16, 3.56 at 4.5 bits per weight."""
+    return 2.0 * tokens / bytes_per_weight
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RooflinePoint:
+    label: str
+    intensity: float              # FLOP/byte
+    achieved: float               # FLOP/s the predicted time implies
+    attainable: float             # FLOP/s the roof allows at this intensity
+    bound: str
+
+
+def _point(label: str, p: Pass, machine: MachineProfile, dtype: str | None) -> RooflinePoint:
+    intensity = float(p.intensity)
+    roof = float(attainable(intensity, machine.flops(dtype), machine.bandwidth))
+    return RooflinePoint(label=label, intensity=intensity, achieved=float(p.flops / p.seconds),
+                         attainable=roof, bound=str(p.bound()))
+
+
+def phase_points(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> tuple[RooflinePoint, ...]:
+    """Prefill at the workload's prompt and decode at its batch and context, on the roofline."""
+    pre = prefill_pass(spec, machine, workload)
+    dec = decode_pass(spec, machine, workload, context=workload.context + workload.prompt)
+    return (_point(f"prefill {workload.prompt} tok", pre, machine, workload.compute_dtype),
+            _point(f"decode batch {workload.batch}", dec, machine, workload.compute_dtype))

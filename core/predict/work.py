@@ -1,0 +1,116 @@
+"""Bytes and FLOPs of one forward pass: the two quantities every clock is built from.
+
+Every function takes numpy-broadcastable token counts, so one call prices a single point or a
+whole sweep. Counts are floats (exact below 2**53)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rooflab.core.model import ModelSpec
+
+Array = NDArray[np.float64]
+
+
+def _f(x: ArrayLike) -> Array:
+    return np.asarray(x, dtype=np.float64)
+
+
+def experts_touched_fraction(spec: ModelSpec, tokens: ArrayLike) -> Array:
+    """Share of a layer's routed experts that ``tokens`` independently routed tokens touch:
+    1 - (1 - used/experts) ** tokens. Uniform independent routing: the pessimistic end.
+    1 for a dense model (its feed-forward block is always read)."""
+    tokens = _f(tokens)
+    if not spec.is_moe:
+        return np.ones_like(tokens)
+    return 1.0 - (1.0 - spec.expert_fraction) ** tokens
+
+
+def experts_touched_per_layer(spec: ModelSpec, tokens: ArrayLike) -> Array:
+    """Experts per layer a step over ``tokens`` tokens reads: experts x touched fraction."""
+    return spec.experts * experts_touched_fraction(spec, tokens)
+
+
+def kv_tokens_read(spec: ModelSpec, context: ArrayLike) -> tuple[Array, Array]:
+    """Tokens attention reads from the cache in (full, sliding-window) layers at ``context``:
+    t in full layers, min(t, window) in sliding layers."""
+    t = _f(context)
+    window = spec.attention.sliding_window
+    return t, (np.minimum(t, window) if window else np.zeros_like(t))
+
+
+def kv_bytes(spec: ModelSpec, context: ArrayLike, kv_type: str = "f16") -> Array:
+    """Bytes of one sequence's cache at ``context`` tokens: k_full x t + k_window x min(t, w).
+
+    The same figure is what a decode step's attention reads and what the cache holds."""
+    k_full, k_window = spec.kv_bytes_per_token(kv_type)
+    full, window = kv_tokens_read(spec, context)
+    return k_full * full + k_window * window
+
+
+def _pairs_prefix(x: Array, window: int) -> Array:
+    """sum_{j=1..x} min(j, window): keys seen by queries at positions 1..x."""
+    if not window:
+        return x * (x + 1) / 2
+    capped = window * (window + 1) / 2 + (x - window) * window
+    return np.where(x <= window, x * (x + 1) / 2, capped)
+
+
+def attention_pairs(spec: ModelSpec, prompt: ArrayLike, context: ArrayLike) -> tuple[Array, Array]:
+    """(full, sliding) query-key pairs when ``prompt`` new tokens follow ``context`` cached ones,
+    causally: query i sees context + i keys (capped at the window in sliding layers)."""
+    n, t = _f(prompt), _f(context)
+    full = n * t + n * (n + 1) / 2
+    window = spec.attention.sliding_window
+    if not window:
+        return full, np.zeros_like(full)
+    return full, _pairs_prefix(t + n, window) - _pairs_prefix(t, window)
+
+
+def attention_flops(spec: ModelSpec, prompt: ArrayLike, context: ArrayLike) -> Array:
+    """Attention's own arithmetic (scores and weighted sum), the n² term of a long prompt:
+    pairs x 2 x heads x (d_k + d_v), summed over layers."""
+    per_full, per_window = spec.attention.attention_flops_per_pair()
+    full, window = attention_pairs(spec, prompt, context)
+    return full * per_full + window * per_window
+
+
+def decode_bytes(spec: ModelSpec, context: ArrayLike, batch: ArrayLike = 1,
+                 kv_type: str = "f16", kv_read_factor: float = 1.0) -> tuple[Array, Array]:
+    """(weight bytes, cache bytes) one decode step for ``batch`` sequences reads:
+    W_shared + b rows + expert bytes x touched(b), and b x kv_bytes(t) x kv_read_factor."""
+    b = _f(batch)
+    rows = 0.0 if spec.tied_embeddings else spec.embedding_row_bytes
+    weights = spec.shared_bytes_read + b * rows + spec.expert_bytes * experts_touched_fraction(spec, b)
+    cache = b * kv_bytes(spec, context, kv_type) * kv_read_factor
+    return np.broadcast_arrays(weights, cache)  # type: ignore[return-value]
+
+
+def decode_flops(spec: ModelSpec, context: ArrayLike, batch: ArrayLike = 1) -> Array:
+    """FLOPs of one decode step: b x (2 x N + attention over context + 1 keys), N including
+    the output head (every decode token computes logits)."""
+    b = _f(batch)
+    return b * (2.0 * spec.params_per_token + attention_flops(spec, 1, context))
+
+
+def prefill_bytes(spec: ModelSpec, prompt: ArrayLike, context: ArrayLike = 0,
+                  kv_type: str = "f16", batch: ArrayLike = 1) -> Array:
+    """Bytes a prefill of ``batch`` prompts of ``prompt`` tokens reads and writes once:
+    shared weights, one embedding row per token, the experts the prompt's tokens touch, the
+    cache written for the prompt and the cache read for an earlier ``context``."""
+    n, b = _f(prompt), _f(batch)
+    rows = 0.0 if spec.tied_embeddings else spec.embedding_row_bytes
+    experts = spec.expert_bytes * experts_touched_fraction(spec, n * b)
+    t = _f(context)
+    cache = b * (kv_bytes(spec, t + n, kv_type))
+    return spec.shared_bytes_read + n * b * rows + experts + cache
+
+
+def prefill_flops(spec: ModelSpec, prompt: ArrayLike, context: ArrayLike = 0,
+                  batch: ArrayLike = 1) -> Array:
+    """FLOPs of a prefill: 2 x N_blocks x n + attention's pairs + 2 x N_head once per sequence
+    (logits at the last position only)."""
+    n, b = _f(prompt), _f(batch)
+    blocks = 2.0 * spec.block_params_per_token * n
+    return b * (blocks + attention_flops(spec, n, context) + 2.0 * spec.head_params)

@@ -1,0 +1,51 @@
+"""Tensor roles from llama.cpp tensor names (the names GGUF files use and the HF reader builds)."""
+
+from __future__ import annotations
+
+import re
+
+from rooflab.core.model import Role
+
+_LAYER = re.compile(r"^(?:blk|layers?)\.(\d+)\.")
+_EMBEDDING_STEMS = frozenset({"token_embd", "per_layer_token_embd", "position_embd", "token_types"})
+_ROUTER_STEMS = frozenset({"ffn_gate_inp", "exp_probs_b"})
+
+
+def layer_of(name: str) -> int | None:
+    """The block index in "blk.12.attn_q.weight", None for global tensors."""
+    match = _LAYER.match(name)
+    return int(match.group(1)) if match else None
+
+
+def _stem(name: str) -> str:
+    base = _LAYER.sub("", name)
+    for suffix in (".weight", ".bias", ".scale", ".weight_scale"):
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return base
+
+
+def classify(name: str) -> Role:
+    """The role of a tensor from its llama.cpp name.
+
+    token_embd: EMBEDDING (a lookup), output: OUTPUT, *norm*: NORMS, *_exps: EXPERTS,
+    *_shexp: SHARED_EXPERTS, ffn_gate_inp / exp_probs_b: ROUTER, attn_*: ATTENTION,
+    ffn_*: FEED_FORWARD, everything else OTHER (read in full)."""
+    stem = _stem(name)
+    if stem in _EMBEDDING_STEMS:
+        return Role.EMBEDDING
+    if stem == "output":
+        return Role.OUTPUT
+    if "norm" in stem:
+        return Role.NORMS
+    if stem.endswith("_exps") or stem.endswith("_exp") and "shexp" not in stem:
+        return Role.EXPERTS
+    if "shexp" in stem:
+        return Role.SHARED_EXPERTS
+    if stem in _ROUTER_STEMS:
+        return Role.ROUTER
+    if stem.startswith("attn_"):
+        return Role.ATTENTION
+    if stem.startswith("ffn_"):
+        return Role.FEED_FORWARD
+    return Role.OTHER
