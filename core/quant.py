@@ -86,8 +86,8 @@ def _use_more_bits(layer: int, n_layers: int) -> bool:
 
 
 def _kept_float(slot: TensorSlot) -> bool:
-    """1-D tensors (norms, biases, sinks) and the MoE router stay F32 in every recipe."""
-    return slot.n_dims < 2 or slot.role == "router"
+    """1-D tensors (norms, biases, sinks), biases of any shape and the MoE router stay F32."""
+    return slot.n_dims < 2 or slot.role == "router" or slot.name.endswith(".bias")
 
 
 def _uniform(type_name: str) -> Recipe:
@@ -137,7 +137,7 @@ def _mxfp4(slot: TensorSlot) -> str:
 
 def _float(type_name: str) -> Recipe:
     def pick(slot: TensorSlot) -> str:
-        return "F32" if slot.n_dims < 2 else type_name
+        return "F32" if slot.n_dims < 2 or slot.name.endswith(".bias") else type_name
     return pick
 
 

@@ -1,0 +1,71 @@
+"""The built-in model catalogue (resources/models/*.json): configs with a weight format and
+the provenance of every figure."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rooflab.core.errors import ResourceError, SpecError
+from rooflab.core.model import ModelSpec
+from rooflab.core.resources import resources_dir
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogueEntry:
+    key: str
+    name: str
+    description: str
+    default_weights: str
+    header_bytes: int
+    config: dict[str, Any] = field(repr=False)
+    sources: dict[str, str] = field(default_factory=dict)
+    lesson: dict[str, Any] = field(default_factory=dict)   # the lessons' figures, for checks
+
+
+def _models_dir() -> Path:
+    return resources_dir() / "models"
+
+
+def _read(path: Path) -> CatalogueEntry:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return CatalogueEntry(key=str(data.get("key") or path.stem), name=str(data["name"]),
+                              description=str(data.get("description", "")),
+                              default_weights=str(data.get("weights", "bf16")),
+                              header_bytes=int(data.get("header_bytes") or 0), config=dict(data["config"]),
+                              sources=dict(data.get("sources") or {}), lesson=dict(data.get("lesson") or {}))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ResourceError(f"{path}: bad catalogue entry ({exc})") from exc
+
+
+def list_catalogue() -> list[CatalogueEntry]:
+    """All entries, in file-name order."""
+    return [_read(p) for p in sorted(_models_dir().glob("*.json"))]
+
+
+def catalogue_keys() -> list[str]:
+    return sorted(p.stem for p in _models_dir().glob("*.json"))
+
+
+def get_entry(key: str) -> CatalogueEntry | None:
+    path = _models_dir() / f"{key.lower()}.json"
+    return _read(path) if path.is_file() else None
+
+
+def load_entry(entry: CatalogueEntry, weights: str | None = None) -> ModelSpec:
+    """The entry's ModelSpec at its own weight format, or at ``weights`` when given."""
+    from rooflab.core.io.hf import spec_from_config
+
+    chosen = weights or entry.default_weights
+    name = entry.name if weights is None or weights.lower() == entry.default_weights else \
+        f"{entry.name.split(' ')[0]} ({chosen.upper()})"
+    provenance = "; ".join(f"{k}: {v}" for k, v in entry.sources.items())
+    try:
+        return spec_from_config(entry.config, weights=chosen, name=name, source=f"catalogue:{entry.key}",
+                                header_bytes=entry.header_bytes if weights is None else 0,
+                                provenance=provenance)
+    except SpecError as exc:
+        raise ResourceError(f"catalogue entry {entry.key}: {exc}") from exc

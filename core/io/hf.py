@@ -1,0 +1,240 @@
+"""Hugging Face models: a config.json, or a folder with config.json and *.safetensors.
+
+Shapes come from the config. Bytes come either from a weight format applied per tensor (a
+GGUF-style recipe such as q4_k_m, or fp32/bf16/fp16), or, for a folder with safetensors,
+exactly from the safetensors headers (no weights are loaded)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rooflab.core.errors import ModelFileError, SpecError
+from rooflab.core.io.arch import default_sliding
+from rooflab.core.io.hf_tables import HFShape, normalise, tensor_shapes
+from rooflab.core.model import AttentionLayout, ModelSpec, Role, Tensor
+from rooflab.core.quant import TensorSlot, recipe, tensor_bytes
+from rooflab.core.roles import classify, layer_of
+
+MAX_CONFIG_BYTES = 4 << 20          # a config.json is a few KB; refuse anything absurd
+MAX_SAFETENSORS_HEADER = 256 << 20  # the format's own cap is 100 MB
+_ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+             "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "U16": 2, "U32": 4, "U64": 8,
+             "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75}
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """Parse a config.json with a size cap; ModelFileError on any problem."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ModelFileError(path, f"{size} bytes is too large for a config.json")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelFileError(path, "no such file") from None
+    except IsADirectoryError:
+        raise ModelFileError(path, "is a folder, not a config.json") from None
+    except OSError as exc:
+        raise ModelFileError(path, f"cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ModelFileError(path, "is not UTF-8 text") from exc
+    except json.JSONDecodeError as exc:
+        raise ModelFileError(path, f"is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise ModelFileError(path, "must hold a JSON object")
+    return data
+
+
+def _sliding(s: HFShape) -> tuple[tuple[bool, ...], int, list[str]]:
+    """(per-layer sliding flags, window, warnings)."""
+    if not s.sliding_window or not s.use_sliding:
+        return (), 0, []
+    if s.layer_types:
+        flags = tuple(t in ("sliding_attention", "local_attention", "chunked_attention") for t in s.layer_types)
+        return (flags if any(flags) else ()), (s.sliding_window if any(flags) else 0), []
+    flags, known = default_sliding(s.model_type, s.layers, s.sliding_window)
+    if not known:
+        return (), 0, [f"sliding_window {s.sliding_window} given but {s.model_type} has no known "
+                       "layer pattern: all layers treated as full attention"]
+    return flags, (s.sliding_window if any(flags) else 0), []
+
+
+def attention_layout(s: HFShape) -> tuple[AttentionLayout, list[str]]:
+    flags, window, warnings = _sliding(s)
+    layout = AttentionLayout(
+        heads=(s.heads,) * s.layers, kv_heads=(s.kv_heads,) * s.layers,
+        head_dim_k=(s.nope_dim + s.rope_dim) if s.kv_lora_rank else s.head_dim,
+        head_dim_v=s.v_head_dim, sliding=flags, sliding_window=window,
+        kv_lora_rank=s.kv_lora_rank, rope_dim=s.rope_dim,
+    )
+    return layout, warnings
+
+
+def _display_name(config: Mapping[str, Any], fallback: str) -> str:
+    name = config.get("_name_or_path") or fallback
+    return str(name).rstrip("/").split("/")[-1] or fallback
+
+
+def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: str = "",
+                     source: str = "", header_bytes: int = 0, provenance: str = "") -> ModelSpec:
+    """The tensor table a conversion of ``config`` to ``weights`` would have.
+
+    ``weights`` is a recipe name (fp32, bf16, fp16, q8_0, q4_k_m, mxfp4, ...). ``header_bytes``
+    is added to the file size (a GGUF's metadata and tokenizer)."""
+    s = normalise(config)
+    pick = recipe(weights)
+    tensors = []
+    for shape in tensor_shapes(s):
+        role = classify(shape.name)
+        layer = layer_of(shape.name)
+        slot = TensorSlot(name=shape.name, role=role.value, n_dims=len(shape.shape), layer=layer,
+                          n_layers=s.layers, row_length=shape.shape[0])
+        type_name = pick(slot)
+        n = math.prod(shape.shape)
+        tensors.append(Tensor(name=shape.name, shape=shape.shape, type_name=type_name,
+                              nbytes=tensor_bytes(type_name, n), role=role, layer=layer))
+    layout, warnings = attention_layout(s)
+    weight_bytes = sum(t.nbytes for t in tensors)
+    return ModelSpec(
+        name=name or _display_name(config, s.model_type), architecture=s.model_type,
+        source=source, tensors=tuple(tensors), attention=layout, hidden=s.hidden, vocab=s.vocab,
+        file_bytes=weight_bytes + header_bytes, experts=s.experts, experts_used=s.experts_used,
+        shared_experts=1 if s.shared_ffn else 0, context_length=s.context_length,
+        weights_format=weights.upper(), warnings=tuple(warnings), provenance=provenance or source,
+        metadata=_config_metadata(config),
+    )
+
+
+def _config_metadata(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Small scalar fields for display, plus the raw config (JSON) for builders of torch models."""
+    items = [(str(k), repr(v)) for k, v in config.items() if isinstance(v, (int, float, str, bool))]
+    items.append(("hf.config_json", json.dumps(config, sort_keys=True)))
+    return tuple(items)
+
+
+# --- safetensors ------------------------------------------------------------------------------
+
+def read_safetensors_header(path: Path) -> dict[str, Any]:
+    """The JSON header of a .safetensors file (8-byte little-endian length, then JSON)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(8)
+            if len(head) < 8:
+                raise ModelFileError(path, "truncated: no safetensors header length")
+            (length,) = struct.unpack("<Q", head)
+            size = os.fstat(handle.fileno()).st_size
+            if length > MAX_SAFETENSORS_HEADER or length > size - 8:
+                raise ModelFileError(path, f"safetensors header of {length} bytes is past the end or too large")
+            raw = handle.read(length)
+    except OSError as exc:
+        raise ModelFileError(path, f"cannot read ({exc.strerror or exc})") from exc
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(path, "safetensors header is not valid JSON") from exc
+    if not isinstance(header, dict):
+        raise ModelFileError(path, "safetensors header must be a JSON object")
+    for key, info in header.items():
+        if key == "__metadata__":
+            continue
+        if not isinstance(info, dict) or "data_offsets" not in info or "shape" not in info:
+            raise ModelFileError(path, f"tensor {key!r} has no shape or data_offsets")
+        begin, end = info["data_offsets"]
+        if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end <= size - 8 - length):
+            raise ModelFileError(path, f"tensor {key!r} data_offsets {info['data_offsets']} are outside the file")
+    return header
+
+
+_HF_ROLE_HINTS: tuple[tuple[str, Role], ...] = (
+    ("embed_tokens", Role.EMBEDDING), ("wte", Role.EMBEDDING), ("word_embeddings", Role.EMBEDDING),
+    ("lm_head", Role.OUTPUT), ("norm", Role.NORMS), ("shared_expert", Role.SHARED_EXPERTS),
+    (".experts.", Role.EXPERTS), ("mlp.gate.", Role.ROUTER), ("router", Role.ROUTER),
+    ("self_attn", Role.ATTENTION), ("attention", Role.ATTENTION), ("attn", Role.ATTENTION),
+    ("mlp", Role.FEED_FORWARD), ("feed_forward", Role.FEED_FORWARD),
+)
+
+
+def classify_hf(name: str) -> Role:
+    """Role of a tensor from its Hugging Face name (model.layers.3.self_attn.q_proj.weight)."""
+    for hint, role in _HF_ROLE_HINTS:
+        if hint in name:
+            return role
+    return Role.OTHER
+
+
+def _hf_layer(name: str) -> int | None:
+    parts = name.split(".")
+    for i, part in enumerate(parts[:-1]):
+        if part in ("layers", "h", "blocks") and parts[i + 1].isdigit():
+            return int(parts[i + 1])
+    return None
+
+
+def spec_from_folder(folder: Path, *, weights: str | None = None) -> ModelSpec:
+    """A model folder: config.json for shapes; exact bytes from *.safetensors headers when
+    present and no ``weights`` format is asked for, else the format's recipe."""
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        raise ModelFileError(folder, "folder has no config.json")
+    config = read_config(config_path)
+    files = sorted(folder.glob("*.safetensors"))
+    try:
+        if weights or not files:
+            return spec_from_config(config, weights=weights or _config_dtype(config), source=str(folder),
+                                    name=folder.name)
+        return _spec_from_safetensors(folder, config, files)
+    except SpecError as exc:
+        raise ModelFileError(config_path, str(exc)) from exc
+
+
+def _config_dtype(config: Mapping[str, Any]) -> str:
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
+    return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, "bf16")
+
+
+def _spec_from_safetensors(folder: Path, config: Mapping[str, Any], files: list[Path]) -> ModelSpec:
+    s = normalise(config)
+    tensors: list[Tensor] = []
+    dtypes: set[str] = set()
+    seen: set[str] = set()
+    for path in files:
+        for key, info in read_safetensors_header(path).items():
+            if key == "__metadata__" or key in seen:
+                continue
+            seen.add(key)
+            shape = tuple(int(d) for d in info["shape"])
+            begin, end = info["data_offsets"]
+            dtype = str(info.get("dtype", "?"))
+            dtypes.add(dtype)
+            role = classify_hf(key)
+            tensors.append(Tensor(name=key, shape=tuple(reversed(shape)) or (1,), type_name=dtype,
+                                  nbytes=end - begin, role=role, layer=_hf_layer(key)))
+    if not tensors:
+        raise ModelFileError(folder, "safetensors files hold no tensors")
+    warnings = []
+    if dtypes & {"U8", "I8", "U32", "I32"} and any(t.role is Role.EXPERTS for t in tensors):
+        warnings.append("packed quantised tensors: parameter counts are of stored elements, bytes are exact")
+    layout, more = attention_layout(s)
+    file_bytes = sum(p.stat().st_size for p in files)
+    return ModelSpec(
+        name=folder.name, architecture=s.model_type, source=str(folder), tensors=tuple(tensors),
+        attention=layout, hidden=s.hidden, vocab=s.vocab, file_bytes=file_bytes, experts=s.experts,
+        experts_used=s.experts_used, shared_experts=1 if s.shared_ffn else 0,
+        context_length=s.context_length, weights_format="safetensors (" + ", ".join(sorted(dtypes)) + ")",
+        warnings=tuple(warnings + more), provenance=str(folder), metadata=_config_metadata(config),
+    )
+
+
+def load_config_file(path: Path, *, weights: str | None = None) -> ModelSpec:
+    """A bare config.json: shapes from it, bytes from ``weights`` (default: its torch_dtype)."""
+    config = read_config(path)
+    try:
+        return spec_from_config(config, weights=weights or _config_dtype(config), source=str(path),
+                                name=_display_name(config, path.parent.name or path.stem))
+    except SpecError as exc:
+        raise ModelFileError(path, str(exc)) from exc

@@ -1,0 +1,236 @@
+"""From a Hugging Face config.json to the tensor table a conversion to GGUF would produce,
+named as llama.cpp names tensors and shaped in ggml order (row length first).
+
+Only this module and hf.py know config.json spellings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rooflab.core.errors import SpecError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shape:
+    """One tensor to be: llama.cpp name and ggml shape."""
+
+    name: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HFShape:
+    """The normalised hyper-parameters rooflab needs from a config."""
+
+    model_type: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    ffn: int
+    vocab: int
+    tied: bool
+    experts: int = 0
+    experts_used: int = 0
+    expert_ffn: int = 0
+    shared_ffn: int = 0            # total width of shared experts (0 = none)
+    dense_layers: frozenset[int] = frozenset()   # MoE models: layers with a dense FFN
+    sliding_window: int = 0
+    layer_types: tuple[str, ...] = ()
+    use_sliding: bool = True
+    context_length: int = 0
+    attention_bias: bool = False
+    qk_norm: bool = False
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    rope_dim: int = 0
+    nope_dim: int = 0
+    post_norms: bool = False       # gemma: norms after attention and FFN as well
+    fused_qkv: bool = False        # phi3
+    expert_bias: bool = False      # gpt-oss
+    attention_sinks: bool = False  # gpt-oss
+    router_bias: bool = False      # gpt-oss router bias, deepseek-v3 exp_probs_b
+    rope_freqs: bool = False       # llama 3 rope scaling stores its frequencies
+
+
+def _int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+                raise SpecError(f"config field {key!r} must be an integer, got {value!r}")
+            if value < 0 or value > 1 << 40:
+                raise SpecError(f"config field {key!r} is out of range: {value!r}")
+            return int(value)
+    if default is None:
+        raise SpecError(f"config has none of the fields {', '.join(keys)}")
+    return default
+
+
+def normalise(raw: Mapping[str, Any]) -> HFShape:
+    """Read the fields that decide tensor shapes, whatever the architecture calls them."""
+    cfg: dict[str, Any] = dict(raw)
+    if isinstance(cfg.get("text_config"), Mapping):       # multimodal wrappers (gemma3, ...)
+        merged = dict(cfg["text_config"])
+        merged.setdefault("model_type", cfg.get("model_type", ""))
+        merged.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings"))
+        cfg = merged
+    model_type = str(cfg.get("model_type") or "").lower()
+    if not model_type:
+        archs = cfg.get("architectures") or []
+        model_type = str(archs[0]).lower() if archs else "unknown"
+    hidden = _int(cfg, "hidden_size", "n_embd", "d_model")
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    heads = _int(cfg, "num_attention_heads", "n_head")
+    if not hidden or not layers or not heads:
+        raise SpecError("config: hidden_size, num_hidden_layers and num_attention_heads must be > 0")
+    if layers > 10_000 or hidden > 1 << 20 or heads > 1 << 14:
+        raise SpecError("config: layer, hidden or head count is implausibly large")
+    kv_heads = _int(cfg, "num_key_value_heads", "n_head_kv", default=heads)
+    head_dim = _int(cfg, "head_dim", default=hidden // heads)
+    is_deepseek = model_type.startswith("deepseek")
+    experts = _int(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0)
+    experts_used = _int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
+                        default=0) if experts else 0
+    ffn = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
+    expert_ffn = _int(cfg, "moe_intermediate_size", default=ffn) if experts else 0
+    shared_ffn = 0
+    if experts:
+        shared_ffn = _int(cfg, "shared_expert_intermediate_size", default=0)
+        if not shared_ffn and cfg.get("n_shared_experts"):
+            shared_ffn = _int(cfg, "n_shared_experts") * expert_ffn
+    dense: set[int] = set()
+    if experts:
+        first_dense = _int(cfg, "first_k_dense_replace", default=0)
+        dense.update(range(first_dense))
+        for layer in cfg.get("mlp_only_layers") or []:
+            dense.add(int(layer))
+        step = _int(cfg, "decoder_sparse_step", default=1) or 1
+        if step > 1:
+            dense.update(i for i in range(layers) if (i + 1) % step)
+    window = cfg.get("sliding_window")
+    window_int = int(window) if isinstance(window, (int, float)) and not isinstance(window, bool) and window > 0 else 0
+    use_sliding = cfg.get("use_sliding_window")
+    layer_types = tuple(str(x) for x in cfg.get("layer_types") or ())
+    if layer_types and len(layer_types) != layers:
+        raise SpecError(f"config: layer_types has {len(layer_types)} entries for {layers} layers")
+    rope = cfg.get("rope_scaling") or {}
+    rope_type = str(rope.get("rope_type") or rope.get("type") or "") if isinstance(rope, Mapping) else ""
+    tied_default = model_type.startswith("gemma")
+    tied = cfg.get("tie_word_embeddings")
+    return HFShape(
+        model_type=model_type, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
+        head_dim=head_dim, v_head_dim=_int(cfg, "v_head_dim", default=head_dim),
+        ffn=ffn, vocab=_int(cfg, "vocab_size", "n_vocab"),
+        tied=tied_default if tied is None else bool(tied),
+        experts=experts, experts_used=experts_used, expert_ffn=expert_ffn, shared_ffn=shared_ffn,
+        dense_layers=frozenset(dense),
+        sliding_window=window_int, layer_types=layer_types,
+        use_sliding=True if use_sliding is None else bool(use_sliding),
+        context_length=_int(cfg, "max_position_embeddings", "n_positions", "seq_length", default=0),
+        attention_bias=bool(cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe"))),
+        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"),
+        kv_lora_rank=_int(cfg, "kv_lora_rank", default=0) if is_deepseek else 0,
+        q_lora_rank=_int(cfg, "q_lora_rank", default=0) if is_deepseek else 0,
+        rope_dim=_int(cfg, "qk_rope_head_dim", default=0) if is_deepseek else 0,
+        nope_dim=_int(cfg, "qk_nope_head_dim", default=0) if is_deepseek else 0,
+        post_norms=model_type.startswith("gemma2") or model_type.startswith("gemma3"),
+        fused_qkv=model_type == "phi3",
+        expert_bias=model_type == "gpt_oss", attention_sinks=model_type == "gpt_oss",
+        router_bias=model_type == "gpt_oss" or cfg.get("topk_method") == "noaux_tc",
+        rope_freqs=rope_type == "llama3",
+    )
+
+
+def _linear(name: str, n_in: int, n_out: int, bias: bool = False) -> list[Shape]:
+    out = [Shape(name=f"{name}.weight", shape=(n_in, n_out))]
+    if bias:
+        out.append(Shape(name=f"{name}.bias", shape=(n_out,)))
+    return out
+
+
+def _vector(name: str, n: int) -> Shape:
+    return Shape(name=name, shape=(n,))
+
+
+def _attention(s: HFShape, p: str) -> list[Shape]:
+    h = s.hidden
+    if s.kv_lora_rank:          # MLA (deepseek2/3)
+        qk = s.nope_dim + s.rope_dim
+        out: list[Shape] = []
+        if s.q_lora_rank:
+            out += _linear(f"{p}.attn_q_a", h, s.q_lora_rank)
+            out.append(_vector(f"{p}.attn_q_a_norm.weight", s.q_lora_rank))
+            out += _linear(f"{p}.attn_q_b", s.q_lora_rank, s.heads * qk)
+        else:
+            out += _linear(f"{p}.attn_q", h, s.heads * qk)
+        out += _linear(f"{p}.attn_kv_a_mqa", h, s.kv_lora_rank + s.rope_dim)
+        out.append(_vector(f"{p}.attn_kv_a_norm.weight", s.kv_lora_rank))
+        out += _linear(f"{p}.attn_kv_b", s.kv_lora_rank, s.heads * (s.nope_dim + s.v_head_dim))
+        out += _linear(f"{p}.attn_output", s.heads * s.v_head_dim, h)
+        return out
+    q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    b = s.attention_bias
+    if s.fused_qkv:
+        out = _linear(f"{p}.attn_qkv", h, q + 2 * kv, b)
+    else:
+        out = _linear(f"{p}.attn_q", h, q, b) + _linear(f"{p}.attn_k", h, kv, b) + _linear(f"{p}.attn_v", h, kv, b)
+    out += _linear(f"{p}.attn_output", q, h, s.attention_bias and s.model_type == "gpt_oss")
+    if s.qk_norm:
+        out += [_vector(f"{p}.attn_q_norm.weight", s.head_dim), _vector(f"{p}.attn_k_norm.weight", s.head_dim)]
+    if s.attention_sinks:
+        out.append(_vector(f"{p}.attn_sinks.weight", s.heads))
+    return out
+
+
+def _feed_forward(s: HFShape, p: str, layer: int) -> list[Shape]:
+    h = s.hidden
+    if not s.experts or layer in s.dense_layers:
+        if s.fused_qkv:         # phi3 fuses gate and up as well
+            return _linear(f"{p}.ffn_up", h, 2 * s.ffn) + _linear(f"{p}.ffn_down", s.ffn, h)
+        return (_linear(f"{p}.ffn_gate", h, s.ffn) + _linear(f"{p}.ffn_up", h, s.ffn)
+                + _linear(f"{p}.ffn_down", s.ffn, h))
+    e, f = s.experts, s.expert_ffn
+    out = [Shape(name=f"{p}.ffn_gate_inp.weight", shape=(h, e))]
+    if s.router_bias:
+        name = f"{p}.ffn_gate_inp.bias" if s.model_type == "gpt_oss" else f"{p}.exp_probs_b.bias"
+        out.append(_vector(name, e))
+    for part, n_in, n_out in (("gate", h, f), ("up", h, f), ("down", f, h)):
+        out.append(Shape(name=f"{p}.ffn_{part}_exps.weight", shape=(n_in, n_out, e)))
+        if s.expert_bias:
+            out.append(Shape(name=f"{p}.ffn_{part}_exps.bias", shape=(n_out, e)))
+    if s.shared_ffn:
+        sf = s.shared_ffn
+        out += (_linear(f"{p}.ffn_gate_shexp", h, sf) + _linear(f"{p}.ffn_up_shexp", h, sf)
+                + _linear(f"{p}.ffn_down_shexp", sf, h))
+        if s.model_type == "qwen2_moe":
+            out.append(Shape(name=f"{p}.ffn_gate_inp_shexp.weight", shape=(h, 1)))
+    return out
+
+
+def tensor_shapes(s: HFShape) -> list[Shape]:
+    """Every tensor of the model, llama.cpp names, ggml shapes."""
+    out = [Shape(name="token_embd.weight", shape=(s.hidden, s.vocab))]
+    if s.rope_freqs:
+        out.append(_vector("rope_freqs.weight", s.head_dim // 2))
+    for layer in range(s.layers):
+        p = f"blk.{layer}"
+        out.append(_vector(f"{p}.attn_norm.weight", s.hidden))
+        out += _attention(s, p)
+        if s.post_norms:
+            out.append(_vector(f"{p}.post_attention_norm.weight", s.hidden))
+        if s.model_type == "gpt_oss":
+            out.append(_vector(f"{p}.post_attention_norm.weight", s.hidden))
+        else:
+            out.append(_vector(f"{p}.ffn_norm.weight", s.hidden))
+        out += _feed_forward(s, p, layer)
+        if s.post_norms:
+            out.append(_vector(f"{p}.post_ffw_norm.weight", s.hidden))
+    out.append(_vector("output_norm.weight", s.hidden))
+    if not s.tied:
+        out.append(Shape(name="output.weight", shape=(s.hidden, s.vocab)))
+    return out
