@@ -1,0 +1,281 @@
+"""rooflab's command line: inspect, predict, models, machines (here), and gui, report, measure
+(dispatched to handlers the upper layers register, so core never imports Qt or torch).
+
+Every RooflabError becomes one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rooflab.core import __version__
+from rooflab.core.errors import RooflabError, SpecError
+from rooflab.core.machine import MachineProfile
+from rooflab.core.workload import Workload
+
+Handler = Callable[[argparse.Namespace], int]
+GB = 1e9
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(float(x)) for x in text.replace(" ", "").split(",") if x)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v < 0 or v > 1 << 24 for v in values):
+        raise argparse.ArgumentTypeError(f"values must be integers in [0, 16777216]: {text!r}")
+    return values
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def add_model_options(p: argparse.ArgumentParser, *, positional: bool = False, required: bool = True) -> None:
+    if positional:
+        p.add_argument("model", metavar="MODEL", help="a .gguf file, config.json, model folder or catalogue key")
+    else:
+        p.add_argument("--model", required=required, metavar="MODEL",
+                       help="a .gguf file, config.json, model folder or catalogue key")
+    p.add_argument("--weights", metavar="FORMAT",
+                   help="weight format for config-defined models: fp32, bf16, fp16, q8_0, q6_k, q5_k_m, "
+                        "q4_k_m, q4_k_s, q4_0, mxfp4")
+
+
+def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    p.add_argument("--machine", required=required, metavar="MACHINE",
+                   help="a preset key, a saved profile, 'measured', or a profile .json path")
+    p.add_argument("--bandwidth", type=_positive, metavar="GB/s", help="override memory bandwidth")
+    p.add_argument("--peak-tflops", type=_positive, metavar="T", help="override peak TFLOP/s (compute dtype)")
+    p.add_argument("--memory-gb", type=_positive, metavar="G", help="override memory size (10^9 bytes)")
+    p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE",
+                   help="compute dtype whose peak applies (fp32, fp16, bf16, ...); default: the machine's")
+    p.add_argument("--calibrated", action="store_true",
+                   help="apply efficiency factors fitted from this model's measurements on this machine")
+
+
+def add_workload_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prompt", type=int, default=None, help="prompt tokens (default 2048)")
+    p.add_argument("--answer", type=int, default=None, help="answer tokens (default 256)")
+    p.add_argument("--context", type=int, default=None, help="tokens already in the cache (default 0)")
+    p.add_argument("--batch", type=int, default=None, help="sequences decoded together (default 1)")
+    p.add_argument("--kv-type", default="f16", help="KV-cache type: f32, f16, bf16, q8_0, q4_0, ... (default f16)")
+    p.add_argument("--draft-tokens", type=int, default=0, help="speculative decoding: drafts per verify")
+    p.add_argument("--acceptance", type=float, default=0.7, help="speculative decoding: acceptance rate")
+    p.add_argument("--offload", type=float, default=0.0, metavar="FRACTION",
+                   help="share of the weights on the machine's second, slower memory")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rooflab", description="Predict how fast a language model runs on a machine; then measure it.")
+    parser.add_argument("--version", action="version", version=f"rooflab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("inspect", help="tensor table, bytes read per token and KV cache of a model")
+    add_model_options(p, positional=True)
+    p.add_argument("--kv-type", default="f16", help="KV-cache type for kv_bytes_per_token (default f16)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
+    p.add_argument("--tensors", action="store_true", help="list every tensor (text output)")
+
+    p = sub.add_parser("predict", help="prefill, decode, batching and memory predictions")
+    add_model_options(p)
+    add_machine_options(p)
+    add_workload_options(p)
+    p.add_argument("--contexts", type=_int_list, help="contexts for the decode table (default 0,4096,32768)")
+    p.add_argument("--batches", type=_int_list, help="batch sizes for the decode table (default 1,4,16,64)")
+    p.add_argument("--prompts", type=_int_list, help="prompt lengths for the prefill table")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
+    out.add_argument("--csv", action="store_true", help="decode and prefill rows as CSV")
+
+    p = sub.add_parser("models", help="the built-in model catalogue")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("machines", help="machine presets and saved profiles")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("gui", help="open the desktop application")
+    p.add_argument("model", nargs="?", metavar="MODEL", help="model to open (default: the catalogue default)")
+    p.add_argument("--weights", metavar="FORMAT", help="weight format for config-defined models")
+    p.add_argument("--machine", metavar="MACHINE", help="machine to select")
+    p.add_argument("--screenshot", metavar="FILE.png", help="render the window to FILE.png and exit")
+
+    p = sub.add_parser("report", help="write the plots (PNG) and series (CSV) without a window")
+    add_model_options(p)
+    add_machine_options(p)
+    add_workload_options(p)
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the report files")
+
+    try:
+        from rooflab.core.measure.cli import add_measure_parser
+    except ImportError:  # pragma: no cover - measurement package absent in a stripped build
+        pass
+    else:
+        add_measure_parser(sub)
+    return parser
+
+
+# --- shared resolution ------------------------------------------------------------------------
+
+def resolve_machine(args: argparse.Namespace, model_key: str | None = None) -> MachineProfile:
+    """The machine named by --machine, with --bandwidth/--peak-tflops/--memory-gb applied and,
+    with --calibrated, the efficiency fitted for ``model_key``."""
+    from rooflab.core.presets import load_machine
+
+    machine = load_machine(args.machine)
+    changes: dict[str, Any] = {}
+    if getattr(args, "bandwidth", None):
+        changes["bandwidth"] = args.bandwidth * GB
+    if getattr(args, "peak_tflops", None):
+        dtype = getattr(args, "compute_dtype", None) or machine.default_dtype
+        flops = dict(machine.peak_flops)
+        flops[dtype] = args.peak_tflops * 1e12
+        changes["peak_flops"] = flops
+        if dtype not in machine.peak_flops:
+            changes["default_dtype"] = dtype
+    if getattr(args, "memory_gb", None):
+        changes["memory"] = args.memory_gb * GB
+    if getattr(args, "calibrated", False):
+        from rooflab.core import store
+
+        fitted = store.load_calibration(model_key or "", machine.key or machine.name)
+        if fitted is None:
+            raise SpecError(f"no calibration for this model on {machine.name}: run 'rooflab measure model' first")
+        changes["efficiency"] = fitted
+    return dataclasses.replace(machine, **changes) if changes else machine
+
+
+def resolve_workload(args: argparse.Namespace) -> Workload:
+    from rooflab.core.defaults import DEFAULT_WORKLOAD as d
+
+    return Workload(
+        prompt=args.prompt if args.prompt is not None else d.prompt,
+        answer=args.answer if args.answer is not None else d.answer,
+        context=args.context if args.context is not None else d.context,
+        batch=args.batch if args.batch is not None else d.batch,
+        kv_type=args.kv_type.lower(), compute_dtype=getattr(args, "compute_dtype", None),
+        draft_tokens=args.draft_tokens, acceptance=args.acceptance, offload_fraction=args.offload,
+    )
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from rooflab.core.cli_output import inspect_dict, inspect_text, print_json
+    from rooflab.core.io import load_model
+    from rooflab.core.quant import kv_bytes_per_value
+
+    kv_bytes_per_value(args.kv_type)  # validates the name before the model is read
+    spec = load_model(args.model, weights=args.weights)
+    if args.json:
+        print_json(inspect_dict(spec, args.kv_type))
+    else:
+        print(inspect_text(spec, args.kv_type, tensors=args.tensors))
+    return 0
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from rooflab.core.cli_output import predict_csv, predict_dict, predict_text, print_json
+    from rooflab.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_PROMPTS
+    from rooflab.core.io import load_model
+
+    workload = resolve_workload(args)
+    spec = load_model(args.model, weights=args.weights)
+    machine = resolve_machine(args, spec.source)
+    contexts = args.contexts or DEFAULT_CONTEXTS
+    batches = args.batches or DEFAULT_BATCHES
+    prompts = args.prompts or DEFAULT_PROMPTS
+    if args.json:
+        print_json(predict_dict(spec, machine, workload, contexts, batches, prompts))
+    elif args.csv:
+        sys.stdout.write(predict_csv(spec, machine, workload, contexts, batches, prompts))
+    else:
+        print(predict_text(spec, machine, workload, contexts, batches, prompts))
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from rooflab.core.catalogue import list_catalogue
+    from rooflab.core.cli_output import print_json
+
+    entries = list_catalogue()
+    if args.json:
+        print_json([{"key": e.key, "name": e.name, "weights": e.default_weights,
+                     "description": e.description, "sources": e.sources} for e in entries])
+    else:
+        width = max(len(e.key) for e in entries)
+        for e in entries:
+            print(f"{e.key:<{width}}  {e.default_weights:<7} {e.description}")
+    return 0
+
+
+def _cmd_machines(args: argparse.Namespace) -> int:
+    from rooflab.core.cli_output import machine_dict, print_json
+    from rooflab.core.presets import broken_user_profiles, list_presets, list_user_profiles
+
+    presets, users = list_presets(), list_user_profiles()
+    if args.json:
+        print_json([{**machine_dict(m), "key": m.key, "user": m in users} for m in presets + users])
+        return 0
+    print(f"{'key':<20} {'GB/s':>7} {'TFLOP/s':>8} {'memory GB':>9} {'balance':>8}  name")
+    for m in presets + users:
+        tag = " (saved profile)" if m in users else ""
+        print(f"{m.key:<20} {m.bandwidth / GB:>7.1f} {m.flops() / 1e12:>8.2f} {m.memory / GB:>9.1f} "
+              f"{m.balance:>8.1f}  {m.name}{tag}")
+    for line in broken_user_profiles():
+        print(f"warning: {line}", file=sys.stderr)
+    return 0
+
+
+_COMMANDS: dict[str, Handler] = {
+    "inspect": _cmd_inspect, "predict": _cmd_predict, "models": _cmd_models, "machines": _cmd_machines,
+}
+
+
+def main(argv: Sequence[str] | None = None, handlers: dict[str, Handler] | None = None) -> int:
+    """Run one command; returns the exit status (0 ok, 2 bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    table = dict(_COMMANDS)
+    try:
+        from rooflab.core.measure.cli import run_measure
+    except ImportError:  # pragma: no cover
+        pass
+    else:
+        table["measure"] = run_measure
+    table.update(handlers or {})
+    if args.command is None:
+        parser.print_help()
+        return 0
+    handler = table.get(args.command)
+    if handler is None:
+        print(f"rooflab: error: '{args.command}' needs the desktop package (rooflab.gui)", file=sys.stderr)
+        return 2
+    try:
+        return handler(args)
+    except RooflabError as exc:
+        print(f"rooflab: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `rooflab predict ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("rooflab: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("rooflab: error: out of memory", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

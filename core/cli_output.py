@@ -1,0 +1,238 @@
+"""What the command line prints: the stable JSON objects (documented in the README), CSV, and
+aligned text tables in the lessons' layout. GB = 10^9 bytes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rooflab.core.machine import MachineProfile
+from rooflab.core.model import ModelSpec
+from rooflab.core.predict.batching import batch_crossover, max_batch_that_fits
+from rooflab.core.predict.request import prefill_crossover, request
+from rooflab.core.predict.speculative import speculative
+from rooflab.core.predict.sweep import decode_grid, prefill_sweep
+from rooflab.core.workload import Workload
+
+GB = 1e9
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, allow_nan=False, default=_finite)
+    sys.stdout.write("\n")
+
+
+def _finite(value: Any) -> Any:
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def _num(x: float) -> float | None:
+    """JSON has no infinity: an unreached crossover is null."""
+    return None if not math.isfinite(x) else float(x)
+
+
+def inspect_dict(spec: ModelSpec, kv_type: str = "f16") -> dict[str, Any]:
+    full, window = spec.kv_bytes_per_token(kv_type)
+    return {
+        "name": spec.name,
+        "architecture": spec.architecture,
+        "source": spec.source,
+        "weights_format": spec.weights_format,
+        "layers": spec.layers,
+        "hidden": spec.hidden,
+        "vocab": spec.vocab,
+        "context_length": spec.context_length,
+        "params_total": spec.params_total,
+        "params_per_token": int(round(spec.params_per_token)),
+        "file_bytes": spec.file_bytes,
+        "weight_bytes": spec.weight_bytes,
+        "weight_bytes_read_per_token": int(round(spec.weight_bytes_read_per_token)),
+        "tied_embeddings": spec.tied_embeddings,
+        "kv_type": kv_type,
+        "kv_bytes_per_token": int(round(full)),
+        "kv_bytes_per_token_windowed": int(round(window)),
+        "sliding_window": spec.attention.sliding_window or None,
+        "sliding_layers": sum(spec.attention.sliding) if spec.attention.sliding else 0,
+        "experts": spec.experts,
+        "experts_used": spec.experts_used,
+        "groups": [{"name": g.name.value, "types": list(g.types), "params": g.params, "bytes": g.bytes,
+                    "bytes_read_per_token": int(round(g.bytes_read_per_token)), "tensors": g.tensors}
+                   for g in spec.groups],
+        "warnings": list(spec.warnings),
+    }
+
+
+def _gb(x: float) -> str:
+    return f"{x / GB:,.3f} GB"
+
+
+def inspect_text(spec: ModelSpec, kv_type: str = "f16", tensors: bool = False) -> str:
+    d = inspect_dict(spec, kv_type)
+    lines = [
+        f"{spec.name}  ({spec.architecture}, {spec.weights_format or 'mixed types'})",
+        f"  source            {spec.source}",
+        f"  layers            {spec.layers}   hidden {spec.hidden}   vocab {spec.vocab:,}",
+        f"  parameters        {spec.params_total:,} total, {d['params_per_token']:,} multiplied per decode token",
+        f"  file              {spec.file_bytes:,} bytes ({_gb(spec.file_bytes)})",
+        f"  read per token    {d['weight_bytes_read_per_token']:,} bytes ({_gb(spec.weight_bytes_read_per_token)}, "
+        f"{100 * spec.weight_bytes_read_per_token / max(spec.file_bytes, 1):.0f} % of the file)",
+        f"  KV cache ({kv_type})   {d['kv_bytes_per_token']:,} bytes/token in full-attention layers"
+        + (f", {d['kv_bytes_per_token_windowed']:,} in {d['sliding_layers']} sliding layers "
+           f"(window {spec.attention.sliding_window:,})" if spec.attention.sliding_window else ""),
+    ]
+    if spec.experts:
+        lines.append(f"  experts           {spec.experts_used} of {spec.experts} routed per token"
+                     + (", plus shared experts" if spec.shared_experts else ""))
+    lines.append("")
+    lines.append(f"  {'group':<15} {'types':<22} {'params':>16} {'bytes in file':>16} {'read per token':>16}")
+    for g in spec.groups:
+        lines.append(f"  {g.name.value:<15} {', '.join(g.types)[:22]:<22} {g.params:>16,} {g.bytes:>16,} "
+                     f"{g.bytes_read_per_token:>16,.0f}")
+    lines.append(f"  {'total':<15} {'':<22} {spec.params_total:>16,} {spec.weight_bytes:>16,} "
+                 f"{spec.weight_bytes_read_per_token:>16,.0f}")
+    if tensors:
+        lines.append("")
+        for t in spec.tensors:
+            lines.append(f"  {t.name:<40} {t.type_name:<8} {str(list(t.shape)):<24} {t.nbytes:>14,}  {t.role.value}")
+    for w in spec.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def machine_dict(m: MachineProfile) -> dict[str, Any]:
+    return {
+        "name": m.name,
+        "bandwidth_gb_per_s": m.bandwidth / GB,
+        "peak_tflops": m.flops() / 1e12,
+        "peak_tflops_by_dtype": {k: v / 1e12 for k, v in m.peak_flops.items()},
+        "default_dtype": m.default_dtype,
+        "memory_gb": m.memory / GB,
+        "balance_flop_per_byte": m.balance,
+        "offload": {"name": m.offload_name, "bandwidth_gb_per_s": m.offload_bandwidth / GB,
+                    "memory_gb": m.offload_memory / GB} if m.has_offload else None,
+        "efficiency": {"bandwidth": m.efficiency.bandwidth, "compute": m.efficiency.compute,
+                       "step_overhead_s": m.efficiency.step_overhead,
+                       "kv_read_factor": m.efficiency.kv_read_factor},
+    }
+
+
+def _decode_rows(spec: ModelSpec, machine: MachineProfile, workload: Workload,
+                 contexts: Sequence[int], batches: Sequence[int]) -> list[dict[str, Any]]:
+    g = decode_grid(spec, machine, workload, contexts, batches)
+    rows = []
+    for i, t in enumerate(contexts):
+        for j, b in enumerate(batches):
+            rows.append({
+                "context": int(t), "batch": int(b),
+                "bytes_per_step": float(g.bytes_per_step[i, j]),
+                "kv_bytes_per_step": float(g.kv_bytes_per_step[i, j]),
+                "flops_per_step": float(g.flops_per_step[i, j]),
+                "step_seconds": float(g.step_seconds[i, j]),
+                "tokens_per_second_per_sequence": float(g.per_sequence[i, j]),
+                "tokens_per_second_total": float(g.total[i, j]),
+                "kv_share": float(g.kv_bytes_per_step[i, j] / g.bytes_per_step[i, j]),
+                "experts_touched_per_layer": float(g.experts_touched[i, j]),
+                "memory_bytes": float(g.memory[i, j]),
+                "fits": bool(g.fits[i, j]),
+                "bound": "compute" if g.compute_bound[i, j] else "memory",
+            })
+    return rows
+
+
+def _prefill_rows(spec: ModelSpec, machine: MachineProfile, workload: Workload,
+                  prompts: Sequence[int]) -> list[dict[str, Any]]:
+    s = prefill_sweep(spec, machine, workload, [max(1, p) for p in prompts])
+    return [{"prompt": int(n), "seconds": float(s.seconds[i]), "tokens_per_second": float(s.tokens_per_second[i]),
+             "flops": float(s.flops[i]), "attention_flops": float(s.attention_flops[i]),
+             "bound": "compute" if s.compute_bound[i] else "memory"} for i, n in enumerate(s.prompts)]
+
+
+def predict_dict(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],
+                 batches: Sequence[int], prompts: Sequence[int]) -> dict[str, Any]:
+    est = request(spec, machine, workload)
+    spec_est = speculative(spec, machine, workload)
+    length = workload.context + workload.prompt + workload.answer
+    return {
+        "model": inspect_dict(spec, workload.kv_type),
+        "machine": machine_dict(machine),
+        "workload": {"prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
+                     "batch": workload.batch, "kv_type": workload.kv_type,
+                     "offload_fraction": workload.offload_fraction},
+        "prefill_crossover_tokens": _num(prefill_crossover(spec, machine, workload)),
+        "batch_crossover": _num(batch_crossover(spec, machine, workload)),
+        "max_batch_that_fits": max_batch_that_fits(spec, machine, length, workload.kv_type),
+        "request": {"ttft_seconds": est.ttft, "tpot_seconds": est.tpot, "end_to_end_seconds": est.end_to_end,
+                    "prefill_bound": est.prefill_bound, "decode_bound": est.decode_bound,
+                    "decode_ceiling_tokens_per_second": est.decode_ceiling,
+                    "prompt_tokens_per_second": est.prompt_rate, "kv_share": est.kv_share},
+        "speculative": {"draft_tokens": workload.draft_tokens, "acceptance": workload.acceptance,
+                        "verify_cost": spec_est.verify_cost, "expected_tokens": spec_est.expected_tokens,
+                        "speedup": spec_est.speedup},
+        "decode": _decode_rows(spec, machine, workload, contexts, batches),
+        "prefill": _prefill_rows(spec, machine, workload, prompts),
+    }
+
+
+def predict_csv(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],
+                batches: Sequence[int], prompts: Sequence[int]) -> str:
+    """Two CSV blocks (decode rows, then prefill rows), each with its own header line."""
+    out = io.StringIO()
+    for rows in (_decode_rows(spec, machine, workload, contexts, batches),
+                 _prefill_rows(spec, machine, workload, prompts)):
+        writer = csv.DictWriter(out, fieldnames=["table", *rows[0].keys()], lineterminator="\n")
+        writer.writeheader()
+        table = "decode" if "batch" in rows[0] else "prefill"
+        for row in rows:
+            writer.writerow({"table": table, **row})
+    return out.getvalue()
+
+
+def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],
+                 batches: Sequence[int], prompts: Sequence[int]) -> str:
+    d = predict_dict(spec, machine, workload, contexts, batches, prompts)
+    r = d["request"]
+    eff = machine.efficiency
+    lines = [
+        f"{spec.name} on {machine.name}: {machine.bandwidth / GB:,.1f} GB/s, "
+        f"{machine.flops(workload.compute_dtype) / 1e12:,.2f} TFLOP/s, {machine.memory / GB:,.1f} GB"
+        + ("" if eff.is_identity else f"  (efficiency: bandwidth x{eff.bandwidth:.2f}, compute x{eff.compute:.2f}, "
+                                      f"+{eff.step_overhead * 1e3:.2f} ms/step, cache x{eff.kv_read_factor:.2f})"),
+        f"W = {spec.weight_bytes_read_per_token / GB:.3f} GB read per token; KV "
+        f"{d['model']['kv_bytes_per_token']:,} bytes/token ({workload.kv_type})",
+        "",
+        f"request: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, batch {workload.batch}",
+        f"  TTFT {r['ttft_seconds'] * 1e3:,.1f} ms ({r['prefill_bound']}-bound), TPOT {r['tpot_seconds'] * 1e3:,.2f} ms "
+        f"({r['decode_bound']}-bound), end to end {r['end_to_end_seconds']:,.2f} s",
+        f"  prefill turns compute-bound at n* = {_fmt_cross(d['prefill_crossover_tokens'])} tokens; "
+        f"decode at batch {_fmt_cross(d['batch_crossover'])}; {d['max_batch_that_fits']:,} sequences of "
+        f"{workload.context + workload.prompt + workload.answer:,} tokens fit",
+        "",
+        "decode ceiling, tokens/s per sequence / total, GB read per step",
+        f"{'context':>8} {'batch':>6} {'per seq':>9} {'total':>9} {'GB/step':>8} {'KV %':>5} "
+        f"{'memory GB':>10} {'fits':>5} {'bound':>8}" + (f" {'experts':>8}" if spec.is_moe else ""),
+    ]
+    for row in d["decode"]:
+        lines.append(
+            f"{row['context']:>8,} {row['batch']:>6} {row['tokens_per_second_per_sequence']:>9.1f} "
+            f"{row['tokens_per_second_total']:>9.0f} {row['bytes_per_step'] / GB:>8.2f} {100 * row['kv_share']:>5.0f} "
+            f"{row['memory_bytes'] / GB:>10.1f} {'yes' if row['fits'] else 'NO':>5} {row['bound']:>8}"
+            + (f" {row['experts_touched_per_layer']:>8.1f}" if spec.is_moe else ""))
+    lines += ["", "prefill", f"{'prompt':>8} {'seconds':>10} {'tokens/s':>10} {'bound':>8}"]
+    for row in d["prefill"]:
+        lines.append(f"{row['prompt']:>8,} {row['seconds']:>10.4f} {row['tokens_per_second']:>10.0f} {row['bound']:>8}")
+    if workload.draft_tokens:
+        s = d["speculative"]
+        lines += ["", f"speculative: verify {workload.draft_tokens} drafts costs {s['verify_cost']:.2f} steps, "
+                      f"yields {s['expected_tokens']:.2f} tokens, speed-up x{s['speedup']:.2f}"]
+    for w in spec.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def _fmt_cross(x: float | None) -> str:
+    return "never (below 16M)" if x is None else f"{x:,.1f}"
