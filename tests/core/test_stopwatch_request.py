@@ -1,0 +1,60 @@
+"""TTFT / TPOT arithmetic: the lesson's worked stopwatch example and the request estimate."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab.core.errors import SpecError
+from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.request import request
+from rooflab.core.predict.stopwatch import from_timestamps
+from rooflab.core.workload import Workload
+from tests.core.conftest import machine
+
+
+def test_worked_example():
+    # 'An 8,000-token prompt, a 400-token answer, first token at 12.0 s, last at 30.0 s'
+    r = from_timestamps(prompt_tokens=8000, output_tokens=400, first_token=12.0, last_token=30.0)
+    assert r.ttft == 12.0
+    assert r.prompt_rate == pytest.approx(667, abs=0.5)
+    assert r.tpot * 1e3 == pytest.approx(45.1, abs=0.05)
+    assert r.decode_rate == pytest.approx(22.2, abs=0.05)
+    assert r.naive_rate == pytest.approx(13.3, abs=0.05)
+
+
+def test_question_two():
+    r = from_timestamps(prompt_tokens=6000, output_tokens=300, first_token=8.0, last_token=23.0)
+    assert r.decode_rate == pytest.approx(20, abs=0.1)
+    assert r.prompt_rate == pytest.approx(750)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(prompt_tokens=10, output_tokens=1, first_token=1.0, last_token=2.0),
+    dict(prompt_tokens=10, output_tokens=5, first_token=3.0, last_token=2.0),
+    dict(prompt_tokens=0, output_tokens=5, first_token=1.0, last_token=2.0),
+])
+def test_stopwatch_rejects_nonsense(kwargs):
+    with pytest.raises(SpecError):
+        from_timestamps(**kwargs)
+
+
+def test_request_composes_phases(qwen8b):
+    m = machine(273, peak_tflops=100)
+    wl = Workload(prompt=2000, answer=400, context=0)
+    est = request(qwen8b, m, wl)
+    assert est.ttft == pytest.approx(float(prefill_pass(qwen8b, m, wl).seconds))
+    first = float(decode_pass(qwen8b, m, wl, context=2000).seconds)
+    last = float(decode_pass(qwen8b, m, wl, context=2398).seconds)
+    assert first < est.tpot < last                    # the cache grows during the answer
+    assert est.tpot == pytest.approx((first + last) / 2, rel=1e-3)   # linear in t while memory-bound
+    assert est.end_to_end == pytest.approx(est.ttft + 399 * est.tpot)
+    assert est.prefill_bound == "compute" and est.decode_bound == "memory"
+
+
+def test_prompt_cut_moves_ttft_not_tpot(qwen8b):
+    # 'Change one thing at a time': a shorter prompt cuts TTFT, TPOT barely moves
+    m = machine(273, peak_tflops=100)
+    long = request(qwen8b, m, Workload(prompt=8000, answer=400))
+    short = request(qwen8b, m, Workload(prompt=2000, answer=400))
+    assert short.ttft < long.ttft / 3
+    assert short.tpot <= long.tpot             # "45.1 ms or slightly less": a smaller cache to read

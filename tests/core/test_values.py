@@ -1,0 +1,68 @@
+"""Value objects validate themselves and name the bad field."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from rooflab.core.errors import SpecError
+from rooflab.core.machine import Efficiency, MachineProfile
+from rooflab.core.quant import bytes_per_value, kv_bytes_per_value, tensor_bytes
+from rooflab.core.workload import Workload
+
+
+@pytest.mark.parametrize("field, value", [("prompt", 0), ("batch", 0), ("context", -1), ("answer", 1.5),
+                                          ("kv_type", "f8"), ("acceptance", 1.5), ("offload_fraction", -0.1)])
+def test_workload_rejects(field, value):
+    with pytest.raises(SpecError, match=field):
+        Workload(**{field: value})
+
+
+@pytest.mark.parametrize("field, value", [("bandwidth", 0.0), ("bandwidth", math.nan), ("memory", -1.0)])
+def test_machine_rejects(field, value):
+    base = dict(name="m", bandwidth=1e9, peak_flops={"fp16": 1e12}, memory=1e9)
+    with pytest.raises(SpecError, match=field):
+        MachineProfile(**{**base, field: value})
+
+
+def test_machine_rejects_missing_default_dtype():
+    with pytest.raises(SpecError, match="default_dtype"):
+        MachineProfile(name="m", bandwidth=1e9, peak_flops={"fp32": 1e12}, memory=1e9)
+
+
+def test_machine_round_trip_and_immutability():
+    m = MachineProfile(name="m", bandwidth=1e9, peak_flops={"fp16": 1e12, "fp32": 5e11}, memory=2e9,
+                       offload_bandwidth=1e8, offload_memory=1e10, efficiency=Efficiency(bandwidth=0.8))
+    again = MachineProfile.from_dict(m.to_dict())
+    assert again == m
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.bandwidth = 2.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        m.peak_flops["fp16"] = 0  # type: ignore[index]
+    assert m.balance == 1000.0
+
+
+@pytest.mark.parametrize("data", [{}, {"name": "x", "bandwidth": "fast", "peak_flops": {}, "memory": 1},
+                                  {"name": "x", "bandwidth": 1, "peak_flops": [], "memory": 1}])
+def test_machine_from_bad_dict(data):
+    with pytest.raises(SpecError):
+        MachineProfile.from_dict(data)
+
+
+def test_efficiency_bounds():
+    with pytest.raises(SpecError):
+        Efficiency(bandwidth=0)
+    with pytest.raises(SpecError):
+        Efficiency(step_overhead=-1)
+
+
+def test_quant_sizes():
+    assert bytes_per_value("Q4_K") == 0.5625 and bytes_per_value("Q8_0") == 34 / 32
+    assert tensor_bytes("Q6_K", 256) == 210 and tensor_bytes("MXFP4", 64) == 34
+    assert kv_bytes_per_value("q8_0") == 34 / 32 and kv_bytes_per_value("f16") == 2
+    with pytest.raises(SpecError):
+        tensor_bytes("Q4_K", 100)
+    with pytest.raises(SpecError):
+        tensor_bytes("Q9_9", 256)
