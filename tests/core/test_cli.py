@@ -1,0 +1,139 @@
+"""The command line: stable JSON keys, lesson figures end to end, one-line errors, exit 2."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rooflab.core.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+INSPECT_KEYS = {"name", "architecture", "layers", "params_total", "params_per_token", "file_bytes",
+                "weight_bytes_read_per_token", "kv_bytes_per_token", "kv_bytes_per_token_windowed",
+                "sliding_window", "experts", "experts_used", "groups"}
+
+
+def test_inspect_json(capsys):
+    code, out, _ = run(capsys, "inspect", "qwen3-8b-q4_k_m", "--json")
+    d = json.loads(out)
+    assert code == 0 and INSPECT_KEYS <= d.keys()
+    assert d["weight_bytes_read_per_token"] == 4_671_768_832
+    assert d["kv_bytes_per_token"] == 147_456 and d["sliding_window"] is None
+    names = [g["name"] for g in d["groups"]]
+    assert names == ["embedding", "attention", "feed_forward", "output", "norms"]
+    for g in d["groups"]:
+        assert {"name", "types", "params", "bytes", "bytes_read_per_token"} <= g.keys()
+
+
+def test_inspect_gpt_oss_windowed(capsys):
+    d = json.loads(run(capsys, "inspect", "gpt-oss-120b-mxfp4", "--json")[1])
+    assert (d["kv_bytes_per_token"], d["kv_bytes_per_token_windowed"], d["sliding_window"]) == (36864, 36864, 128)
+    assert (d["experts"], d["experts_used"]) == (128, 4)
+
+
+def test_inspect_weights_and_kv_type(capsys):
+    d = json.loads(run(capsys, "inspect", "qwen3-0.6b", "--weights", "fp32", "--kv-type", "f32", "--json")[1])
+    assert d["weight_bytes_read_per_token"] == 2_384_199_680 and d["kv_bytes_per_token"] == 229_376
+
+
+def test_inspect_text(capsys):
+    code, out, _ = run(capsys, "inspect", "qwen3-30b-a3b-q4_k_m")
+    assert code == 0 and "8 of 128 routed" in out and "experts" in out
+
+
+def test_predict_json_reproduces_lesson(capsys):
+    code, out, _ = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark",
+                       "--contexts", "4096", "--batches", "1,4,16,64", "--json")
+    d = json.loads(out)
+    assert code == 0
+    assert {"model", "machine", "prefill_crossover_tokens", "batch_crossover", "decode", "prefill"} <= d.keys()
+    assert d["machine"]["bandwidth_gb_per_s"] == 273
+    assert {"name", "bandwidth_gb_per_s", "peak_tflops", "memory_gb"} <= d["machine"].keys()
+    row_keys = {"context", "batch", "bytes_per_step", "kv_bytes_per_step", "tokens_per_second_per_sequence",
+                "tokens_per_second_total", "experts_touched_per_layer", "memory_bytes", "fits", "bound"}
+    assert all(row_keys <= r.keys() for r in d["decode"])
+    each = [round(r["tokens_per_second_per_sequence"], 1) for r in d["decode"]]
+    total = [round(r["tokens_per_second_total"]) for r in d["decode"]]
+    assert each == [51.7, 38.5, 19.0, 6.3] and total == [52, 154, 305, 403]
+    assert all({"prompt", "seconds", "tokens_per_second", "bound"} <= r.keys() for r in d["prefill"])
+
+
+def test_predict_bandwidth_override(capsys):
+    d = json.loads(run(capsys, "predict", "--model", "qwen3-30b-a3b-q4_k_m", "--machine", "m4-max",
+                       "--bandwidth", "256", "--contexts", "4096", "--batches", "1", "--json")[1])
+    assert round(d["decode"][0]["tokens_per_second_per_sequence"], 1) == 110.2
+
+
+def test_predict_memory_override_and_fit(capsys):
+    d = json.loads(run(capsys, "predict", "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-5090",
+                       "--contexts", "4096", "--batches", "1", "--json")[1])
+    assert d["decode"][0]["fits"] is False
+    d = json.loads(run(capsys, "predict", "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-5090",
+                       "--memory-gb", "128", "--contexts", "4096", "--batches", "1", "--json")[1])
+    assert d["decode"][0]["fits"] is True
+
+
+def test_predict_csv(capsys):
+    code, out, _ = run(capsys, "predict", "--model", "qwen3-0.6b", "--machine", "desktop-ddr5", "--csv",
+                       "--contexts", "0,1024", "--batches", "1,2", "--prompts", "1,64")
+    blocks = out.strip().split("\ntable,")
+    decode = list(csv.DictReader(io.StringIO(blocks[0])))
+    assert code == 0 and len(decode) == 4 and decode[0]["table"] == "decode"
+    prefill = list(csv.DictReader(io.StringIO("table," + blocks[1])))
+    assert [r["prompt"] for r in prefill] == ["1", "64"]
+
+
+def test_predict_text(capsys):
+    code, out, _ = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090")
+    assert code == 0 and "TTFT" in out and "n* =" in out
+
+
+def test_models_and_machines(capsys):
+    models = json.loads(run(capsys, "models", "--json")[1])
+    keys = {m["key"] for m in models}
+    assert {"qwen3-0.6b", "qwen3-8b-q4_k_m", "qwen3-30b-a3b-q4_k_m", "gpt-oss-120b-mxfp4", "llama-3.1-8b"} <= keys
+    machines = json.loads(run(capsys, "machines", "--json")[1])
+    keys = {m["key"] for m in machines}
+    assert {"dgx-spark", "ryzen-ai-max-395", "m4-max", "m4-pro", "rtx-5090", "rtx-4090", "a100-sxm-80gb",
+            "h100-sxm", "desktop-ddr5"} <= keys
+    assert run(capsys, "machines")[0] == 0 and run(capsys, "models")[0] == 0
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["inspect", "/no/such/model.gguf"], "model.gguf"),
+    (["inspect", "unknown-model"], "unknown model"),
+    (["predict", "--model", "qwen3-0.6b", "--machine", "no-such-box"], "unknown machine"),
+    (["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--kv-type", "f7"], "kv_type"),
+    (["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--batch", "0"], "batch"),
+    (["inspect", "qwen3-0.6b", "--weights", "q9"], "unknown weight format"),
+])
+def test_errors_are_one_line_exit_2(capsys, argv, fragment):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and fragment in err and err.startswith("rooflab: error:")
+
+
+def test_bad_profile_file(tmp_path, capsys):
+    bad = tmp_path / "box.json"
+    bad.write_text('{"name": "box", "bandwidth": -1, "peak_flops": {"fp16": 1}, "memory": 1}')
+    code, _, err = run(capsys, "predict", "--model", "qwen3-0.6b", "--machine", str(bad))
+    assert code == 2 and "box.json" in err and "bandwidth" in err
+
+
+def test_module_entry_has_no_traceback(tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 64)
+    proc = subprocess.run([sys.executable, "-m", "rooflab.core.cli", "inspect", str(bad)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "broken.gguf" in proc.stderr
