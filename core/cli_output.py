@@ -81,7 +81,7 @@ def inspect_text(spec: ModelSpec, kv_type: str = "f16", tensors: bool = False) -
         f"  file              {spec.file_bytes:,} bytes ({_gb(spec.file_bytes)})",
         f"  read per token    {d['weight_bytes_read_per_token']:,} bytes ({_gb(spec.weight_bytes_read_per_token)}, "
         f"{100 * spec.weight_bytes_read_per_token / max(spec.file_bytes, 1):.0f} % of the file)",
-        f"  KV cache ({kv_type})   {d['kv_bytes_per_token']:,} bytes/token in full-attention layers"
+        f"  {'KV cache (' + kv_type + ')':<18}{d['kv_bytes_per_token']:,} bytes/token in full-attention layers"
         + (f", {d['kv_bytes_per_token_windowed']:,} in {d['sliding_layers']} sliding layers "
            f"(window {spec.attention.sliding_window:,})" if spec.attention.sliding_window else ""),
     ]
