@@ -13,7 +13,6 @@ import statistics
 import time
 
 import numpy as np
-
 from rooflab.core.io import load_model
 from rooflab.core.predict.request import prefill_crossover, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
@@ -41,10 +40,10 @@ def main() -> None:
     for key in ("qwen3-8b-q4_k_m", "gpt-oss-120b-mxfp4"):
         spec = load_model(key)
         rows = [
-            ("decode grid 64 x 64", lambda: decode_grid(spec, machine, workload, contexts, batches)),
-            ("prefill sweep 256", lambda: prefill_sweep(spec, machine, workload, prompts)),
-            ("request (TTFT, TPOT, e2e)", lambda: request(spec, machine, workload)),
-            ("prefill crossover n*", lambda: prefill_crossover(spec, machine, workload)),
+            ("decode grid 64 x 64", lambda spec=spec: decode_grid(spec, machine, workload, contexts, batches)),
+            ("prefill sweep 256", lambda spec=spec: prefill_sweep(spec, machine, workload, prompts)),
+            ("request (TTFT, TPOT, e2e)", lambda spec=spec: request(spec, machine, workload)),
+            ("prefill crossover n*", lambda spec=spec: prefill_crossover(spec, machine, workload)),
         ]
         for label, fn in rows:
             best, median = timed(fn)

@@ -37,7 +37,7 @@ class Workload:
                 raise SpecError(f"workload.{name} must be an integer in [{low}, {high}], got {value!r}")
         if self.kv_type.lower() not in KV_TYPES:
             raise SpecError(f"workload.kv_type must be one of {', '.join(KV_TYPES)}, got {self.kv_type!r}")
-        for name, high in (("acceptance", 1.0), ("offload_fraction", 1.0), ("draft_cost", 10.0)):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0.0 <= value <= high):
-                raise SpecError(f"workload.{name} must be in [0, {high}], got {value!r}")
+        for name, limit in (("acceptance", 1.0), ("offload_fraction", 1.0), ("draft_cost", 10.0)):
+            fraction = getattr(self, name)
+            if not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= limit):
+                raise SpecError(f"workload.{name} must be in [0, {limit}], got {fraction!r}")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from rooflab.core.predict.batching import batch_sweep, memory_resident
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.request import prefill_crossover
 from rooflab.core.predict.work import experts_touched_per_layer, kv_bytes
 from rooflab.core.workload import Workload
+
 from tests.core.conftest import machine
 
 GB = 1e9
@@ -87,7 +87,7 @@ class TestDecodeCeiling:
     ])
     def test_batch_one_at_273(self, request, model, expected):
         spec = request.getfixturevalue(model)
-        for context, (rate, gb) in zip((0, 4096, 32768), expected):
+        for context, (rate, gb) in zip((0, 4096, 32768), expected, strict=True):
             got_rate, got_gb = ceiling(spec, 273, context)
             assert got_rate == pytest.approx(rate, rel=1.5e-3, abs=0.051)  # the lesson rounds W to MB
             assert got_gb == pytest.approx(gb, abs=0.051)
@@ -97,7 +97,7 @@ class TestDecodeCeiling:
         (546, (103.5, 235.1, 145.6)), (1792, (339.7, 771.5, None)),
     ])
     def test_tracks_at_4096(self, qwen8b, qwen30b, gptoss, bandwidth, figures):
-        for spec, rate in zip((qwen8b, qwen30b, gptoss), figures):
+        for spec, rate in zip((qwen8b, qwen30b, gptoss), figures, strict=True):
             if rate is not None:
                 assert ceiling(spec, bandwidth, 4096)[0] == pytest.approx(rate, rel=1.5e-3, abs=0.051)  # the lesson rounds W to MB
 
