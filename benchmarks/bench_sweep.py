@@ -13,6 +13,7 @@ import statistics
 import time
 
 import numpy as np
+
 from rooflab.core.io import load_model
 from rooflab.core.predict.request import prefill_crossover, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
 from rooflab.core.errors import SpecError
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+
 from rooflab.core.errors import SpecError
 from rooflab.core.machine import MachineProfile
 from rooflab.core.model import ModelSpec

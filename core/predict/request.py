@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from rooflab.core.machine import MachineProfile
 from rooflab.core.model import ModelSpec
 from rooflab.core.predict.clocks import decode_pass, prefill_pass

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+
 from rooflab.core.machine import MachineProfile
 from rooflab.core.model import ModelSpec
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
 from rooflab.core.model import ModelSpec
 
 Array = NDArray[np.float64]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rooflab.core.io import load_model
 from rooflab.core.machine import MachineProfile
 from rooflab.core.model import ModelSpec

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+
 from rooflab.core.cli import main
 
 

@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+
 from rooflab.core.machine import Efficiency, MachineProfile
 from rooflab.core.predict.batching import batch_crossover, batch_sweep
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
@@ -15,7 +16,6 @@ from rooflab.core.predict.roofline import attainable, decode_intensity
 from rooflab.core.predict.speculative import expected_tokens, speculative
 from rooflab.core.presets import load_machine
 from rooflab.core.workload import Workload
-
 from tests.core.synthetic import synthetic_spec
 
 GB = 1e9

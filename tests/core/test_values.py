@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 import pytest
+
 from rooflab.core.errors import SpecError
 from rooflab.core.machine import Efficiency, MachineProfile
 from rooflab.core.quant import bytes_per_value, kv_bytes_per_value, tensor_bytes

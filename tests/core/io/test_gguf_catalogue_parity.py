@@ -9,6 +9,7 @@ import json
 import gguf
 import numpy as np
 import pytest
+
 from rooflab.core.cli import main
 from rooflab.core.io import load_model
 from rooflab.core.model import ModelSpec

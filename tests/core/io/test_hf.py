@@ -8,6 +8,7 @@ import struct
 
 import numpy as np
 import pytest
+
 from rooflab.core.errors import ModelFileError, RooflabError
 from rooflab.core.io import load_model
 from rooflab.core.model import Role
