@@ -60,6 +60,11 @@ def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) ->
     p.add_argument("--memory-gb", type=_positive, metavar="G", help="override memory size (10^9 bytes)")
     p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE",
                    help="compute dtype whose peak applies (fp32, fp16, bf16, ...); default: the machine's")
+    p.add_argument("--bandwidth-efficiency", type=_positive, metavar="F",
+                   help="share of the bandwidth an engine reaches (predictions are ceilings at 1.0)")
+    p.add_argument("--compute-efficiency", type=_positive, metavar="F",
+                   help="share of the peak FLOP/s an engine reaches")
+    p.add_argument("--step-overhead-ms", type=float, metavar="MS", help="fixed time added to every forward pass")
     p.add_argument("--calibrated", action="store_true",
                    help="apply efficiency factors fitted from this model's measurements on this machine")
 
@@ -145,6 +150,13 @@ def resolve_machine(args: argparse.Namespace, model_key: str | None = None) -> M
             changes["default_dtype"] = dtype
     if getattr(args, "memory_gb", None):
         changes["memory"] = args.memory_gb * GB
+    eff = {name: value for name, value in (
+        ("bandwidth", getattr(args, "bandwidth_efficiency", None)),
+        ("compute", getattr(args, "compute_efficiency", None)),
+        ("step_overhead", None if getattr(args, "step_overhead_ms", None) is None else args.step_overhead_ms / 1e3),
+    ) if value is not None}
+    if eff:
+        changes["efficiency"] = dataclasses.replace(machine.efficiency, **eff)
     if getattr(args, "calibrated", False):
         from rooflab.core import store
 

@@ -75,6 +75,16 @@ def test_predict_bandwidth_override(capsys):
     assert round(d["decode"][0]["tokens_per_second_per_sequence"], 1) == 110.2
 
 
+def test_predict_efficiency_flags(capsys):
+    # roofline lesson example 14: 70 % of bandwidth, 50 % of compute, RTX 4090, 8B at 4.5 bpw
+    d = json.loads(run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090",
+                       "--bandwidth-efficiency", "0.7", "--compute-efficiency", "0.5",
+                       "--contexts", "0", "--batches", "1", "--json")[1])
+    assert d["machine"]["efficiency"]["bandwidth"] == 0.7
+    expected = 0.7 * 1008e9 / d["model"]["weight_bytes_read_per_token"]
+    assert d["decode"][0]["tokens_per_second_per_sequence"] == pytest.approx(expected, rel=1e-6)
+
+
 def test_predict_memory_override_and_fit(capsys):
     d = json.loads(run(capsys, "predict", "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-5090",
                        "--contexts", "4096", "--batches", "1", "--json")[1])
