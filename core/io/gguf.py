@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gguf.constants import GGUFValueType, LlamaFileType
+
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.io.arch import default_sliding, pattern_from_period
 from rooflab.core.io.gguf_header import (

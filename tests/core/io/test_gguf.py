@@ -17,6 +17,7 @@ from gguf_factory import (
     tiny_llama,
     write_gguf,
 )
+
 from rooflab.core.io.gguf import LargeArray, read_gguf, read_header
 from rooflab.core.model import Role
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from gguf import GGUFWriter
 from gguf_factory import Patcher, Spec, T, llama_tensors, llm_meta, write_gguf
+
 from rooflab.core.errors import ModelFileError
 from rooflab.core.io import gguf_header
 from rooflab.core.io.gguf import read_gguf, read_header
