@@ -88,6 +88,10 @@ class _Interpreter:
     # -- the spec ----------------------------------------------------------------------------
     def spec(self) -> ModelSpec:
         header = self.header
+        if self.meta.get("general.type") == "adapter":
+            raise ModelFileError(header.path, "is a LoRA adapter, not a model")
+        if self.arch == "clip":
+            raise ModelFileError(header.path, "is a multimodal projector (mmproj), not a language model")
         if not self.arch:
             self.warnings.append("no general.architecture: only the tensor table is known")
         elif self.arch not in KNOWN_ARCHITECTURES:

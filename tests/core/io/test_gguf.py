@@ -303,6 +303,15 @@ def test_big_endian_file(tmp_path: Path) -> None:
     assert spec.attention.heads == (4,) and spec.tensors[0].shape == (256, 2)
 
 
+def test_version_2_reads_like_3(tmp_path: Path) -> None:
+    path = tiny_llama(tmp_path / "v2.gguf")
+    data = bytearray(path.read_bytes())
+    data[4:8] = (2).to_bytes(4, "little")      # v2 and v3 share the layout (v3 added big-endian)
+    path.write_bytes(bytes(data))
+    assert read_header(path).version == 2
+    assert read_gguf(path).weight_bytes_read_per_token == 2_948_240
+
+
 def test_custom_alignment(tmp_path: Path) -> None:
     writer = GGUFWriter(tmp_path / "a.gguf", "llama")
     writer.add_custom_alignment(64)

@@ -179,6 +179,14 @@ def test_inconsistent_metadata(tmp_path: Path, meta: dict[str, object], word: st
     expect_error(write_gguf(tmp_path / "meta.gguf", "llama", llama_tensors(layers=2), full), word)
 
 
+@pytest.mark.parametrize(("arch", "meta", "word"), [
+    ("llama", {"general.type": "adapter"}, "LoRA adapter"),
+    ("clip", {}, "projector"),
+])
+def test_not_a_language_model(tmp_path: Path, arch: str, meta: dict[str, object], word: str) -> None:
+    expect_error(write_gguf(tmp_path / "other.gguf", arch, llama_tensors(layers=1), meta), word)
+
+
 def test_no_tensors(tmp_path: Path) -> None:
     expect_error(write_gguf(tmp_path / "vocab-only.gguf", "llama", [], {"llama.block_count": 0}),
                  "no tensors")
