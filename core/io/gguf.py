@@ -107,12 +107,13 @@ class _Interpreter:
         if split > 1:
             self.warnings.append(f"this is one shard of {split}: only its tensors are counted")
         name = self.meta.get("general.name")
+        attention = self.attention(layers, hidden)   # before the warnings are frozen
         return ModelSpec(
             name=name if isinstance(name, str) and name else Path(header.path).stem,
             architecture=self.arch or "unknown",
             source=header.path,
             tensors=tensors,
-            attention=self.attention(layers, hidden),
+            attention=attention,
             hidden=hidden,
             vocab=self.vocab(tensors),
             file_bytes=header.file_bytes,
@@ -131,6 +132,9 @@ class _Interpreter:
         named = max((t.layer for t in tensors if t.layer is not None), default=-1) + 1
         key = self.key("block_count")
         if key not in self.meta:
+            if named > min(MAX_LAYERS, len(tensors)):
+                raise ModelFileError(self.header.path, f"tensor names reach layer {named - 1} "
+                                     f"in a file of {len(tensors)} tensors")
             if named:
                 self.warnings.append(f"no {key}: {named} layers inferred from tensor names")
             return named

@@ -98,15 +98,19 @@ def read_header(path: str | os.PathLike[str]) -> GGUFHeader:
             raise ModelFileError(name, "is not a regular file")
         if info.st_size == 0:
             raise ModelFileError(name, "is empty")
-        with open(name, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _Parser(name, buf).parse()
+        with open(name, "rb") as file:
+            try:
+                buf = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError as exc:   # what mmap raises for some special files
+                raise ModelFileError(name, f"cannot map: {exc}") from exc
+            with buf:
+                return _Parser(name, buf).parse()
     except FileNotFoundError:
         raise ModelFileError(name, "no such file") from None
     except PermissionError as exc:
         raise ModelFileError(name, "permission denied") from exc
-    except (OSError, ValueError) as exc:   # mmap refuses some files with ValueError
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ModelFileError(name, f"cannot read: {reason}") from exc
+    except OSError as exc:
+        raise ModelFileError(name, f"cannot read: {exc.strerror or exc}") from exc
 
 
 class _Parser:

@@ -187,6 +187,11 @@ def test_not_a_language_model(tmp_path: Path, arch: str, meta: dict[str, object]
     expect_error(write_gguf(tmp_path / "other.gguf", arch, llama_tensors(layers=1), meta), word)
 
 
+def test_layer_index_beyond_the_file(tmp_path: Path) -> None:
+    tensors = [Spec("blk.0.attn_q.weight", (32,), T.F32), Spec("blk.4000000000.attn_q.weight", (32,), T.F32)]
+    expect_error(write_gguf(tmp_path / "far.gguf", "mystery", tensors), "layer 4000000000")
+
+
 def test_no_tensors(tmp_path: Path) -> None:
     expect_error(write_gguf(tmp_path / "vocab-only.gguf", "llama", [], {"llama.block_count": 0}),
                  "no tensors")
