@@ -1,0 +1,39 @@
+"""Report writers: summary figures, tensor tables and CSV files (pure Python, SI units).
+
+The GUI draws the PNGs; both the window's File > Save report and ``rooflab report`` write
+these CSVs through it."""
+
+from __future__ import annotations
+
+from rooflab.core.report.csv_files import (
+    CURVE_COLUMNS,
+    SUMMARY_COLUMNS,
+    TENSOR_COLUMNS,
+    curves_csv,
+    header_lines,
+    slug,
+    summary_csv,
+    tensors_csv,
+    write_text,
+)
+from rooflab.core.report.summary import Clocks, Summary, summarise, summary_rows
+from rooflab.core.report.tables import TensorRow, bytes_read_per_token, grouped_rows
+
+__all__ = [
+    "CURVE_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "TENSOR_COLUMNS",
+    "Clocks",
+    "Summary",
+    "TensorRow",
+    "bytes_read_per_token",
+    "curves_csv",
+    "grouped_rows",
+    "header_lines",
+    "slug",
+    "summarise",
+    "summary_csv",
+    "summary_rows",
+    "tensors_csv",
+    "write_text",
+]

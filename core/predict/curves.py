@@ -1,0 +1,435 @@
+"""What each plot of the window draws, as frozen ``Curve`` objects built from the predictions.
+
+The GUI and the report writers only draw or write these; every number in them comes from the
+prediction functions. Values are SI (bytes, FLOP, seconds, tokens); display units are the
+GUI's business. A ``Chart`` is one plot tab: a few ``Panel``s sharing an x axis, each holding
+the curves, reference lines and current-workload markers of one quantity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Literal, TypedDict
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rooflab.core.errors import SpecError
+from rooflab.core.machine import MachineProfile
+from rooflab.core.model import ModelSpec
+from rooflab.core.predict import work
+from rooflab.core.predict.batching import batch_crossover, batch_sweep, max_batch_that_fits, memory_resident
+from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.request import _crossing, request
+from rooflab.core.predict.roofline import attainable, phase_points
+from rooflab.core.predict.work import Array
+from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
+
+CurveKind = Literal["line", "points", "vline", "hline", "stack"]
+# How a curve relates to its panel: the quantity itself, a second quantity, one of the two
+# clocks, a limit of the machine, a crossover, or a marker for the current workload.
+CurveRole = Literal["main", "secondary", "memory", "compute", "limit", "crossover", "marker", "measured",
+                    "calibrated"]
+
+ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY = "roofline", "prefill", "decode", "batching", "memory"
+CHART_KEYS: tuple[str, ...] = (ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY)
+
+
+def _frozen(values: ArrayLike) -> Array:
+    arr = np.array(values, dtype=np.float64).ravel()     # a copy, so the caller's array stays free
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Curve:
+    """One drawn series, y against x, as read-only float64 arrays in SI units.
+
+    kind "line"/"points": x and y of one length. "vline": x holds positions, y is empty.
+    "hline": y holds positions, x is empty. "stack": y holds the sizes of stacked segments
+    named by ``categories`` (x their index). ``extras`` are per-point figures shown on hover
+    (a measured series' measured/predicted ratio, say), each as long as x.
+    """
+
+    key: str
+    label: str
+    x: Array
+    y: Array
+    x_name: str
+    x_unit: str
+    y_name: str
+    y_unit: str
+    kind: CurveKind = "line"
+    role: CurveRole = "main"
+    categories: tuple[str, ...] = ()
+    extras: Mapping[str, Array] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _frozen(self.x))
+        object.__setattr__(self, "y", _frozen(self.y))
+        extras = {name: _frozen(v) for name, v in self.extras.items()}
+        object.__setattr__(self, "extras", MappingProxyType(extras))
+        if self.kind in ("line", "points") and self.x.size != self.y.size:
+            raise SpecError(f"curve {self.key}: x has {self.x.size} values, y has {self.y.size}")
+        if self.kind == "stack" and len(self.categories) != self.y.size:
+            raise SpecError(f"curve {self.key}: {self.y.size} segments, {len(self.categories)} names")
+        for name, values in extras.items():
+            if values.size != self.x.size:
+                raise SpecError(f"curve {self.key}: extra {name!r} has {values.size} values for {self.x.size}")
+
+    @property
+    def is_reference(self) -> bool:
+        """True for lines that mark a position (limits, crossovers) rather than a series."""
+        return self.kind in ("vline", "hline")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Panel:
+    """One plot area: axis titles and units, log axes, and its curves in drawing order."""
+
+    key: str
+    title: str
+    x_label: str
+    x_unit: str
+    y_label: str
+    y_unit: str
+    curves: tuple[Curve, ...]
+    log_x: bool = False
+    log_y: bool = False
+    note: str = ""
+
+    def curve(self, key: str) -> Curve:
+        for c in self.curves:
+            if c.key == key:
+                return c
+        raise KeyError(f"panel {self.key} has no curve {key!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chart:
+    """One plot tab: panels that share the x axis (stacked top to bottom)."""
+
+    key: str
+    title: str
+    description: str        # the formula in words, for tooltips and report headers
+    panels: tuple[Panel, ...]
+
+    def panel(self, key: str) -> Panel:
+        for p in self.panels:
+            if p.key == key:
+                return p
+        raise KeyError(f"chart {self.key} has no panel {key!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """A (model, machine, workload) triple: what one series of every plot is drawn for."""
+
+    model: ModelSpec
+    machine: MachineProfile
+    workload: Workload
+
+    @property
+    def label(self) -> str:
+        w = self.workload
+        batch = f", batch {w.batch}" if w.batch != 1 else ""
+        return f"{self.model.name} · {self.machine.name} · {w.kv_type} cache{batch}"
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+def log_tokens(low: float, high: float, count: int = 160) -> Array:
+    """Distinct integers from ``low`` to ``high`` spaced evenly on a log scale (both included)."""
+    low, high = max(1.0, low), max(low, high)
+    values = np.unique(np.round(np.logspace(math.log10(low), math.log10(high), count)))
+    return values.astype(np.float64)
+
+
+class _Axes(TypedDict):
+    x_name: str
+    x_unit: str
+    y_name: str
+    y_unit: str
+
+
+def _axes(x_name: str, x_unit: str, y_name: str, y_unit: str) -> _Axes:
+    """What a curve's x and y are, and their SI units."""
+    return _Axes(x_name=x_name, x_unit=x_unit, y_name=y_name, y_unit=y_unit)
+
+
+def _finite_or(value: float, default: float) -> float:
+    return value if math.isfinite(value) else default
+
+
+def _x_marker(key: str, label: str, x: float, name: str, unit: str, role: CurveRole) -> Curve:
+    return Curve(key=key, label=label, x=[x], y=[], x_name=name, x_unit=unit, y_name="", y_unit="",
+                 kind="vline", role=role)
+
+
+def _y_marker(key: str, label: str, y: float, name: str, unit: str, role: CurveRole = "limit") -> Curve:
+    return Curve(key=key, label=label, x=[], y=[y], x_name="", x_unit="", y_name=name, y_unit=unit,
+                 kind="hline", role=role)
+
+
+# --- roofline ----------------------------------------------------------------------------------
+
+def roofline_chart(sc: Scenario) -> Chart:
+    """Attainable FLOP/s = min(C, I x B) against intensity I, with this workload's prefill and
+    decode placed at the FLOP/s their predicted time implies, and the balance point C / B."""
+    m, w = sc.machine, sc.workload
+    peak, bandwidth = m.flops(w.compute_dtype), m.bandwidth
+    points = phase_points(sc.model, m, w)
+    balance = peak / bandwidth
+    low = min(0.1, min(p.intensity for p in points) / 3)
+    high = max(1e4, max(p.intensity for p in points) * 3, balance * 30)
+    intensity = np.logspace(math.log10(low), math.log10(high), 256)
+    axes = _axes("intensity", "FLOP/byte", "attainable", "FLOP/s")
+    curves = [Curve(key="roof", label="roof: min(C, I × B)", x=intensity,
+                    y=attainable(intensity, peak, bandwidth), role="main", **axes)]
+    if not m.efficiency.is_identity:
+        curves.append(Curve(key="effective_roof", label="roof at the machine's efficiency", x=intensity,
+                            y=attainable(intensity, m.effective_flops(w.compute_dtype), m.effective_bandwidth),
+                            role="secondary", **axes))
+    curves.append(_x_marker("balance", "balance C / B", balance,
+                            "intensity", "FLOP/byte", "crossover"))
+    for key, p in zip(("prefill", "decode"), points, strict=True):
+        curves.append(Curve(key=key, label=p.label, x=[p.intensity], y=[p.achieved], kind="points",
+                            role="marker", **axes))
+    panel = Panel(key="roofline", title="Roofline", x_label="Arithmetic intensity", x_unit="FLOP/byte",
+                  y_label="Attainable compute", y_unit="FLOP/s", curves=tuple(curves), log_x=True, log_y=True)
+    return Chart(key=ROOFLINE, title="Roofline", panels=(panel,), description=(
+        "A kernel can go no faster than the machine's peak arithmetic C, nor faster than its "
+        "memory delivers bytes times the FLOPs it does per byte (intensity x bandwidth B). "
+        "The roof bends at the balance point C / B."))
+
+
+# --- prefill -----------------------------------------------------------------------------------
+
+def prefill_crossover_at(sc: Scenario) -> float:
+    """The prompt length where prefill's compute clock overtakes its memory clock at the
+    workload's batch and cached context (the lessons' n* when both are the defaults)."""
+    def excess(n: float) -> float:
+        p = prefill_pass(sc.model, sc.machine, sc.workload, prompt=n)
+        return float(p.compute_seconds - p.memory_seconds)
+
+    return _crossing(excess, 1.0, float(MAX_TOKENS))
+
+
+def prefill_chart(sc: Scenario) -> Chart:
+    """TTFT = max(2 x N x n / C + attention's n² term / C, W / B) against prompt length n, with
+    both clocks, n* and the current prompt; below it the prompt rate n x b / TTFT."""
+    w = sc.workload
+    n_star = prefill_crossover_at(sc)
+    high = min(float(MAX_TOKENS), max(32768.0, 4.0 * w.prompt, 4.0 * _finite_or(n_star, 0.0)))
+    prompts = log_tokens(1, high)
+    p = prefill_pass(sc.model, sc.machine, w, prompt=prompts)
+    here = prefill_pass(sc.model, sc.machine, w)
+    axes = _axes("prompt", "tokens", "seconds", "s")
+    ttft = [
+        Curve(key="ttft", label="TTFT (slower clock)", x=prompts, y=p.seconds, **axes),
+        Curve(key="memory_clock", label="memory clock (W / B)", x=prompts, y=p.memory_seconds,
+              role="memory", **axes),
+        Curve(key="compute_clock", label="compute clock (2 N n / C)", x=prompts, y=p.compute_seconds,
+              role="compute", **axes),
+    ]
+    if math.isfinite(n_star):
+        ttft.append(_x_marker("n_star", "n*", n_star, "prompt", "tokens", "crossover"))
+    ttft.append(Curve(key="current", label="current workload", x=[w.prompt], y=[float(here.seconds)],
+                      kind="points", role="marker", **axes))
+    rate_axes = _axes("prompt", "tokens", "prompt rate", "tokens/s")
+    rate = (Curve(key="prompt_rate", label="prompt tokens/s", x=prompts, y=prompts * w.batch / p.seconds,
+                  **rate_axes),
+            Curve(key="current", label="current workload", x=[w.prompt],
+                  y=[w.prompt * w.batch / float(here.seconds)], kind="points", role="marker", **rate_axes))
+    return Chart(key=PREFILL, title="Prefill / TTFT", panels=(
+        Panel(key="ttft", title="Time to first token", x_label="Prompt length", x_unit="tokens",
+              y_label="Time to first token", y_unit="s", curves=tuple(ttft), log_x=True, log_y=True),
+        Panel(key="rate", title="Prompt processing rate", x_label="Prompt length", x_unit="tokens",
+              y_label="Prompt rate", y_unit="tokens/s", curves=rate, log_x=True, log_y=True),
+    ), description=(
+        "Prefill reads the weights once (memory clock W / B) and multiplies every prompt token "
+        "through them (compute clock 2 x N x n / C); the slower clock is the time to first token. "
+        "Past n* the arithmetic decides."))
+
+
+# --- decode vs context -------------------------------------------------------------------------
+
+def _context_range(sc: Scenario) -> Array:
+    w = sc.workload
+    end = w.context + w.prompt + w.answer
+    trained = sc.model.context_length or 32768
+    high = float(min(MAX_TOKENS, max(trained, 1.25 * end)))
+    return np.linspace(0.0, high, 257)
+
+
+def decode_chart(sc: Scenario) -> Chart:
+    """Decode step time max((W + b x k x t) / B, b x 2 x N / C) and its ceiling 1 / step as the
+    cache grows to t tokens, with the KV share of the bytes each step reads."""
+    w, spec = sc.workload, sc.model
+    t = _context_range(sc)
+    p = decode_pass(spec, sc.machine, w, context=t)
+    start = w.context + w.prompt
+    first = decode_pass(spec, sc.machine, w, context=start)
+    est = request(spec, sc.machine, w)
+    window = spec.attention.sliding_window
+    cap = [_x_marker("window", "sliding window", window, "context", "tokens", "limit")] \
+        if window and any(spec.attention.sliding) else []
+    rate_ax = _axes("context", "tokens", "decode rate", "tokens/s")
+    rate = (Curve(key="ceiling", label="decode ceiling per sequence", x=t, y=1.0 / p.seconds, **rate_ax),
+            *cap,
+            Curve(key="current", label="current workload", x=[start], y=[1.0 / float(first.seconds)],
+                  kind="points", role="marker", **rate_ax))
+    sec = _axes("context", "tokens", "seconds", "s")
+    step = (Curve(key="step", label="time per token (slower clock)", x=t, y=p.seconds, **sec),
+            Curve(key="memory_clock", label="memory clock ((W + b k t) / B)", x=t, y=p.memory_seconds,
+                  role="memory", **sec),
+            Curve(key="compute_clock", label="compute clock (b 2 N / C)", x=t, y=p.compute_seconds,
+                  role="compute", **sec),
+            *cap,
+            _y_marker("tpot", "TPOT over this answer", est.tpot, "seconds", "s", "marker"),
+            Curve(key="current", label="current workload", x=[start], y=[float(first.seconds)],
+                  kind="points", role="marker", **sec))
+    share = (Curve(key="kv_share", label="KV share of bytes read", x=t, y=p.kv_share,
+                   **_axes("context", "tokens", "kv share", "1")),
+             *cap,
+             Curve(key="current", label="current workload", x=[start], y=[float(first.kv_share)],
+                   kind="points", role="marker", **_axes("context", "tokens", "kv share", "1")))
+    panels = (
+        Panel(key="rate", title="Decode ceiling", x_label="Tokens in the cache", x_unit="tokens",
+              y_label="Decode rate", y_unit="tokens/s", curves=rate),
+        Panel(key="step", title="Time per output token", x_label="Tokens in the cache", x_unit="tokens",
+              y_label="Time per token", y_unit="s", curves=step),
+        Panel(key="kv_share", title="KV share of bytes read", x_label="Tokens in the cache", x_unit="tokens",
+              y_label="KV share", y_unit="1", curves=share),
+    )
+    return Chart(key=DECODE, title="Decode vs context", panels=panels, description=(
+        "Each decode step reads the weights W once and every cached token's keys and values "
+        "(k bytes per token, t tokens): time = (W + b x k x t) / B while memory-bound. "
+        "Sliding-window layers stop growing at their window."))
+
+
+# --- batching ----------------------------------------------------------------------------------
+
+def batching_chart(sc: Scenario) -> Chart:
+    """Decode at batch b for sequences starting at context + prompt: per-sequence and total
+    tokens/s, memory resident for full-length sequences against the machine, experts touched."""
+    spec, m, w = sc.model, sc.machine, sc.workload
+    t = w.context + w.prompt
+    length = t + w.answer
+    cross = batch_crossover(spec, m, w, context=t)
+    fits = max_batch_that_fits(spec, m, length, w.kv_type)
+    high = min(float(MAX_BATCH), max(256.0, 4.0 * w.batch, 2.0 * _finite_or(cross, 0.0), 1.5 * min(fits, 4096)))
+    batches = log_tokens(1, high, 120)
+    s = batch_sweep(spec, m, w, batches, context=t, context_length=length)
+    here = batch_sweep(spec, m, w, [w.batch], context=t, context_length=length)
+    marks = []
+    if math.isfinite(cross):
+        marks.append(_x_marker("crossover", "compute crossover", cross, "batch", "sequences",
+                               "crossover"))
+    if 0 < fits < MAX_BATCH:
+        marks.append(_x_marker("max_fit", "largest batch that fits", fits, "batch", "sequences",
+                               "limit"))
+    rate = _axes("batch", "sequences", "decode rate", "tokens/s")
+    rates = (Curve(key="per_sequence", label="tokens/s per sequence", x=batches, y=s.per_sequence, **rate),
+             Curve(key="total", label="tokens/s total", x=batches, y=s.total, role="secondary", **rate),
+             *marks,
+             Curve(key="current_total", label="current workload", x=[w.batch], y=here.total, kind="points",
+                   role="marker", **rate),
+             Curve(key="current", label="current workload", x=[w.batch], y=here.per_sequence, kind="points",
+                   role="marker", **rate))
+    mem = _axes("batch", "sequences", "memory", "B")
+    memory = (Curve(key="resident", label="weights + caches at full length", x=batches, y=s.memory, **mem),
+              _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"),
+              *marks,
+              Curve(key="current", label="current workload", x=[w.batch], y=here.memory, kind="points",
+                    role="marker", **mem))
+    panels = [
+        Panel(key="rate", title="Decode rate", x_label="Batch", x_unit="sequences", y_label="Decode rate",
+              y_unit="tokens/s", curves=rates, log_x=True, log_y=True),
+        Panel(key="memory", title="Memory resident", x_label="Batch", x_unit="sequences", y_label="Memory",
+              y_unit="B", curves=memory, log_x=True, log_y=True),
+    ]
+    if spec.is_moe:
+        ex = _axes("batch", "sequences", "experts", "experts")
+        panels.append(Panel(key="experts", title="Experts touched per layer", x_label="Batch",
+                            x_unit="sequences", y_label="Experts per layer", y_unit="experts", log_x=True,
+                            curves=(Curve(key="touched", label="experts read per layer", x=batches,
+                                          y=s.experts_touched, **ex),
+                                    _y_marker("experts", "all experts", spec.experts,
+                                              "experts", "experts"),
+                                    *marks,
+                                    Curve(key="current", label="current workload", x=[w.batch],
+                                          y=here.experts_touched, kind="points", role="marker", **ex))))
+    return Chart(key=BATCHING, title="Batching", panels=tuple(panels), description=(
+        "b sequences share one read of the weights, so the total rate grows almost b-fold while "
+        "the step stays memory-bound; each sequence's cache, the machine's memory and the compute "
+        "clock (2 x N x b / C) stop it. A mixture of experts reads more experts as b grows."))
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+def memory_breakdown(sc: Scenario) -> Curve:
+    """Bytes held at the workload's full length, as stacked segments: weights on the fast
+    memory, the batch's KV cache, then what is left ("free") up to the machine's memory or the
+    excess above it ("over capacity"), and weights offloaded to the slow tier on top.
+
+    ``extras["base"]`` is where each segment starts; ``extras["capacity"]`` the machine's memory."""
+    spec, m, w = sc.model, sc.machine, sc.workload
+    length = w.context + w.prompt + w.answer
+    kv = float(w.batch * work.kv_bytes(spec, length, w.kv_type))
+    offloaded = spec.file_bytes * w.offload_fraction
+    weights = spec.file_bytes - offloaded
+    held = weights + kv
+    if held <= m.memory:
+        rest, rest_base, rest_name = m.memory - held, held, "free"
+    else:
+        rest, rest_base, rest_name = held - m.memory, m.memory, "over capacity"
+    names = ("weights", "KV cache", rest_name, "weights offloaded")
+    return Curve(key="breakdown", label=m.name, x=np.arange(4.0), y=[weights, kv, rest, offloaded],
+                 x_name="part", x_unit="", y_name="memory", y_unit="B", kind="stack", categories=names,
+                 extras={"base": [0.0, weights, rest_base, max(held, m.memory)],
+                         "capacity": np.full(4, m.memory)})
+
+
+def memory_chart(sc: Scenario) -> Chart:
+    """Weights + KV at the chosen length + free against the machine's memory, and the resident
+    bytes as the context grows (file size + b x cache bytes)."""
+    spec, m, w = sc.model, sc.machine, sc.workload
+    t = _context_range(sc)
+    length = w.context + w.prompt + w.answer
+    ax = _axes("context", "tokens", "memory", "B")
+    growth = [Curve(key="resident", label="weights + batch × cache", x=t,
+                    y=memory_resident(spec, t, w.batch, w.kv_type), **ax),
+              _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"),
+              _y_marker("weights", "weights", float(spec.file_bytes), "memory", "B", "secondary")]
+    if m.has_offload:
+        growth.append(_y_marker("capacity_total", "with the second tier",
+                                m.memory + m.offload_memory, "memory", "B"))
+    growth.append(Curve(key="current", label="current workload", x=[length],
+                        y=memory_resident(spec, length, w.batch, w.kv_type), kind="points", role="marker", **ax))
+    panels = (
+        Panel(key="breakdown", title="Memory at the chosen length", x_label="", x_unit="", y_label="Memory",
+              y_unit="B", curves=(memory_breakdown(sc),)),
+        Panel(key="growth", title="Memory as the context grows", x_label="Tokens per sequence",
+              x_unit="tokens", y_label="Memory", y_unit="B", curves=tuple(growth)),
+    )
+    return Chart(key=MEMORY, title="Memory", panels=panels, description=(
+        "Every weight must be resident (a mixture of experts too: the next token may need any expert), "
+        "plus each sequence's cache of k bytes per token; what is left is free."))
+
+
+_BUILDERS = {ROOFLINE: roofline_chart, PREFILL: prefill_chart, DECODE: decode_chart,
+             BATCHING: batching_chart, MEMORY: memory_chart}
+
+
+def build_charts(sc: Scenario) -> dict[str, Chart]:
+    """Every chart for one scenario, keyed and ordered like ``CHART_KEYS``."""
+    return {key: _BUILDERS[key](sc) for key in CHART_KEYS}
+
+
+def with_workload(sc: Scenario, **changes: object) -> Scenario:
+    """The scenario with workload fields changed (validated by ``Workload``)."""
+    return replace(sc, workload=replace(sc.workload, **changes))

@@ -1,0 +1,97 @@
+"""The headline figures of one scenario (the numbers panel and the report's summary.csv), each
+straight from a prediction function, in SI units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rooflab.core.predict import work
+from rooflab.core.predict.batching import batch_crossover, max_batch_that_fits, memory_resident
+from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
+from rooflab.core.predict.curves import Scenario, prefill_crossover_at
+from rooflab.core.predict.request import RequestEstimate, request
+from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Clocks:
+    """One pass's two clocks as plain floats (seconds, bytes, FLOP)."""
+
+    seconds: float
+    memory_seconds: float
+    compute_seconds: float
+    bytes: float
+    cache_bytes: float
+    flops: float
+    bound: str
+
+    @classmethod
+    def of(cls, p: Pass) -> Clocks:
+        return cls(seconds=float(p.seconds), memory_seconds=float(p.memory_seconds),
+                   compute_seconds=float(p.compute_seconds), bytes=float(p.bytes),
+                   cache_bytes=float(p.cache_bytes), flops=float(p.flops), bound=str(p.bound()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    estimate: RequestEstimate
+    prefill: Clocks                 # the whole prompt (all sequences of the batch)
+    decode: Clocks                  # the first decode step, at context + prompt
+    prefill_crossover: float        # tokens (inf: never)
+    batch_crossover: float          # sequences (inf: never)
+    max_batch: int                  # largest batch whose caches fit at full length
+    resident_bytes: float           # weights + caches at full length
+    cache_bytes: float              # the batch's caches at full length
+    memory: float                   # the machine's memory, bytes
+    speculative: SpeculativeEstimate | None
+    balance: float                  # FLOP/byte
+
+    @property
+    def fits(self) -> bool:
+        return self.resident_bytes <= self.memory
+
+
+def summarise(sc: Scenario) -> Summary:
+    """Every headline figure for one (model, machine, workload)."""
+    spec, m, w = sc.model, sc.machine, sc.workload
+    start = w.context + w.prompt
+    length = start + w.answer
+    return Summary(
+        estimate=request(spec, m, w),
+        prefill=Clocks.of(prefill_pass(spec, m, w)),
+        decode=Clocks.of(decode_pass(spec, m, w, context=start)),
+        prefill_crossover=prefill_crossover_at(sc),
+        batch_crossover=batch_crossover(spec, m, w, context=start),
+        max_batch=max_batch_that_fits(spec, m, length, w.kv_type),
+        resident_bytes=float(memory_resident(spec, length, w.batch, w.kv_type)),
+        cache_bytes=float(w.batch * work.kv_bytes(spec, length, w.kv_type)),
+        memory=m.memory,
+        speculative=speculative(spec, m, w) if w.draft_tokens else None,
+        balance=m.flops(w.compute_dtype) / m.bandwidth,
+    )
+
+
+def summary_rows(s: Summary) -> list[tuple[str, float | str, str]]:
+    """(name, value, unit) rows for summary.csv, SI units."""
+    e = s.estimate
+    rows: list[tuple[str, float | str, str]] = [
+        ("ttft", e.ttft, "s"), ("tpot", e.tpot, "s"), ("end_to_end", e.end_to_end, "s"),
+        ("decode_ceiling", e.decode_ceiling, "tokens/s"), ("decode_rate", e.decode_rate, "tokens/s"),
+        ("total_rate", e.total_rate, "tokens/s"), ("prompt_rate", e.prompt_rate, "tokens/s"),
+        ("prefill_bound", e.prefill_bound, ""), ("decode_bound", e.decode_bound, ""),
+        ("prefill_memory_seconds", s.prefill.memory_seconds, "s"),
+        ("prefill_compute_seconds", s.prefill.compute_seconds, "s"),
+        ("decode_memory_seconds", s.decode.memory_seconds, "s"),
+        ("decode_compute_seconds", s.decode.compute_seconds, "s"),
+        ("decode_bytes_per_step", s.decode.bytes, "B"), ("kv_share", e.kv_share, "1"),
+        ("prefill_crossover", s.prefill_crossover, "tokens"), ("batch_crossover", s.batch_crossover, "sequences"),
+        ("max_batch_that_fits", float(s.max_batch), "sequences"), ("resident_bytes", s.resident_bytes, "B"),
+        ("cache_bytes", s.cache_bytes, "B"),
+        ("machine_memory", s.memory, "B"), ("fits", "yes" if s.fits else "no", ""),
+        ("balance", s.balance, "FLOP/byte"),
+    ]
+    if s.speculative is not None:
+        rows += [("speculative_expected_tokens", s.speculative.expected_tokens, "tokens"),
+                 ("speculative_verify_cost", s.speculative.verify_cost, "1"),
+                 ("speculative_speedup", s.speculative.speedup, "1")]
+    return rows

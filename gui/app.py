@@ -1,0 +1,219 @@
+"""Start the desktop application, or render without showing it: the QApplication, the first
+state (default model, machine and workload, or the ones named), the excepthook, and the
+handlers ``rooflab gui`` and ``rooflab report`` dispatch to."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QEventLoop, Qt
+from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+
+from rooflab.core.catalogue import get_entry
+from rooflab.core.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
+from rooflab.core.errors import RooflabError
+from rooflab.core.machine import MachineProfile
+from rooflab.core.paths import data_dir
+from rooflab.core.resources import resources_dir
+from rooflab.core.workload import Workload
+from rooflab.gui.settings import Settings, load_settings
+from rooflab.gui.state import AppState
+
+if TYPE_CHECKING:
+    from rooflab.gui.main_window import MainWindow
+
+log = logging.getLogger(__name__)
+
+
+def make_app(*, headless: bool = False) -> QApplication:
+    """The QApplication (created once). ``headless``: render offscreen when no display is
+    there (reports, screenshots on a server)."""
+    app = QApplication.instance()
+    if isinstance(app, QApplication):
+        return app
+    no_display = sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or
+                                                           os.environ.get("WAYLAND_DISPLAY"))
+    if headless and no_display:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    app = QApplication(sys.argv[:1])
+    app.setApplicationName("rooflab")
+    app.setApplicationDisplayName("rooflab")
+    app.setDesktopFileName("rooflab")
+    icon = resources_dir() / "icons" / "rooflab.svg"
+    if icon.is_file():
+        app.setWindowIcon(QIcon(str(icon)))
+    import pyqtgraph as pg
+
+    pg.setConfigOptions(antialias=True)
+    return app
+
+
+def dispose(*widgets: QWidget | None) -> None:
+    """Delete widgets while the QApplication still exists: left to the interpreter's exit,
+    pyqtgraph's items can be destroyed after Qt's and crash on the way out."""
+    for widget in widgets:
+        if widget is not None:
+            widget.close()
+            widget.deleteLater()
+    app = QApplication.instance()
+    if app is not None:
+        app.sendPostedEvents(None, 0)     # 0 = QEvent::DeferredDelete among all posted events
+        app.processEvents()
+    gc.collect()
+
+
+# -- the first state ---------------------------------------------------------------------------
+
+def _machine(ref: str | None, settings: Settings, notices: list[str]) -> MachineProfile:
+    from rooflab.core.presets import load_machine
+
+    if ref:
+        return load_machine(ref)               # named on the command line: an error is fatal
+    try:
+        if settings.machine:
+            return load_machine(settings.machine)
+        if settings.machine_data:
+            return MachineProfile.from_dict(settings.machine_data)
+    except RooflabError as exc:
+        notices.append(f"The last machine could not be restored ({exc}); showing {DEFAULT_MACHINE}.")
+    return load_machine(DEFAULT_MACHINE)
+
+
+def _workload(settings: Settings) -> Workload:
+    if not settings.workload:
+        return DEFAULT_WORKLOAD
+    try:
+        return dataclasses.replace(DEFAULT_WORKLOAD, **settings.workload)
+    except (RooflabError, TypeError):
+        return DEFAULT_WORKLOAD
+
+
+def initial_state(model: str | None, machine: str | None, settings: Settings,
+                  notices: list[str], weights: str | None = None) -> tuple[AppState, str | None]:
+    """(state, ref still to open): a catalogue model loads here; a file or folder opens after
+    the window shows, off the GUI thread, with the default model on screen meanwhile."""
+    from rooflab.core.io import load_model
+
+    ref = model or settings.model or DEFAULT_MODEL
+    pending: str | None = None
+    first = ref if get_entry(ref) is not None else DEFAULT_MODEL
+    if first != ref:
+        pending = ref
+    try:
+        spec = load_model(first, weights=weights if first == ref else None)
+    except RooflabError:
+        if first == DEFAULT_MODEL or model:
+            raise
+        notices.append(f"The last model, {first}, could not be opened; showing {DEFAULT_MODEL}.")
+        first, spec = DEFAULT_MODEL, load_model(DEFAULT_MODEL)
+    return AppState(spec, _machine(machine, settings, notices), _workload(settings), model_ref=first), pending
+
+
+# -- errors --------------------------------------------------------------------------------
+
+def log_file() -> Path:
+    return data_dir() / "rooflab.log"
+
+
+def install_excepthook(parent: QWidget) -> None:
+    """Anything a GUI action did not catch: log the traceback, show one dialog."""
+    path = log_file()
+
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        text = "".join(traceback.format_exception(kind, exc, tb))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+        except OSError:
+            pass
+        sys.__stderr__.write(text) if sys.__stderr__ else None
+        QMessageBox.critical(parent, "rooflab: unexpected error",
+                             f"{kind.__name__}: {exc}\n\nThe details were written to {path}.")
+
+    sys.excepthook = hook
+
+
+# -- handlers ------------------------------------------------------------------------------
+
+def run_gui(args: argparse.Namespace) -> int:
+    """``rooflab`` / ``rooflab gui [MODEL] [--machine M] [--screenshot FILE]``."""
+    from rooflab.gui.main_window import MainWindow
+
+    screenshot = getattr(args, "screenshot", None)
+    app = make_app(headless=bool(screenshot))
+    settings, notice = load_settings()
+    notices = [notice] if notice else []
+    state, pending = initial_state(getattr(args, "model", None), getattr(args, "machine", None), settings,
+                                   notices, getattr(args, "weights", None))
+    window = MainWindow(state, settings, persist=not screenshot)
+    if notices:
+        window.messages.show_message(" ".join(notices), "warning")
+    window.show()
+    if pending:
+        window.open_model(pending, getattr(args, "weights", None) or "")
+    try:
+        if screenshot:
+            return _screenshot(app, window, screenshot)
+        install_excepthook(window)
+        return app.exec()
+    finally:
+        dispose(window)
+
+
+def _screenshot(app: QApplication, window: MainWindow, path: str) -> int:
+    if window.jobs.busy:
+        loop = QEventLoop()
+        window.jobs.done.connect(loop.quit)
+        loop.exec()
+    window.recompute.recompute_now()
+    app.processEvents()
+    if window.jobs.last_error:
+        print(f"rooflab: error: {window.jobs.last_error}", file=sys.stderr)
+        return 2
+    out = window.save_screenshot(path)
+    print(out)
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``rooflab report --model M --machine P [workload options] --out DIR``: the report files
+    the window's File > Save report writes, without showing a window."""
+    from rooflab.core.cli import resolve_machine, resolve_workload
+    from rooflab.core.io import load_model
+    from rooflab.gui.plots import PLOT_CLASSES, ChartPlot
+    from rooflab.gui.recompute import RecomputeController
+    from rooflab.gui.report import write_report
+
+    spec = load_model(args.model, weights=getattr(args, "weights", None))
+    machine = resolve_machine(args, model_key=args.model)
+    workload = resolve_workload(args)
+    make_app(headless=True)
+    state = AppState(spec, machine, workload, model_ref=args.model)
+    errors: list[str] = []
+    recompute = RecomputeController(state)
+    recompute.failed.connect(errors.append)
+    frame = recompute.recompute_now()
+    if frame is None:
+        raise RooflabError(errors[0] if errors else "nothing to report")
+    plots: list[ChartPlot] = [cls() for cls in PLOT_CLASSES]
+    try:
+        for plot in plots:
+            plot.set_charts(frame.charts[plot.chart_key], current_label=frame.scenario.label)
+        files = write_report(args.out, plots, frame)
+    finally:
+        dispose(*plots)
+    for path in files.all:
+        print(path)
+    return 0

@@ -1,0 +1,42 @@
+"""Drops of files anywhere on the window, including on widgets that take drops themselves
+(text fields, spin boxes): an application event filter sees the drag first and claims any
+drag that carries local files for the window."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QMimeData, QObject, Signal
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QWidget
+
+_DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop)
+
+
+def local_paths(mime: QMimeData | None) -> list[str]:
+    """The local files and folders a drag carries (web links and plain text are not files)."""
+    if mime is None or not mime.hasUrls():
+        return []
+    return [url.toLocalFile() for url in mime.urls() if url.isLocalFile() and url.toLocalFile()]
+
+
+class DropController(QObject):
+    """Claims file drags over any widget of ``window`` and reports dropped paths."""
+
+    dropped = Signal(list)        # list[str]
+
+    def __init__(self, window: QWidget) -> None:
+        super().__init__(window)
+        self._window = window
+        window.setAcceptDrops(True)     # so Qt finds a drop target under every point of the window
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        if event.type() not in _DRAG_EVENTS or not isinstance(event, QDropEvent):
+            return False      # QDragEnterEvent and QDragMoveEvent derive from QDropEvent
+        if not isinstance(obj, QWidget) or obj.window() is not self._window:
+            return False
+        paths = local_paths(event.mimeData())
+        if not paths:
+            return False
+        event.acceptProposedAction()
+        if event.type() == QEvent.Type.Drop:
+            self.dropped.emit(paths)
+        return True

@@ -1,0 +1,104 @@
+"""One sentence per headline number: which clock bounds it and why, in words.
+
+Pure Python (no Qt): takes the ``Summary`` core computed and only formats it, so the numbers
+panel and the report sheet say the same thing."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rooflab.core.predict.curves import Scenario
+from rooflab.core.report.summary import Summary
+from rooflab.gui.units import fmt, significant
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One row of the numbers panel."""
+
+    key: str
+    label: str
+    value: str
+    bound: str          # "memory", "compute" or ""
+    sentence: str
+    tooltip: str        # the formula in words
+
+
+def _bound_phrase(bound: str) -> str:
+    return "bandwidth-bound" if bound == "memory" else "compute-bound"
+
+
+def explain(sc: Scenario, s: Summary) -> list[Line]:
+    spec, m, w = sc.model, sc.machine, sc.workload
+    e, pre, dec = s.estimate, s.prefill, s.decode
+    bandwidth = fmt(m.effective_bandwidth, "B/s")
+    compute = fmt(m.effective_flops(w.compute_dtype), "FLOP/s")
+    prompts = f"{w.batch} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
+    needs = "need" if w.batch > 1 else "needs"
+    if pre.bound == "compute":
+        ttft_why = (f"the {prompts} {needs} {fmt(pre.flops, 'FLOP')}, {fmt(pre.compute_seconds, 's')} at "
+                    f"{compute}; reading {fmt(pre.bytes, 'B')} at {bandwidth} would take only "
+                    f"{fmt(pre.memory_seconds, 's')}.")
+    else:
+        ttft_why = (f"reading {fmt(pre.bytes, 'B')} of weights and cache at {bandwidth} takes "
+                    f"{fmt(pre.memory_seconds, 's')}; the arithmetic of the {prompts} needs only "
+                    f"{fmt(pre.compute_seconds, 's')}.")
+    if dec.bound == "memory":
+        tpot_why = (f"each step reads {fmt(dec.bytes, 'B')} ({significant(e.kv_share * 100, 2)} % of it KV cache) "
+                    f"at {bandwidth}: {fmt(dec.memory_seconds, 's')}; its arithmetic needs "
+                    f"{fmt(dec.compute_seconds, 's')}.")
+    else:
+        tpot_why = (f"{w.batch} sequences' arithmetic, {fmt(dec.flops, 'FLOP')} per step, takes "
+                    f"{fmt(dec.compute_seconds, 's')} at {compute}; the bytes take {fmt(dec.memory_seconds, 's')}.")
+    lines = [
+        Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre.bound,
+             f"Prefill is {_bound_phrase(pre.bound)}: {ttft_why}",
+             "TTFT = max(prompt FLOPs / peak compute, bytes read / bandwidth) + per-step overhead. "
+             "Queueing and tokenisation are left out."),
+        Line("tpot", "Time per output token", fmt(e.tpot, "s"), dec.bound,
+             f"Decode is {_bound_phrase(dec.bound)}: {tpot_why}",
+             "TPOT = the mean decode step while the cache grows over the answer; one step = "
+             "max((weights + batch × cache bytes) / bandwidth, batch × 2 × active parameters / compute)."),
+        Line("end_to_end", "End to end", fmt(e.end_to_end, "s"), "",
+             f"TTFT plus {w.answer - 1:,} more steps of TPOT: the wait for a {w.answer:,}-token answer.",
+             "end to end = TTFT + TPOT × (answer tokens − 1)."),
+        Line("ceiling", "Decode ceiling", fmt(e.decode_ceiling, "tokens/s"), dec.bound,
+             f"The fastest one sequence can generate at the first answer token; {fmt(e.total_rate, 'tokens/s')} "
+             f"summed over a batch of {w.batch}.",
+             "ceiling = 1 / (one decode step at context + prompt tokens)."),
+        Line("prompt_rate", "Prompt rate", fmt(e.prompt_rate, "tokens/s"), pre.bound,
+             "Prompt tokens processed per second of prefill (all sequences).",
+             "prompt rate = prompt tokens × batch / TTFT."),
+    ]
+    if math.isfinite(s.prefill_crossover):
+        nstar = f"{s.prefill_crossover:,.0f} tokens"
+        lines.append(Line("n_star", "Prefill crossover n*", nstar, "",
+                          f"Prompts longer than about {nstar} are compute-bound; shorter ones mostly pay "
+                          "for reading the weights once.",
+                          "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."))
+    if math.isfinite(s.batch_crossover):
+        lines.append(Line("batch_crossover", "Batch crossover", f"{s.batch_crossover:,.0f} sequences", "",
+                          f"Up to about {s.batch_crossover:,.0f} sequences share each read of the weights almost "
+                          "for free; past it, decode turns compute-bound.",
+                          "b* solves 2 × N × b / C = (W + b × k × t) / B."))
+    else:
+        lines.append(Line("batch_crossover", "Batch crossover", "none", "",
+                          "Decode stays bandwidth-bound at every batch: the caches grow as fast as the arithmetic.",
+                          "b* solves 2 × N × b / C = (W + b × k × t) / B."))
+    length = w.context + w.prompt + w.answer
+    fit = "fits" if s.fits else "does NOT fit"
+    lines.append(Line("memory", "Memory", f"{fmt(s.resident_bytes, 'B')} of {fmt(s.memory, 'B')}", "",
+                      f"Weights {fmt(spec.file_bytes, 'B')} + KV cache {fmt(s.cache_bytes, 'B')} for "
+                      f"{w.batch} × {length:,} tokens {fit}; at most {s.max_batch:,} such sequences fit.",
+                      "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "
+                      "at most their window). Engine buffers and activations are left out."))
+    if s.speculative is not None:
+        sp = s.speculative
+        lines.append(Line("speculative", "Speculative speed-up", f"{significant(sp.speedup, 3)}×", "",
+                          f"{w.draft_tokens} drafts at {significant(w.acceptance * 100, 3)} % acceptance yield "
+                          f"{significant(sp.expected_tokens, 3)} tokens per verify step, which costs "
+                          f"{significant(sp.verify_cost, 3)} decode steps.",
+                          "speed-up = E × t_step / (t_verify + k × draft cost × t_step), "
+                          "E = (1 − a^(k+1)) / (1 − a)."))
+    return lines

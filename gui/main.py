@@ -1,0 +1,45 @@
+"""The ``rooflab`` and ``rooflab-gui`` entry points.
+
+No Qt here at module level: ``rooflab inspect`` and the other core commands must start fast,
+so the desktop modules are imported only when a window or a report is wanted."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def run_gui(args: argparse.Namespace) -> int:
+    from rooflab.gui.app import run_gui as run
+
+    return run(args)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from rooflab.gui.app import run_report as run
+
+    return run(args)
+
+
+HANDLERS = {"gui": run_gui, "report": run_report}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``rooflab``: no arguments opens the window on the defaults; otherwise the command line."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    from rooflab.core.cli import main as cli_main
+
+    return cli_main(args or ["gui"], handlers=HANDLERS)
+
+
+def gui_main(argv: Sequence[str] | None = None) -> int:
+    """``rooflab-gui [MODEL] [--machine M]``: always the window (what desktop launchers run)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    from rooflab.core.cli import main as cli_main
+
+    return cli_main(["gui", *args], handlers=HANDLERS)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

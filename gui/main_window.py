@@ -1,0 +1,393 @@
+"""The main window: Machine / Model / Workload tabs on the left, the plot tabs on the right,
+the numbers, Compare and the stopwatch below them, a message bar on top.
+
+It wires the parts together and owns the slow work: opening a model runs as a job on the
+JobController; a recompute (on the GUI thread, debounced) hands each plot its Curves."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QMainWindow,
+    QMenu,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rooflab.core.errors import RooflabError
+from rooflab.core.model import ModelSpec
+from rooflab.core.workload import Workload
+from rooflab.gui import about
+from rooflab.gui.compare_panel import ComparePanel
+from rooflab.gui.dnd import DropController
+from rooflab.gui.jobs import JobController, Progress
+from rooflab.gui.machine_panel import MachinePanel
+from rooflab.gui.model_panel import MODEL_FILTER, ModelPanel
+from rooflab.gui.numbers_panel import NumbersPanel
+from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
+from rooflab.gui.recompute import Frame, RecomputeController
+from rooflab.gui.report import ReportFiles, write_report
+from rooflab.gui.settings import Settings, save_settings
+from rooflab.gui.state import AppState
+from rooflab.gui.stopwatch_panel import StopwatchPanel
+from rooflab.gui.theme import THEME_MODES, apply_theme
+from rooflab.gui.widgets import MessageBar
+from rooflab.gui.workload_panel import WorkloadPanel
+
+log = logging.getLogger(__name__)
+
+_PLOT_TITLES = {"roofline": "Roofline", "prefill": "Prefill / TTFT", "decode": "Decode vs context",
+                "batching": "Batching", "memory": "Memory"}
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """What an open-model job returns."""
+
+    ref: str
+    spec: ModelSpec
+
+
+def open_model_job(ref: str, weights: str | None, cancel: threading.Event) -> Iterator[object]:
+    """Read a model off the GUI thread (a generator: no Qt inside)."""
+    from rooflab.core.io import load_model
+
+    yield Progress(f"Opening {Path(ref).name or ref}…")
+    spec = load_model(ref, weights=weights)
+    if not cancel.is_set():
+        yield Opened(ref=ref, spec=spec)
+
+
+def _scrolled(widget: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidget(widget)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    return area
+
+
+class MainWindow(QMainWindow):
+    model_loaded = Signal(object)        # ModelSpec
+    model_failed = Signal(str)
+    redrawn = Signal(object)             # Frame: every plot and number now shows it
+    report_saved = Signal(object)        # ReportFiles
+
+    def __init__(self, state: AppState, settings: Settings | None = None, *, persist: bool = True,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("rooflab")
+        self.state = state
+        self.settings = settings or Settings()
+        self._persist = persist
+        self.theme = apply_theme(self.settings.theme)
+        self.recompute = RecomputeController(state, self)
+        self.jobs = JobController(self)
+        self.messages = MessageBar()
+        self.machine_panel = MachinePanel(state)
+        self.model_panel = ModelPanel(state)
+        self.workload_panel = WorkloadPanel(state)
+        self.numbers = NumbersPanel()
+        self.compare = ComparePanel(state, self.theme)
+        self.stopwatch = StopwatchPanel()
+        self.plots: dict[str, ChartPlot] = {cls.chart_key: cls(theme=self.theme) for cls in PLOT_CLASSES}
+        self.left_tabs = QTabWidget()
+        self.plot_tabs = QTabWidget()
+        self._build_layout()
+        self._build_menus()
+        self.drops = DropController(self)
+        from PySide6.QtWidgets import QApplication
+
+        QApplication.instance().installEventFilter(self.drops)
+        self._connect()
+        self.model_panel.set_recent(self.settings.recent)
+        self.resize(1480, 940)
+        if self.settings.geometry:
+            self.restoreGeometry(QByteArray.fromBase64(self.settings.geometry.encode()))
+        self.recompute.recompute_now()
+
+    # -- building ---------------------------------------------------------------------------
+    def _build_layout(self) -> None:
+        self.left_tabs.addTab(_scrolled(self.machine_panel), "Machine")
+        self.left_tabs.addTab(_scrolled(self.model_panel), "Model")
+        self.left_tabs.addTab(_scrolled(self.workload_panel), "Workload")
+        self.left_tabs.setCurrentIndex(2)
+        self.left_tabs.setMinimumWidth(340)
+        for key, plot in self.plots.items():
+            self.plot_tabs.addTab(plot, _PLOT_TITLES[key])
+            self.plot_tabs.setTabToolTip(self.plot_tabs.count() - 1, type(plot).__doc__ or "")
+        self.plot_tabs.setCurrentIndex(2)
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.compare)
+        side_layout.addWidget(self.stopwatch)
+        side_layout.addStretch(1)
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(_scrolled(self.numbers))
+        bottom.addWidget(_scrolled(side))
+        bottom.setStretchFactor(0, 3)
+        bottom.setStretchFactor(1, 1)
+        bottom.setSizes([760, 360])
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.plot_tabs)
+        right.addWidget(bottom)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
+        right.setSizes([560, 330])
+        self.main_split = QSplitter(Qt.Orientation.Horizontal)
+        self.main_split.addWidget(self.left_tabs)
+        self.main_split.addWidget(right)
+        self.main_split.setStretchFactor(1, 1)
+        self.main_split.setSizes([380, 1100])
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addWidget(self.messages)
+        layout.addWidget(self.main_split, 1)
+        self.setCentralWidget(central)
+
+    def _action(self, menu: QMenu, text: str, slot: object, shortcut: QKeySequence | str | None = None,
+                tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file = bar.addMenu("&File")
+        self.open_action = self._action(file, "&Open model…", self._on_open_action_triggered,
+                                        QKeySequence.StandardKey.Open, "Open a .gguf, config.json or model folder")
+        self._action(file, "Open model &folder…", self._on_open_folder_action_triggered)
+        self.recent_menu = file.addMenu("Open &recent")
+        file.addSeparator()
+        self.save_action = self._action(file, "&Save report…", self._on_save_action_triggered,
+                                        QKeySequence.StandardKey.Save,
+                                        "PNG of every plot, a composed sheet and CSV of every series")
+        self._action(file, "Save &screenshot…", self._on_screenshot_action_triggered, "Ctrl+Shift+S")
+        file.addSeparator()
+        self.quit_action = self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        compare = bar.addMenu("&Compare")
+        self.pin_action = self._action(compare, "&Pin current series", self._on_pin_action_triggered, "Ctrl+P",
+                                       "Draw what is on screen beside later changes on every plot")
+        self._action(compare, "&Clear pinned series", self._on_clear_pins_action_triggered)
+        view = bar.addMenu("&View")
+        theme_menu = view.addMenu("&Theme")
+        self.theme_actions = QActionGroup(self)
+        for mode in THEME_MODES:
+            action = QAction(mode.capitalize() if mode != "system" else "Follow the system", self, checkable=True)
+            action.setData(mode)
+            action.setChecked(mode == self.settings.theme)
+            self.theme_actions.addAction(action)
+            theme_menu.addAction(action)
+        self.theme_actions.triggered.connect(self._on_theme_actions_triggered)
+        help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "&About rooflab", self._on_about_action_triggered, QKeySequence.StandardKey.HelpContents)
+        self._refresh_recent_menu()
+
+    def _connect(self) -> None:
+        self.recompute.recomputed.connect(self._on_recompute_recomputed)
+        self.recompute.failed.connect(self._on_recompute_failed)
+        self.jobs.progress.connect(self._on_jobs_progress)
+        self.jobs.result.connect(self._on_jobs_result)
+        self.jobs.failed.connect(self._on_jobs_failed)
+        self.jobs.done.connect(self._on_jobs_done)
+        self.drops.dropped.connect(self._on_drops_dropped)
+        self.model_panel.open_requested.connect(self._on_model_panel_open_requested)
+        self.machine_panel.message.connect(self._on_panel_message)
+        from PySide6.QtGui import QGuiApplication
+
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
+
+    # -- opening models ---------------------------------------------------------------------
+    def open_model(self, ref: str, weights: str = "") -> None:
+        """Open a model file, folder or catalogue key off the GUI thread; the model on screen
+        stays until the new one has been read (and stays if it cannot be)."""
+        self.model_panel.set_busy(f"Opening {Path(ref).name or ref}…")
+        self.jobs.start(functools.partial(open_model_job, ref, weights or None))
+
+    def _on_jobs_progress(self, progress: Progress) -> None:
+        self.statusBar().showMessage(progress.message)
+        self.model_panel.set_busy(progress.message)
+
+    def _on_jobs_result(self, item: object) -> None:
+        if not isinstance(item, Opened):
+            return
+        self.state.set_model(item.spec, item.ref)
+        if Path(item.ref).exists():
+            self.settings.add_recent(str(Path(item.ref).resolve()))
+            self.model_panel.set_recent(self.settings.recent)
+            self._refresh_recent_menu()
+        self.settings.model = item.ref
+        if self.messages.level == "error":
+            self.messages.hide()
+        self.statusBar().showMessage(f"Opened {item.spec.name}", 5000)
+        self.left_tabs.setCurrentWidget(self.left_tabs.widget(1))
+        self.model_loaded.emit(item.spec)
+
+    def _on_jobs_failed(self, message: str) -> None:
+        self.messages.show_message(f"Could not open the model: {message}. "
+                                   f"{self.state.model.name} stays loaded.", "error")
+        self.statusBar().clearMessage()
+        self.model_failed.emit(message)
+
+    def _on_jobs_done(self) -> None:
+        self.model_panel.set_busy(None)
+
+    def _on_drops_dropped(self, paths: list[str]) -> None:
+        self.open_model(paths[0])
+        if len(paths) > 1:
+            self.statusBar().showMessage(f"Opened the first of {len(paths)} dropped items", 5000)
+
+    def _on_model_panel_open_requested(self, ref: str, weights: str) -> None:
+        self.open_model(ref, weights)
+
+    def _on_open_action_triggered(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", MODEL_FILTER)
+        if path:
+            self.open_model(path)
+
+    def _on_open_folder_action_triggered(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open model folder")
+        if path:
+            self.open_model(path)
+
+    def _refresh_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for ref in self.settings.recent:
+            action = self.recent_menu.addAction(ref)
+            action.setData(ref)
+            action.triggered.connect(self._on_recent_action_triggered)
+        self.recent_menu.setEnabled(bool(self.settings.recent))
+
+    def _on_recent_action_triggered(self) -> None:
+        action = self.sender()
+        if isinstance(action, QAction):
+            self.open_model(str(action.data()))
+
+    # -- drawing ----------------------------------------------------------------------------
+    def _on_recompute_recomputed(self, frame: Frame) -> None:
+        label = frame.scenario.label
+        for key, plot in self.plots.items():
+            pinned = [PinnedChart(p.pin_id, p.label, charts[key]) for p, charts in frame.pinned]
+            plot.set_charts(frame.charts[key], pinned, current_label=label)
+        self.numbers.show_frame(frame)
+        self.stopwatch.show_frame(frame)
+        if self.messages.level == "warning":
+            self.messages.hide()
+        self.redrawn.emit(frame)
+
+    def _on_recompute_failed(self, message: str) -> None:
+        self.messages.show_message(f"Cannot predict this combination: {message}", "warning")
+
+    def _on_panel_message(self, text: str, level: str) -> None:
+        if level == "info":
+            self.statusBar().showMessage(text, 8000)
+        else:
+            self.messages.show_message(text, level)
+
+    # -- compare ----------------------------------------------------------------------------
+    def _on_pin_action_triggered(self) -> None:
+        if self.state.pin_current() is None:
+            self.statusBar().showMessage("That series is already pinned", 4000)
+
+    def _on_clear_pins_action_triggered(self) -> None:
+        self.state.clear_pinned()
+
+    # -- reports ----------------------------------------------------------------------------
+    def save_report(self, folder: str | Path) -> ReportFiles:
+        """Write the report for what is on screen into ``folder``."""
+        if self.recompute.pending or self.recompute.frame is None:
+            self.recompute.recompute_now()
+        frame = self.recompute.frame
+        if frame is None:
+            raise RooflabError("nothing to report: the current combination cannot be predicted")
+        files = write_report(folder, list(self.plots.values()), frame)
+        self.settings.report_dir = str(files.folder)
+        self.report_saved.emit(files)
+        return files
+
+    def _on_save_action_triggered(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Save report into folder", self.settings.report_dir)
+        if not folder:
+            return
+        try:
+            files = self.save_report(folder)
+        except (RooflabError, OSError) as exc:
+            self.messages.show_message(f"Could not save the report: {exc}", "error")
+            return
+        self.messages.show_message(f"Saved {len(files.all)} report files to {files.folder}.", "info")
+
+    def save_screenshot(self, path: str | Path) -> Path:
+        """Render the whole window to a PNG."""
+        target = Path(path).expanduser()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not self.grab().save(str(target)):
+            raise OSError(f"could not write {target}")
+        return target
+
+    def _on_screenshot_action_triggered(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save screenshot", "rooflab.png", "PNG image (*.png)")
+        if path:
+            try:
+                self.save_screenshot(path)
+            except OSError as exc:
+                self.messages.show_message(str(exc), "error")
+
+    # -- look -------------------------------------------------------------------------------
+    def set_theme(self, mode: str) -> None:
+        self.settings.theme = mode
+        self.theme = apply_theme(mode)
+        for plot in self.plots.values():
+            plot.apply_theme(self.theme)
+        self.compare.apply_theme(self.theme)
+        for action in self.theme_actions.actions():
+            action.setChecked(action.data() == mode)
+
+    def _on_theme_actions_triggered(self, action: QAction) -> None:
+        self.set_theme(str(action.data()))
+
+    def _on_color_scheme_changed(self, _scheme: object) -> None:
+        if self.settings.theme == "system":
+            self.set_theme("system")
+
+    def _on_about_action_triggered(self) -> None:
+        about.show_about(self)
+
+    # -- closing ----------------------------------------------------------------------------
+    def remember(self) -> None:
+        """Copy what should survive a restart into the settings (and save them)."""
+        s = self.settings
+        s.geometry = bytes(self.saveGeometry().toBase64().data()).decode()
+        s.machine = self.state.machine.key
+        s.machine_data = {} if s.machine else self.state.machine.to_dict()
+        s.workload = {f.name: getattr(self.state.workload, f.name) for f in dataclasses.fields(Workload)}
+        if self._persist:
+            try:
+                save_settings(s)
+            except OSError:
+                log.exception("could not save settings")
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        self.jobs.shutdown()
+        self.remember()
+        from PySide6.QtWidgets import QApplication
+
+        QApplication.instance().removeEventFilter(self.drops)
+        super().closeEvent(event)

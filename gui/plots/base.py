@@ -1,0 +1,289 @@
+"""A plot tab: the panels of one ``Chart``, drawn for the current scenario, the pinned ones,
+and any measured or calibrated series, with a hover read-out under the panels.
+
+Widgets never compute: they are handed Curves (``set_charts``, ``set_measured``,
+``set_calibrated``) and draw them. Adding a measured series to any plot::
+
+    plot.set_measured("ttft", [Curve(key="ttft", label="llama-bench", x=prompts, y=seconds,
+                                     kind="points", role="measured", x_name="prompt",
+                                     x_unit="tokens", y_name="seconds", y_unit="s",
+                                     extras={"measured / predicted": ratios})])
+
+Panel keys per chart: roofline: roofline; prefill: ttft, rate; decode: rate, step, kv_share;
+batching: rate, memory, experts (MoE); memory: breakdown, growth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QSize, Qt, Signal
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from rooflab.core.predict.curves import Chart, Curve, Panel
+from rooflab.gui import units
+from rooflab.gui.plots.panel_view import Drawn, PanelView
+from rooflab.gui.plots.style import Layer, LayerKind
+from rooflab.gui.theme import LIGHT, Theme
+
+HOVER_HINT = "Hover over a curve to read its values."
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedChart:
+    """A pinned series' chart; ``pin_id`` keeps its colour while it stays pinned."""
+
+    pin_id: int
+    label: str
+    chart: Chart
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnSeries:
+    """What a plot shows for one layer in one panel (what a report writes as CSV)."""
+
+    chart: str
+    panel: str
+    layer: Layer
+    curves: tuple[Curve, ...]
+
+
+class ChartPlot(QWidget):
+    """Base of the five plot widgets; subclasses name their chart."""
+
+    chart_key: ClassVar[str] = ""
+    redrawn = Signal()
+    hovered = Signal(str)
+
+    def __init__(self, theme: Theme = LIGHT, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.theme = theme
+        self.view = pg.GraphicsLayoutWidget()
+        self.view.setAcceptDrops(False)            # file drops go to the window
+        self.view.ci.setContentsMargins(6, 6, 12, 6)
+        self.readout = QLabel(HOVER_HINT)
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.info = QLabel("<u>How is this computed?</u>")
+        self.info.setToolTipDuration(60_000)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(8, 0, 8, 2)
+        bar.addWidget(self.readout, 1)
+        bar.addWidget(self.info)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.view, 1)
+        layout.addLayout(bar)
+        self._panels: dict[str, PanelView] = {}
+        self._order: list[str] = []
+        self._current: Chart | None = None
+        self._current_label = "current"
+        self._pinned: dict[int, Layer] = {}
+        self._pinned_charts: tuple[PinnedChart, ...] = ()
+        self._extras: dict[str, tuple[Layer, dict[str, tuple[Curve, ...]]]] = {}
+        self.view.scene().sigMouseMoved.connect(self._on_scene_mouse_moved)
+        self.view.setBackground(theme.background)
+
+    # -- public API -------------------------------------------------------------------------
+    @property
+    def chart(self) -> Chart | None:
+        return self._current
+
+    def panel_keys(self) -> list[str]:
+        return list(self._order)
+
+    def panel_view(self, key: str) -> PanelView:
+        return self._panels[key]
+
+    def set_charts(self, current: Chart, pinned: Sequence[PinnedChart] = (),
+                   current_label: str = "current") -> None:
+        """Draw ``current`` and every pinned chart; layers of series no longer pinned go."""
+        self._current, self._current_label, self._pinned_charts = current, current_label, tuple(pinned)
+        self.info.setToolTip(f"<p>{current.description}</p>")
+        self._arrange([current.panels, *(p.chart.panels for p in pinned)])
+        for view in self._panels.values():
+            view.stack_labels.clear()
+        layer = Layer(key="current", label=current_label, kind="current")
+        for panel in current.panels:
+            self._panels[panel.key].draw(layer, panel.curves, 0)
+        keep = {p.pin_id for p in pinned}
+        for pin_id in [i for i in self._pinned if i not in keep]:
+            self._drop_layer(self._pinned.pop(pin_id).key)
+        for slot, p in enumerate(pinned, start=1):
+            pin = self._pinned[p.pin_id] = Layer(key=f"pin:{p.pin_id}", label=p.label, kind="pinned",
+                                                  index=p.pin_id)
+            for panel in p.chart.panels:
+                self._panels[panel.key].draw(pin, panel.curves, slot)
+        for extra, by_panel in self._extras.values():
+            self._draw_extra(extra, by_panel)
+        self._finish()
+
+    def set_measured(self, panel: str, curves: Sequence[Curve], *, label: str = "measured",
+                     key: str = "measured", index: int = 0) -> None:
+        """Show measured points (hollow rings) on ``panel``; ``key`` names the series, so
+        several measured series can coexist. Replaces that key's curves on that panel."""
+        self._set_extra(key, label, "measured", index, panel, curves)
+
+    def set_calibrated(self, panel: str, curves: Sequence[Curve], *, label: str = "calibrated",
+                       key: str = "calibrated", index: int = 0) -> None:
+        """Show a calibrated prediction (dotted) on ``panel``."""
+        self._set_extra(key, label, "calibrated", index, panel, curves)
+
+    def clear_layer(self, key: str) -> None:
+        """Remove a measured or calibrated series from every panel."""
+        if self._extras.pop(key, None) is not None:
+            self._drop_layer(key)
+            self._finish()
+
+    def drawn(self) -> list[DrawnSeries]:
+        """Every (panel, layer) with the curves it shows, current first."""
+        out = []
+        for key in self._order:
+            view = self._panels[key]
+            for layer in view.layers():
+                curves = view.curves_of(layer.key)
+                if curves:
+                    out.append(DrawnSeries(chart=self.chart_key, panel=key, layer=layer, curves=tuple(curves)))
+        return out
+
+    def curve(self, panel: str, curve_key: str, layer: str = "current") -> Curve:
+        """The curve a layer shows on a panel (tests assert on what was handed over)."""
+        return self._panels[panel].drawn[(layer, curve_key)].curve
+
+    def items(self, panel: str, curve_key: str, layer: str = "current") -> list[object]:
+        """The graphics items drawing that curve."""
+        return list(self._panels[panel].drawn[(layer, curve_key)].items)
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.view.setBackground(theme.background)
+        for view in self._panels.values():
+            view.apply_theme(theme)
+        if self._current is not None:
+            self.set_charts(self._current, self._pinned_charts, self._current_label)
+
+    def replay_on(self, other: ChartPlot) -> None:
+        """Hand ``other`` everything this plot shows (for rendering a report twin)."""
+        if self._current is not None:
+            for key, (layer, by_panel) in self._extras.items():
+                other._extras[key] = (layer, dict(by_panel))
+            other.set_charts(self._current, self._pinned_charts, self._current_label)
+
+    def render_image(self, size: QSize | None = None) -> QImage:
+        """The panels (no read-out bar) as an image; at ``size`` when given."""
+        if size is not None:
+            self.view.resize(size)
+        return self.view.grab().toImage()
+
+    def readout_at(self, panel: str, x: float, y: float, *, view_coords: bool = False) -> str:
+        """Describe the point nearest (x, y) of ``panel`` (data units unless ``view_coords``)
+        and show it in the read-out line; "" when nothing is near."""
+        view = self._panels[panel]
+        if not view_coords:
+            x = _to_view(x, view.panel.log_x)
+            y = _to_view(y, view.panel.log_y)
+        text = ""
+        hit = view.nearest(x, y)
+        if hit is not None:
+            drawn, i = hit
+            c = drawn.curve
+            view.hover_dot.setData([_to_view(float(c.x[i]), view.panel.log_x)],
+                                   [_to_view(float(c.y[i]), view.panel.log_y)])
+            text = _describe_point(drawn, i)
+        else:
+            view.hover_dot.setData([], [])
+            stack = view.stack_at(x, y)
+            if stack is not None:
+                text = _describe_segment(*stack)
+        self.readout.setText(text or HOVER_HINT)
+        if text:
+            self.hovered.emit(text)
+        return text
+
+    # -- internals --------------------------------------------------------------------------
+    def _arrange(self, panel_sets: Sequence[Sequence[Panel]]) -> None:
+        """Create missing panels, configure them, and lay out those in use top to bottom."""
+        wanted: list[Panel] = []
+        for panels in panel_sets:
+            for panel in panels:
+                if panel.key not in {p.key for p in wanted}:
+                    wanted.append(panel)
+        for panel in wanted:
+            if panel.key in self._panels:
+                self._panels[panel.key].configure(panel)
+            else:
+                self._panels[panel.key] = PanelView(panel, self.theme)
+        order = [p.key for p in wanted]
+        if order != self._order:
+            self.view.ci.clear()
+            for row, key in enumerate(order):
+                self.view.ci.addItem(self._panels[key].plot, row=row, col=0)
+                legend = self._panels[key].legend
+                self.view.ci.addItem(legend, row=row, col=1)
+                # at its own height, top-aligned: stretched, its rows would drift apart
+                legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+                self.view.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+            first = self._panels[order[0]]
+            for key in order[1:]:
+                view = self._panels[key]
+                if (view.panel.x_unit, view.panel.log_x) == (first.panel.x_unit, first.panel.log_x):
+                    view.plot.setXLink(first.plot)
+            self._order = order
+
+    def _set_extra(self, key: str, label: str, kind: LayerKind, index: int, panel: str,
+                   curves: Sequence[Curve]) -> None:
+        layer, by_panel = self._extras.get(key, (Layer(key=key, label=label, kind=kind, index=index), {}))
+        by_panel[panel] = tuple(curves)
+        self._extras[key] = (layer, by_panel)
+        self._draw_extra(layer, by_panel)
+        self._finish()
+
+    def _draw_extra(self, layer: Layer, by_panel: Mapping[str, tuple[Curve, ...]]) -> None:
+        for panel, curves in by_panel.items():
+            if panel in self._panels:
+                self._panels[panel].draw(layer, curves)
+
+    def _drop_layer(self, key: str) -> None:
+        for view in self._panels.values():
+            view.drop_layer(key)
+
+    def _finish(self) -> None:
+        for key in self._order:
+            self._panels[key].frame()
+        self.redrawn.emit()
+
+    def _on_scene_mouse_moved(self, pos: QPointF) -> None:
+        for key in self._order:
+            vb = self._panels[key].plot.getViewBox()
+            if vb.sceneBoundingRect().contains(pos):
+                point = vb.mapSceneToView(pos)
+                self.readout_at(key, point.x(), point.y(), view_coords=True)
+                return
+
+
+def _to_view(value: float, log: bool) -> float:
+    import math
+
+    if not log:
+        return value
+    return math.log10(value) if value > 0 else -math.inf
+
+
+def _describe_point(drawn: Drawn, i: int) -> str:
+    c, layer = drawn.curve, drawn.layer
+    x, y = float(c.x[i]), float(c.y[i])
+    text = f"{c.label}: {units.fmt(y, c.y_unit)} at {c.x_name} {units.fmt(x, c.x_unit)}"
+    for name, values in c.extras.items():
+        text += f" · {name} {units.significant(float(values[i]))}"
+    return f"{layer.label} — {text}"
+
+
+def _describe_segment(drawn: Drawn, i: int) -> str:
+    c = drawn.curve
+    capacity = float(c.extras["capacity"][i]) if "capacity" in c.extras else float("nan")
+    return (f"{drawn.layer.label} — {c.categories[i]}: {units.fmt(float(c.y[i]), c.y_unit)} "
+            f"of {units.fmt(capacity, c.y_unit)}")

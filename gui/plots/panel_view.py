@@ -1,0 +1,290 @@
+"""One plot area of a chart: axes, legend, and the graphics items of every layer's curves.
+
+Items are created the first time a (layer, curve) is drawn and updated with ``setData``
+afterwards; a curve that disappears is hidden, not deleted, until its layer goes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+
+from rooflab.core.predict.curves import Curve, Panel
+from rooflab.gui import units
+from rooflab.gui.plots.axis import UnitAxis, log_position
+from rooflab.gui.plots.style import Layer, draws, legend_name, line_pen, point_style
+from rooflab.gui.theme import Theme
+
+
+@dataclass
+class Drawn:
+    """What is on screen for one (layer, curve key): the curve and its graphics items."""
+
+    layer: Layer
+    curve: Curve
+    items: list[Any] = field(default_factory=list)
+
+
+class PanelView:
+    def __init__(self, panel: Panel, theme: Theme) -> None:
+        self.key = panel.key
+        self.panel = panel
+        self._bottom = UnitAxis("bottom", panel.x_label, panel.x_unit)
+        self._left = UnitAxis("left", panel.y_label, panel.y_unit)
+        self.plot = pg.PlotItem(axisItems={"bottom": self._bottom, "left": self._left})
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        # the legend sits in its own column beside the plot, so it never hides a curve
+        self.legend = pg.LegendItem(labelTextSize="8pt", verSpacing=-4, horSpacing=8)
+        self.drawn: dict[tuple[str, str], Drawn] = {}
+        self.hover_dot = pg.ScatterPlotItem(size=13, pen=pg.mkPen("#888", width=2), brush=None)
+        self.hover_dot.setZValue(50)
+        self.plot.addItem(self.hover_dot, ignoreBounds=True)
+        self.stack_labels: list[str] = []
+        self.theme = theme
+        self.configure(panel)
+        self.apply_theme(theme)
+
+    # -- set-up -----------------------------------------------------------------------------
+    def configure(self, panel: Panel) -> None:
+        self.panel = panel
+        self.plot.setTitle(panel.title, size="10pt")
+        self._bottom.set_unit(panel.x_label, panel.x_unit)
+        self._left.set_unit(panel.y_label, panel.y_unit)
+        self.plot.setLogMode(x=panel.log_x, y=panel.log_y)
+        self.plot.showGrid(x=True, y=True, alpha=self.theme.grid_alpha)
+
+    def apply_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        for axis in (self._bottom, self._left):
+            axis.setPen(pg.mkPen(theme.foreground))
+            axis.setTextPen(pg.mkPen(theme.foreground))
+        self.plot.titleLabel.setText(self.panel.title, color=theme.foreground, size="10pt")
+        self.legend.setBrush(pg.mkBrush(QColorA(theme.background, 200)))
+        self.legend.setLabelTextColor(theme.foreground)
+        self.plot.showGrid(x=True, y=True, alpha=theme.grid_alpha)
+
+    # -- drawing ----------------------------------------------------------------------------
+    def draw(self, layer: Layer, curves: Sequence[Curve], stack_slot: int = 0) -> None:
+        """Show ``curves`` for ``layer``, replacing what the layer showed before."""
+        wanted = {c.key for c in curves if draws(layer, c)}
+        for (layer_key, curve_key), drawn in self.drawn.items():
+            if layer_key == layer.key and curve_key not in wanted:
+                for item in drawn.items:
+                    item.setVisible(False)
+        seen_marker = any(d.curve.kind == "points" and d.layer.kind == layer.kind and d.items
+                          and d.items[0].isVisible() and k[0] != layer.key
+                          for k, d in self.drawn.items())
+        for curve in curves:
+            if not draws(layer, curve):
+                continue
+            name = legend_name(layer, curve, seen_marker)
+            seen_marker = seen_marker or (curve.kind == "points" and layer.kind == "current")
+            self._draw_one(layer, curve, name, stack_slot)
+
+    def drop_layer(self, layer_key: str) -> None:
+        for key in [k for k in self.drawn if k[0] == layer_key]:
+            for item in self.drawn.pop(key).items:
+                if isinstance(item, (pg.PlotDataItem, pg.BarGraphItem)):
+                    self.legend.removeItem(item)
+                self.plot.removeItem(item)
+
+    def layers(self) -> list[Layer]:
+        seen: dict[str, Layer] = {}
+        for drawn in self.drawn.values():
+            seen.setdefault(drawn.layer.key, drawn.layer)
+        return list(seen.values())
+
+    def curves_of(self, layer_key: str) -> list[Curve]:
+        """The curves a layer shows now, in drawing order."""
+        return [d.curve for (lk, _), d in self.drawn.items() if lk == layer_key and d.items
+                and d.items[0].isVisible()]
+
+    def _draw_one(self, layer: Layer, curve: Curve, name: str | None, stack_slot: int) -> None:
+        key = (layer.key, curve.key)
+        drawn = self.drawn.get(key)
+        if drawn is None:
+            drawn = self.drawn[key] = Drawn(layer=layer, curve=curve)
+        drawn.layer, drawn.curve = layer, curve
+        if curve.kind in ("line", "points"):
+            self._draw_data(drawn, name)
+        elif curve.kind in ("vline", "hline"):
+            self._draw_reference(drawn, stack_slot)
+        else:
+            self._draw_stack(drawn, stack_slot)
+
+    def _draw_data(self, drawn: Drawn, name: str | None) -> None:
+        layer, curve = drawn.layer, drawn.curve
+        style = point_style(layer, curve, self.theme) if curve.kind == "points" else {"pen": line_pen(
+            layer, curve, self.theme)}
+        if not drawn.items:
+            item = pg.PlotDataItem(**style)
+            item.setZValue(20 if curve.kind == "points" else (10 if curve.role == "main" else 5))
+            self.plot.addItem(item)
+            if name:
+                self.legend.addItem(item, _short(name))
+            drawn.items.append(item)
+        item = drawn.items[0]
+        item.setData(curve.x, curve.y, **style)
+        item.setVisible(True)
+
+    def _draw_reference(self, drawn: Drawn, slot: int) -> None:
+        layer, curve = drawn.layer, drawn.curve
+        vertical = curve.kind == "vline"
+        values = curve.x if vertical else curve.y
+        unit = curve.x_unit if vertical else curve.y_unit
+        log = self.panel.log_x if vertical else self.panel.log_y
+        while len(drawn.items) < values.size:
+            line = pg.InfiniteLine(angle=90 if vertical else 0, movable=False)
+            line.setZValue(3)
+            # labels of different series step along the line so they do not print over each other
+            position = (0.96 - 0.09 * slot) if vertical else (0.03 + 0.3 * slot)
+            anchors = [(-0.03, 0), (-0.03, 0)] if vertical else [(0, 1), (0, 1)]
+            pg.InfLineLabel(line, position=max(0.05, min(0.97, position)), anchors=anchors)
+            self.plot.addItem(line, ignoreBounds=True)
+            drawn.items.append(line)
+        for i, line in enumerate(drawn.items):
+            if i >= values.size:
+                line.setVisible(False)
+                continue
+            value = float(values[i])
+            line.setPen(line_pen(layer, curve, self.theme))
+            line.setPos(log_position(value, log))
+            label = f"{curve.label} {units.fmt(value, unit)}"
+            if layer.kind == "pinned":
+                label = f"{label} ({layer.label})"
+            for child in line.childItems():
+                if isinstance(child, pg.InfLineLabel):
+                    child.setFormat(label)
+                    child.setColor(line_pen(layer, curve, self.theme).color())
+            line.setVisible(True)
+
+    def _draw_stack(self, drawn: Drawn, slot: int) -> None:
+        """Stacked bar ``slot`` (0 = current series) with a tick at the machine's capacity."""
+        layer, curve = drawn.layer, drawn.curve
+        sizes = curve.y
+        if not drawn.items:
+            for category in curve.categories:
+                bar = pg.BarGraphItem(x=[slot], height=[0.0], width=0.55, y0=[0.0])
+                self.plot.addItem(bar)
+                if layer.kind == "current":
+                    self.legend.addItem(bar, category)
+                drawn.items.append(bar)
+            cap = pg.PlotDataItem(pen=pg.mkPen(self.theme.current["limit"], width=2.5))
+            cap.setZValue(15)
+            self.plot.addItem(cap)
+            drawn.items.append(cap)
+        colours = self.theme.stack
+        for i, bar in enumerate(drawn.items[:-1]):
+            colour = colours[i % len(colours)]
+            if curve.categories[i] == "over capacity":
+                colour = self.theme.current["limit"]
+            bar.setOpts(x=[slot], y0=[float(curve.extras["base"][i])], height=[float(sizes[i])],
+                        brush=pg.mkBrush(colour), pen=pg.mkPen(self.theme.background, width=1))
+            bar.setVisible(True)
+        capacity = float(curve.extras["capacity"][0]) if "capacity" in curve.extras else math.nan
+        cap_item = drawn.items[-1]
+        cap_item.setData([slot - 0.38, slot + 0.38], [capacity, capacity])
+        cap_item.setVisible(True)
+        while len(self.stack_labels) <= slot:
+            self.stack_labels.append("")
+        self.stack_labels[slot] = layer.label
+        ticks = [(i, _short(label)) for i, label in enumerate(self.stack_labels)]
+        self.plot.getAxis("bottom").setTicks([ticks, []])
+
+    # -- framing ----------------------------------------------------------------------------
+    def frame(self) -> None:
+        """Fit the view to every visible series and limit line (autorange ignores the latter)."""
+        xs: list[np.ndarray] = []
+        ys: list[np.ndarray] = []
+        for drawn in self.drawn.values():
+            if not drawn.items or not drawn.items[0].isVisible():
+                continue
+            c = drawn.curve
+            if c.kind in ("line", "points"):
+                xs.append(c.x)
+                ys.append(c.y)
+            elif c.kind == "hline" and c.role in ("limit", "marker"):
+                ys.append(c.y)
+            elif c.kind == "stack":
+                ys.append(np.concatenate([c.extras["base"] + c.y, c.extras["capacity"]]))
+        if self.stack_labels:
+            self.plot.setXRange(-0.6, len(self.stack_labels) - 0.4, padding=0)
+        elif xs:
+            self._set_range(np.concatenate(xs), self.panel.log_x, self.plot.setXRange, zero=False)
+        if ys:
+            self._set_range(np.concatenate(ys), self.panel.log_y, self.plot.setYRange, zero=True)
+
+    @staticmethod
+    def _set_range(values: np.ndarray, log: bool, setter: Any, zero: bool) -> None:
+        values = values[np.isfinite(values)]
+        if log:
+            values = values[values > 0]
+        if values.size == 0:
+            return
+        low, high = float(values.min()), float(values.max())
+        if log:
+            low, high = math.log10(low), math.log10(high)
+            if high - low < 1e-9:
+                low, high = low - 0.5, high + 0.5
+            setter(low, high, padding=0.04)
+            return
+        if zero:
+            low = min(low, 0.0)
+        if high - low <= 0:
+            high = low + (abs(low) or 1.0)
+        setter(low, high, padding=0.04)
+
+    # -- hover ------------------------------------------------------------------------------
+    def nearest(self, view_x: float, view_y: float, max_pixels: float = 24.0) -> tuple[Drawn, int] | None:
+        """The drawn point closest to a view position (log10 coordinates on log axes), within
+        ``max_pixels`` on screen."""
+        px, py = self.plot.getViewBox().viewPixelSize()
+        px, py = px or 1.0, py or 1.0
+        best: tuple[float, Drawn, int] | None = None
+        for drawn in self.drawn.values():
+            c = drawn.curve
+            if c.kind not in ("line", "points") or not drawn.items or not drawn.items[0].isVisible():
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                x = np.log10(c.x) if self.panel.log_x else c.x
+                y = np.log10(c.y) if self.panel.log_y else c.y
+            d = np.hypot((x - view_x) / px, (y - view_y) / py)
+            d[~np.isfinite(d)] = np.inf
+            if d.size == 0:
+                continue
+            i = int(np.argmin(d))
+            score = float(d[i]) - (6.0 if c.kind == "points" else 0.0)   # markers win near ties
+            if d[i] <= max_pixels and (best is None or score < best[0]):
+                best = (score, drawn, i)
+        return None if best is None else (best[1], best[2])
+
+    def stack_at(self, view_x: float, view_y: float) -> tuple[Drawn, int] | None:
+        for drawn in self.drawn.values():
+            c = drawn.curve
+            if c.kind != "stack" or not drawn.items or not drawn.items[0].isVisible():
+                continue
+            slot = self.stack_labels.index(drawn.layer.label) if drawn.layer.label in self.stack_labels else -1
+            if abs(view_x - slot) > 0.3:
+                continue
+            bases = c.extras["base"]
+            inside = [i for i in range(c.y.size) if bases[i] <= view_y <= bases[i] + c.y[i] and c.y[i] > 0]
+            if inside:
+                return drawn, inside[-1]          # the segment drawn last is on top
+        return None
+
+
+def _short(label: str, limit: int = 34) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def QColorA(colour: str, alpha: int) -> Any:  # noqa: N802 - reads like the Qt constructor
+    from PySide6.QtGui import QColor
+
+    c = QColor(colour)
+    c.setAlpha(alpha)
+    return c

@@ -1,0 +1,12 @@
+"""attainable FLOP/s against arithmetic intensity, with this workload's prefill and decode placed on it."""
+
+from __future__ import annotations
+
+from rooflab.core.predict.curves import ROOFLINE
+from rooflab.gui.plots.base import ChartPlot
+
+
+class RooflinePlot(ChartPlot):
+    """Roofline: attainable FLOP/s against arithmetic intensity, with this workload's prefill and decode placed on it."""
+
+    chart_key = ROOFLINE

@@ -1,0 +1,87 @@
+"""How each layer and role of a curve looks: pens, symbols and legend names.
+
+A *layer* is one source of curves on every plot: the current scenario, a pinned one, a
+measured series, a calibrated prediction. Roles come from ``Curve.role``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+
+from rooflab.core.predict.curves import Curve
+from rooflab.gui.theme import Theme
+
+LayerKind = Literal["current", "pinned", "measured", "calibrated"]
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """One series source: ``key`` is unique on a plot ("current", "pin:3", "measured")."""
+
+    key: str
+    label: str
+    kind: LayerKind
+    index: int = 0          # colour slot for pinned series, stable while pinned
+
+    def colour(self, theme: Theme, role: str) -> QColor:
+        if self.kind == "current" or (self.kind == "calibrated" and self.index == 0):
+            return QColor(theme.current.get(role, theme.current["main"]))
+        if self.kind == "measured":
+            return QColor(theme.measured if self.index == 0 else theme.series[self.index % len(theme.series)])
+        return QColor(theme.series[self.index % len(theme.series)])
+
+
+CURRENT = Layer(key="current", label="current", kind="current")
+
+_DASH = {"memory": Qt.PenStyle.DashLine, "compute": Qt.PenStyle.DashLine, "limit": Qt.PenStyle.DashDotLine,
+         "crossover": Qt.PenStyle.DashLine, "secondary": Qt.PenStyle.SolidLine,
+         "calibrated": Qt.PenStyle.DotLine, "main": Qt.PenStyle.SolidLine, "marker": Qt.PenStyle.DotLine}
+_WIDTH = {"main": 2.6, "secondary": 2.0, "memory": 1.4, "compute": 1.4, "limit": 1.6, "crossover": 1.3,
+          "marker": 1.2, "calibrated": 2.0}
+
+
+def draws(layer: Layer, curve: Curve) -> bool:
+    """Whether a layer draws a curve: pinned series skip the clock components (the plot would
+    drown in lines) but keep their own limits, crossovers and markers."""
+    return not (layer.kind == "pinned" and curve.role in ("memory", "compute"))
+
+
+def line_pen(layer: Layer, curve: Curve, theme: Theme) -> Any:
+    role = "calibrated" if layer.kind == "calibrated" else curve.role
+    colour = layer.colour(theme, role)
+    style = _DASH.get(role, Qt.PenStyle.SolidLine)
+    if layer.kind == "pinned" and curve.role == "secondary":
+        style = Qt.PenStyle.DashLine
+    return pg.mkPen(colour, width=_WIDTH.get(role, 1.5), style=style, cosmetic=True)
+
+
+def point_style(layer: Layer, curve: Curve, theme: Theme) -> dict[str, Any]:
+    """Keyword arguments for a PlotDataItem drawing points: filled circles for the current
+    workload, diamonds for pinned series, hollow rings for measurements."""
+    if layer.kind == "measured":
+        colour = layer.colour(theme, "main")
+        return dict(pen=None, symbol="o", symbolSize=9, symbolBrush=None,
+                    symbolPen=pg.mkPen(colour, width=1.8))
+    colour = layer.colour(theme, "marker" if curve.role == "marker" else curve.role)
+    symbol = "d" if layer.kind == "pinned" else "o"
+    return dict(pen=None, symbol=symbol, symbolSize=11, symbolBrush=pg.mkBrush(colour),
+                symbolPen=pg.mkPen(theme.background, width=1.5))
+
+
+def legend_name(layer: Layer, curve: Curve, seen_marker: bool) -> str | None:
+    """The legend entry for a drawn curve, None for no entry (one per series, not per line)."""
+    if curve.is_reference:
+        return None
+    if layer.kind == "current":
+        if curve.kind == "points":
+            return None if seen_marker else "current workload"
+        return curve.label
+    if layer.kind == "pinned":
+        if curve.kind == "points":
+            return None
+        return layer.label if curve.role == "main" else f"{layer.label}: {curve.label}"
+    return f"{layer.label}: {curve.label}"

@@ -1,0 +1,80 @@
+"""Turn state changes into drawn curves: debounced, on the GUI thread (it is cheap).
+
+Each change restarts a short timer; when it fires, the current scenario's charts and summary
+are built (pinned series' charts are built once, when pinned) and handed over in one
+``Frame`` by the ``recomputed`` signal. A prediction that fails (a workload the machine
+cannot run) reports ``failed`` and the last good frame stays on screen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from rooflab.core.errors import RooflabError
+from rooflab.core.predict.curves import Chart, Scenario, build_charts
+from rooflab.core.report.summary import Summary, summarise
+from rooflab.gui.state import AppState, Pinned
+
+DEBOUNCE_MS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """Everything one redraw needs."""
+
+    scenario: Scenario
+    charts: dict[str, Chart]
+    summary: Summary
+    pinned: tuple[tuple[Pinned, dict[str, Chart]], ...]
+
+
+class RecomputeController(QObject):
+    recomputed = Signal(object)       # Frame
+    failed = Signal(str)
+
+    def __init__(self, state: AppState, parent: QObject | None = None, delay_ms: int = DEBOUNCE_MS) -> None:
+        super().__init__(parent)
+        self._state = state
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(delay_ms)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._pinned_charts: dict[int, dict[str, Chart]] = {}
+        self.frame: Frame | None = None
+        state.changed.connect(self._on_state_changed)
+
+    def schedule(self) -> None:
+        self._timer.start()
+
+    def recompute_now(self) -> Frame | None:
+        """Build and hand over a frame now (also what the timer does)."""
+        self._timer.stop()
+        state = self._state
+        try:
+            sc = state.scenario
+            charts = build_charts(sc)
+            summary = summarise(sc)
+            pinned = []
+            for p in state.pinned:
+                if p.pin_id not in self._pinned_charts:
+                    self._pinned_charts[p.pin_id] = build_charts(p.scenario)
+                pinned.append((p, self._pinned_charts[p.pin_id]))
+        except RooflabError as exc:
+            self.failed.emit(str(exc))
+            return None
+        live = {p.pin_id for p in state.pinned}
+        self._pinned_charts = {k: v for k, v in self._pinned_charts.items() if k in live}
+        self.frame = Frame(scenario=sc, charts=charts, summary=summary, pinned=tuple(pinned))
+        self.recomputed.emit(self.frame)
+        return self.frame
+
+    @property
+    def pending(self) -> bool:
+        return self._timer.isActive()
+
+    def _on_state_changed(self) -> None:
+        self.schedule()
+
+    def _on_timer_timeout(self) -> None:
+        self.recompute_now()

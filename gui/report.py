@@ -1,0 +1,156 @@
+"""Save a report: a PNG of each plot, one composed sheet (all plots and the numbers), a CSV of
+every series drawn (predicted, pinned, measured), the summary and the tensor table.
+
+Plots are rendered from light-themed twins at a fixed size, so a report looks the same from
+the window (File > Save report) and from ``rooflab report`` (no window at all)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPainter
+
+from rooflab.core import __version__
+from rooflab.core.predict.curves import Scenario
+from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
+from rooflab.gui.explain import explain
+from rooflab.gui.plots.base import ChartPlot, DrawnSeries
+from rooflab.gui.recompute import Frame
+from rooflab.gui.theme import LIGHT
+
+PLOT_SIZE = QSize(1200, 800)
+SHEET_COLUMNS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    folder: Path
+    pngs: tuple[Path, ...]
+    csvs: tuple[Path, ...]
+    sheet: Path
+
+    @property
+    def all(self) -> tuple[Path, ...]:
+        return (*self.pngs, self.sheet, *self.csvs)
+
+
+def _scenario_for(series: DrawnSeries, frame: Frame) -> Scenario:
+    for pinned, _charts in frame.pinned:
+        if series.layer.key == f"pin:{pinned.pin_id}":
+            return pinned.scenario
+    return frame.scenario
+
+
+def _csv_name(series: DrawnSeries) -> str:
+    who = "current" if series.layer.kind == "current" else slug(f"{series.layer.key}-{series.layer.label}")
+    return f"{series.chart}-{series.panel}-{who}.csv"
+
+
+def render_plots(plots: Sequence[ChartPlot], size: QSize = PLOT_SIZE) -> dict[str, QImage]:
+    """Each plot drawn afresh by a light-themed twin at ``size``."""
+    images = {}
+    for plot in plots:
+        twin = type(plot)(theme=LIGHT)
+        try:
+            twin.resize(size)
+            plot.replay_on(twin)
+            images[plot.chart_key] = twin.render_image(size)
+        finally:
+            twin.deleteLater()
+    return images
+
+
+def write_report(folder: str | Path, plots: Sequence[ChartPlot], frame: Frame,
+                 size: QSize = PLOT_SIZE) -> ReportFiles:
+    """Write every report file into ``folder`` (created if needed); returns their paths."""
+    out = Path(folder).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    images = render_plots(plots, size)
+    pngs = []
+    for key, image in images.items():
+        path = out / f"{key}.png"
+        if not image.save(str(path)):
+            raise OSError(f"could not write {path}")
+        pngs.append(path)
+    csvs = []
+    for plot in plots:
+        for series in plot.drawn():
+            sc = _scenario_for(series, frame)
+            header = header_lines(sc, chart=plot.chart.title if plot.chart else series.chart, panel=series.panel,
+                                  series=series.layer.label, series_kind=series.layer.kind)
+            csvs.append(write_text(out / _csv_name(series), curves_csv(series.curves, header)))
+    csvs.append(write_text(out / "summary.csv", summary_csv(frame.summary, header_lines(frame.scenario))))
+    csvs.append(write_text(out / "tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario))))
+    sheet = out / "sheet.png"
+    if not compose_sheet(frame, images).save(str(sheet)):
+        raise OSError(f"could not write {sheet}")
+    return ReportFiles(folder=out, pngs=tuple(pngs), csvs=tuple(csvs), sheet=sheet)
+
+
+def compose_sheet(frame: Frame, images: dict[str, QImage]) -> QImage:
+    """One page: a title block with the scenario and the numbers, then every plot in a grid."""
+    cell = next(iter(images.values())).size() if images else PLOT_SIZE
+    rows = (len(images) + 1 + SHEET_COLUMNS - 1) // SHEET_COLUMNS      # +1: the numbers cell
+    margin, title_h = 40, 150
+    width = SHEET_COLUMNS * cell.width() + (SHEET_COLUMNS + 1) * margin
+    height = title_h + rows * (cell.height() + margin) + margin
+    sheet = QImage(width, height, QImage.Format.Format_ARGB32)
+    sheet.fill(QColor(LIGHT.background))
+    painter = QPainter(sheet)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        painter.setPen(QColor(LIGHT.foreground))
+        sc = frame.scenario
+        font = QFont()
+        font.setPixelSize(34)
+        font.setBold(True)
+        painter.setFont(font)
+        painter.drawText(QRect(margin, 20, width - 2 * margin, 48), Qt.AlignmentFlag.AlignLeft, sc.label)
+        font.setPixelSize(20)
+        font.setBold(False)
+        painter.setFont(font)
+        w = sc.workload
+        sub = (f"prompt {w.prompt:,} · answer {w.answer:,} · context {w.context:,} · batch {w.batch} · "
+               f"{w.kv_type} cache · rooflab {__version__} prediction (ceilings at the machine's efficiency)")
+        painter.drawText(QRect(margin, 74, width - 2 * margin, 30), Qt.AlignmentFlag.AlignLeft, sub)
+        if frame.pinned:
+            pinned = "compared with: " + "; ".join(p.label for p, _ in frame.pinned)
+            painter.drawText(QRect(margin, 106, width - 2 * margin, 30), Qt.AlignmentFlag.AlignLeft, pinned)
+        cells = list(images.values())
+        for i, image in enumerate(cells):
+            x = margin + (i % SHEET_COLUMNS) * (cell.width() + margin)
+            y = title_h + (i // SHEET_COLUMNS) * (cell.height() + margin)
+            painter.drawImage(x, y, image)
+        i = len(cells)
+        x = margin + (i % SHEET_COLUMNS) * (cell.width() + margin)
+        y = title_h + (i // SHEET_COLUMNS) * (cell.height() + margin)
+        _draw_numbers(painter, frame, QRect(x, y, cell.width(), cell.height()))
+    finally:
+        painter.end()
+    return sheet
+
+
+def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
+    font = QFont()
+    font.setPixelSize(20)
+    line_h = 26
+    y = box.top() + 10
+    for line in explain(frame.scenario, frame.summary):
+        font.setBold(True)
+        painter.setFont(font)
+        bound = f"  [{line.bound}-bound]" if line.bound else ""
+        painter.drawText(QRect(box.left(), y, box.width(), line_h), Qt.AlignmentFlag.AlignLeft,
+                         f"{line.label}: {line.value}{bound}")
+        y += line_h
+        font.setBold(False)
+        painter.setFont(font)
+        rect = painter.boundingRect(QRect(box.left() + 16, y, box.width() - 16, 400),
+                                    Qt.TextFlag.TextWordWrap, line.sentence)
+        painter.drawText(rect, Qt.TextFlag.TextWordWrap, line.sentence)
+        y += rect.height() + 12
+        if y > box.bottom() - line_h:
+            break

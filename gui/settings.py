@@ -1,0 +1,90 @@
+"""The window's settings: a JSON file in the platformdirs config folder, written atomically.
+
+A file that cannot be read is never overwritten in place: it is renamed to
+``settings.json.corrupt-<time>`` and the window starts from defaults with a notice saying where
+the old file went, so nothing the user saved is silently lost."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rooflab.core.atomic import write_atomic
+from rooflab.core.paths import config_dir
+
+log = logging.getLogger(__name__)
+
+MAX_RECENT = 10
+SETTINGS_VERSION = 1
+
+
+@dataclass
+class Settings:
+    theme: str = "system"                 # system | light | dark
+    recent: list[str] = field(default_factory=list)
+    model: str = ""                       # last model ref (path or catalogue key)
+    machine: str = ""                     # last machine ref (preset, profile key or path)
+    machine_data: dict[str, Any] = field(default_factory=dict)   # an edited, unsaved machine
+    workload: dict[str, Any] = field(default_factory=dict)
+    geometry: str = ""                    # QWidget.saveGeometry(), base64
+    window_state: str = ""
+    report_dir: str = ""
+
+    def add_recent(self, ref: str) -> None:
+        self.recent = [ref, *(r for r in self.recent if r != ref)][:MAX_RECENT]
+
+
+def settings_path() -> Path:
+    return config_dir() / "settings.json"
+
+
+def _check(data: Any) -> Settings:
+    """Settings from parsed JSON; raises ValueError when a field has the wrong type."""
+    if not isinstance(data, dict):
+        raise ValueError("settings must be a JSON object")
+    defaults = Settings()
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        if f.name not in data:
+            continue
+        value, expected = data[f.name], type(getattr(defaults, f.name))
+        if not isinstance(value, expected):
+            raise ValueError(f"settings field {f.name!r} should be {expected.__name__}")
+        values[f.name] = value
+    settings = Settings(**values)
+    if not all(isinstance(r, str) for r in settings.recent):
+        raise ValueError("settings field 'recent' should hold file names")
+    settings.recent = settings.recent[:MAX_RECENT]
+    return settings
+
+
+def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
+    """(settings, notice): defaults and no notice when there is no file yet; defaults and a
+    notice naming the backup when the file was unreadable."""
+    path = path or settings_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Settings(), None
+    except OSError as exc:
+        return Settings(), f"Could not read settings ({exc.strerror or exc}); using defaults."
+    try:
+        return _check(json.loads(text)), None
+    except (ValueError, TypeError) as exc:
+        backup = path.with_name(f"{path.name}.corrupt-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+        try:
+            path.replace(backup)
+        except OSError:
+            log.exception("could not back up %s", path)
+            return Settings(), f"Settings file {path} is unreadable ({exc}); using defaults."
+        return Settings(), (f"Settings file was unreadable ({exc}). It was kept as {backup.name} "
+                            "and rooflab started from default settings.")
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> Path:
+    data = {"version": SETTINGS_VERSION, **asdict(settings)}
+    return write_atomic(path or settings_path(), json.dumps(data, indent=2) + "\n")

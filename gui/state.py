@@ -1,0 +1,133 @@
+"""The one state object of the window: the model, machine and workload on screen and the
+series pinned for comparison. Every change goes through a setter and emits signals; nothing
+here computes a prediction (see ``recompute``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, Signal
+
+from rooflab.core.machine import MachineProfile
+from rooflab.core.model import ModelSpec
+from rooflab.core.predict.curves import Scenario
+from rooflab.core.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """A pinned series: its scenario and a stable id (which keeps its colour)."""
+
+    pin_id: int
+    scenario: Scenario
+
+    @property
+    def label(self) -> str:
+        return self.scenario.label
+
+
+class AppState(QObject):
+    model_changed = Signal(object)       # ModelSpec
+    machine_changed = Signal(object)     # MachineProfile
+    workload_changed = Signal(object)    # Workload
+    pinned_changed = Signal()
+    changed = Signal()                   # any of the above
+
+    def __init__(self, model: ModelSpec, machine: MachineProfile, workload: Workload,
+                 model_ref: str = "", parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._model, self._machine, self._workload = model, machine, self._fit(workload, machine)
+        self.model_ref = model_ref or model.source
+        self._pinned: list[Pinned] = []
+        self._ids = itertools.count(1)
+
+    # -- reading ----------------------------------------------------------------------------
+    @property
+    def model(self) -> ModelSpec:
+        return self._model
+
+    @property
+    def machine(self) -> MachineProfile:
+        return self._machine
+
+    @property
+    def workload(self) -> Workload:
+        return self._workload
+
+    @property
+    def scenario(self) -> Scenario:
+        return Scenario(model=self._model, machine=self._machine, workload=self._workload)
+
+    @property
+    def pinned(self) -> tuple[Pinned, ...]:
+        return tuple(self._pinned)
+
+    # -- changing ---------------------------------------------------------------------------
+    def set_model(self, model: ModelSpec, ref: str = "") -> None:
+        self._model = model
+        self.model_ref = ref or model.source
+        self.model_changed.emit(model)
+        self.changed.emit()
+
+    def set_machine(self, machine: MachineProfile) -> None:
+        if machine == self._machine:
+            return
+        self._machine = machine
+        fitted = self._fit(self._workload, machine)
+        self.machine_changed.emit(machine)
+        if fitted != self._workload:
+            self._workload = fitted
+            self.workload_changed.emit(fitted)
+        self.changed.emit()
+
+    def set_workload(self, workload: Workload) -> None:
+        workload = self._fit(workload, self._machine)
+        if workload == self._workload:
+            return
+        self._workload = workload
+        self.workload_changed.emit(workload)
+        self.changed.emit()
+
+    def update_workload(self, **changes: object) -> None:
+        """Change workload fields; raises SpecError (naming the field) for a bad value."""
+        self.set_workload(dataclasses.replace(self._workload, **changes))  # type: ignore[arg-type]
+
+    def update_machine(self, **changes: object) -> None:
+        """Change machine fields; raises SpecError for a bad value. The edited machine is no
+        longer the preset, so it loses its key."""
+        self.set_machine(dataclasses.replace(self._machine, **changes))  # type: ignore[arg-type]
+
+    def pin_current(self) -> Pinned | None:
+        """Pin what is on screen; None (no change) when an identical series is already pinned."""
+        sc = self.scenario
+        for p in self._pinned:
+            if p.scenario.model is sc.model and p.scenario.machine == sc.machine and \
+                    p.scenario.workload == sc.workload:
+                return None
+        pinned = Pinned(pin_id=next(self._ids), scenario=sc)
+        self._pinned.append(pinned)
+        self.pinned_changed.emit()
+        self.changed.emit()
+        return pinned
+
+    def unpin(self, pin_id: int) -> None:
+        before = len(self._pinned)
+        self._pinned = [p for p in self._pinned if p.pin_id != pin_id]
+        if len(self._pinned) != before:
+            self.pinned_changed.emit()
+            self.changed.emit()
+
+    def clear_pinned(self) -> None:
+        if self._pinned:
+            self._pinned.clear()
+            self.pinned_changed.emit()
+            self.changed.emit()
+
+    @staticmethod
+    def _fit(workload: Workload, machine: MachineProfile) -> Workload:
+        """Offload needs a second memory tier: without one the share drops to 0."""
+        if workload.offload_fraction and not machine.has_offload:
+            return dataclasses.replace(workload, offload_fraction=0.0)
+        return workload

@@ -1,0 +1,99 @@
+"""Display units: how SI numbers from core read on screen (GB, TFLOP/s, ms, tokens/s).
+
+Pure Python, no Qt, so the report writers can use it too. Core stays SI; these are the only
+functions that scale a number for a person to read. GB means 10^9 bytes, as in the lessons.
+"""
+
+from __future__ import annotations
+
+import math
+
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_SMALL = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+_WORDS = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
+_PREFIXED = {"B", "B/s", "FLOP", "FLOP/s"}          # take k, M, G, T, P
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` with about ``digits`` significant figures, thousands separated, no exponent."""
+    if not math.isfinite(value):
+        return "∞" if value > 0 else ("-∞" if value < 0 else "n/a")
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def prefix_for(value: float, unit: str) -> tuple[float, str]:
+    """(divisor, prefixed unit) that shows ``value`` of ``unit`` with 1 to 3 integer digits."""
+    magnitude = abs(value)
+    if unit == "s":
+        if magnitude >= 1 or magnitude == 0 or not math.isfinite(magnitude):
+            return 1.0, "s"
+        for scale, prefix in _SMALL:
+            if magnitude >= scale * 0.9995:
+                return scale, prefix + "s"
+        return 1e-9, "ns"
+    if unit in _PREFIXED:
+        scale, prefix = _si_prefix(magnitude)
+        return scale, prefix + unit
+    if unit == "1":
+        return 0.01, "%"
+    if unit == "params":
+        for scale, word in _WORDS:
+            if magnitude >= scale * 0.9995:
+                return scale, word
+        return 1.0, ""
+    return 1.0, unit
+
+
+def fmt(value: float, unit: str, digits: int = 3) -> str:
+    """A value and its unit for a person: ``fmt(4.67e9, "B") == "4.67 GB"``,
+    ``fmt(0.0123, "s") == "12.3 ms"``, ``fmt(2048, "tokens") == "2,048 tokens"``."""
+    if not math.isfinite(value):
+        return "never" if value > 0 else "n/a"
+    if unit in ("tokens", "sequences", "experts") and float(value).is_integer():
+        return f"{int(value):,} {unit}"
+    scale, shown = prefix_for(value, unit)
+    text = significant(value / scale, digits)
+    if shown == "%":
+        return f"{text} %"
+    return f"{text} {shown}".rstrip()
+
+
+def _si_prefix(value: float) -> tuple[float, str]:
+    for scale, prefix in _PREFIXES:
+        if abs(value) >= scale * 0.9995:
+            return scale, prefix
+    return 1.0, ""
+
+
+def tick(value: float, unit: str) -> str:
+    """A short tick label for a log axis: "10 ms", "1 GB", "100 T" (FLOP units), "10k" (counts)."""
+    if unit in ("s", "1", "B", "B/s"):
+        return fmt(value, unit, 2)
+    scale, prefix = _si_prefix(value)
+    if unit in ("FLOP/s", "FLOP"):
+        return f"{significant(value / scale, 2)} {prefix}".rstrip()
+    return f"{significant(value / scale, 2)}{prefix}"
+
+
+def axis_label(title: str, unit: str, scaled_unit: str | None = None) -> str:
+    """Axis title with its unit in brackets: "Memory (GB)"; no brackets for a unitless axis."""
+    shown = scaled_unit if scaled_unit is not None else unit
+    if shown in ("", "1"):
+        return title
+    return f"{title} ({shown})"
+
+
+def gigabytes(value: float) -> float:
+    """Bytes -> GB (10^9 bytes), for editing fields that show GB."""
+    return value / 1e9
+
+
+def from_gigabytes(value: float) -> float:
+    return value * 1e9

@@ -1,0 +1,145 @@
+"""Small widgets the panels share: a slider bound to a spin box, and a one-line message bar."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QSlider,
+    QSpinBox,
+    QToolButton,
+    QWidget,
+)
+
+SLIDER_STEPS = 1000
+
+
+class SliderSpin(QWidget):
+    """A spin box with a slider beside it; the slider is logarithmic for token counts.
+
+    ``value_edited`` fires when the user changes the value (not when ``set_value`` does)."""
+
+    value_edited = Signal(float)
+
+    def __init__(self, low: float, high: float, *, integer: bool = True, log: bool = False,
+                 decimals: int = 2, step: float = 1.0, suffix: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._low, self._high, self._log, self._integer = low, high, log, integer
+        self.spin: QSpinBox | QDoubleSpinBox
+        if integer:
+            self.spin = QSpinBox()
+            self.spin.setRange(int(low), int(high))
+            self.spin.setGroupSeparatorShown(True)
+        else:
+            self.spin = QDoubleSpinBox()
+            self.spin.setDecimals(decimals)
+            self.spin.setRange(low, high)
+        self.spin.setSingleStep(step)
+        self.spin.setSuffix(suffix)
+        self.spin.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType if log
+                              else QAbstractSpinBox.StepType.DefaultStepType)
+        self.spin.setMinimumWidth(96)
+        self.spin.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, SLIDER_STEPS)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.slider, 1)
+        layout.addWidget(self.spin)
+        self.spin.valueChanged.connect(self._on_spin_value_changed)
+        self.slider.valueChanged.connect(self._on_slider_value_changed)
+
+    def value(self) -> float:
+        return float(self.spin.value())
+
+    def set_value(self, value: float) -> None:
+        """Show ``value`` without emitting ``value_edited``."""
+        self.spin.blockSignals(True)
+        self.slider.blockSignals(True)
+        self.spin.setValue(int(value) if self._integer else value)
+        self.slider.setValue(self._to_slider(value))
+        self.spin.blockSignals(False)
+        self.slider.blockSignals(False)
+
+    def setToolTip(self, text: str) -> None:  # noqa: N802 - Qt API
+        super().setToolTip(text)
+        self.spin.setToolTip(text)
+        self.slider.setToolTip(text)
+
+    # slider position <-> value (log scale over [max(low, 1), high] when log)
+    def _to_slider(self, value: float) -> int:
+        low, high = (max(self._low, 1.0), self._high) if self._log else (self._low, self._high)
+        if high <= low:
+            return 0
+        if self._log:
+            frac = (math.log(max(value, low)) - math.log(low)) / (math.log(high) - math.log(low))
+        else:
+            frac = (value - low) / (high - low)
+        return round(min(max(frac, 0.0), 1.0) * SLIDER_STEPS)
+
+    def _from_slider(self, position: int) -> float:
+        frac = position / SLIDER_STEPS
+        low, high = (max(self._low, 1.0), self._high) if self._log else (self._low, self._high)
+        value = math.exp(math.log(low) + frac * (math.log(high) - math.log(low))) if self._log \
+            else low + frac * (high - low)
+        if self._log and self._low < 1 and position == 0:
+            value = self._low
+        if self._integer:
+            # snap to two significant figures so the slider gives round numbers (2,048 not 2,063)
+            value = float(round(value, -max(0, int(math.log10(max(value, 1))) - 1))) if self._log else round(value)
+        return value
+
+    def _on_spin_value_changed(self, value: float) -> None:
+        self.slider.blockSignals(True)
+        self.slider.setValue(self._to_slider(value))
+        self.slider.blockSignals(False)
+        self.value_edited.emit(float(value))
+
+    def _on_slider_value_changed(self, position: int) -> None:
+        self.spin.setValue(int(self._from_slider(position)) if self._integer else self._from_slider(position))
+
+
+class MessageBar(QWidget):
+    """A dismissable one-line message at the top of the window (errors, notices)."""
+
+    _STYLES = {
+        "error": "background:#fde7e9;color:#8a1c1c;border:1px solid #f1aeb5;",
+        "warning": "background:#fff4d6;color:#6b4e00;border:1px solid #f0d58c;",
+        "info": "background:#e6f0ff;color:#173f7a;border:1px solid #b4cdf5;",
+    }
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QToolButton()
+        close.setText("✕")
+        close.setAutoRaise(True)
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self._on_close_clicked)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 4, 4, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.level = ""
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.hide()
+
+    def show_message(self, text: str, level: str = "error") -> None:
+        self.level = level
+        self.label.setText(text)
+        self.setStyleSheet(f"MessageBar{{{self._STYLES.get(level, self._STYLES['info'])}border-radius:4px;}}"
+                           f"QLabel{{border:none;background:transparent;}}")
+        self.show()
+
+    def text(self) -> str:
+        return "" if self.isHidden() else self.label.text()
+
+    def _on_close_clicked(self) -> None:
+        self.hide()

@@ -1,0 +1,80 @@
+"""Report CSVs: a header block naming model, machine, workload and version, then rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from rooflab.core import __version__
+from rooflab.core.predict.curves import Scenario, build_charts
+from rooflab.core.report import (
+    CURVE_COLUMNS,
+    SUMMARY_COLUMNS,
+    TENSOR_COLUMNS,
+    bytes_read_per_token,
+    curves_csv,
+    grouped_rows,
+    header_lines,
+    summarise,
+    summary_csv,
+    tensors_csv,
+)
+from rooflab.core.workload import Workload
+
+
+@pytest.fixture
+def scenario(moe_spec, machine):
+    return Scenario(model=moe_spec, machine=machine, workload=Workload(draft_tokens=3))
+
+
+def _rows(text: str) -> tuple[list[str], list[list[str]]]:
+    header = [line for line in text.splitlines() if line.startswith("# ")]
+    body = list(csv.reader(io.StringIO("\n".join(line for line in text.splitlines() if not line.startswith("#")))))
+    return header, body
+
+
+def test_header_block_records_everything(scenario):
+    lines = header_lines(scenario, chart="Prefill")
+    text = "\n".join(lines)
+    assert f"rooflab {__version__}" in lines[0]
+    for needle in ("model: tiny-moe", "machine: Test GPU", "workload: prompt 512", "draft_tokens 3", "chart: Prefill"):
+        assert needle in text
+
+
+def test_curves_csv_has_the_columns_and_one_row_per_point(scenario):
+    panel = build_charts(scenario)["prefill"].panel("ttft")
+    header, rows = _rows(curves_csv(panel.curves, header_lines(scenario)))
+    assert header and rows[0] == list(CURVE_COLUMNS)
+    ttft = [r for r in rows[1:] if r[0] == "ttft"]
+    assert len(ttft) == panel.curve("ttft").x.size
+    assert float(ttft[0][5]) == pytest.approx(panel.curve("ttft").y[0], rel=1e-9)
+    n_star = [r for r in rows[1:] if r[0] == "n_star"][0]
+    assert n_star[2] == "vline" and n_star[5] == ""
+
+
+def test_stack_rows_are_named_by_category(scenario):
+    bar = build_charts(scenario)["memory"].panel("breakdown").curves
+    _, rows = _rows(curves_csv(bar, []))
+    assert rows[0] == [*CURVE_COLUMNS, "base", "capacity"]
+    assert [r[1] for r in rows[1:]] == ["weights", "KV cache", "free", "weights offloaded"]
+
+
+def test_summary_and_tensor_tables(scenario):
+    _, rows = _rows(summary_csv(summarise(scenario), []))
+    assert rows[0] == list(SUMMARY_COLUMNS)
+    names = {r[0] for r in rows[1:]}
+    assert {"ttft", "tpot", "end_to_end", "decode_ceiling", "speculative_speedup"} <= names
+    _, rows = _rows(tensors_csv(scenario.model, []))
+    assert rows[0] == list(TENSOR_COLUMNS)
+    assert len(rows) - 1 == len(scenario.model.tensors)
+
+
+def test_tensor_rows_add_up_to_the_groups(moe_spec, dense_spec):
+    for spec in (moe_spec, dense_spec):
+        for group, members in grouped_rows(spec):
+            assert sum(r.tensor.nbytes for r in members) == group.bytes
+            assert sum(r.bytes_read_per_token for r in members) == pytest.approx(group.bytes_read_per_token)
+    embedding = next(t for t in dense_spec.tensors if t.name == "token_embd.weight")
+    assert bytes_read_per_token(dense_spec, embedding) == embedding.row_bytes

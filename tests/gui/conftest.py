@@ -1,0 +1,60 @@
+"""Fixtures for the window tests: a real catalogue model (read once), a preset machine and a
+window that saves no settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rooflab.core.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
+
+_SPECS: dict[str, object] = {}
+
+
+def catalogue_spec(key: str = DEFAULT_MODEL):
+    """A catalogue model, read once per session (ModelSpec is immutable, so sharing is safe)."""
+    if key not in _SPECS:
+        from rooflab.core.io import load_model
+
+        _SPECS[key] = load_model(key)
+    return _SPECS[key]
+
+
+@pytest.fixture
+def state(qapp):
+    from rooflab.core.presets import load_machine
+    from rooflab.gui.state import AppState
+
+    return AppState(catalogue_spec(), load_machine(DEFAULT_MACHINE), DEFAULT_WORKLOAD, model_ref=DEFAULT_MODEL)
+
+
+@pytest.fixture
+def window(qtbot, state):
+    from rooflab.gui.main_window import MainWindow
+    from rooflab.gui.settings import Settings
+
+    win = MainWindow(state, Settings(), persist=False)
+    qtbot.addWidget(win)
+    win.resize(1400, 900)
+    return win
+
+
+def write_tiny_config(folder: Path, name: str = "tiny-qwen3") -> Path:
+    """A small, valid Hugging Face config.json (Qwen3 layout)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "_name_or_path": name,
+        "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1024, "max_position_embeddings": 4096,
+        "tie_word_embeddings": True, "torch_dtype": "bfloat16", "rms_norm_eps": 1e-6,
+    }
+    path = folder / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny_config(tmp_path: Path) -> Path:
+    return write_tiny_config(tmp_path / "tiny-qwen3")

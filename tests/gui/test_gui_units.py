@@ -1,0 +1,39 @@
+"""Display units: the only place SI numbers are scaled for people."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rooflab.gui import units
+
+
+@pytest.mark.parametrize(("value", "unit", "text"), [
+    (4.67e9, "B", "4.67 GB"),
+    (0.0123, "s", "12.3 ms"),
+    (2.5, "s", "2.5 s"),
+    (3e-7, "s", "300 ns"),
+    (2048, "tokens", "2,048 tokens"),
+    (165.2e12, "FLOP/s", "165 TFLOP/s"),
+    (1.008e12, "B/s", "1.01 TB/s"),
+    (12345.6, "tokens/s", "12,346 tokens/s"),
+    (0.375, "1", "37.5 %"),
+    (8.19e9, "params", "8.19 billion"),
+    (math.inf, "tokens", "never"),
+])
+def test_fmt(value, unit, text):
+    assert units.fmt(value, unit) == text
+
+
+@pytest.mark.parametrize(("value", "unit", "text"), [
+    (1e13, "FLOP/s", "10 T"), (1e-3, "s", "1 ms"), (1e9, "B", "1 GB"), (10_000, "tokens", "10k"), (0.1, "FLOP/byte", "0.1"),
+])
+def test_tick(value, unit, text):
+    assert units.tick(value, unit) == text
+
+
+def test_axis_label_and_gigabytes_round_trip():
+    assert units.axis_label("Memory", "B", "GB") == "Memory (GB)"
+    assert units.axis_label("KV share", "1") == "KV share"
+    assert units.from_gigabytes(units.gigabytes(24e9)) == pytest.approx(24e9)

@@ -1,0 +1,175 @@
+"""The window end to end: edits redraw every plot (control -> state -> curves handed to the
+plot items) and state changes show in the controls; compare; hover read-out; measured layers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rooflab.core.predict.curves import CHART_KEYS, Curve
+from rooflab.core.presets import load_machine
+
+
+def _plot_data(window, chart: str, panel: str, curve: str, layer: str = "current"):
+    item = window.plots[chart].items(panel, curve, layer)[0]
+    return np.asarray(item.xData), np.asarray(item.yData)      # the data handed over, before log scaling
+
+
+def test_first_frame_draws_every_plot_with_units(window):
+    frame = window.recompute.frame
+    assert frame is not None
+    for key in CHART_KEYS:
+        plot = window.plots[key]
+        assert plot.chart is frame.charts[key]
+        assert plot.panel_keys() == [p.key for p in frame.charts[key].panels]
+    left = window.plots["prefill"].panel_view("ttft").plot.getAxis("left")
+    assert "Time to first token (s)" in left.labelString()
+    assert window.numbers.value_text("ttft").endswith("ms")
+
+
+def test_editing_prompt_spin_box_redraws_all_plots(qtbot, window):
+    spin = window.workload_panel.fields["prompt"].spin
+    with qtbot.waitSignal(window.redrawn, timeout=3000) as blocker:
+        spin.setValue(8192)
+    frame = blocker.args[0]
+    assert window.state.workload.prompt == 8192
+    # what the prefill plot's marker item was handed is the new prompt and the new TTFT
+    x, y = _plot_data(window, "prefill", "ttft", "current")
+    assert x.tolist() == [8192.0]
+    assert y[0] == pytest.approx(frame.summary.estimate.ttft)
+    # every plot got the new frame's curves
+    for key in CHART_KEYS:
+        assert window.plots[key].chart is frame.charts[key]
+    decode_marker = window.plots["decode"].curve("rate", "current")
+    assert decode_marker.x.tolist() == [8192.0 + window.state.workload.context]
+
+
+def test_state_change_shows_in_controls(qtbot, window):
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(batch=16, kv_type="q8_0")
+    assert window.workload_panel.fields["batch"].spin.value() == 16
+    assert window.workload_panel.kv_type.currentText() == "q8_0"
+    x, _ = _plot_data(window, "batching", "rate", "current")
+    assert x.tolist() == [16.0]
+
+
+def test_slider_moves_value_and_redraws(qtbot, window):
+    field = window.workload_panel.fields["batch"]
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        field.slider.setValue(field.slider.maximum())
+    assert window.state.workload.batch == field.spin.value() >= 1000
+
+
+def test_machine_bandwidth_edit_redraws_with_new_roof(qtbot, window):
+    panel = window.machine_panel
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        panel.bandwidth.setValue(500.0)
+    machine = window.state.machine
+    assert machine.bandwidth == pytest.approx(500e9)
+    assert machine.key == ""                         # an edited preset is no longer the preset
+    roof = window.plots["roofline"].curve("roofline", "roof")
+    assert roof.y[0] == pytest.approx(roof.x[0] * 500e9)
+    assert "edited" in panel.picker.currentText()
+
+
+def test_invalid_workload_keeps_last_good_one(qtbot, window):
+    before = window.state.workload
+    window.workload_panel.kv_type.addItem("nonsense")
+    window.workload_panel.kv_type.setCurrentText("nonsense")
+    assert window.state.workload == before
+    assert "kv_type" in window.workload_panel.error.text()
+
+
+def test_offload_disabled_without_second_tier(qtbot, window):
+    machine = load_machine("dgx-spark")
+    window.state.set_machine(machine)
+    assert window.workload_panel.fields["offload"].isEnabled() == machine.has_offload
+
+
+def test_compare_adds_a_series_to_every_plot(qtbot, window):
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.pin_action.trigger()
+    pinned = window.state.pinned[0]
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.set_machine(load_machine("m4-max"))
+    layer = f"pin:{pinned.pin_id}"
+    for key in CHART_KEYS:
+        layers = {s.layer.key for s in window.plots[key].drawn()}
+        assert {"current", layer} <= layers, key
+    current = window.plots["decode"].curve("rate", "ceiling")
+    old = window.plots["decode"].curve("rate", "ceiling", layer)
+    assert old.y[0] > current.y[0]                  # the 4090 reads faster than the M4 Max
+    assert window.compare.list.count() == 2          # "current" + the pinned one
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.compare.clear_button.click()
+    assert all(s.layer.key == "current" for s in window.plots["decode"].drawn())
+
+
+def test_pinning_the_same_series_twice_adds_nothing(window):
+    assert window.state.pin_current() is not None
+    assert window.state.pin_current() is None
+    assert len(window.state.pinned) == 1
+
+
+def test_hover_readout_reports_value_under_cursor(window):
+    plot = window.plots["prefill"]
+    marker = plot.curve("ttft", "current")
+    text = plot.readout_at("ttft", float(marker.x[0]), float(marker.y[0]))
+    assert "2,048 tokens" in text and "ms" in text
+    assert plot.readout.text() == text
+    assert plot.readout_at("ttft", 1e7, 1e-9) == ""
+
+
+def test_hover_via_scene_mouse_move(qtbot, window):
+    window.show()
+    qtbot.waitExposed(window)
+    window.plot_tabs.setCurrentWidget(window.plots["roofline"])
+    plot = window.plots["roofline"]
+    point = plot.curve("roofline", "decode")
+    vb = plot.panel_view("roofline").plot.getViewBox()
+    from PySide6.QtCore import QPointF
+
+    scene_pos = vb.mapViewToScene(QPointF(np.log10(point.x[0]), np.log10(point.y[0])))
+    with qtbot.waitSignal(plot.hovered, timeout=2000) as blocker:
+        plot.view.scene().sigMouseMoved.emit(scene_pos)
+    assert "decode" in blocker.args[0]
+
+
+def test_measured_and_calibrated_layers(qtbot, window):
+    plot = window.plots["prefill"]
+    measured = Curve(key="ttft", label="llama-bench", x=[512, 2048], y=[0.05, 0.2], kind="points",
+                     role="measured", x_name="prompt", x_unit="tokens", y_name="seconds", y_unit="s",
+                     extras={"measured / predicted": [1.1, 1.2]})
+    with qtbot.waitSignal(plot.redrawn, timeout=2000):
+        plot.set_measured("ttft", [measured])
+    assert plot.curve("ttft", "ttft", "measured") is measured
+    assert np.asarray(plot.items("ttft", "ttft", "measured")[0].xData).tolist() == [512, 2048]
+    assert "measured / predicted 1.2" in plot.readout_at("ttft", 2048, 0.2)
+    calibrated = Curve(key="ttft", label="calibrated", x=[1, 10], y=[0.01, 0.02], x_name="prompt",
+                       x_unit="tokens", y_name="seconds", y_unit="s")
+    plot.set_calibrated("ttft", [calibrated])
+    kinds = {s.layer.kind for s in plot.drawn()}
+    assert {"current", "measured", "calibrated"} <= kinds
+    # a redraw of the predictions keeps the measured layer
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(prompt=1024)
+    assert any(s.layer.key == "measured" for s in plot.drawn())
+    plot.clear_layer("measured")
+    assert not any(s.layer.key == "measured" for s in plot.drawn())
+
+
+def test_moe_model_gets_experts_panel(qtbot, window):
+    from rooflab.core.io import load_model
+
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.set_model(load_model("qwen3-30b-a3b-q4_k_m"))
+    assert window.plots["batching"].panel_keys() == ["rate", "memory", "experts"]
+    touched = window.plots["batching"].curve("experts", "touched")
+    assert touched.y[0] == pytest.approx(8) and touched.y[-1] <= 128
+
+
+def test_theme_switch_recolours_plots(qtbot, window):
+    window.set_theme("dark")
+    assert window.plots["memory"].theme.dark
+    window.set_theme("light")
+    assert not window.plots["memory"].theme.dark
