@@ -45,7 +45,9 @@ def _scenario_for(series: DrawnSeries, frame: Frame) -> Scenario:
 
 
 def _csv_name(series: DrawnSeries) -> str:
-    who = "current" if series.layer.kind == "current" else slug(f"{series.layer.key}-{series.layer.label}")
+    layer = series.layer
+    who = slug(layer.key if layer.label in ("", layer.key) or layer.kind == "current"
+               else f"{layer.key}-{layer.label}")
     return f"{series.chart}-{series.panel}-{who}.csv"
 
 

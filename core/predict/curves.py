@@ -350,7 +350,7 @@ def batching_chart(sc: Scenario) -> Chart:
         Panel(key="rate", title="Decode rate", x_label="Batch", x_unit="sequences", y_label="Decode rate",
               y_unit="tokens/s", curves=rates, log_x=True, log_y=True),
         Panel(key="memory", title="Memory resident", x_label="Batch", x_unit="sequences", y_label="Memory",
-              y_unit="B", curves=memory, log_x=True, log_y=True),
+              y_unit="B", curves=memory, log_x=True),
     ]
     if spec.is_moe:
         ex = _axes("batch", "sequences", "experts", "experts")
@@ -407,7 +407,7 @@ def memory_chart(sc: Scenario) -> Chart:
               _y_marker("weights", "weights", float(spec.file_bytes), "memory", "B", "secondary")]
     if m.has_offload:
         growth.append(_y_marker("capacity_total", "with the second tier",
-                                m.memory + m.offload_memory, "memory", "B"))
+                                m.memory + m.offload_memory, "memory", "B", "secondary"))
     growth.append(Curve(key="current", label="current workload", x=[length],
                         y=memory_resident(spec, length, w.batch, w.kv_type), kind="points", role="marker", **ax))
     panels = (

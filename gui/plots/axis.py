@@ -22,9 +22,17 @@ class UnitAxis(pg.AxisItem):
         self.enableAutoSIPrefix(True)      # so pyqtgraph calls updateAutoSIPrefix on range changes
         self.set_unit(title, unit)
 
+    @property
+    def title(self) -> str:
+        return self._title
+
+    @property
+    def unit(self) -> str:
+        return self._unit
+
     def set_unit(self, title: str, unit: str) -> None:
         self._title, self._unit = title, unit
-        self.setLabel(title, units=unit)
+        self.setLabel(title, units=unit, **self.labelStyle)
 
     # pyqtgraph hooks ----------------------------------------------------------------------
     def updateAutoSIPrefix(self) -> None:  # noqa: N802 - pyqtgraph API
@@ -53,14 +61,31 @@ class UnitAxis(pg.AxisItem):
         except (TypeError, ValueError, OverflowError):
             return ["" for _ in values]
 
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float | None, list[float]]]:  # noqa: N802,N803
+        """pyqtgraph's ticks, with values a coarser level already has dropped from finer
+        levels (on log axes it repeats the decades among the minor ticks)."""
+        levels = super().tickValues(minVal, maxVal, size)
+        seen: set[float] = set()
+        out = []
+        for spacing, values in levels:
+            kept = [v for v in values if round(float(v), 9) not in seen]
+            seen.update(round(float(v), 9) for v in kept)
+            out.append((spacing, kept))
+        return out
+
     def logTickStrings(self, values: list[float], scale: float, spacing: float | None) -> list[str]:  # noqa: N802
+        """Label 1, 2 and 5 x 10^k (only the decades when the axis spans many of them)."""
+        try:
+            span = max(values) - min(values) if values else 0.0
+        except (TypeError, ValueError):
+            span = 0.0
+        shown = (1,) if span > 5 else (1, 2, 5) if span > 1 else tuple(range(1, 10))
         out = []
         for v in values:
             try:
                 value = 10.0 ** float(v)
                 mantissa = round(value / 10.0 ** math.floor(math.log10(value) + 1e-9))
-                # pyqtgraph passes spacing None for the 2..9 x 10^k minor ticks: label 2 and 5 only
-                out.append(units.tick(value, self._unit) if spacing is not None or mantissa in (2, 5) else "")
+                out.append(units.tick(value, self._unit) if mantissa in shown else "")
             except (TypeError, ValueError, OverflowError):
                 out.append("")
         return out

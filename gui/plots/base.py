@@ -69,7 +69,8 @@ class ChartPlot(QWidget):
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.info = QLabel("<u>How is this computed?</u>")
         self.info.setToolTipDuration(60_000)
-        bar = QHBoxLayout()
+        self.bar = QWidget()
+        bar = QHBoxLayout(self.bar)
         bar.setContentsMargins(8, 0, 8, 2)
         bar.addWidget(self.readout, 1)
         bar.addWidget(self.info)
@@ -77,7 +78,7 @@ class ChartPlot(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.view, 1)
-        layout.addLayout(bar)
+        layout.addWidget(self.bar)
         self._panels: dict[str, PanelView] = {}
         self._order: list[str] = []
         self._current: Chart | None = None
@@ -174,9 +175,14 @@ class ChartPlot(QWidget):
             other.set_charts(self._current, self._pinned_charts, self._current_label)
 
     def render_image(self, size: QSize | None = None) -> QImage:
-        """The panels (no read-out bar) as an image; at ``size`` when given."""
+        """The panels (no read-out bar) as an image, ``size`` pixels when given (the widget
+        is resized to it: meant for an offscreen twin, see ``replay_on``)."""
         if size is not None:
-            self.view.resize(size)
+            self.bar.hide()
+            self.resize(size)
+            layout = self.layout()
+            if layout is not None:
+                layout.activate()
         return self.view.grab().toImage()
 
     def readout_at(self, panel: str, x: float, y: float, *, view_coords: bool = False) -> str:

@@ -63,6 +63,8 @@ class PanelView:
         for axis in (self._bottom, self._left):
             axis.setPen(pg.mkPen(theme.foreground))
             axis.setTextPen(pg.mkPen(theme.foreground))
+            axis.labelStyle = {"color": theme.foreground}
+            axis.set_unit(axis.title, axis.unit)
         self.plot.titleLabel.setText(self.panel.title, color=theme.foreground, size="10pt")
         self.legend.setBrush(pg.mkBrush(QColorA(theme.background, 200)))
         self.legend.setLabelTextColor(theme.foreground)
@@ -131,6 +133,23 @@ class PanelView:
         item = drawn.items[0]
         item.setData(curve.x, curve.y, **style)
         item.setVisible(True)
+        if curve.role == "marker" and curve.label != "current workload" and curve.x.size == 1:
+            self._annotate(drawn)
+
+    def _annotate(self, drawn: Drawn) -> None:
+        """Name a marker that is not simply "the current workload" (roofline: prefill, decode)."""
+        curve = drawn.curve
+        if len(drawn.items) < 2:
+            text = pg.TextItem(anchor=(-0.08, 1.05))
+            text.setZValue(21)
+            self.plot.addItem(text, ignoreBounds=True)
+            drawn.items.append(text)
+        text = drawn.items[1]
+        label = curve.label if drawn.layer.kind == "current" else f"{curve.label} ({drawn.layer.label})"
+        text.setText(label, color=drawn.layer.colour(self.theme, "marker"))
+        text.setPos(log_position(float(curve.x[0]), self.panel.log_x), log_position(float(curve.y[0]),
+                                                                                    self.panel.log_y))
+        text.setVisible(True)
 
     def _draw_reference(self, drawn: Drawn, slot: int) -> None:
         layer, curve = drawn.layer, drawn.curve
@@ -141,10 +160,12 @@ class PanelView:
         while len(drawn.items) < values.size:
             line = pg.InfiniteLine(angle=90 if vertical else 0, movable=False)
             line.setZValue(3)
-            # labels of different series step along the line so they do not print over each other
-            position = (0.96 - 0.09 * slot) if vertical else (0.03 + 0.3 * slot)
-            anchors = [(-0.03, 0), (-0.03, 0)] if vertical else [(0, 1), (0, 1)]
-            pg.InfLineLabel(line, position=max(0.05, min(0.97, position)), anchors=anchors)
+            # labels of different series (and roles) step along the line so they do not print
+            # over each other; pyqtgraph flips the anchor to keep the text inside the view
+            step = 0.09 * slot + (0.3 if curve.role == "secondary" else 0.55 if curve.role == "marker" else 0.0)
+            position = (0.96 - step) if vertical else (0.03 + step)
+            anchors = [(-0.03, 0), (1.03, 0)] if vertical else [(0, 0), (0, 1)]
+            pg.InfLineLabel(line, position=max(0.04, min(0.97, position)), anchors=anchors)
             self.plot.addItem(line, ignoreBounds=True)
             drawn.items.append(line)
         for i, line in enumerate(drawn.items):
@@ -231,13 +252,13 @@ class PanelView:
             low, high = math.log10(low), math.log10(high)
             if high - low < 1e-9:
                 low, high = low - 0.5, high + 0.5
-            setter(low, high, padding=0.04)
+            setter(low, high, padding=0.05)
             return
         if zero:
             low = min(low, 0.0)
         if high - low <= 0:
             high = low + (abs(low) or 1.0)
-        setter(low, high, padding=0.04)
+        setter(low, high, padding=0.07)      # room for the labels of limit lines
 
     # -- hover ------------------------------------------------------------------------------
     def nearest(self, view_x: float, view_y: float, max_pixels: float = 24.0) -> tuple[Drawn, int] | None:

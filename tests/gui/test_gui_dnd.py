@@ -1,0 +1,80 @@
+"""Drag and drop with real QDragEnterEvent/QDropEvent, on the window and on child widgets
+that take drops themselves; a bad file shows a message and the previous model stays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication
+
+
+def _mime(*paths: Path) -> QMimeData:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    return mime
+
+
+def _drag_and_drop(widget, mime: QMimeData) -> tuple[bool, bool]:
+    """Send a drag-enter then a drop to ``widget``; returns whether each was accepted."""
+    enter = QDragEnterEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(widget, enter)
+    drop = QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(widget, drop)
+    return enter.isAccepted(), drop.isAccepted()
+
+
+def test_drop_config_on_a_plot_opens_it(qtbot, window, tiny_config):
+    target = window.plots["decode"].view.viewport()
+    with qtbot.waitSignal(window.model_loaded, timeout=5000) as blocker:
+        accepted = _drag_and_drop(target, _mime(tiny_config))
+    assert accepted == (True, True)
+    assert blocker.args[0].name == "tiny-qwen3"
+    qtbot.waitUntil(lambda: window.recompute.frame.scenario.model.name == "tiny-qwen3", timeout=3000)
+    assert window.plots["memory"].chart is window.recompute.frame.charts["memory"]
+    assert str(tiny_config.resolve()) in window.settings.recent
+    assert window.model_panel.summary_labels["architecture"].text() == "qwen3"
+
+
+def test_drop_folder_on_a_text_field_opens_it(qtbot, window, tiny_config):
+    spin_editor = window.workload_panel.fields["prompt"].spin.lineEdit()   # takes text drops itself
+    with qtbot.waitSignal(window.model_loaded, timeout=5000) as blocker:
+        _drag_and_drop(spin_editor, _mime(tiny_config.parent))
+    assert blocker.args[0].name == "tiny-qwen3"
+    assert window.workload_panel.fields["prompt"].spin.value() == window.state.workload.prompt
+
+
+def test_bad_file_dropped_shows_message_and_keeps_model(qtbot, window, tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"NOPE" + bytes(64))
+    before = window.state.model
+    with qtbot.waitSignal(window.model_failed, timeout=5000) as blocker:
+        _drag_and_drop(window.numbers, _mime(bad))
+    assert "broken.gguf" in blocker.args[0]
+    assert window.state.model is before
+    assert "broken.gguf" in window.messages.text() and before.name in window.messages.text()
+    assert window.messages.level == "error"
+    qtbot.waitUntil(lambda: not window.jobs.busy, timeout=3000)
+    assert window.model_panel.busy.isHidden()
+
+
+def test_drags_without_files_are_left_alone(window):
+    mime = QMimeData()
+    mime.setText("just text")
+    enter = QDragEnterEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    enter.ignore()
+    QApplication.sendEvent(window.plots["roofline"].view.viewport(), enter)
+    assert not enter.isAccepted()
+
+
+def test_open_model_does_not_block_and_catalogue_picker_opens(qtbot, window):
+    panel = window.model_panel
+    index = panel.catalogue.findData("qwen3-0.6b")
+    with qtbot.waitSignal(window.model_loaded, timeout=5000) as blocker:
+        panel.catalogue.activated.emit(index)
+    assert blocker.args[0].name.lower().startswith("qwen3-0.6b") or "0.6" in blocker.args[0].name
+    assert window.state.model_ref == "qwen3-0.6b"
