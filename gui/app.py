@@ -163,12 +163,14 @@ def run_gui(args: argparse.Namespace) -> int:
     window.show()
     if pending:
         window.open_model(pending, getattr(args, "weights", None) or "")
+    previous_hook = sys.excepthook
     try:
         if screenshot:
             return _screenshot(app, window, screenshot)
         install_excepthook(window)
         return app.exec()
     finally:
+        sys.excepthook = previous_hook
         dispose(window)
 
 

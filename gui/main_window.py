@@ -82,7 +82,7 @@ def _scrolled(widget: QWidget) -> QScrollArea:
 class MainWindow(QMainWindow):
     model_loaded = Signal(object)        # ModelSpec
     model_failed = Signal(str)
-    redrawn = Signal(object)             # Frame: every plot and number now shows it
+    redrawn = Signal(object)             # Frame: the plot on screen and the numbers show it
     report_saved = Signal(object)        # ReportFiles
 
     def __init__(self, state: AppState, settings: Settings | None = None, *, persist: bool = True,
@@ -105,6 +105,8 @@ class MainWindow(QMainWindow):
         self.plots: dict[str, ChartPlot] = {cls.chart_key: cls(theme=self.theme) for cls in PLOT_CLASSES}
         self.left_tabs = QTabWidget()
         self.plot_tabs = QTabWidget()
+        self._plots_frame: Frame | None = None
+        self._stale_plots: set[str] = set()
         self._build_layout()
         self._build_menus()
         self.drops = DropController(self)
@@ -203,6 +205,7 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.recompute.recomputed.connect(self._on_recompute_recomputed)
+        self.plot_tabs.currentChanged.connect(self._on_plot_tabs_current_changed)
         self.recompute.failed.connect(self._on_recompute_failed)
         self.jobs.progress.connect(self._on_jobs_progress)
         self.jobs.result.connect(self._on_jobs_result)
@@ -235,15 +238,14 @@ class MainWindow(QMainWindow):
             self.model_panel.set_recent(self.settings.recent)
             self._refresh_recent_menu()
         self.settings.model = item.ref
-        if self.messages.level == "error":
-            self.messages.hide()
+        self.messages.clear("open")
         self.statusBar().showMessage(f"Opened {item.spec.name}", 5000)
         self.left_tabs.setCurrentWidget(self.left_tabs.widget(1))
         self.model_loaded.emit(item.spec)
 
     def _on_jobs_failed(self, message: str) -> None:
         self.messages.show_message(f"Could not open the model: {message}. "
-                                   f"{self.state.model.name} stays loaded.", "error")
+                                   f"{self.state.model.name} stays loaded.", "error", "open")
         self.statusBar().clearMessage()
         self.model_failed.emit(message)
 
@@ -283,18 +285,38 @@ class MainWindow(QMainWindow):
 
     # -- drawing ----------------------------------------------------------------------------
     def _on_recompute_recomputed(self, frame: Frame) -> None:
-        label = frame.scenario.label
-        for key, plot in self.plots.items():
-            pinned = [PinnedChart(p.pin_id, p.label, charts[key]) for p, charts in frame.pinned]
-            plot.set_charts(frame.charts[key], pinned, current_label=label)
+        # The plot on screen redraws now; the others when their tab is shown (or a report
+        # needs them): redrawing all five would take most of a frame for nothing visible.
+        self._plots_frame = frame
+        self._stale_plots = set(self.plots)
+        current = self.plot_tabs.currentWidget()
+        if isinstance(current, ChartPlot):
+            self._draw_plot(current)
         self.numbers.show_frame(frame)
         self.stopwatch.show_frame(frame)
-        if self.messages.level == "warning":
-            self.messages.hide()
+        self.messages.clear("predict")
         self.redrawn.emit(frame)
 
+    def _draw_plot(self, plot: ChartPlot) -> None:
+        frame = self._plots_frame
+        if frame is None or plot.chart_key not in self._stale_plots:
+            return
+        self._stale_plots.discard(plot.chart_key)
+        pinned = [PinnedChart(p.pin_id, p.label, charts[plot.chart_key]) for p, charts in frame.pinned]
+        plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=frame.scenario.label)
+
+    def flush_plots(self) -> None:
+        """Bring every plot, shown or not, up to the last frame."""
+        for plot in self.plots.values():
+            self._draw_plot(plot)
+
+    def _on_plot_tabs_current_changed(self, index: int) -> None:
+        plot = self.plot_tabs.widget(index)
+        if isinstance(plot, ChartPlot):
+            self._draw_plot(plot)
+
     def _on_recompute_failed(self, message: str) -> None:
-        self.messages.show_message(f"Cannot predict this combination: {message}", "warning")
+        self.messages.show_message(f"Cannot predict this combination: {message}", "warning", "predict")
 
     def _on_panel_message(self, text: str, level: str) -> None:
         if level == "info":
@@ -318,6 +340,7 @@ class MainWindow(QMainWindow):
         frame = self.recompute.frame
         if frame is None:
             raise RooflabError("nothing to report: the current combination cannot be predicted")
+        self.flush_plots()
         files = write_report(folder, list(self.plots.values()), frame)
         self.settings.report_dir = str(files.folder)
         self.report_saved.emit(files)
@@ -336,6 +359,7 @@ class MainWindow(QMainWindow):
 
     def save_screenshot(self, path: str | Path) -> Path:
         """Render the whole window to a PNG."""
+        self.flush_plots()
         target = Path(path).expanduser()
         target.parent.mkdir(parents=True, exist_ok=True)
         if not self.grab().save(str(target)):

@@ -53,8 +53,8 @@ class RecomputeController(QObject):
         state = self._state
         try:
             sc = state.scenario
-            charts = build_charts(sc)
             summary = summarise(sc)
+            charts = build_charts(sc, prefill_crossover=summary.prefill_crossover)
             pinned = []
             for p in state.pinned:
                 if p.pin_id not in self._pinned_charts:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Signal
 
@@ -21,7 +21,7 @@ class Pinned:
     """A pinned series: its scenario and a stable id (which keeps its colour)."""
 
     pin_id: int
-    scenario: Scenario
+    scenario: Scenario = field(repr=False)     # a ModelSpec's repr lists every tensor
 
     @property
     def label(self) -> str:

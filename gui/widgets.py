@@ -128,15 +128,23 @@ class MessageBar(QWidget):
         layout.addWidget(self.label, 1)
         layout.addWidget(close)
         self.level = ""
+        self.source = ""
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.hide()
 
-    def show_message(self, text: str, level: str = "error") -> None:
+    def show_message(self, text: str, level: str = "error", source: str = "") -> None:
+        """Show ``text``; ``source`` names what raised it, so that what fixes it can clear it
+        (``clear(source)``) without hiding anything else."""
         self.level = level
+        self.source = source
         self.label.setText(text)
         self.setStyleSheet(f"MessageBar{{{self._STYLES.get(level, self._STYLES['info'])}border-radius:4px;}}"
                            f"QLabel{{border:none;background:transparent;}}")
         self.show()
+
+    def clear(self, source: str) -> None:
+        if self.source == source:
+            self.hide()
 
     def text(self) -> str:
         return "" if self.isHidden() else self.label.text()

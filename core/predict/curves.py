@@ -218,11 +218,13 @@ def prefill_crossover_at(sc: Scenario) -> float:
     return _crossing(excess, 1.0, float(MAX_TOKENS))
 
 
-def prefill_chart(sc: Scenario) -> Chart:
+def prefill_chart(sc: Scenario, n_star: float | None = None) -> Chart:
     """TTFT = max(2 x N x n / C + attention's n² term / C, W / B) against prompt length n, with
-    both clocks, n* and the current prompt; below it the prompt rate n x b / TTFT."""
+    both clocks, n* (``prefill_crossover_at``, computed unless given) and the current prompt;
+    below it the prompt rate n x b / TTFT."""
     w = sc.workload
-    n_star = prefill_crossover_at(sc)
+    if n_star is None:
+        n_star = prefill_crossover_at(sc)
     high = min(float(MAX_TOKENS), max(32768.0, 4.0 * w.prompt, 4.0 * _finite_or(n_star, 0.0)))
     prompts = log_tokens(1, high)
     p = prefill_pass(sc.model, sc.machine, w, prompt=prompts)
@@ -421,13 +423,11 @@ def memory_chart(sc: Scenario) -> Chart:
         "plus each sequence's cache of k bytes per token; what is left is free."))
 
 
-_BUILDERS = {ROOFLINE: roofline_chart, PREFILL: prefill_chart, DECODE: decode_chart,
-             BATCHING: batching_chart, MEMORY: memory_chart}
-
-
-def build_charts(sc: Scenario) -> dict[str, Chart]:
-    """Every chart for one scenario, keyed and ordered like ``CHART_KEYS``."""
-    return {key: _BUILDERS[key](sc) for key in CHART_KEYS}
+def build_charts(sc: Scenario, *, prefill_crossover: float | None = None) -> dict[str, Chart]:
+    """Every chart for one scenario, keyed and ordered like ``CHART_KEYS``. ``prefill_crossover``:
+    n* when the caller already has it (a bisection over prefill passes: worth not repeating)."""
+    return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover),
+            DECODE: decode_chart(sc), BATCHING: batching_chart(sc), MEMORY: memory_chart(sc)}
 
 
 def with_workload(sc: Scenario, **changes: object) -> Scenario:

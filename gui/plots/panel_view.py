@@ -27,6 +27,7 @@ class Drawn:
     layer: Layer
     curve: Curve
     items: list[Any] = field(default_factory=list)
+    style_key: tuple[object, ...] = ()        # what the items' pens were made for
 
 
 class PanelView:
@@ -51,7 +52,11 @@ class PanelView:
 
     # -- set-up -----------------------------------------------------------------------------
     def configure(self, panel: Panel) -> None:
+        layout = (panel.title, panel.x_label, panel.x_unit, panel.y_label, panel.y_unit, panel.log_x, panel.log_y)
         self.panel = panel
+        if getattr(self, "_layout", None) == layout:
+            return                      # re-applying titles and log modes costs a full relayout
+        self._layout = layout
         self.plot.setTitle(panel.title, size="10pt")
         self._bottom.set_unit(panel.x_label, panel.x_unit)
         self._left.set_unit(panel.y_label, panel.y_unit)
@@ -60,6 +65,7 @@ class PanelView:
 
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
+        self._layout = None
         for axis in (self._bottom, self._left):
             axis.setPen(pg.mkPen(theme.foreground))
             axis.setTextPen(pg.mkPen(theme.foreground))
@@ -121,8 +127,12 @@ class PanelView:
 
     def _draw_data(self, drawn: Drawn, name: str | None) -> None:
         layer, curve = drawn.layer, drawn.curve
-        style = point_style(layer, curve, self.theme) if curve.kind == "points" else {"pen": line_pen(
-            layer, curve, self.theme)}
+        key = (layer.kind, layer.index, curve.kind, curve.role, self.theme)
+        style = {}
+        if key != drawn.style_key:            # new pens rebuild a scatter's symbols: only on change
+            style = point_style(layer, curve, self.theme) if curve.kind == "points" else {"pen": line_pen(
+                layer, curve, self.theme)}
+            drawn.style_key = key
         if not drawn.items:
             item = pg.PlotDataItem(**style)
             item.setZValue(20 if curve.kind == "points" else (10 if curve.role == "main" else 5))
@@ -146,7 +156,9 @@ class PanelView:
             drawn.items.append(text)
         text = drawn.items[1]
         label = curve.label if drawn.layer.kind == "current" else f"{curve.label} ({drawn.layer.label})"
-        text.setText(label, color=drawn.layer.colour(self.theme, "marker"))
+        colour = drawn.layer.colour(self.theme, "marker")
+        if (text.toPlainText(), text.color) != (label, colour):
+            text.setText(label, color=colour)
         text.setPos(log_position(float(curve.x[0]), self.panel.log_x), log_position(float(curve.y[0]),
                                                                                     self.panel.log_y))
         text.setVisible(True)
@@ -178,10 +190,11 @@ class PanelView:
             label = f"{curve.label} {units.fmt(value, unit)}"
             if layer.kind == "pinned":
                 label = f"{label} ({layer.label})"
+            colour = line_pen(layer, curve, self.theme).color()
             for child in line.childItems():
-                if isinstance(child, pg.InfLineLabel):
-                    child.setFormat(label)
-                    child.setColor(line_pen(layer, curve, self.theme).color())
+                if isinstance(child, pg.InfLineLabel) and (child.format, child.color) != (label, colour):
+                    child.setFormat(label)          # text layout is slow: only when it changed
+                    child.setColor(colour)
             line.setVisible(True)
 
     def _draw_stack(self, drawn: Drawn, slot: int) -> None:

@@ -34,6 +34,7 @@ def test_drop_config_on_a_plot_opens_it(qtbot, window, tiny_config):
     assert accepted == (True, True)
     assert blocker.args[0].name == "tiny-qwen3"
     qtbot.waitUntil(lambda: window.recompute.frame.scenario.model.name == "tiny-qwen3", timeout=3000)
+    window.flush_plots()
     assert window.plots["memory"].chart is window.recompute.frame.charts["memory"]
     assert str(tiny_config.resolve()) in window.settings.recent
     assert window.model_panel.summary_labels["architecture"].text() == "qwen3"

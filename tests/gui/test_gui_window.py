@@ -11,6 +11,7 @@ from rooflab.core.presets import load_machine
 
 
 def _plot_data(window, chart: str, panel: str, curve: str, layer: str = "current"):
+    window.plot_tabs.setCurrentWidget(window.plots[chart])      # a hidden plot redraws when shown
     item = window.plots[chart].items(panel, curve, layer)[0]
     return np.asarray(item.xData), np.asarray(item.yData)      # the data handed over, before log scaling
 
@@ -18,6 +19,7 @@ def _plot_data(window, chart: str, panel: str, curve: str, layer: str = "current
 def test_first_frame_draws_every_plot_with_units(window):
     frame = window.recompute.frame
     assert frame is not None
+    window.flush_plots()
     for key in CHART_KEYS:
         plot = window.plots[key]
         assert plot.chart is frame.charts[key]
@@ -37,8 +39,11 @@ def test_editing_prompt_spin_box_redraws_all_plots(qtbot, window):
     x, y = _plot_data(window, "prefill", "ttft", "current")
     assert x.tolist() == [8192.0]
     assert y[0] == pytest.approx(frame.summary.estimate.ttft)
-    # every plot got the new frame's curves
+    # the plot on screen has the new frame's curves; the others get them when shown
+    visible = window.plot_tabs.currentWidget()
+    assert visible.chart is frame.charts[visible.chart_key]
     for key in CHART_KEYS:
+        window.plot_tabs.setCurrentWidget(window.plots[key])
         assert window.plots[key].chart is frame.charts[key]
     decode_marker = window.plots["decode"].curve("rate", "current")
     assert decode_marker.x.tolist() == [8192.0 + window.state.workload.context]
@@ -67,6 +72,7 @@ def test_machine_bandwidth_edit_redraws_with_new_roof(qtbot, window):
     machine = window.state.machine
     assert machine.bandwidth == pytest.approx(500e9)
     assert machine.key == ""                         # an edited preset is no longer the preset
+    window.flush_plots()
     roof = window.plots["roofline"].curve("roofline", "roof")
     assert roof.y[0] == pytest.approx(roof.x[0] * 500e9)
     assert "edited" in panel.picker.currentText()
@@ -93,6 +99,7 @@ def test_compare_adds_a_series_to_every_plot(qtbot, window):
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.state.set_machine(load_machine("m4-max"))
     layer = f"pin:{pinned.pin_id}"
+    window.flush_plots()
     for key in CHART_KEYS:
         layers = {s.layer.key for s in window.plots[key].drawn()}
         assert {"current", layer} <= layers, key
@@ -102,6 +109,7 @@ def test_compare_adds_a_series_to_every_plot(qtbot, window):
     assert window.compare.list.count() == 2          # "current" + the pinned one
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.compare.clear_button.click()
+    window.flush_plots()
     assert all(s.layer.key == "current" for s in window.plots["decode"].drawn())
 
 
@@ -113,6 +121,7 @@ def test_pinning_the_same_series_twice_adds_nothing(window):
 
 def test_hover_readout_reports_value_under_cursor(window):
     plot = window.plots["prefill"]
+    window.plot_tabs.setCurrentWidget(plot)
     marker = plot.curve("ttft", "current")
     text = plot.readout_at("ttft", float(marker.x[0]), float(marker.y[0]))
     assert "2,048 tokens" in text and "ms" in text
@@ -137,6 +146,7 @@ def test_hover_via_scene_mouse_move(qtbot, window):
 
 def test_measured_and_calibrated_layers(qtbot, window):
     plot = window.plots["prefill"]
+    window.plot_tabs.setCurrentWidget(plot)
     measured = Curve(key="ttft", label="llama-bench", x=[512, 2048], y=[0.05, 0.2], kind="points",
                      role="measured", x_name="prompt", x_unit="tokens", y_name="seconds", y_unit="s",
                      extras={"measured / predicted": [1.1, 1.2]})
@@ -163,6 +173,7 @@ def test_moe_model_gets_experts_panel(qtbot, window):
 
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.state.set_model(load_model("qwen3-30b-a3b-q4_k_m"))
+    window.plot_tabs.setCurrentWidget(window.plots["batching"])
     assert window.plots["batching"].panel_keys() == ["rate", "memory", "experts"]
     touched = window.plots["batching"].curve("experts", "touched")
     assert touched.y[0] == pytest.approx(8) and touched.y[-1] <= 128

@@ -1,0 +1,82 @@
+"""One edit's cost: building every chart and the summary for the default scenario (the
+recompute), and recompute + handing the curves to all five plots (the redraw). Target:
+well under one 60 Hz frame (16.7 ms) for the recompute and redraw together.
+
+    python benchmarks/bench_gui_recompute.py [--repeats 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+FRAME_MS = 1000 / 60
+
+
+def _time(fn, repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=50)
+    args = parser.parse_args()
+
+    from PySide6.QtWidgets import QApplication
+
+    import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
+    from rooflab.core.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
+    from rooflab.core.io import load_model
+    from rooflab.core.predict.curves import Scenario, build_charts
+    from rooflab.core.presets import load_machine
+    from rooflab.core.report import summarise
+    from rooflab.gui.main_window import MainWindow
+    from rooflab.gui.settings import Settings
+    from rooflab.gui.state import AppState
+
+    app = QApplication.instance() or QApplication([])
+    spec, machine = load_model(DEFAULT_MODEL), load_machine(DEFAULT_MACHINE)
+    sc = Scenario(model=spec, machine=machine, workload=DEFAULT_WORKLOAD)
+    def recompute() -> None:                  # what RecomputeController does
+        summary = summarise(sc)
+        build_charts(sc, prefill_crossover=summary.prefill_crossover)
+
+    compute = _time(recompute, args.repeats)
+
+    state = AppState(spec, machine, DEFAULT_WORKLOAD)
+    window = MainWindow(state, Settings(), persist=False)
+    window.resize(1480, 940)
+    window.show()
+    app.processEvents()
+    prompts = iter(range(1000, 10**9, 7))
+
+    def edit() -> None:
+        state.update_workload(prompt=next(prompts))
+        window.recompute.recompute_now()
+
+    redraw = _time(edit, args.repeats)
+    state.pin_current()
+    state.update_workload(batch=8)
+    pinned = _time(edit, args.repeats)
+    window.close()
+    window.deleteLater()
+    app.processEvents()
+    for name, values in (("recompute (charts + summary)", compute), ("recompute + redraw, 5 plots", redraw),
+                         ("… with one pinned series", pinned)):
+        print(f"{name:32s} median {statistics.median(values):6.2f} ms   p90 "
+              f"{sorted(values)[int(0.9 * len(values))]:6.2f} ms")
+    print(f"one 60 Hz frame: {FRAME_MS:.1f} ms")
+    return 0 if statistics.median(redraw) < FRAME_MS else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""Settings (corrupt file backed up, defaults used, notice shown), remembered state across a
+restart, and user machine profiles saved atomically in the config folder."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from rooflab.core.paths import profiles_dir
+from rooflab.core.presets import list_user_profiles
+from rooflab.gui.app import initial_state
+from rooflab.gui.settings import MAX_RECENT, Settings, load_settings, save_settings, settings_path
+
+
+def test_missing_settings_give_defaults_without_notice():
+    settings, notice = load_settings()
+    assert settings == Settings() and notice is None
+
+
+def test_round_trip_and_recent_list_is_bounded():
+    settings = Settings(theme="dark")
+    for i in range(MAX_RECENT + 3):
+        settings.add_recent(f"/models/{i}.gguf")
+    settings.add_recent("/models/3.gguf")
+    save_settings(settings)
+    loaded, notice = load_settings()
+    assert notice is None and loaded.theme == "dark"
+    assert loaded.recent[0] == "/models/3.gguf" and len(loaded.recent) == MAX_RECENT
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"recent": "not a list"}', "[1, 2]", '{"recent": [1, 2]}'])
+def test_corrupt_settings_are_backed_up_and_replaced(text):
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    settings, notice = load_settings()
+    assert settings == Settings()
+    backups = list(path.parent.glob("settings.json.corrupt-*"))
+    assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == text   # nothing lost
+    assert backups[0].name in notice
+    assert not path.exists()
+
+
+def test_corrupt_settings_notice_reaches_the_window(qtbot, monkeypatch):
+    from rooflab.gui import app
+
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{garbage", encoding="utf-8")
+    shown = {}
+
+    def fake_exec(self):  # the event loop: look at the window instead of running it
+        from rooflab.gui.main_window import MainWindow
+
+        window = next(w for w in app.QApplication.topLevelWidgets() if isinstance(w, MainWindow))
+        shown["message"] = window.messages.text()
+        shown["hook"] = sys.excepthook
+        return 0
+
+    monkeypatch.setattr(app.QApplication, "exec", fake_exec)
+    import argparse
+
+    assert app.run_gui(argparse.Namespace(model=None, machine=None, screenshot=None, weights=None)) == 0
+    assert "unreadable" in shown["message"] and "settings.json.corrupt-" in shown["message"]
+    assert shown["hook"] is not sys.excepthook          # installed while running, restored after
+
+
+def test_window_remembers_workload_machine_and_theme(qtbot, window):
+    window._persist = True
+    window.state.update_workload(prompt=777, batch=3)
+    window.set_theme("dark")
+    window.close()
+    saved, _ = load_settings()
+    assert saved.workload["prompt"] == 777 and saved.machine == "rtx-4090" and saved.theme == "dark"
+    assert saved.geometry
+    state, pending = initial_state(None, None, saved, [])
+    assert pending is None
+    assert state.workload.prompt == 777 and state.workload.batch == 3 and state.machine.key == "rtx-4090"
+
+
+def test_edited_machine_survives_a_restart(window):
+    window.machine_panel.bandwidth.setValue(123.0)
+    window.remember()
+    saved = window.settings
+    assert saved.machine == "" and saved.machine_data["bandwidth"] == pytest.approx(123e9)
+    state, _ = initial_state(None, None, saved, [])
+    assert state.machine.bandwidth == pytest.approx(123e9)
+
+
+def test_a_model_file_from_settings_opens_after_the_window(tiny_config):
+    notices: list[str] = []
+    state, pending = initial_state(None, None, Settings(model=str(tiny_config)), notices)
+    assert pending == str(tiny_config) and state.model.source.startswith("catalogue:")
+
+
+def test_save_load_delete_user_profile(qtbot, window):
+    panel = window.machine_panel
+    panel.bandwidth.setValue(2000.0)
+    path = panel.save_profile("My Workstation")
+    assert path.parent == profiles_dir() and path.is_file()
+    assert json.loads(path.read_text(encoding="utf-8"))["bandwidth"] == pytest.approx(2000e9)
+    assert not list(path.parent.glob(".*.tmp"))                   # written atomically: no leftovers
+    assert [m.name for m in list_user_profiles()] == ["My Workstation"]
+    assert window.state.machine.key == path.stem
+    assert panel.picker.currentData() == f"user:{path.stem}"
+    assert panel.delete_button.isEnabled()
+    # switch away and back through the picker
+    panel.picker.activated.emit(panel.picker.findData("preset:m4-max"))
+    assert window.state.machine.key == "m4-max"
+    panel.picker.activated.emit(panel.picker.findData(f"user:{path.stem}"))
+    assert window.state.machine.bandwidth == pytest.approx(2000e9)
+    panel.delete_profile(path.stem)
+    assert not path.exists() and panel.picker.findData(f"user:{path.stem}") == -1
+
+
+def test_peak_flops_fields_follow_the_machine(window):
+    from rooflab.core.presets import load_machine
+
+    window.state.set_machine(load_machine("m4-pro"))
+    panel = window.machine_panel
+    assert list(panel.flops) == list(window.state.machine.peak_flops)
+    dtype = next(iter(panel.flops))
+    panel.flops[dtype].setValue(50.0)
+    assert window.state.machine.peak_flops[dtype] == pytest.approx(50e12)
+    assert window.state.machine.bandwidth == load_machine("m4-pro").bandwidth    # untouched, not rounded

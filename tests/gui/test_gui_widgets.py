@@ -1,0 +1,143 @@
+"""Every top-level widget renders (grab smoke tests), shortcuts, tooltips, the About box,
+the numbers panel, the stopwatch converter and the tensor table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+
+from rooflab.core.predict.curves import CHART_KEYS
+from rooflab.gui.about import about_html, versions
+from rooflab.gui.compare_panel import ComparePanel
+from rooflab.gui.machine_panel import MachinePanel
+from rooflab.gui.model_panel import ModelPanel
+from rooflab.gui.numbers_panel import NumbersPanel
+from rooflab.gui.plots import PLOT_CLASSES
+from rooflab.gui.stopwatch_panel import StopwatchPanel
+from rooflab.gui.theme import LIGHT
+from rooflab.gui.workload_panel import WorkloadPanel
+
+
+def _not_blank(image) -> bool:
+    """More than one colour: something was drawn."""
+    small = image.scaled(64, 64)
+    colours = {small.pixel(x, y) for x in range(0, 64, 4) for y in range(0, 64, 4)}
+    return len(colours) > 2
+
+
+def test_grab_main_window(qtbot, window):
+    window.show()
+    qtbot.waitExposed(window)
+    image = window.grab().toImage()
+    assert image.width() >= 1000 and _not_blank(image)
+
+
+@pytest.mark.parametrize("cls", PLOT_CLASSES, ids=lambda c: c.__name__)
+def test_grab_each_plot(qtbot, window, cls):
+    plot = cls(theme=LIGHT)
+    qtbot.addWidget(plot)
+    plot.set_charts(window.recompute.frame.charts[cls.chart_key])
+    plot.resize(800, 500)
+    assert _not_blank(plot.grab().toImage())
+
+
+@pytest.mark.parametrize("name", ["machine", "model", "workload", "numbers", "compare", "stopwatch"])
+def test_grab_each_panel(qtbot, window, name):
+    make = {"machine": lambda: MachinePanel(window.state), "model": lambda: ModelPanel(window.state),
+            "workload": lambda: WorkloadPanel(window.state), "numbers": NumbersPanel,
+            "compare": lambda: ComparePanel(window.state, LIGHT), "stopwatch": StopwatchPanel}
+    widget = make[name]()
+    qtbot.addWidget(widget)
+    if hasattr(widget, "show_frame"):
+        widget.show_frame(window.recompute.frame)
+    widget.resize(500, 400)
+    assert _not_blank(widget.grab().toImage())
+
+
+def test_shortcuts(window):
+    assert window.open_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Open)
+    assert window.save_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Save)
+    assert window.quit_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Quit)
+    assert window.pin_action.shortcut() == QKeySequence("Ctrl+P")
+
+
+def test_pin_shortcut_pins(qtbot, window):
+    with qtbot.waitActive(window):
+        window.show()
+        window.activateWindow()
+    qtbot.keyClick(window.plot_tabs, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)
+    assert len(window.state.pinned) == 1
+
+
+def test_tooltips_give_formulas_in_words(window):
+    assert "2 × active parameters" in window.workload_panel.fields["prompt"].spin.toolTip()
+    assert "bytes per second" in window.machine_panel.bandwidth.toolTip()
+    assert "layers × KV heads" in window.model_panel.summary_labels["kv"].toolTip()
+    numbers_tips = [label.toolTip() for row in window.numbers._rows.values() for label in row[:1]]
+    assert any("max(" in tip for tip in numbers_tips)
+    window.flush_plots()
+    for key in CHART_KEYS:
+        assert window.plots[key].info.toolTip()
+
+
+def test_about_box_lists_versions():
+    v = versions()
+    assert {"rooflab", "Qt", "PySide6", "pyqtgraph", "numpy", "Python"} <= set(v)
+    assert "torch" not in v or "torch" in sys.modules
+    assert v["Qt"] in about_html()
+
+
+def test_numbers_panel_says_which_clock_bounds_each_phase(window):
+    lines = {line.key: line for line in window.numbers.lines}
+    assert lines["ttft"].bound in ("memory", "compute")
+    assert "bound" in lines["tpot"].sentence
+    assert lines["tpot"].value == window.numbers.value_text("tpot")
+    assert lines["memory"].sentence.startswith("Weights")
+
+
+def test_speculative_row_appears_with_drafts(qtbot, window):
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.workload_panel.fields["draft_tokens"].spin.setValue(4)
+    assert window.numbers.value_text("speculative").endswith("×")
+    assert window.workload_panel.fields["acceptance"].isEnabled()
+
+
+def test_stopwatch_converter(qtbot):
+    panel = StopwatchPanel()
+    qtbot.addWidget(panel)
+    panel.prompt_tokens.setValue(1000)
+    panel.output_tokens.setValue(101)
+    panel.first_token.setValue(0.5)
+    panel.last_token.setValue(2.5)
+    text = panel.result.text()
+    assert "TTFT <b>500 ms</b>" in text and "TPOT <b>20 ms</b>" in text and "50 tokens/s" in text
+    panel.last_token.setValue(0.25)
+    assert "first token < last token" in panel.result.text()
+
+
+def test_tensor_table_grouped_and_sortable_by_bytes(window):
+    tree = window.model_panel.tree
+    spec = window.state.model
+    assert tree.topLevelItemCount() == len(spec.groups)
+    tree.sortByColumn(4, Qt.SortOrder.DescendingOrder)
+    sizes = [tree.topLevelItem(i).data(4, Qt.ItemDataRole.UserRole) for i in range(tree.topLevelItemCount())]
+    assert sizes == sorted(sizes, reverse=True)
+    tree.sortByColumn(4, Qt.SortOrder.AscendingOrder)
+    first = tree.topLevelItem(0)
+    children = [first.child(i).data(4, Qt.ItemDataRole.UserRole) for i in range(first.childCount())]
+    assert children == sorted(children)
+    read = sum(tree.topLevelItem(i).data(5, Qt.ItemDataRole.UserRole) for i in range(tree.topLevelItemCount()))
+    assert read == pytest.approx(spec.weight_bytes_read_per_token)
+
+
+def test_entry_point_module_loads_no_qt_and_the_window_no_torch(tmp_path):
+    code = ("import sys; import rooflab.gui.main; "
+            "assert not any(m.startswith(('PySide6', 'pyqtgraph', 'torch')) for m in sys.modules), 'qt at import'; "
+            "from rooflab.gui.main_window import MainWindow; "
+            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; print('ok')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
