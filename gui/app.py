@@ -50,9 +50,12 @@ def make_app(*, headless: bool = False) -> QApplication:
     app.setApplicationName("rooflab")
     app.setApplicationDisplayName("rooflab")
     app.setDesktopFileName("rooflab")
-    icon = resources_dir() / "icons" / "rooflab.svg"
-    if icon.is_file():
-        app.setWindowIcon(QIcon(str(icon)))
+    icon = QIcon()
+    for name in ("rooflab.svg", "rooflab-256.png", "rooflab-64.png"):
+        path = resources_dir() / "icons" / name
+        if path.is_file():
+            icon.addFile(str(path))
+    app.setWindowIcon(icon)
     import pyqtgraph as pg
 
     pg.setConfigOptions(antialias=True)

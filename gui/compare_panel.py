@@ -34,6 +34,7 @@ class ComparePanel(QGroupBox):
         self.list = QListWidget()
         self.list.setMinimumHeight(60)
         self.list.setMaximumHeight(120)
+        self.list.setWordWrap(True)
         self.pin_button = QPushButton("Pin current")
         self.pin_button.setToolTip("Pin what is on screen as a series (Ctrl+P).")
         self.remove_button = QPushButton("Remove")

@@ -64,8 +64,8 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
              f"TTFT plus {w.answer - 1:,} more steps of TPOT: the wait for a {w.answer:,}-token answer.",
              "end to end = TTFT + TPOT × (answer tokens − 1)."),
         Line("ceiling", "Decode ceiling", fmt(e.decode_ceiling, "tokens/s"), dec.bound,
-             f"The fastest one sequence can generate at the first answer token; {fmt(e.total_rate, 'tokens/s')} "
-             f"summed over a batch of {w.batch}.",
+             "The fastest one sequence can generate at the first answer token" +
+             (f"; {fmt(e.total_rate, 'tokens/s')} summed over a batch of {w.batch}." if w.batch > 1 else "."),
              "ceiling = 1 / (one decode step at context + prompt tokens)."),
         Line("prompt_rate", "Prompt rate", fmt(e.prompt_rate, "tokens/s"), pre.bound,
              "Prompt tokens processed per second of prefill (all sequences).",

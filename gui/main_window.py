@@ -18,6 +18,7 @@ from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
+    QLabel,
     QMainWindow,
     QMenu,
     QScrollArea,
@@ -105,6 +106,8 @@ class MainWindow(QMainWindow):
         self.plots: dict[str, ChartPlot] = {cls.chart_key: cls(theme=self.theme) for cls in PLOT_CLASSES}
         self.left_tabs = QTabWidget()
         self.plot_tabs = QTabWidget()
+        self.scenario_label = QLabel()
+        self.scenario_label.setTextFormat(Qt.TextFormat.RichText)
         self._plots_frame: Frame | None = None
         self._stale_plots: set[str] = set()
         self._build_layout()
@@ -143,8 +146,14 @@ class MainWindow(QMainWindow):
         bottom.setStretchFactor(0, 3)
         bottom.setStretchFactor(1, 1)
         bottom.setSizes([760, 360])
+        plots = QWidget()
+        plots_layout = QVBoxLayout(plots)
+        plots_layout.setContentsMargins(0, 0, 0, 0)
+        plots_layout.setSpacing(2)
+        plots_layout.addWidget(self.scenario_label)
+        plots_layout.addWidget(self.plot_tabs, 1)
         right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(self.plot_tabs)
+        right.addWidget(plots)
         right.addWidget(bottom)
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 2)
@@ -292,10 +301,19 @@ class MainWindow(QMainWindow):
         current = self.plot_tabs.currentWidget()
         if isinstance(current, ChartPlot):
             self._draw_plot(current)
+        self._show_scenario(frame)
         self.numbers.show_frame(frame)
         self.stopwatch.show_frame(frame)
         self.messages.clear("predict")
         self.redrawn.emit(frame)
+
+    def _show_scenario(self, frame: Frame) -> None:
+        label = frame.scenario.label
+        swatch = f"<span style='color:{self.theme.current['main']}'>■</span>"
+        pinned = "".join(f" &nbsp; <span style='color:{self.theme.series[p.pin_id % len(self.theme.series)]}'>■"
+                         f"</span> {p.label}" for p, _ in frame.pinned)
+        self.scenario_label.setText(f"{swatch} <b>{label}</b>{pinned}")
+        self.setWindowTitle(f"rooflab — {frame.scenario.model.name} on {frame.scenario.machine.name}")
 
     def _draw_plot(self, plot: ChartPlot) -> None:
         frame = self._plots_frame

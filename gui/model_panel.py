@@ -208,7 +208,8 @@ class ModelPanel(QWidget):
             self.tree.addTopLevelItem(top)
         self.tree.setSortingEnabled(True)
         self.tree.sortByColumn(4, Qt.SortOrder.DescendingOrder)
-        self.tree.resizeColumnToContents(0)
+        for column in range(len(_COLUMNS)):
+            self.tree.resizeColumnToContents(column)
 
     def _on_state_model_changed(self, spec: ModelSpec) -> None:
         self.show_model(spec)

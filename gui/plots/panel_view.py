@@ -88,11 +88,23 @@ class PanelView:
                           and d.items[0].isVisible() and k[0] != layer.key
                           for k, d in self.drawn.items())
         for curve in curves:
-            if not draws(layer, curve):
+            if not draws(layer, curve) or self._repeats_current(layer, curve):
+                stale = self.drawn.get((layer.key, curve.key))
+                for item in stale.items if stale else ():
+                    item.setVisible(False)
                 continue
             name = legend_name(layer, curve, seen_marker)
             seen_marker = seen_marker or (curve.kind == "points" and layer.kind == "current")
             self._draw_one(layer, curve, name, stack_slot)
+
+    def _repeats_current(self, layer: Layer, curve: Curve) -> bool:
+        """A pinned series' limit line where the current series already draws the same one
+        (the same machine's memory, say) would only print its label twice."""
+        if layer.kind != "pinned" or not curve.is_reference:
+            return False
+        current = self.drawn.get(("current", curve.key))
+        return (current is not None and bool(current.items) and current.items[0].isVisible()
+                and np.array_equal(current.curve.x, curve.x) and np.array_equal(current.curve.y, curve.y))
 
     def drop_layer(self, layer_key: str) -> None:
         for key in [k for k in self.drawn if k[0] == layer_key]:
@@ -174,7 +186,7 @@ class PanelView:
             line.setZValue(3)
             # labels of different series (and roles) step along the line so they do not print
             # over each other; pyqtgraph flips the anchor to keep the text inside the view
-            step = 0.09 * slot + (0.3 if curve.role == "secondary" else 0.55 if curve.role == "marker" else 0.0)
+            step = (0.09 if vertical else 0.3) * slot + (0.3 if curve.role == "secondary" else 0.0)
             position = (0.96 - step) if vertical else (0.03 + step)
             anchors = [(-0.03, 0), (1.03, 0)] if vertical else [(0, 0), (0, 1)]
             pg.InfLineLabel(line, position=max(0.04, min(0.97, position)), anchors=anchors)
@@ -187,9 +199,7 @@ class PanelView:
             value = float(values[i])
             line.setPen(line_pen(layer, curve, self.theme))
             line.setPos(log_position(value, log))
-            label = f"{curve.label} {units.fmt(value, unit)}"
-            if layer.kind == "pinned":
-                label = f"{label} ({layer.label})"
+            label = f"{curve.label} {units.fmt(value, unit)}"      # a pinned series': its colour says whose
             colour = line_pen(layer, curve, self.theme).color()
             for child in line.childItems():
                 if isinstance(child, pg.InfLineLabel) and (child.format, child.color) != (label, colour):
@@ -312,7 +322,7 @@ class PanelView:
         return None
 
 
-def _short(label: str, limit: int = 34) -> str:
+def _short(label: str, limit: int = 44) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 

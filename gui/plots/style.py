@@ -83,5 +83,5 @@ def legend_name(layer: Layer, curve: Curve, seen_marker: bool) -> str | None:
     if layer.kind == "pinned":
         if curve.kind == "points":
             return None
-        return layer.label if curve.role == "main" else f"{layer.label}: {curve.label}"
+        return layer.label if curve.role == "main" else f"{curve.label}: {layer.label}"
     return f"{layer.label}: {curve.label}"

@@ -54,7 +54,8 @@ def test_corrupt_settings_notice_reaches_the_window(qtbot, monkeypatch):
     def fake_exec(self):  # the event loop: look at the window instead of running it
         from rooflab.gui.main_window import MainWindow
 
-        window = next(w for w in app.QApplication.topLevelWidgets() if isinstance(w, MainWindow))
+        window = next(w for w in app.QApplication.topLevelWidgets()
+                      if isinstance(w, MainWindow) and w.isVisible())     # not an earlier test's, closed
         shown["message"] = window.messages.text()
         shown["hook"] = sys.excepthook
         return 0
