@@ -107,10 +107,10 @@ class SliderSpin(QWidget):
 class MessageBar(QWidget):
     """A dismissable one-line message at the top of the window (errors, notices)."""
 
-    _STYLES = {
-        "error": "background:#fde7e9;color:#8a1c1c;border:1px solid #f1aeb5;",
-        "warning": "background:#fff4d6;color:#6b4e00;border:1px solid #f0d58c;",
-        "info": "background:#e6f0ff;color:#173f7a;border:1px solid #b4cdf5;",
+    _STYLES = {              # (box, text): the same in light and dark themes
+        "error": ("background:#fde7e9;border:1px solid #f1aeb5;", "#8a1c1c"),
+        "warning": ("background:#fff4d6;border:1px solid #f0d58c;", "#6b4e00"),
+        "info": ("background:#e6f0ff;border:1px solid #b4cdf5;", "#173f7a"),
     }
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -138,8 +138,9 @@ class MessageBar(QWidget):
         self.level = level
         self.source = source
         self.label.setText(text)
-        self.setStyleSheet(f"MessageBar{{{self._STYLES.get(level, self._STYLES['info'])}border-radius:4px;}}"
-                           f"QLabel{{border:none;background:transparent;}}")
+        box, text_colour = self._STYLES.get(level, self._STYLES["info"])
+        self.setStyleSheet(f"MessageBar{{{box}border-radius:4px;}}"
+                           f"QLabel, QToolButton{{border:none;background:transparent;color:{text_colour};}}")
         self.show()
 
     def clear(self, source: str) -> None:

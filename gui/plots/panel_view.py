@@ -147,7 +147,8 @@ class PanelView:
             drawn.style_key = key
         if not drawn.items:
             item = pg.PlotDataItem(**style)
-            item.setZValue(20 if curve.kind == "points" else (10 if curve.role == "main" else 5))
+            z = 20 if curve.kind == "points" else (10 if curve.role == "main" else 5)
+            item.setZValue(z - (2 if layer.kind == "pinned" else 0))   # the current series on top
             self.plot.addItem(item)
             if name:
                 self.legend.addItem(item, _short(name))
@@ -155,7 +156,8 @@ class PanelView:
         item = drawn.items[0]
         item.setData(curve.x, curve.y, **style)
         item.setVisible(True)
-        if curve.role == "marker" and curve.label != "current workload" and curve.x.size == 1:
+        if curve.role == "marker" and curve.label != "current workload" and curve.x.size == 1 \
+                and layer.kind == "current":
             self._annotate(drawn)
 
     def _annotate(self, drawn: Drawn) -> None:
@@ -167,7 +169,7 @@ class PanelView:
             self.plot.addItem(text, ignoreBounds=True)
             drawn.items.append(text)
         text = drawn.items[1]
-        label = curve.label if drawn.layer.kind == "current" else f"{curve.label} ({drawn.layer.label})"
+        label = curve.label
         colour = drawn.layer.colour(self.theme, "marker")
         if (text.toPlainText(), text.color) != (label, colour):
             text.setText(label, color=colour)
