@@ -141,7 +141,8 @@ def install_excepthook(parent: QWidget) -> None:
                 handle.write(text + "\n")
         except OSError:
             pass
-        sys.__stderr__.write(text) if sys.__stderr__ else None
+        if sys.__stderr__ is not None:
+            sys.__stderr__.write(text)
         QMessageBox.critical(parent, "rooflab: unexpected error",
                              f"{kind.__name__}: {exc}\n\nThe details were written to {path}.")
 

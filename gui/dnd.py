@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QMimeData, QObject, Signal
 from PySide6.QtGui import QDropEvent
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QWidget
 
 _DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop)
 
@@ -27,6 +27,14 @@ class DropController(QObject):
         super().__init__(window)
         self._window = window
         window.setAcceptDrops(True)     # so Qt finds a drop target under every point of the window
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self)
+
+    def uninstall(self) -> None:
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
         if event.type() not in _DRAG_EVENTS or not isinstance(event, QDropEvent):

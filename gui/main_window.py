@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.model import ModelSpec
+from rooflab.core.predict.curves import CHART_TITLES
 from rooflab.core.workload import Workload
 from rooflab.gui import about
 from rooflab.gui.compare_panel import ComparePanel
@@ -50,8 +51,6 @@ from rooflab.gui.workload_panel import WorkloadPanel
 
 log = logging.getLogger(__name__)
 
-_PLOT_TITLES = {"roofline": "Roofline", "prefill": "Prefill / TTFT", "decode": "Decode vs context",
-                "batching": "Batching", "memory": "Memory"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +112,6 @@ class MainWindow(QMainWindow):
         self._build_layout()
         self._build_menus()
         self.drops = DropController(self)
-        from PySide6.QtWidgets import QApplication
-
-        QApplication.instance().installEventFilter(self.drops)
         self._connect()
         self.model_panel.set_recent(self.settings.recent)
         self.resize(1480, 940)
@@ -131,7 +127,7 @@ class MainWindow(QMainWindow):
         self.left_tabs.setCurrentIndex(2)
         self.left_tabs.setMinimumWidth(340)
         for key, plot in self.plots.items():
-            self.plot_tabs.addTab(plot, _PLOT_TITLES[key])
+            self.plot_tabs.addTab(plot, CHART_TITLES[key])
             self.plot_tabs.setTabToolTip(self.plot_tabs.count() - 1, type(plot).__doc__ or "")
         self.plot_tabs.setCurrentIndex(2)
         side = QWidget()
@@ -429,7 +425,5 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         self.jobs.shutdown()
         self.remember()
-        from PySide6.QtWidgets import QApplication
-
-        QApplication.instance().removeEventFilter(self.drops)
+        self.drops.uninstall()
         super().closeEvent(event)

@@ -95,8 +95,8 @@ class AppState(QObject):
         self.set_workload(dataclasses.replace(self._workload, **changes))  # type: ignore[arg-type]
 
     def update_machine(self, **changes: object) -> None:
-        """Change machine fields; raises SpecError for a bad value. The edited machine is no
-        longer the preset, so it loses its key."""
+        """Change machine fields; raises SpecError for a bad value. (An edit that makes the
+        machine no longer its preset should pass ``key=""``, as the Machine tab does.)"""
         self.set_machine(dataclasses.replace(self._machine, **changes))  # type: ignore[arg-type]
 
     def pin_current(self) -> Pinned | None:

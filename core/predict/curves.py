@@ -36,6 +36,8 @@ CurveRole = Literal["main", "secondary", "memory", "compute", "limit", "crossove
 
 ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY = "roofline", "prefill", "decode", "batching", "memory"
 CHART_KEYS: tuple[str, ...] = (ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY)
+CHART_TITLES: dict[str, str] = {ROOFLINE: "Roofline", PREFILL: "Prefill / TTFT", DECODE: "Decode vs context",
+                                BATCHING: "Batching", MEMORY: "Memory"}
 
 
 def _frozen(values: ArrayLike) -> Array:
@@ -200,7 +202,7 @@ def roofline_chart(sc: Scenario) -> Chart:
                             role="marker", **axes))
     panel = Panel(key="roofline", title="Roofline", x_label="Arithmetic intensity", x_unit="FLOP/byte",
                   y_label="Attainable compute", y_unit="FLOP/s", curves=tuple(curves), log_x=True, log_y=True)
-    return Chart(key=ROOFLINE, title="Roofline", panels=(panel,), description=(
+    return Chart(key=ROOFLINE, title=CHART_TITLES[ROOFLINE], panels=(panel,), description=(
         "A kernel can go no faster than the machine's peak arithmetic C, nor faster than its "
         "memory delivers bytes times the FLOPs it does per byte (intensity x bandwidth B). "
         "The roof bends at the balance point C / B."))
@@ -246,7 +248,7 @@ def prefill_chart(sc: Scenario, n_star: float | None = None) -> Chart:
                   **rate_axes),
             Curve(key="current", label="current workload", x=[w.prompt],
                   y=[w.prompt * w.batch / float(here.seconds)], kind="points", role="marker", **rate_axes))
-    return Chart(key=PREFILL, title="Prefill / TTFT", panels=(
+    return Chart(key=PREFILL, title=CHART_TITLES[PREFILL], panels=(
         Panel(key="ttft", title="Time to first token", x_label="Prompt length", x_unit="tokens",
               y_label="Time to first token", y_unit="s", curves=tuple(ttft), log_x=True, log_y=True),
         Panel(key="rate", title="Prompt processing rate", x_label="Prompt length", x_unit="tokens",
@@ -307,7 +309,7 @@ def decode_chart(sc: Scenario) -> Chart:
         Panel(key="kv_share", title="KV share of bytes read", x_label="Tokens in the cache", x_unit="tokens",
               y_label="KV share", y_unit="1", curves=share),
     )
-    return Chart(key=DECODE, title="Decode vs context", panels=panels, description=(
+    return Chart(key=DECODE, title=CHART_TITLES[DECODE], panels=panels, description=(
         "Each decode step reads the weights W once and every cached token's keys and values "
         "(k bytes per token, t tokens): time = (W + b x k x t) / B while memory-bound. "
         "Sliding-window layers stop growing at their window."))
@@ -365,7 +367,7 @@ def batching_chart(sc: Scenario) -> Chart:
                                     *marks,
                                     Curve(key="current", label="current workload", x=[w.batch],
                                           y=here.experts_touched, kind="points", role="marker", **ex))))
-    return Chart(key=BATCHING, title="Batching", panels=tuple(panels), description=(
+    return Chart(key=BATCHING, title=CHART_TITLES[BATCHING], panels=tuple(panels), description=(
         "b sequences share one read of the weights, so the total rate grows almost b-fold while "
         "the step stays memory-bound; each sequence's cache, the machine's memory and the compute "
         "clock (2 x N x b / C) stop it. A mixture of experts reads more experts as b grows."))
@@ -418,7 +420,7 @@ def memory_chart(sc: Scenario) -> Chart:
         Panel(key="growth", title="Memory as the context grows", x_label="Tokens per sequence",
               x_unit="tokens", y_label="Memory", y_unit="B", curves=tuple(growth)),
     )
-    return Chart(key=MEMORY, title="Memory", panels=panels, description=(
+    return Chart(key=MEMORY, title=CHART_TITLES[MEMORY], panels=panels, description=(
         "Every weight must be resident (a mixture of experts too: the next token may need any expert), "
         "plus each sequence's cache of k bytes per token; what is left is free."))
 

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWi
 
 from rooflab.core.predict.curves import Chart, Curve, Panel
 from rooflab.gui import units
+from rooflab.gui.plots.axis import log_position
 from rooflab.gui.plots.panel_view import Drawn, PanelView
 from rooflab.gui.plots.style import Layer, LayerKind
 from rooflab.gui.theme import LIGHT, Theme
@@ -190,15 +191,15 @@ class ChartPlot(QWidget):
         and show it in the read-out line; "" when nothing is near."""
         view = self._panels[panel]
         if not view_coords:
-            x = _to_view(x, view.panel.log_x)
-            y = _to_view(y, view.panel.log_y)
+            x = log_position(x, view.panel.log_x)
+            y = log_position(y, view.panel.log_y)
         text = ""
         hit = view.nearest(x, y)
         if hit is not None:
             drawn, i = hit
             c = drawn.curve
-            view.hover_dot.setData([_to_view(float(c.x[i]), view.panel.log_x)],
-                                   [_to_view(float(c.y[i]), view.panel.log_y)])
+            view.hover_dot.setData([log_position(float(c.x[i]), view.panel.log_x)],
+                                   [log_position(float(c.y[i]), view.panel.log_y)])
             text = _describe_point(drawn, i)
         else:
             view.hover_dot.setData([], [])
@@ -269,14 +270,6 @@ class ChartPlot(QWidget):
                 point = vb.mapSceneToView(pos)
                 self.readout_at(key, point.x(), point.y(), view_coords=True)
                 return
-
-
-def _to_view(value: float, log: bool) -> float:
-    import math
-
-    if not log:
-        return value
-    return math.log10(value) if value > 0 else -math.inf
 
 
 def _describe_point(drawn: Drawn, i: int) -> str:

@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from rooflab.core.predict.curves import Curve, Panel
 from rooflab.gui import units
 from rooflab.gui.plots.axis import UnitAxis, log_position
-from rooflab.gui.plots.style import Layer, draws, legend_name, line_pen, point_style
+from rooflab.gui.plots.style import MARKER_NAME, Layer, draws, legend_name, line_pen, point_style
 from rooflab.gui.theme import Theme
 
 
@@ -46,6 +46,7 @@ class PanelView:
         self.hover_dot.setZValue(50)
         self.plot.addItem(self.hover_dot, ignoreBounds=True)
         self.stack_labels: list[str] = []
+        self._legend_names: set[str] = set()
         self.theme = theme
         self.configure(panel)
         self.apply_theme(theme)
@@ -84,18 +85,13 @@ class PanelView:
             if layer_key == layer.key and curve_key not in wanted:
                 for item in drawn.items:
                     item.setVisible(False)
-        seen_marker = any(d.curve.kind == "points" and d.layer.kind == layer.kind and d.items
-                          and d.items[0].isVisible() and k[0] != layer.key
-                          for k, d in self.drawn.items())
         for curve in curves:
             if not draws(layer, curve) or self._repeats_current(layer, curve):
                 stale = self.drawn.get((layer.key, curve.key))
                 for item in stale.items if stale else ():
                     item.setVisible(False)
                 continue
-            name = legend_name(layer, curve, seen_marker)
-            seen_marker = seen_marker or (curve.kind == "points" and layer.kind == "current")
-            self._draw_one(layer, curve, name, stack_slot)
+            self._draw_one(layer, curve, legend_name(layer, curve), stack_slot)
 
     def _repeats_current(self, layer: Layer, curve: Curve) -> bool:
         """A pinned series' limit line where the current series already draws the same one
@@ -150,8 +146,9 @@ class PanelView:
             z = 20 if curve.kind == "points" else (10 if curve.role == "main" else 5)
             item.setZValue(z - (2 if layer.kind == "pinned" else 0))   # the current series on top
             self.plot.addItem(item)
-            if name:
+            if name and not (name == MARKER_NAME and MARKER_NAME in self._legend_names):
                 self.legend.addItem(item, _short(name))
+                self._legend_names.add(name)
             drawn.items.append(item)
         item = drawn.items[0]
         item.setData(curve.x, curve.y, **style)

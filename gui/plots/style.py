@@ -72,14 +72,16 @@ def point_style(layer: Layer, curve: Curve, theme: Theme) -> dict[str, Any]:
                 symbolPen=pg.mkPen(theme.background, width=1.5))
 
 
-def legend_name(layer: Layer, curve: Curve, seen_marker: bool) -> str | None:
-    """The legend entry for a drawn curve, None for no entry (one per series, not per line)."""
+MARKER_NAME = "current workload"
+
+
+def legend_name(layer: Layer, curve: Curve) -> str | None:
+    """The legend entry for a drawn curve, None for no entry (one per series, not per line;
+    the current workload's markers share ``MARKER_NAME``, which a legend lists once)."""
     if curve.is_reference:
         return None
     if layer.kind == "current":
-        if curve.kind == "points":
-            return None if seen_marker else "current workload"
-        return curve.label
+        return MARKER_NAME if curve.kind == "points" else curve.label
     if layer.kind == "pinned":
         if curve.kind == "points":
             return None
