@@ -184,3 +184,41 @@ def test_theme_switch_recolours_plots(qtbot, window):
     assert window.plots["memory"].theme.dark
     window.set_theme("light")
     assert not window.plots["memory"].theme.dark
+
+
+def test_machine_change_shows_in_machine_fields(qtbot, window):
+    machine = load_machine("m4-max")
+    window.state.set_machine(machine)
+    panel = window.machine_panel
+    assert panel.bandwidth.value() == pytest.approx(machine.bandwidth / 1e9)
+    assert panel.memory.value() == pytest.approx(machine.memory / 1e9, abs=0.01)
+    assert panel.picker.currentData() == "preset:m4-max"
+    assert "FLOP/byte" in panel.balance.text()
+
+
+def test_failed_prediction_warns_and_keeps_the_last_frame(qtbot, window, monkeypatch):
+    from rooflab.core.errors import SpecError
+    from rooflab.gui import recompute
+
+    before = window.recompute.frame
+
+    def broken(sc, **_):
+        raise SpecError("workload.batch too large for this test")
+
+    monkeypatch.setattr(recompute, "build_charts", broken)
+    with qtbot.waitSignal(window.recompute.failed, timeout=3000):
+        window.state.update_workload(batch=2)
+    assert window.recompute.frame is before
+    assert "too large" in window.messages.text() and window.messages.level == "warning"
+    monkeypatch.undo()
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(batch=3)
+    assert window.messages.text() == ""
+
+
+def test_hover_over_a_memory_bar_names_the_segment(window):
+    plot = window.plots["memory"]
+    window.plot_tabs.setCurrentWidget(plot)
+    bar = plot.curve("breakdown", "breakdown")
+    text = plot.readout_at("breakdown", 0.0, float(bar.y[0]) / 2)
+    assert "weights" in text and "GB" in text
