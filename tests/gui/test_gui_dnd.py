@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
@@ -18,7 +18,7 @@ def _mime(*paths: Path) -> QMimeData:
 
 def _drag_and_drop(widget, mime: QMimeData) -> tuple[bool, bool]:
     """Send a drag-enter then a drop to ``widget``; returns whether each was accepted."""
-    enter = QDragEnterEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+    enter = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                             Qt.KeyboardModifier.NoModifier)
     QApplication.sendEvent(widget, enter)
     drop = QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
@@ -65,7 +65,7 @@ def test_bad_file_dropped_shows_message_and_keeps_model(qtbot, window, tmp_path)
 def test_drags_without_files_are_left_alone(window):
     mime = QMimeData()
     mime.setText("just text")
-    enter = QDragEnterEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+    enter = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                             Qt.KeyboardModifier.NoModifier)
     enter.ignore()
     QApplication.sendEvent(window.plots["roofline"].view.viewport(), enter)
