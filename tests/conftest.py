@@ -11,7 +11,7 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
-import rooflab.gui  # noqa: E402,F401  (sets the Qt binding and works around a PySide6 6.12 + 3.11 refcount bug)
+import rooflab.gui  # noqa: E402,F401  (sets the Qt binding before pyqtgraph is imported)
 
 # Before anything imports platformdirs: every user folder lands in one throwaway tree for the
 # session; each test then gets its own (see ``isolated_user_dirs``).
