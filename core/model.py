@@ -83,6 +83,9 @@ class AttentionLayout:
     sliding_window: int = 0
     kv_lora_rank: int = 0
     rope_dim: int = 0
+    # per-token sums over layers, computed once: every prediction reads them
+    _kv_values: tuple[int, int] = field(init=False, repr=False, compare=False)
+    _pair_flops: tuple[float, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.heads)
@@ -94,6 +97,8 @@ class AttentionLayout:
             raise SpecError("attention: head dims and sliding_window must be >= 0")
         if any(self.sliding) and self.sliding_window <= 0:
             raise SpecError("attention: sliding layers need a sliding_window > 0")
+        object.__setattr__(self, "_kv_values", self._sum_kv_values())
+        object.__setattr__(self, "_pair_flops", self._sum_pair_flops())
 
     @property
     def layers(self) -> int:
@@ -117,6 +122,10 @@ class AttentionLayout:
         per-layer head counts and K/V head sizes that differ are exact.
         """
         per_value = kv_bytes_per_value(kv_type)
+        full, window = self._kv_values
+        return full * per_value, window * per_value
+
+    def _sum_kv_values(self) -> tuple[int, int]:
         full = window = 0
         for layer in range(self.layers):
             values = self.kv_values_per_token(layer)
@@ -124,7 +133,7 @@ class AttentionLayout:
                 window += values
             else:
                 full += values
-        return full * per_value, window * per_value
+        return full, window
 
     def attention_flops_per_pair(self) -> tuple[float, float]:
         """(full, sliding) FLOPs for one query attending to one cached key, summed over layers.
@@ -132,6 +141,9 @@ class AttentionLayout:
         Per layer and head: 2 x d_k for the score q.k plus 2 x d_v for the weighted sum of V.
         Softmax and masking are left out. With MLA the heads attend in the latent space.
         """
+        return self._pair_flops
+
+    def _sum_pair_flops(self) -> tuple[float, float]:
         full = window = 0.0
         for layer in range(self.layers):
             if self.kv_lora_rank:
