@@ -1,0 +1,309 @@
+"""Measurements people already have: llama.cpp's ``llama-bench`` output (JSON array, JSONL,
+CSV or its markdown table) and ``llama-batched-bench`` tables (markdown or JSONL), read into
+``MeasuredPoint``s the calibration and the plots use.
+
+llama-bench: a "pp" row (n_prompt > 0, n_gen = 0) times one prompt of n_prompt tokens on top of
+n_depth cached ones -> a prefill point; a "tg" row (n_gen > 0, n_prompt = 0) times n_gen steps
+from depth n_depth -> a decode point per step, at the steps' middle context. Rows that do both
+("pg") cannot be split into phases and are skipped with a warning. Where per-repeat samples
+are present (samples_ns) the best repeat is kept and the median beside it, as rooflab's own
+measurements do; otherwise the average.
+
+llama-batched-bench: each row is B sequences of PP prompt tokens then TG steps; T_PP is the
+prefill of all of them (one shared prompt when N_KV = PP + B x TG), T_TG / TG one step for B
+sequences at the steps' middle context -> a prefill point and a batch point."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rooflab.core.calibrate import MeasuredPoint
+from rooflab.core.errors import ModelFileError, SpecError
+
+MAX_BYTES = 64 << 20
+# llama-bench fields that, when they differ between rows, make separate series
+_SERIES_FIELDS = ("model_type", "backends", "n_threads", "n_gpu_layers", "n_batch", "n_ubatch", "type_k",
+                  "flash_attn", "n_cpu_moe")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchImport:
+    """Points read from one benchmark file, grouped into series (one per model and setting)."""
+
+    path: str
+    tool: str                                    # "llama-bench" or "llama-batched-bench"
+    series: Mapping[str, tuple[MeasuredPoint, ...]]
+    models: tuple[str, ...] = ()                 # model file names or types named in the file
+    kv_type: str = "f16"
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def points(self) -> tuple[MeasuredPoint, ...]:
+        return tuple(p for pts in self.series.values() for p in pts)
+
+
+def read_benchmark(path: str | Path) -> BenchImport:
+    """Read a llama-bench or llama-batched-bench output file; ModelFileError if it is neither."""
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > MAX_BYTES:
+            raise ModelFileError(file, f"{size} bytes is too large for a benchmark output")
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ModelFileError(file, "no such file") from None
+    except IsADirectoryError:
+        raise ModelFileError(file, "is a folder, not a benchmark output") from None
+    except OSError as exc:
+        raise ModelFileError(file, f"cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ModelFileError(file, "is not UTF-8 text") from exc
+    try:
+        return parse_benchmark(text, str(file))
+    except SpecError as exc:
+        raise ModelFileError(file, str(exc)) from exc
+
+
+def parse_benchmark(text: str, name: str = "<text>") -> BenchImport:
+    """Parse benchmark output held in a string (format detected from its content)."""
+    stripped = text.strip().lstrip("\ufeff")
+    if not stripped:
+        raise SpecError("the file is empty")
+    if stripped.startswith("["):
+        try:
+            rows = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise SpecError("a JSON benchmark file must be an array of objects")
+        return _from_rows(rows, name)
+    table = _markdown(stripped)
+    if table:
+        return _from_markdown(table, name)
+    if any(line.lstrip().startswith("{") for line in stripped.splitlines()):
+        return _from_rows(_jsonl(stripped), name)
+    first = stripped.splitlines()[0]
+    if "," in first and ("n_prompt" in first or "avg_ts" in first):
+        return _from_rows(list(csv.DictReader(io.StringIO(stripped))), name)
+    raise SpecError("not llama-bench output (JSON, JSONL, CSV or markdown) nor a llama-batched-bench table")
+
+
+def _jsonl(text: str) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue                         # batched-bench mixes log lines with its records
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"line {number} is not valid JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise SpecError(f"line {number} is not a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _number(row: Mapping[str, Any], key: str, default: float | None = None) -> float:
+    value = row.get(key, default)
+    if value is None or value == "":
+        if default is not None:
+            return default
+        raise SpecError(f"a row has no {key!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{key!r} is not a number: {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise SpecError(f"{key!r} must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def _samples(row: Mapping[str, Any]) -> list[float]:
+    """Per-repeat seconds from samples_ns (a JSON list, or a CSV cell like "[1, 2]")."""
+    raw = row.get("samples_ns")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            return []
+    if not isinstance(raw, list):
+        return []
+    return [float(x) / 1e9 for x in raw if isinstance(x, (int, float)) and x > 0]
+
+
+# --- llama-bench rows (JSON, JSONL, CSV) --------------------------------------------------------
+
+def _from_rows(rows: list[dict[str, Any]], name: str) -> BenchImport:
+    if not rows:
+        raise SpecError("no benchmark rows")
+    if "t_pp" in rows[0] or "pl" in rows[0]:
+        return _batched_rows(rows, name)
+    varying = [f for f in _SERIES_FIELDS if len({str(r.get(f, "")) for r in rows}) > 1]
+    series: dict[str, list[MeasuredPoint]] = {}
+    warnings: list[str] = []
+    for row in rows:
+        n_prompt, n_gen = int(_number(row, "n_prompt", 0.0)), int(_number(row, "n_gen", 0.0))
+        depth = int(_number(row, "n_depth", 0.0))
+        if n_prompt and n_gen:
+            warnings.append(f"pp{n_prompt}+tg{n_gen} row skipped: a combined run cannot be split into phases")
+            continue
+        tokens = n_prompt or n_gen
+        if not tokens:
+            warnings.append("a row with neither n_prompt nor n_gen was skipped")
+            continue
+        samples = _samples(row)
+        if samples:
+            best, median = min(samples), statistics.median(samples)
+        elif row.get("avg_ns") not in (None, ""):
+            best = median = _number(row, "avg_ns") / 1e9
+        else:
+            rate = _number(row, "avg_ts")
+            if rate <= 0:
+                raise SpecError("avg_ts must be > 0")
+            best = median = tokens / rate
+        if best <= 0:
+            raise SpecError("a row has a time of zero")
+        label = _series_label(row, varying)
+        if n_prompt:
+            point = MeasuredPoint(kind="prefill", prompt=n_prompt, context=depth, batch=1, seconds=best,
+                                  median=median, repeats=max(len(samples), 1), source=label)
+        else:
+            point = MeasuredPoint(kind="decode", prompt=1, context=depth + (n_gen - 1) // 2, batch=1,
+                                  seconds=best / n_gen, median=median / n_gen, repeats=max(len(samples), 1),
+                                  source=label)
+        series.setdefault(label, []).append(point)
+    return _result(name, "llama-bench", series, rows, warnings)
+
+
+def _series_label(row: Mapping[str, Any], varying: Iterable[str]) -> str:
+    model = str(row.get("model_filename") or row.get("model_type") or "model")
+    model = model.replace("\\", "/").split("/")[-1]
+    extras = [f"{f}={row.get(f)}" for f in varying if f != "model_type"]
+    return "llama-bench: " + model + (f" ({', '.join(extras)})" if extras else "")
+
+
+def _result(name: str, tool: str, series: Mapping[str, list[MeasuredPoint]], rows: list[dict[str, Any]],
+            warnings: list[str]) -> BenchImport:
+    if not series:
+        raise SpecError("no prompt-processing or generation rows that can be used"
+                        + (f" ({warnings[0]})" if warnings else ""))
+    first = rows[0] if rows else {}
+    keep = ("build_commit", "cpu_info", "gpu_info", "backends", "model_type", "model_size", "model_n_params",
+            "n_threads", "n_gpu_layers", "type_k", "type_v", "n_batch", "n_ubatch", "flash_attn")
+    meta = {k: str(first[k]) for k in keep if k in first}
+    models = tuple(dict.fromkeys(str(r.get("model_filename") or r.get("model_type") or "") for r in rows
+                                 if r.get("model_filename") or r.get("model_type")))
+    kv = str(first.get("type_k") or "f16").lower()
+    return BenchImport(path=name, tool=tool, series={k: tuple(v) for k, v in series.items()}, models=models,
+                       kv_type=kv, metadata=meta, warnings=tuple(dict.fromkeys(warnings)))
+
+
+# --- llama-batched-bench ------------------------------------------------------------------------
+
+def _batched_point_pair(pp: int, tg: int, b: int, n_kv: int, t_pp: float, t_tg: float, shared: bool | None,
+                        label: str) -> list[MeasuredPoint]:
+    if shared is None:
+        shared = b > 1 and n_kv == pp + b * tg
+    out = []
+    if pp and t_pp > 0:
+        out.append(MeasuredPoint(kind="prefill", prompt=pp, context=0, batch=1 if shared else b, seconds=t_pp,
+                                 source=label))
+    if tg and t_tg > 0:
+        out.append(MeasuredPoint(kind="batch", prompt=1, context=pp + (tg - 1) // 2, batch=b, seconds=t_tg / tg,
+                                 source=label))
+    return out
+
+
+def _batched_rows(rows: list[dict[str, Any]], name: str) -> BenchImport:
+    label = "llama-batched-bench"
+    points: list[MeasuredPoint] = []
+    for row in rows:
+        pp, tg, b = int(_number(row, "pp")), int(_number(row, "tg")), int(_number(row, "pl"))
+        if b < 1:
+            raise SpecError("pl (sequences) must be >= 1")
+        shared = bool(int(_number(row, "is_pp_shared", 0.0))) if "is_pp_shared" in row else None
+        points += _batched_point_pair(pp, tg, b, int(_number(row, "n_kv", 0.0)), _number(row, "t_pp"),
+                                      _number(row, "t_tg"), shared, label)
+    return _result(name, "llama-batched-bench", {label: points} if points else {}, rows, [])
+
+
+# --- markdown tables ----------------------------------------------------------------------------
+
+def _markdown(text: str) -> list[list[str]]:
+    """Rows of the first pipe table in ``text`` (header first, separator dropped)."""
+    rows: list[list[str]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if all(re.fullmatch(r":?-+:?", c) for c in cells if c):
+            continue
+        rows.append(cells)
+    return rows if len(rows) >= 2 else []
+
+
+_TEST = re.compile(r"^(pp|tg)\s*(\d+)(?:\s*@\s*d\s*(\d+))?$")
+
+
+def _from_markdown(table: list[list[str]], name: str) -> BenchImport:
+    header = [h.lower() for h in table[0]]
+    if "pp" in header and "tg" in header and "b" in header:
+        return _batched_markdown(header, table[1:], name)
+    if "test" not in header or "t/s" not in header:
+        raise SpecError("a markdown table without llama-bench's 'test' and 't/s' columns "
+                        "or llama-batched-bench's PP, TG and B columns")
+    col = {h: i for i, h in enumerate(header)}
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for cells in table[1:]:
+        if len(cells) != len(header):
+            raise SpecError(f"a table row has {len(cells)} cells for {len(header)} columns")
+        test = cells[col["test"]].strip()
+        match = _TEST.match(test)
+        if not match:
+            warnings.append(f"test {test!r} skipped: only ppN and tgN (@ dN) rows can be split into phases")
+            continue
+        rate = cells[col["t/s"]].split("±")[0].strip()
+        tokens, depth = int(match.group(2)), int(match.group(3) or 0)
+        row = {"model_type": cells[col["model"]] if "model" in col else "model", "avg_ts": rate,
+               "n_prompt": tokens if match.group(1) == "pp" else 0, "n_gen": tokens if match.group(1) == "tg" else 0,
+               "n_depth": depth}
+        for key, column in (("n_threads", "threads"), ("n_gpu_layers", "ngl"), ("n_batch", "n_batch"),
+                            ("backends", "backend"), ("n_ubatch", "n_ubatch")):
+            if column in col:
+                row[key] = cells[col[column]]
+        rows.append(row)
+    if not rows:
+        raise SpecError("no ppN or tgN rows in the table" + (f" ({warnings[0]})" if warnings else ""))
+    result = _from_rows(rows, name)
+    return BenchImport(path=result.path, tool=result.tool, series=result.series, models=result.models,
+                       kv_type=result.kv_type, metadata=result.metadata,
+                       warnings=tuple(dict.fromkeys(warnings + list(result.warnings))))
+
+
+def _batched_markdown(header: list[str], body: list[list[str]], name: str) -> BenchImport:
+    needed = {"pp": "pp", "tg": "tg", "b": "b", "n_kv": "n_kv", "t_pp s": "t_pp", "t_tg s": "t_tg"}
+    col = {h: i for i, h in enumerate(header)}
+    missing = [h for h in needed if h not in col]
+    if missing:
+        raise SpecError(f"llama-batched-bench table lacks the column(s) {', '.join(missing)}")
+    rows = []
+    for cells in body:
+        if len(cells) != len(header):
+            raise SpecError(f"a table row has {len(cells)} cells for {len(header)} columns")
+        rows.append({key: cells[col[h]] for h, key in needed.items()} | {"pl": cells[col["b"]]})
+    return _batched_rows(rows, name)

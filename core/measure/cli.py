@@ -1,0 +1,266 @@
+"""``rooflab measure``: measure this machine, time a model and calibrate, import llama.cpp
+benchmark output. The lead's CLI registers ``add_measure_parser`` and dispatches to
+``run_measure``; RooflabErrors propagate to its one-line handler."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import threading
+from typing import Any
+
+from rooflab.core.errors import Cancelled, MeasurementError
+
+GB = 1e9
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``measure machine``, ``measure model`` and ``measure import`` to ``subparsers``."""
+    measure = subparsers.add_parser("measure", help="measure this machine or time a model, then calibrate")
+    sub = measure.add_subparsers(dest="measure_command", metavar="{machine,model,import}")
+    sub.required = True
+
+    p = sub.add_parser("machine", help="memory bandwidth, matmul peaks and an empirical roofline")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
+    p.add_argument("--quick", action="store_true", help="fewer repeats, no roofline")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--no-save", action="store_true", help="do not keep the result as the 'measured' machine")
+
+    p = sub.add_parser("model", help="time prefill, decode and batched decode; fit the efficiency")
+    p.add_argument("model", metavar="MODEL", help="model folder, config.json, .gguf file or catalogue key")
+    p.add_argument("--random-weights", action="store_true",
+                   help="build random weights from the config even when the folder has weights "
+                        "(timing does not depend on weight values)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--prompts", type=_ints, default=(1, 16, 64, 256, 1024), help="prefill lengths, e.g. 1,16,256")
+    p.add_argument("--contexts", type=_ints, default=(2, 256), help="contexts of the batched sweep")
+    p.add_argument("--batches", type=_ints, default=(1, 2, 4, 8, 16), help="batch sizes of the batched sweep")
+    p.add_argument("--repeats", type=int, default=3, help="runs per prompt (the best is kept)")
+    p.add_argument("--steps", type=int, default=8, help="decode steps timed after each prompt")
+    p.add_argument("--experiments", default="prefill,decode,batch", help="any of prefill,decode,batch")
+    p.add_argument("--machine", default=None,
+                   help="profile to predict with (default: the measured one, measured now if missing)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-save", action="store_true", help="keep neither points nor fit")
+
+    p = sub.add_parser("import", help="read llama-bench / llama-batched-bench output")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--model", default=None, help="the model it ran, to predict and calibrate against")
+    p.add_argument("--machine", default=None, help="profile to predict with (default: the measured one)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-save", action="store_true")
+    return measure
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    """Run the ``measure`` subcommand in ``args``; returns the exit status."""
+    command = getattr(args, "measure_command", None)
+    handler = {"machine": _machine, "model": _model, "import": _import}.get(command or "")
+    if handler is None:
+        raise MeasurementError("measure needs a subcommand: machine, model or import")
+    cancel = threading.Event()
+    try:
+        return handler(args, cancel)
+    except (KeyboardInterrupt, Cancelled):
+        cancel.set()
+        print("rooflab: measurement cancelled", file=sys.stderr)
+        return 130
+
+
+class _Status:
+    """One updating status line on stderr (a plain line per step when not a terminal)."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.tty = sys.stderr.isatty()
+        self.quiet = quiet
+        self.last = ""
+
+    def __call__(self, item: object) -> None:
+        message = getattr(item, "message", None)
+        if message is None or self.quiet:
+            return
+        eta = getattr(item, "eta_seconds", None)
+        fraction = getattr(item, "fraction", 0.0) or 0.0
+        line = f"[{fraction:4.0%}] {message}" + (f"  (~{eta:.0f} s left)" if eta else "")
+        if self.tty:
+            print(f"\r{line[:78]:<78}", end="", file=sys.stderr, flush=True)
+        elif getattr(item, "step", "") != self.last:
+            print(line, file=sys.stderr)
+        self.last = getattr(item, "step", "")
+
+    def done(self) -> None:
+        if self.tty and not self.quiet:
+            print(file=sys.stderr)
+
+
+def _machine(args: argparse.Namespace, cancel: threading.Event) -> int:
+    from rooflab.core import store
+    from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+
+    plan = MachinePlan(device=args.device, threads=args.threads, repeats=3 if args.quick else 5,
+                       experiments=("bandwidth", "matmul") if args.quick else ("bandwidth", "matmul", "roofline"))
+    status = _Status()
+    run = measure_machine_blocking(plan, cancel, on_item=status)
+    status.done()
+    profile = run.profile()
+    if not args.no_save:
+        store.save_measured_machine(profile, run.to_dict())
+    if args.json:
+        _print_json({"profile": profile.to_dict(), "measurement": run.to_dict()})
+        return 0
+    print(f"{profile.name}: {run.threads} threads, torch {run.torch_version}, {run.seconds:.0f} s")
+    for r in run.bandwidth:
+        print(f"  bandwidth {r.kernel:<6} best {r.best / GB:7.1f} GB/s  median {r.median / GB:7.1f} GB/s "
+              f"({r.buffer_bytes >> 20} MiB buffers)")
+    for m in run.matmul:
+        print(f"  matmul {m.dtype:<5} best {m.best / 1e9:8.1f} GFLOP/s  median {m.median / 1e9:8.1f} GFLOP/s "
+              f"({m.size}x{m.size})")
+    if run.roofline:
+        print(f"  roofline ({run.roofline[0].dtype}, k = n = {run.roofline[0].k}): m, FLOP/byte, GFLOP/s")
+        for s in run.roofline:
+            print(f"    {s.m:>5} {s.intensity:9.2f} {s.achieved / 1e9:9.1f}")
+    print(f"  profile: B {profile.bandwidth / GB:.1f} GB/s, default dtype {profile.default_dtype}"
+          + ("" if args.no_save else " (saved as machine 'measured')"))
+    return 0
+
+
+def _reference_machine(name: str | None, device: str, cancel: threading.Event) -> Any:
+    """The profile predictions are compared with: --machine, else the stored measured one,
+    else a quick measurement of this machine now (kept for next time)."""
+    from rooflab.core import store
+    from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+    from rooflab.core.presets import load_machine
+
+    if name:
+        return load_machine(name)
+    stored = store.load_measured_machine()
+    if stored is not None:
+        return stored
+    print("no measured machine yet: measuring this one first (bandwidth and matmul peaks)", file=sys.stderr)
+    status = _Status()
+    run = measure_machine_blocking(MachinePlan(device=device, repeats=3, experiments=("bandwidth", "matmul")),
+                                   cancel, on_item=status)
+    status.done()
+    profile = run.profile()
+    store.save_measured_machine(profile, run.to_dict())
+    return profile
+
+
+def _model(args: argparse.Namespace, cancel: threading.Event) -> int:
+    from rooflab.core import store
+    from rooflab.core.calibrate import calibrate
+    from rooflab.core.measure.gaps import explain
+    from rooflab.core.measure.model import ModelPlan, measure_model_blocking
+
+    experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip())
+    plan = ModelPlan(dtype=args.dtype, device=args.device, threads=args.threads, prompts=args.prompts,
+                     contexts=args.contexts, batches=args.batches, repeats=args.repeats,
+                     decode_steps=args.steps, experiments=experiments, random_weights=args.random_weights)
+    machine = _reference_machine(args.machine, args.device, cancel)
+    status = _Status()
+    run = measure_model_blocking(args.model, plan, cancel, on_item=status)
+    status.done()
+    cal = calibrate(run.spec, machine, run.points, kv_type=run.kv_type, dtype=run.dtype, overhead=run.overhead)
+    gaps = explain(run.spec, cal)
+    key, mkey = store.model_key(run.spec), store.machine_key(machine)
+    if not args.no_save:
+        store.save_measurement(key, mkey, run.points, run.record(), label=run.label, source=str(args.model))
+        store.save_calibration(key, mkey, cal, source=str(args.model))
+    if args.json:
+        _print_json({"model": run.label, "model_key": key, "machine": machine.name, "machine_key": mkey,
+                     "measurement": run.record(), "calibration": cal.to_dict(),
+                     "gaps": [dataclasses.asdict(g) for g in gaps]})
+        return 0
+    print(f"{run.label}: {run.dtype} on {run.device_name}, {run.threads} threads, torch {run.torch_version}, "
+          f"{'random weights' if run.random_weights else 'real weights'} (key {key})")
+    _print_points(cal)
+    _print_fit(cal, machine)
+    print("  what sits between the ceiling and the measurement:")
+    for g in gaps:
+        mark = "*" if g.applies else "-"
+        share = f" {g.share:5.0%} of the step's gap" if g.seconds else ""
+        print(f"   {mark} {g.contributor}{share}: {g.evidence}")
+    for note in run.notes + cal.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def _print_points(cal: Any) -> None:
+    print(f"  {'pass':<8} {'prompt':>6} {'context':>7} {'batch':>5} {'measured ms':>11} {'ceiling ms':>10} "
+          f"{'calibrated':>10} {'error':>7}")
+    for p, before, after in zip(cal.points, cal.predicted_before, cal.predicted_after, strict=True):
+        print(f"  {p.kind:<8} {p.prompt:>6} {p.context:>7} {p.batch:>5} {p.seconds * 1e3:>11.2f} "
+              f"{before * 1e3:>10.2f} {after * 1e3:>10.2f} {abs(after - p.seconds) / p.seconds:>7.1%}")
+
+
+def _print_fit(cal: Any, machine: Any) -> None:
+    eff = cal.efficiency
+    print(f"  fitted ({', '.join(cal.fitted) or 'nothing'}): bandwidth {cal.effective_bandwidth / GB:.1f} of "
+          f"{machine.bandwidth / GB:.1f} GB/s (x{eff.bandwidth:.2f}), compute {cal.effective_flops / 1e9:.0f} of "
+          f"{cal.peak_flops / 1e9:.0f} GFLOP/s (x{eff.compute:.2f}), overhead {eff.step_overhead * 1e3:.2f} ms, "
+          f"kv_read_factor {eff.kv_read_factor:.2f}")
+    for kind in ("prefill", "decode", "batch", "all"):
+        if kind in cal.before:
+            b, a = cal.before[kind], cal.after[kind]
+            print(f"  |error| {kind:<8} median {b.median:6.1%} -> {a.median:6.1%}   worst {b.worst:6.1%} -> {a.worst:6.1%}")
+
+
+def _import(args: argparse.Namespace, cancel: threading.Event) -> int:
+    from rooflab.core import store
+    from rooflab.core.calibrate import calibrate
+    from rooflab.core.io.llamabench import read_benchmark
+
+    bench = read_benchmark(args.file)
+    for warning in bench.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    out: dict[str, Any] = {"file": bench.path, "tool": bench.tool, "models": list(bench.models),
+                           "series": {k: [p.to_dict() for p in v] for k, v in bench.series.items()}}
+    if args.model:
+        from rooflab.core.io import load_model
+        from rooflab.core.presets import load_machine
+
+        spec = load_model(args.model)
+        machine = load_machine(args.machine) if args.machine else store.load_measured_machine()
+        if machine is None:
+            raise MeasurementError("no machine to predict with: pass --machine or run 'rooflab measure machine'")
+        cal = calibrate(spec, machine, bench.points, kv_type=bench.kv_type)
+        key, mkey = store.model_key(spec), store.machine_key(machine)
+        if not args.no_save:
+            store.save_measurement(key, mkey, bench.points, {"tool": bench.tool, **bench.metadata},
+                                   label=spec.name, source=str(args.model))
+            store.save_calibration(key, mkey, cal, source=str(args.model))
+        out["calibration"] = cal.to_dict()
+        if not args.json:
+            print(f"{bench.tool}: {len(bench.points)} points for {spec.name} on {machine.name}")
+            _print_points(cal)
+            _print_fit(cal, machine)
+    if args.json:
+        _print_json(out)
+    elif not args.model:
+        print(f"{bench.tool}: {len(bench.points)} points ({', '.join(bench.models) or 'model not named'})")
+        for label, points in bench.series.items():
+            print(f"  {label}")
+            for p in points:
+                print(f"    {p.kind:<8} prompt {p.prompt:>6} context {p.context:>7} batch {p.batch:>4} "
+                      f"{p.seconds * 1e3:10.2f} ms  {p.rate:10.1f} tok/s")
+    return 0
+
+
+def _print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, allow_nan=False, default=str)
+    sys.stdout.write("\n")

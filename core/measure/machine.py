@@ -1,0 +1,284 @@
+"""Measure this machine's two ceilings: memory bandwidth (streaming read, copy, triad over
+buffers far larger than the last-level cache) and matrix-multiply peaks per dtype, plus an
+empirical roofline: (m x k)(k x n) multiplies for m from 1 to a few thousand.
+
+Each measurement is a generator yielding ``Progress`` and one result object per finished
+kernel or point, checking ``cancel`` between calls no longer than ``chunk_seconds``; it
+returns the summary. ``measure_machine_blocking`` drains it. torch only inside functions."""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from rooflab.core.errors import MeasurementError
+from rooflab.core.measure import backend
+from rooflab.core.measure.backend import timed
+from rooflab.core.measure.machine_result import (
+    BandwidthResult,
+    MachineMeasurement,
+    MatmulResult,
+    RooflineSample,
+)
+from rooflab.core.measure.progress import CancelFlag, EtaTracker, Progress, check_cancel, run_job
+from rooflab.core.measure.sysinfo import device_memory, last_level_cache_bytes
+
+MiB = 1 << 20
+KERNELS: tuple[str, ...] = ("read", "copy", "triad")
+_PASSES = {"read": 1, "copy": 2, "triad": 3}     # buffers each kernel streams per call
+ROOFLINE_MS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MachinePlan:
+    """What to measure and how hard. Sizes in bytes; None picks a default for the device.
+
+    buffer_bytes: each bandwidth buffer (default max(4 x LLC, 512 MiB), capped at an eighth of
+    free memory). dtypes: matmul peaks (default fp32, bf16, fp16, those that run). roofline_k:
+    the shared dimension k = n (default: a k x n matrix of twice the LLC on a CPU)."""
+
+    device: str = "cpu"
+    threads: int | None = None
+    repeats: int = 5
+    buffer_bytes: int | None = None
+    dtypes: tuple[str, ...] | None = None
+    matmul_max: int = 4096
+    roofline_dtype: str | None = None
+    roofline_k: int | None = None
+    roofline_ms: tuple[int, ...] = ROOFLINE_MS
+    target_seconds: float = 0.02      # a timed call is repeated until it lasts this long
+    chunk_seconds: float = 0.25       # no single uninterruptible call may last longer
+    experiments: tuple[str, ...] = ("bandwidth", "matmul", "roofline")
+
+    def __post_init__(self) -> None:
+        if self.repeats < 1:
+            raise MeasurementError("repeats must be >= 1")
+        unknown = set(self.experiments) - {"bandwidth", "matmul", "roofline"}
+        if unknown:
+            raise MeasurementError(f"unknown machine experiments: {', '.join(sorted(unknown))}")
+
+
+def default_buffer_bytes(device: str) -> int:
+    """Bytes per bandwidth buffer: max(4 x LLC, 512 MiB) on a CPU (1 GiB on a GPU), capped at
+    an eighth of the free memory so three buffers never crowd the machine."""
+    base = 1 << 30 if device != "cpu" else max(4 * last_level_cache_bytes(), 512 * MiB)
+    free, _ = device_memory(device)
+    if free:
+        base = min(base, int(free / 8))
+    return max(base // MiB, 1) * MiB
+
+
+def default_dtype(device: str, dtypes: tuple[str, ...]) -> str:
+    """The dtype a model usually runs in on ``device``, among those measured."""
+    preferred = ("fp32", "bf16", "fp16") if device == "cpu" else ("bf16", "fp16", "fp32")
+    for name in preferred:
+        if name in dtypes:
+            return name
+    return dtypes[0]
+
+
+def _repeat_count(device: str, once: float, target: float) -> int:
+    """Calls per timed sample so that a sample lasts about ``target`` seconds."""
+    return max(1, min(10_000, math.ceil(target / max(once, 1e-7))))
+
+
+def _sample(device: str, fn: Any, inner: int) -> float:
+    """Seconds per call, averaged over ``inner`` back-to-back calls."""
+    seconds, _ = timed(device, lambda: [fn() for _ in range(inner)])
+    return seconds / inner
+
+
+# --- bandwidth -------------------------------------------------------------------------------
+
+def _bandwidth_kernel(torch: Any, kernel: str, a: Any, b: Any, c: Any) -> Any:
+    if kernel == "read":
+        return lambda: torch.sum(a)
+    if kernel == "copy":
+        return lambda: b.copy_(a)
+    return lambda: torch.add(b, c, alpha=3.0, out=a)         # triad: a = b + 3 c
+
+
+def bandwidth(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | None = None,
+              ) -> Generator[Progress | BandwidthResult, None, tuple[BandwidthResult, ...]]:
+    """Streaming read (sum), copy and triad; bytes/s = bytes streamed per call / seconds.
+
+    read streams one buffer, copy two (read + write), triad three; write-allocate traffic
+    is not counted, as in STREAM."""
+    torch = backend.require_torch()
+    device = plan.device
+    size = plan.buffer_bytes or default_buffer_bytes(device)
+    eta = eta or EtaTracker([1.0] * len(KERNELS))
+    results = []
+    with backend.torch_threads(plan.threads) as threads:
+        n = size // 4
+        yield eta.progress("bandwidth", f"allocating 3 x {size / MiB:.0f} MiB on {device}")
+        a = torch.ones(n, dtype=torch.float32, device=device)
+        b = torch.ones(n, dtype=torch.float32, device=device)
+        c = torch.ones(n, dtype=torch.float32, device=device)
+        for kernel in KERNELS:
+            check_cancel(cancel)
+            fn = _bandwidth_kernel(torch, kernel, a, b, c)
+            once = _sample(device, fn, 1)                     # also the warm-up
+            inner = _repeat_count(device, once, plan.target_seconds)
+            times = []
+            for rep in range(plan.repeats):
+                check_cancel(cancel)
+                times.append(_sample(device, fn, inner))
+                yield eta.progress("bandwidth", f"{kernel}: {rep + 1}/{plan.repeats}")
+            moved = float(_PASSES[kernel] * n * 4)
+            result = BandwidthResult(kernel=kernel, device=device, buffer_bytes=n * 4, bytes_per_call=moved,
+                                     best=moved / min(times), median=moved / statistics.median(times),
+                                     repeats=plan.repeats, threads=threads)
+            results.append(result)
+            eta.advance()
+            yield result
+        del a, b, c
+    return tuple(results)
+
+
+# --- matmul peaks ----------------------------------------------------------------------------
+
+def _square(torch: Any, n: int, dtype: Any, device: str) -> tuple[Any, Any]:
+    x = torch.randn((n, n), device=device).to(dtype)
+    y = torch.randn((n, n), device=device).to(dtype)
+    return x, y
+
+
+def matmul_peaks(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | None = None,
+                 ) -> Generator[Progress | MatmulResult, None, tuple[MatmulResult, ...]]:
+    """FLOP/s of an n x n x n multiply (2 n^3 FLOP) per dtype, n doubled from 256 until a call
+    lasts ``target_seconds`` x 5 or reaches ``matmul_max``; best and median of the repeats."""
+    torch = backend.require_torch()
+    device = plan.device
+    names = plan.dtypes or tuple(d for d in ("fp32", "bf16", "fp16") if backend.dtype_supported(device, d))
+    eta = eta or EtaTracker([1.0] * len(names))
+    results = []
+    with backend.torch_threads(plan.threads) as threads:
+        for name in names:
+            dtype = backend.torch_dtype(name)
+            n = 256
+            call = functools.partial(torch.mm, *_square(torch, n, dtype, device))
+            once = _sample(device, call, 1)
+            while once < 5 * plan.target_seconds and n * 2 <= plan.matmul_max and once * 8 < plan.chunk_seconds:
+                check_cancel(cancel)
+                n *= 2
+                call = functools.partial(torch.mm, *_square(torch, n, dtype, device))
+                once = _sample(device, call, 1)
+                yield eta.progress("matmul", f"{name}: sizing, n = {n}")
+            inner = _repeat_count(device, once, plan.target_seconds)
+            times = []
+            for rep in range(plan.repeats):
+                check_cancel(cancel)
+                times.append(_sample(device, call, inner))
+                yield eta.progress("matmul", f"{name} {n}x{n}: {rep + 1}/{plan.repeats}")
+            flops = 2.0 * n ** 3
+            result = MatmulResult(dtype=name, device=device, size=n, best=flops / min(times),
+                                  median=flops / statistics.median(times), repeats=plan.repeats, threads=threads)
+            results.append(result)
+            eta.advance()
+            yield result
+    return tuple(results)
+
+
+# --- empirical roofline ----------------------------------------------------------------------
+
+def roofline_k(device: str, dtype: str) -> int:
+    """k = n for the roofline: the k x n operand twice the LLC on a CPU (so m = 1 streams it
+    from memory), 8192 on a GPU; a multiple of 256."""
+    if device != "cpu":
+        return 8192
+    side = math.sqrt(2 * last_level_cache_bytes() / backend.dtype_bytes(dtype))
+    return int(min(8192, max(1024, math.ceil(side / 256) * 256)))
+
+
+def roofline(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | None = None,
+             ) -> Generator[Progress | RooflineSample, None, tuple[RooflineSample, ...]]:
+    """Achieved FLOP/s and arithmetic intensity of (m x k)(k x n) for each m in the plan.
+
+    intensity = 2 m k n / ((m k + k n + m n) x bytes per element): low m streams the k x n
+    operand and is bandwidth-bound; large m reuses it and approaches the matmul peak. Stops
+    growing m once one call lasts longer than ``chunk_seconds``."""
+    torch = backend.require_torch()
+    device = plan.device
+    name = plan.roofline_dtype or default_dtype(device, ("fp32", "bf16", "fp16"))
+    dtype = backend.torch_dtype(name)
+    k = n = plan.roofline_k or roofline_k(device, name)
+    elt = backend.dtype_bytes(name)
+    eta = eta or EtaTracker([1.0] * len(plan.roofline_ms))
+    samples = []
+    with backend.torch_threads(plan.threads):
+        weights = torch.randn((k, n), device=device).to(dtype)
+        for m in plan.roofline_ms:
+            check_cancel(cancel)
+            call = functools.partial(torch.mm, torch.randn((m, k), device=device).to(dtype), weights)
+            once = _sample(device, call, 1)
+            inner = _repeat_count(device, once, plan.target_seconds)
+            best = min(_sample(device, call, inner) for _ in range(3))
+            flops = 2.0 * m * k * n
+            nbytes = float((m * k + k * n + m * n) * elt)
+            sample = RooflineSample(dtype=name, device=device, m=m, k=k, n=n, seconds=best, flops=flops,
+                                    bytes=nbytes, intensity=flops / nbytes, achieved=flops / best)
+            samples.append(sample)
+            eta.advance()
+            yield sample
+            yield eta.progress("roofline", f"{name}: m = {m}")
+            if once > plan.chunk_seconds / 2:
+                break                                   # the next m would run past the chunk limit
+    return tuple(samples)
+
+
+# --- the whole machine -----------------------------------------------------------------------
+
+def measure_machine(plan: MachinePlan | None = None, cancel: CancelFlag = None,
+                    ) -> Generator[Any, None, MachineMeasurement]:
+    """Bandwidth, matmul peaks and roofline on ``plan.device``; returns a MachineMeasurement
+    whose ``profile()`` is a MachineProfile for "this machine, measured"."""
+    import datetime
+    import time
+
+    plan = plan or MachinePlan()
+    device = backend.resolve_device(plan.device)
+    if device != plan.device:
+        plan = _replace(plan, device=device)
+    dtypes = plan.dtypes or tuple(d for d in ("fp32", "bf16", "fp16") if backend.dtype_supported(device, d))
+    plan = _replace(plan, dtypes=dtypes)
+    weights = ([2.0] * len(KERNELS) if "bandwidth" in plan.experiments else []) \
+        + ([3.0] * len(dtypes) if "matmul" in plan.experiments else []) \
+        + ([0.4] * len(plan.roofline_ms) if "roofline" in plan.experiments else [])
+    eta = EtaTracker(weights)
+    start = time.perf_counter()
+    yield eta.progress("start", f"measuring {device}")
+    bw: tuple[BandwidthResult, ...] = ()
+    mm: tuple[MatmulResult, ...] = ()
+    rl: tuple[RooflineSample, ...] = ()
+    if "bandwidth" in plan.experiments:
+        bw = yield from bandwidth(plan, cancel, eta)
+    if "matmul" in plan.experiments:
+        mm = yield from matmul_peaks(plan, cancel, eta)
+    if "roofline" in plan.experiments:
+        rl = yield from roofline(plan, cancel, eta)
+    with backend.torch_threads(plan.threads) as threads:
+        pass
+    _, total = device_memory(device)
+    return MachineMeasurement(
+        device=device, device_name=backend.device_name(device), threads=threads,
+        torch_version=backend.torch_version(), date=datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"), memory_total=float(total or 0.0), bandwidth=bw, matmul=mm, roofline=rl,
+        default_dtype=default_dtype(device, tuple(r.dtype for r in mm) or dtypes),
+        seconds=time.perf_counter() - start)
+
+
+def _replace(plan: MachinePlan, **changes: Any) -> MachinePlan:
+    import dataclasses
+
+    return dataclasses.replace(plan, **changes)
+
+
+def measure_machine_blocking(plan: MachinePlan | None = None, cancel: CancelFlag = None,
+                             on_item: Any = None) -> MachineMeasurement:
+    """``measure_machine`` run to its end in this thread."""
+    return run_job(measure_machine(plan, cancel), on_item)

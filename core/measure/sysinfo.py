@@ -1,0 +1,160 @@
+"""What the operating system says about this machine: memory free and total, last-level cache,
+processor name. Standard library only (no psutil); torch only for an accelerator's memory."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+_MEMINFO = Path("/proc/meminfo")
+
+
+def _meminfo_bytes(field: str) -> float | None:
+    """A /proc/meminfo field ("MemAvailable", "MemTotal") in bytes, None when absent."""
+    try:
+        text = _MEMINFO.read_text(encoding="ascii")
+    except OSError:
+        return None
+    match = re.search(rf"^{field}:\s+(\d+)\s*kB", text, re.MULTILINE)
+    return float(match.group(1)) * 1024 if match else None
+
+
+def _sysctl(name: str) -> str | None:
+    try:
+        out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _macos_available() -> float | None:
+    """Free + inactive + speculative pages from vm_stat: what macOS can hand out without swapping."""
+    try:
+        out = subprocess.run(["vm_stat"], capture_output=True, text=True, timeout=5, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    page = re.search(r"page size of (\d+) bytes", out)
+    size = int(page.group(1)) if page else 4096
+    pages = 0
+    for label in ("Pages free", "Pages inactive", "Pages speculative"):
+        match = re.search(rf"^{label}:\s+(\d+)", out, re.MULTILINE)
+        pages += int(match.group(1)) if match else 0
+    return float(pages * size) if pages else None
+
+
+class _MemoryStatus(ctypes.Structure):
+    _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
+                ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
+                ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+
+
+def _windows_memory() -> tuple[float, float] | None:
+    """(available, total) bytes from GlobalMemoryStatusEx."""
+    if sys.platform != "win32":
+        return None
+    status = _MemoryStatus()
+    status.dwLength = ctypes.sizeof(_MemoryStatus)
+    if not ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):  # type: ignore[attr-defined,unused-ignore]
+        return None
+    return float(status.ullAvailPhys), float(status.ullTotalPhys)
+
+
+def system_memory_total() -> float | None:
+    """Bytes of physical memory, None when the system does not say."""
+    if sys.platform.startswith("linux"):
+        return _meminfo_bytes("MemTotal")
+    if sys.platform == "darwin":
+        value = _sysctl("hw.memsize")
+        return float(value) if value and value.isdigit() else None
+    win = _windows_memory()
+    if win:
+        return win[1]
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def system_memory_available() -> float | None:
+    """Bytes the system can give a new allocation without swapping, None when unknown.
+
+    Linux: MemAvailable; macOS: vm_stat's free, inactive and speculative pages; Windows:
+    GlobalMemoryStatusEx; elsewhere half the physical memory, as a cautious guess."""
+    if sys.platform.startswith("linux"):
+        value = _meminfo_bytes("MemAvailable")
+        if value is not None:
+            return value
+    elif sys.platform == "darwin":
+        value = _macos_available()
+        if value is not None:
+            return value
+    win = _windows_memory()
+    if win:
+        return win[0]
+    total = system_memory_total()
+    return total / 2 if total else None
+
+
+def device_memory(device: str) -> tuple[float | None, float | None]:
+    """(available, total) bytes on ``device`` ("cpu", "cuda", "cuda:1", "mps")."""
+    if device.startswith("cuda"):
+        import torch
+
+        index = torch.device(device).index or 0
+        cuda_free, cuda_total = torch.cuda.mem_get_info(index)
+        return float(cuda_free), float(cuda_total)
+    if device.startswith("mps"):
+        import torch
+
+        # unified memory: the GPU's share is capped by Metal's recommended working set
+        cap = float(torch.mps.recommended_max_memory())
+        used = float(torch.mps.current_allocated_memory())
+        system = system_memory_available()
+        room = cap - used
+        return (min(room, system) if system else room), cap
+    return system_memory_available(), system_memory_total()
+
+
+def last_level_cache_bytes() -> int:
+    """Size of the largest CPU cache in bytes (32 MiB when the system does not say)."""
+    sizes: list[int] = []
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text(encoding="ascii").strip()
+        except OSError:
+            continue
+        match = re.fullmatch(r"(\d+)([KMG]?)", text)
+        if match:
+            scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2)]
+            sizes.append(int(match.group(1)) * scale)
+    if not sizes and sys.platform == "darwin":
+        for name in ("hw.l3cachesize", "hw.l2cachesize"):
+            value = _sysctl(name)
+            if value and value.isdigit() and int(value) > 0:
+                sizes.append(int(value))
+                break
+    return max(sizes) if sizes else 32 << 20
+
+
+def cpu_name() -> str:
+    """The processor's marketing name when the system gives one."""
+    if sys.platform.startswith("linux"):
+        try:
+            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+        if match:
+            return match.group(1).strip()
+    if sys.platform == "darwin":
+        value = _sysctl("machdep.cpu.brand_string")
+        if value:
+            return value
+    return platform.processor() or platform.machine() or "unknown CPU"

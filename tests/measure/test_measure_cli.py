@@ -1,0 +1,57 @@
+"""`rooflab measure model` and `rooflab measure import` through the lead's CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rooflab.core import store
+from rooflab.core.cli import main
+
+TINY = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512,
+        "tie_word_embeddings": True}
+
+
+def test_measure_model_json_saves_points_and_fit(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(TINY))
+    status = main(["measure", "model", str(config), "--prompts", "1,32", "--contexts", "4", "--batches", "1,2",
+                   "--repeats", "1", "--steps", "2", "--threads", "1", "--machine", "reference-cpu", "--json"])
+    assert status == 0
+    out = json.loads(capsys.readouterr().out)
+    kinds = [p["kind"] for p in out["measurement"]["points"]]
+    assert kinds == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
+    assert out["calibration"]["after"]["all"]["count"] == 6
+    assert {g["contributor"] for g in out["gaps"]} >= {"Bandwidth below the profile's figure"}
+    key, machine = out["model_key"], out["machine_key"]
+    assert store.load_calibration(key, machine) is not None
+    assert store.load_calibration(str(config), machine) is not None     # what predict --calibrated passes
+    assert len(store.load_measurements(key, machine)[0]["points"]) == 6
+
+
+def test_measure_import_lists_points(tmp_path: Path, capsys):
+    rows = [{"model_filename": "m.gguf", "n_prompt": 512, "n_gen": 0, "avg_ts": 1000.0},
+            {"model_filename": "m.gguf", "n_prompt": 0, "n_gen": 128, "avg_ts": 50.0}]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(rows))
+    assert main(["measure", "import", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "2 points" in text and "prefill" in text and "decode" in text
+
+
+def test_measure_import_bad_file_is_one_line(tmp_path: Path, capsys):
+    path = tmp_path / "bench.json"
+    path.write_text("nonsense")
+    assert main(["measure", "import", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rooflab: error: ") and str(path) in err and err.count("\n") == 1
+
+
+def test_measure_model_refuses_what_does_not_fit(tmp_path: Path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dict(TINY, hidden_size=65536, intermediate_size=262144, num_hidden_layers=40,
+                                      num_attention_heads=512, num_key_value_heads=512, head_dim=128)))
+    assert main(["measure", "model", str(config), "--machine", "reference-cpu"]) == 2
+    assert "not enough memory" in capsys.readouterr().err

@@ -1,0 +1,54 @@
+"""The gap explanation: on points made with known factors, each contributor gets the share of
+the reference step the decomposition says, and the evidence quotes the numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rooflab.core.calibrate import MeasuredPoint, calibrate, predict_points
+from rooflab.core.io import load_model
+from rooflab.core.machine import Efficiency, MachineProfile
+from rooflab.core.measure.gaps import explain
+
+TRUE = Efficiency(bandwidth=0.5, compute=0.6, step_overhead=0.012, kv_read_factor=2.0)
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    spec = load_model("qwen3-0.6b", weights="fp32")
+    machine = MachineProfile(name="cpu", bandwidth=40e9, peak_flops={"fp32": 2e11}, memory=16e9, default_dtype="fp32")
+    pts = [MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=1.0) for n in (1, 64, 512)]
+    pts += [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=1.0, median=1.02)
+            for t in (4, 512, 2048)]
+    pts += [MeasuredPoint(kind="batch", prompt=1, context=256, batch=b, seconds=1.0) for b in (1, 4)]
+    seconds = predict_points(spec, dataclasses.replace(machine, efficiency=TRUE), pts, kv_type="f32", dtype="fp32")
+    pts = [dataclasses.replace(p, seconds=float(s), median=float(s) * 1.02) for p, s in zip(pts, seconds, strict=True)]
+    return spec, calibrate(spec, machine, pts, kv_type="f32", dtype="fp32", overhead=TRUE.step_overhead)
+
+
+def test_decomposition_adds_up(calibration):
+    spec, cal = calibration
+    gaps = {g.contributor: g for g in explain(spec, cal)}
+    bandwidth = gaps["Bandwidth below the profile's figure"]
+    cache = gaps["Engine moves more cache bytes than attention reads"]
+    overhead = gaps["Fixed cost per pass (per-layer overhead)"]
+    rest = gaps["Other load on the machine, noise"]
+    assert bandwidth.applies and cache.applies and overhead.applies
+    total = bandwidth.share + cache.share + overhead.share + rest.share
+    assert total == pytest.approx(1.0, abs=1e-6)
+    assert abs(rest.seconds) < 1e-6 and not rest.applies
+    assert bandwidth.share > overhead.share > 0
+    assert "50%" in bandwidth.evidence and "kv_read_factor 2.00" in cache.evidence
+    assert overhead.seconds == pytest.approx(0.012)
+
+
+def test_compute_side_contributors(calibration):
+    spec, cal = calibration
+    gaps = {g.contributor: g for g in explain(spec, cal)}
+    kernels = gaps["Kernels and dequantisation"]
+    assert kernels.applies and "60%" in kernels.evidence
+    assert not gaps["Weights split across two memories"].applies
+    ordered = explain(spec, cal)
+    assert [g.applies for g in ordered] == sorted((g.applies for g in ordered), reverse=True)

@@ -1,0 +1,119 @@
+"""The measurement store: round trips, atomic files, corrupt files set aside (never a crash),
+ROOFLAB_DATA_DIR respected, and the keys the CLI's --machine measured / --calibrated use."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rooflab.core import store
+from rooflab.core.calibrate import MeasuredPoint, calibrate
+from rooflab.core.io import load_model
+from rooflab.core.machine import Efficiency, MachineProfile
+from rooflab.core.presets import load_machine
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def profile() -> MachineProfile:
+    return MachineProfile(name="This machine, measured (test)", bandwidth=40e9, peak_flops={"fp32": 2e11},
+                          memory=16e9, default_dtype="fp32", kind="cpu", key="measured",
+                          sources={"bandwidth": "test"})
+
+
+POINTS = [MeasuredPoint(kind="prefill", prompt=16, context=0, batch=1, seconds=0.2),
+          MeasuredPoint(kind="decode", prompt=1, context=20, batch=1, seconds=0.1, median=0.11, repeats=8)]
+
+
+def test_measured_machine_round_trip(data):
+    assert store.load_measured_machine() is None
+    path = store.save_measured_machine(profile(), {"device": "cpu"})
+    assert path.is_relative_to(data)
+    loaded = store.load_measured_machine()
+    assert loaded is not None and loaded.key == "measured" and loaded.bandwidth == 40e9
+    assert store.load_machine_measurement() == {"device": "cpu"}
+    assert load_machine("measured").bandwidth == 40e9        # what `predict --machine measured` reads
+
+
+def test_measurements_append_runs(data):
+    store.save_measurement("m-1", "measured", POINTS, {"dtype": "fp32"}, label="tiny", source="/x/config.json")
+    store.save_measurement("m-1", "measured", POINTS[:1], {"dtype": "bf16"})
+    runs = store.load_measurements("m-1", "measured")
+    assert [r["meta"]["dtype"] for r in runs] == ["fp32", "bf16"]
+    assert runs[0]["points"] == POINTS
+    assert store.measured_models() == [("m-1", "measured")]
+    raw = json.loads((data / "measurements" / "m-1" / "measured.json").read_text())
+    assert raw["label"] == "tiny" and raw["format"] == 1
+
+
+def test_calibration_by_key_and_by_source(data, tmp_path):
+    spec = load_model("qwen3-0.6b", weights="fp32")
+    points = [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=0.12 + t * 1e-5) for t in (4, 1000)]
+    cal = calibrate(spec, profile(), points, kv_type="f32", dtype="fp32")
+    key = store.model_key(spec)
+    store.save_calibration(key, "measured", cal, source="qwen3-0.6b")
+    assert store.load_calibration(key, "measured") == cal.efficiency
+    assert store.load_calibration("qwen3-0.6b", "measured") == cal.efficiency   # by the path the CLI knows
+    assert store.load_calibration(key, "other-machine") is None
+    assert store.load_calibration_record(key, "measured").points == tuple(points)
+    assert isinstance(cal.efficiency, Efficiency)
+
+
+def test_model_key_is_structural():
+    fp32 = load_model("qwen3-0.6b", weights="fp32")
+    again = load_model("qwen3-0.6b", weights="fp32")
+    bf16 = load_model("qwen3-0.6b", weights="bf16")
+    assert store.model_key(fp32) == store.model_key(again)
+    assert store.model_key(fp32) != store.model_key(bf16)
+    assert store.model_key(fp32).startswith("qwen3-")
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"format": 99}', "\xff"])
+def test_corrupt_files_are_set_aside(data, content):
+    path = data / "machines" / "measured.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(content, encoding="latin-1")
+    assert store.load_measured_machine() is None
+    assert not path.exists()
+    backups = list(path.parent.glob("measured.json.corrupt-*"))
+    assert len(backups) == 1
+    store.save_measured_machine(profile())          # a fresh file replaces it
+    assert store.load_measured_machine() is not None
+
+
+def test_bad_profile_inside_a_good_file(data):
+    path = data / "machines" / "measured.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": 1, "profile": {"name": "x", "bandwidth": -1}}))
+    assert store.load_measured_machine() is None
+    assert list(path.parent.glob("measured.json.corrupt-*"))
+
+
+def test_writes_are_atomic(data, monkeypatch):
+    store.save_measured_machine(profile())
+    import rooflab.core.atomic as atomic
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(atomic.os, "replace", fail)
+    with pytest.raises(OSError):
+        store.save_measured_machine(profile(), {"device": "changed"})
+    assert store.load_machine_measurement() is None           # the old file, intact
+    assert store.load_measured_machine() is not None
+    assert not [p for p in (data / "machines").iterdir() if p.suffix == ".tmp"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG folders are Linux's")
+def test_default_folder_is_the_platform_data_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv("ROOFLAB_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    store.save_measured_machine(profile())
+    assert (tmp_path / "xdg" / "rooflab" / "machines" / "measured.json").is_file()
