@@ -37,6 +37,7 @@ from rooflab.gui.compare_panel import ComparePanel
 from rooflab.gui.dnd import DropController
 from rooflab.gui.jobs import JobController, Progress
 from rooflab.gui.machine_panel import MachinePanel
+from rooflab.gui.measure_panel import MeasurePanel
 from rooflab.gui.model_panel import MODEL_FILTER, ModelPanel
 from rooflab.gui.numbers_panel import NumbersPanel
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
@@ -103,6 +104,7 @@ class MainWindow(QMainWindow):
         self.compare = ComparePanel(state, self.theme)
         self.stopwatch = StopwatchPanel()
         self.plots: dict[str, ChartPlot] = {cls.chart_key: cls(theme=self.theme) for cls in PLOT_CLASSES}
+        self.measure_panel = MeasurePanel(state, self.plots)
         self.left_tabs = QTabWidget()
         self.plot_tabs = QTabWidget()
         self.scenario_label = QLabel()
@@ -124,6 +126,7 @@ class MainWindow(QMainWindow):
         self.left_tabs.addTab(_scrolled(self.machine_panel), "Machine")
         self.left_tabs.addTab(_scrolled(self.model_panel), "Model")
         self.left_tabs.addTab(_scrolled(self.workload_panel), "Workload")
+        self.left_tabs.addTab(_scrolled(self.measure_panel), "Measure")
         self.left_tabs.setCurrentIndex(2)
         self.left_tabs.setMinimumWidth(340)
         for key, plot in self.plots.items():
@@ -219,6 +222,7 @@ class MainWindow(QMainWindow):
         self.drops.dropped.connect(self._on_drops_dropped)
         self.model_panel.open_requested.connect(self._on_model_panel_open_requested)
         self.machine_panel.message.connect(self._on_panel_message)
+        self.measure_panel.message.connect(self._on_panel_message)
         from PySide6.QtGui import QGuiApplication
 
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
@@ -424,6 +428,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         self.jobs.shutdown()
+        self.measure_panel.shutdown()
         self.remember()
         self.drops.uninstall()
         super().closeEvent(event)

@@ -53,7 +53,7 @@ class ModelPlan:
     decode_steps: int = 8
     repeats: int = 3
     max_repeats: int = 10
-    point_seconds: float = 1.0
+    point_seconds: float = 0.5
     contexts: tuple[int, ...] = (2, 256)
     batches: tuple[int, ...] = (1, 2, 4, 8, 16)
     batch_steps: int = 5

@@ -1,0 +1,142 @@
+"""The Measure tab: points reach the plots as they arrive, a calibration is shown, cancel stops a
+measurement inside a forward pass, a run that would not fit is refused with a message in the
+window, worker errors are shown, and imports are drawn. Both directions are checked: controls
+-> what runs, results -> what the widgets show."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from rooflab.core.calibrate import MeasuredPoint
+
+
+@pytest.fixture
+def tiny_window(window, tiny_config: Path, monkeypatch, tmp_path):
+    """The window with the tiny config.json on screen (fp32) and a private data folder."""
+    from rooflab.core.io import load_model
+
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    window.state.set_model(load_model(tiny_config, weights="fp32"), str(tiny_config))
+    panel = window.measure_panel
+    panel.threads.setValue(1)
+    panel.repeats.setValue(1)
+    panel.prompts.setText("1, 8")
+    panel.contexts.setText("4")
+    panel.batches.setText("1, 2")
+    yield window
+    panel.shutdown()
+
+
+def test_points_arrive_live_then_calibration(qtbot, tiny_window):
+    panel = tiny_window.measure_panel
+    arrived: list[object] = []
+    panel.sample_measured.connect(arrived.append)
+    with qtbot.waitSignal(panel.calibrated, timeout=60_000) as fit:
+        panel.model_button.click()
+    qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=10_000)
+    points = [a for a in arrived if isinstance(a, MeasuredPoint)]
+    assert [p.kind for p in points] == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
+    assert fit.args[0].after["all"].count == 6
+    assert "Calibration" in panel.results.text() and "TTFT" in panel.results.text()
+    assert panel.step.text() == "Done" and panel.progress.value() == 1000
+    assert panel.apply_button.isEnabled() and panel.model_button.isEnabled()
+    tiny_window.flush_plots()
+    measured = tiny_window.plots["prefill"].curve("ttft", "measured_ttft", layer="measured")
+    assert list(measured.x) == [1.0, 8.0] and "measured / predicted" in measured.extras
+    assert tiny_window.plots["batching"].curve("rate", "measured_per_sequence_4", layer="measured").x.size == 2
+    assert tiny_window.plots["decode"].curve("step", "calibrated_step", layer="calibrated").y.size > 10
+    # control -> model: applying the fit changes the machine on screen
+    panel.apply_button.click()
+    assert tiny_window.state.machine.efficiency == panel.calibration.efficiency
+
+
+def test_cancel_stops_within_about_a_second(qtbot, tiny_window):
+    panel = tiny_window.measure_panel
+    panel.prompts.setText(", ".join(["4096"] * 20))
+    panel.use_batch.setChecked(False)
+    with qtbot.waitSignal(panel.jobs.progress, timeout=30_000,
+                          check_params_cb=lambda p: p.message.startswith("prefill")):
+        panel.model_button.click()
+    asked = time.perf_counter()
+    with qtbot.waitSignal(panel.jobs.done, timeout=5_000):
+        panel.cancel_button.click()
+    assert time.perf_counter() - asked < 1.5
+    assert panel.step.text() == "Cancelled"
+    assert panel.error.isHidden()
+    assert panel.model_button.isEnabled() and not panel.cancel_button.isEnabled()
+
+
+def test_memory_refusal_is_shown_in_the_window(qtbot, tiny_window):
+    panel = tiny_window.measure_panel
+    panel.memory_limit = 1e6
+    messages: list[tuple[str, str]] = []
+    panel.message.connect(lambda text, level: messages.append((text, level)))
+    with qtbot.waitSignal(panel.jobs.done, timeout=30_000):
+        panel.model_button.click()
+    assert not panel.error.isHidden() and "not enough memory" in panel.error.text()
+    assert messages and messages[-1][1] == "error"
+    assert "not enough memory" in tiny_window.messages.label.text() and tiny_window.messages.level == "error"
+    assert panel.points == []
+
+
+def test_worker_error_is_one_line_in_the_window(qtbot, tiny_window, tmp_path):
+    bad = tmp_path / "bad" / "config.json"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"model_type": "no-such-architecture", "hidden_size": 8}))
+    tiny_window.state.set_model(tiny_window.state.model, str(bad))
+    panel = tiny_window.measure_panel
+    with qtbot.waitSignal(panel.jobs.done, timeout=30_000):
+        panel.model_button.click()
+    assert "no-such-architecture" in panel.error.text()
+    assert "\n" not in panel.error.text()
+
+
+def test_bad_controls_refuse_before_starting(qtbot, tiny_window):
+    panel = tiny_window.measure_panel
+    panel.prompts.setText("1, lots")
+    panel.model_button.click()
+    assert "prompts" in panel.error.text() and not panel.jobs.busy
+    panel.prompts.setText("1")
+    for box in (panel.use_prefill, panel.use_decode, panel.use_batch):
+        box.setChecked(False)
+    panel.model_button.click()
+    assert "at least one model experiment" in panel.error.text()
+
+
+def test_import_llama_bench(qtbot, tiny_window, tmp_path):
+    rows = [{"model_filename": "tiny.gguf", "n_prompt": n, "n_gen": 0, "avg_ts": 1000.0 * n ** 0.5} for n in (16, 256)]
+    rows += [{"model_filename": "tiny.gguf", "n_prompt": 0, "n_gen": 64, "n_depth": d, "avg_ts": 500.0} for d in (0, 2048)]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(rows))
+    panel = tiny_window.measure_panel
+    with qtbot.waitSignal(panel.calibrated, timeout=10_000):
+        panel.import_file(str(path))
+    assert len(panel.points) == 4
+    tiny_window.flush_plots()
+    assert tiny_window.plots["decode"].curve("step", "measured_step", layer="measured").x.size == 2
+
+
+def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch):
+    from rooflab.core.measure import machine as machine_module
+
+    panel = tiny_window.measure_panel
+    small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=2, dtypes=("fp32",),
+                                       matmul_max=256, roofline_k=256, roofline_ms=(1, 8, 64))
+    monkeypatch.setattr(panel, "machine_plan", lambda: small)
+    with qtbot.waitSignal(panel.jobs.done, timeout=30_000):
+        panel.machine_button.click()
+    assert tiny_window.state.machine.key == "measured"
+    tiny_window.plot_tabs.setCurrentWidget(tiny_window.plots["roofline"])
+    tiny_window.flush_plots()
+    curve = tiny_window.plots["roofline"].curve("roofline", "measured_multiplies", layer="measured-machine")
+    assert list(curve.extras["rows m"]) == [1.0, 8.0, 64.0]
+
+
+def test_grab_smoke(qtbot, tiny_window):
+    panel = tiny_window.measure_panel
+    panel.show()
+    assert not panel.grab().isNull()
