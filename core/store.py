@@ -131,7 +131,7 @@ def save_measurement(model: str, machine: str, points: Sequence[MeasuredPoint],
     runs.append({"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": dict(meta or {}),
                  "points": [p.to_dict() for p in points]})
     record = {"model": model, "machine": machine, "label": label or data.get("label", ""),
-              "source": source or data.get("source", ""), "runs": runs}
+              "source": _absolute(source) or data.get("source", ""), "runs": runs}
     return _write(path, record)
 
 
@@ -167,8 +167,29 @@ def _calibration_path(model: str, machine: str) -> Path:
 def save_calibration(model: str, machine: str, calibration: Calibration, *, source: str = "") -> Path:
     """Keep ``calibration`` as the fit for ``model`` on ``machine`` (replacing the last one).
     ``source`` (the model's path) lets ``load_calibration`` find it by path as well."""
-    return _write(_calibration_path(model, machine),
-                  {"model": model, "machine": machine, "source": source, "calibration": calibration.to_dict()})
+    return _write(_calibration_path(model, machine), {"model": model, "machine": machine, "source": _absolute(source),
+                                                      "calibration": calibration.to_dict()})
+
+
+def _absolute(source: str) -> str:
+    """A path that exists, made absolute (so a later run from another folder matches it)."""
+    try:
+        path = Path(source).expanduser()
+        return str(path.resolve()) if source and path.exists() else source
+    except OSError:
+        return source
+
+
+def _same_source(a: str, b: str) -> bool:
+    """Equal references, or two paths naming the same file or folder."""
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    try:
+        return Path(a).expanduser().resolve() == Path(b).expanduser().resolve() and Path(a).expanduser().exists()
+    except OSError:
+        return False
 
 
 def load_calibration_record(model: str, machine: str) -> Calibration | None:
@@ -190,7 +211,7 @@ def load_calibration(model: str, machine: str) -> Efficiency | None:
         return found.efficiency
     for path in sorted((data_dir() / "calibrations").glob(f"*/{_slug(machine)}.json")):
         data = _read(path)
-        if data and model and data.get("source") == model:
+        if data and model and _same_source(str(data.get("source", "")), model):
             try:
                 return Calibration.from_dict(data["calibration"]).efficiency
             except (KeyError, SpecError):
