@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build the one-folder desktop app into dist/rooflab/ from this checkout, reproducibly:
+#   packaging/build.sh
+# Makes (once) a separate build venv with the pinned packages of packaging/build-requirements.txt
+# (no torch), runs PyInstaller on packaging/rooflab.spec from scratch, then smoke-tests the
+# result: --version, the catalogue, a prediction and an offscreen window screenshot.
+# PYTHON picks the interpreter (3.10+, 3.11 recommended); ROOFLAB_BUILD_VENV the venv folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+venv=${ROOFLAB_BUILD_VENV:-build/pyi-venv}
+requirements=packaging/build-requirements.txt
+
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+fi
+stamp="$venv/.rooflab-build-installed"
+if [ ! -f "$stamp" ] || [ "$requirements" -nt "$stamp" ]; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    if "$venv/bin/python" -c "import tomllib" 2>/dev/null; then :; else
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check tomli
+    fi
+    touch "$stamp"
+fi
+
+rm -rf dist/rooflab
+"$venv/bin/pyinstaller" --noconfirm --clean --log-level WARN \
+    --distpath dist --workpath build packaging/rooflab.spec
+
+# Smoke test in a bare environment, away from the checkout, so nothing leaks in from either.
+app=$(pwd)/dist/rooflab
+home=$(mktemp -d)
+trap 'rm -rf "$home"' EXIT
+run() { (cd "$home" && env -i HOME="$home" PATH=/usr/bin:/bin LANG=C.UTF-8 "$@"); }
+run "$app/rooflab" --version
+run "$app/rooflab" models >/dev/null
+run "$app/rooflab" predict --model qwen3-8b-q4_k_m --machine rtx-4090 >/dev/null
+run QT_QPA_PLATFORM=offscreen "$app/rooflab-gui" --screenshot "$home/window.png" >/dev/null 2>&1
+test -s "$home/window.png"
+echo "built $app ($(du -sh "$app" | cut -f1)); smoke test passed"
