@@ -249,7 +249,8 @@ def _fit_memory(w: _Work, mask: NDArray[np.bool_], overhead: float, notes: list[
     weights, cache, seconds = w.weights[mask], w.cache[mask], w.seconds[mask]
     target = np.maximum(seconds - overhead, 0.05 * seconds)
     share = cache / (weights + cache)
-    if share.size >= 3 and float(share.max() - share.min()) >= 0.02:
+    # the cache must move the step time visibly (5 % of the bytes) before its cost is fitted
+    if share.size >= 3 and float(share.max() - share.min()) >= 0.05:
         alpha, beta = _lstsq_relative([weights, cache], target, seconds)
         if alpha > 0 and beta >= alpha:
             return float(alpha), float(beta), True

@@ -365,6 +365,9 @@ class MeasurePanel(QWidget):
         if store.model_key(self._state.model) != key:
             self.message.emit(f"Showing the model as it ran: {run.spec.name} in {run.dtype}", "info")
             self._state.set_model(run.spec, self._source)
+        workload = self._state.workload
+        if (workload.kv_type, workload.compute_dtype) != (run.kv_type, run.dtype):
+            self._state.update_workload(kv_type=run.kv_type, compute_dtype=run.dtype)
         self._set_calibration(cal, run.spec, notes=list(run.notes))
 
     def _import_done(self, bench: BenchImport) -> None:

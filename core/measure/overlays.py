@@ -31,7 +31,7 @@ def _points_curve(key: str, label: str, x: Sequence[float], y: Sequence[float], 
 
 
 def measured_curves(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: MachineProfile,
-                    workload: Workload, *, label: str = "measured", kv_type: str | None = None,
+                    workload: Workload, *, kv_type: str | None = None,
                     dtype: str | None = None) -> Overlay:
     """Prefill points on Prefill/TTFT (time and rate), decode steps at the workload's batch on
     Decode vs context (time and rate), batched steps on Batching (per sequence and total, one
@@ -46,19 +46,19 @@ def measured_curves(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: M
     if pre:
         x = [p.prompt for p, _ in pre]
         r = [q for _, q in pre]
-        out[(PREFILL, "ttft")] = [_points_curve("measured_ttft", f"{label}: TTFT", x, [p.seconds for p, _ in pre], r,
+        out[(PREFILL, "ttft")] = [_points_curve("measured_ttft", "TTFT", x, [p.seconds for p, _ in pre], r,
                                                 x_name="prompt", x_unit="tokens", y_name="TTFT", y_unit="s")]
-        out[(PREFILL, "rate")] = [_points_curve("measured_rate", f"{label}: prompt tokens/s", x,
+        out[(PREFILL, "rate")] = [_points_curve("measured_rate", "prompt tokens/s", x,
                                                 [p.rate for p, _ in pre], r, x_name="prompt", x_unit="tokens",
                                                 y_name="prompt rate", y_unit="tokens/s")]
     dec = [(p, r) for p, r in zip(points, ratio, strict=True) if p.is_decode and p.batch == workload.batch]
     if dec:
         x = [p.context for p, _ in dec]
         r = [q for _, q in dec]
-        out[(DECODE, "step")] = [_points_curve("measured_step", f"{label}: time per token", x,
+        out[(DECODE, "step")] = [_points_curve("measured_step", "time per token", x,
                                                [p.seconds for p, _ in dec], r, x_name="context", x_unit="tokens",
                                                y_name="time per token", y_unit="s")]
-        out[(DECODE, "rate")] = [_points_curve("measured_rate", f"{label}: tokens/s", x,
+        out[(DECODE, "rate")] = [_points_curve("measured_rate", "tokens/s", x,
                                                [1.0 / p.seconds for p, _ in dec], r, x_name="context",
                                                x_unit="tokens", y_name="decode rate", y_unit="tokens/s")]
     batch = [(p, r) for p, r in zip(points, ratio, strict=True) if p.kind == "batch"]
@@ -67,20 +67,20 @@ def measured_curves(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: M
         group = [(p, r) for p, r in batch if p.context == context]
         x = [p.batch for p, _ in group]
         r = [q for _, q in group]
-        curves += [_points_curve(f"measured_per_sequence_{context}", f"{label}: per sequence, context {context}", x,
+        curves += [_points_curve(f"measured_per_sequence_{context}", f"per sequence, context {context}", x,
                                  [1.0 / p.seconds for p, _ in group], r, x_name="batch", x_unit="sequences",
                                  y_name="decode rate", y_unit="tokens/s"),
-                   _points_curve(f"measured_total_{context}", f"{label}: total, context {context}", x,
+                   _points_curve(f"measured_total_{context}", f"total, context {context}", x,
                                  [p.batch / p.seconds for p, _ in group], r, x_name="batch", x_unit="sequences",
                                  y_name="decode rate", y_unit="tokens/s")]
     if curves:
         out[(BATCHING, "rate")] = curves
-    out[(ROOFLINE, "roofline")] = [_roofline_of(points, spec, machine, workload, ratio, label, kv)]
+    out[(ROOFLINE, "roofline")] = [_roofline_of(points, spec, machine, workload, ratio, kv)]
     return out
 
 
 def _roofline_of(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: MachineProfile, workload: Workload,
-                 ratio: Sequence[float], label: str, kv_type: str) -> Curve:
+                 ratio: Sequence[float], kv_type: str) -> Curve:
     """Each pass at intensity = FLOPs / bytes (as the engine counts them), achieved = FLOPs / s."""
     wl = dataclasses.replace(workload, kv_type=kv_type)
     plain = dataclasses.replace(machine, efficiency=dataclasses.replace(machine.efficiency, kv_read_factor=1.0))
@@ -92,11 +92,11 @@ def _roofline_of(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: Mach
             work = decode_pass(spec, plain, wl, context=p.context, batch=p.batch)
         x.append(float(work.intensity))
         y.append(float(work.flops) / p.seconds)
-    return _points_curve("measured_passes", f"{label}: passes", x, y, ratio, x_name="intensity", x_unit="FLOP/byte",
+    return _points_curve("measured_passes", "forward passes", x, y, ratio, x_name="intensity", x_unit="FLOP/byte",
                          y_name="achieved", y_unit="FLOP/s")
 
 
-def roofline_samples_curve(samples: Sequence[RooflineSample], label: str = "measured multiplies") -> Overlay:
+def roofline_samples_curve(samples: Sequence[RooflineSample], label: str = "multiplies") -> Overlay:
     """The machine measurement's (m x k)(k x n) multiplies on the Roofline: intensity and the
     FLOP/s each achieved; hover shows m."""
     if not samples:
@@ -121,6 +121,6 @@ def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Wor
     for chart, panel, keys in _CALIBRATED:
         found = [c for c in charts[chart].panel(panel).curves if c.key in keys]
         if found:
-            out[(chart, panel)] = [dataclasses.replace(c, key=f"calibrated_{c.key}", label=f"calibrated: {c.label}",
+            out[(chart, panel)] = [dataclasses.replace(c, key=f"calibrated_{c.key}", label=c.label,
                                                        role="calibrated") for c in found]
     return out
