@@ -46,7 +46,7 @@ class MachinePlan:
     repeats: int = 5
     buffer_bytes: int | None = None
     dtypes: tuple[str, ...] | None = None
-    matmul_max: int = 4096
+    matmul_max: int | None = None     # largest n tried (None: 4096 on a CPU, 16384 on a GPU)
     roofline_dtype: str | None = None
     roofline_k: int | None = None
     roofline_ms: tuple[int, ...] = ROOFLINE_MS
@@ -151,11 +151,13 @@ def _square(torch: Any, n: int, dtype: Any, device: str) -> tuple[Any, Any]:
 def matmul_peaks(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | None = None,
                  ) -> Generator[Progress | MatmulResult, None, tuple[MatmulResult, ...]]:
     """FLOP/s of an n x n x n multiply (2 n^3 FLOP) per dtype, n doubled from 256 until a call
-    lasts ``target_seconds`` x 5 or reaches ``matmul_max``; best and median of the repeats."""
+    lasts ``target_seconds`` x 5 or n reaches ``matmul_max``; best and median of the repeats.
+    (A GPU needs n in the thousands before its peak shows, hence 16384 there.)"""
     torch = backend.require_torch()
     device = plan.device
     names = plan.dtypes or tuple(d for d in ("fp32", "bf16", "fp16") if backend.dtype_supported(device, d))
     eta = eta or EtaTracker([1.0] * len(names))
+    largest = plan.matmul_max or (4096 if device == "cpu" else 16384)
     results = []
     with backend.torch_threads(plan.threads) as threads:
         for name in names:
@@ -163,7 +165,7 @@ def matmul_peaks(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker |
             n = 256
             call = functools.partial(torch.mm, *_square(torch, n, dtype, device))
             once = _sample(device, call, 1)
-            while once < 5 * plan.target_seconds and n * 2 <= plan.matmul_max and once * 8 < plan.chunk_seconds:
+            while once < 5 * plan.target_seconds and n * 2 <= largest and once * 8 < plan.chunk_seconds:
                 check_cancel(cancel)
                 n *= 2
                 call = functools.partial(torch.mm, *_square(torch, n, dtype, device))

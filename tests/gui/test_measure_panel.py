@@ -31,7 +31,7 @@ def tiny_window(window, tiny_config: Path, monkeypatch, tmp_path):
     panel.shutdown()
 
 
-def test_points_arrive_live_then_calibration(qtbot, tiny_window):
+def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path):
     panel = tiny_window.measure_panel
     arrived: list[object] = []
     panel.sample_measured.connect(arrived.append)
@@ -49,6 +49,8 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window):
     assert list(measured.x) == [1.0, 8.0] and "measured / predicted" in measured.extras
     assert tiny_window.plots["batching"].curve("rate", "measured_per_sequence_4", layer="measured").x.size == 2
     assert tiny_window.plots["decode"].curve("step", "calibrated_step", layer="calibrated").y.size > 10
+    files = tiny_window.save_report(tmp_path / "report")
+    assert any("measured" in p.name for p in files.csvs)            # measured series go into the report
     # control -> model: applying the fit changes the machine on screen
     panel.apply_button.click()
     assert tiny_window.state.machine.efficiency == panel.calibration.efficiency
