@@ -15,6 +15,7 @@ from typing import Any
 from rooflab.core import __version__
 from rooflab.core.errors import RooflabError, SpecError
 from rooflab.core.machine import MachineProfile
+from rooflab.core.model import ModelSpec
 from rooflab.core.workload import Workload
 
 Handler = Callable[[argparse.Namespace], int]
@@ -132,9 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- shared resolution ------------------------------------------------------------------------
 
-def resolve_machine(args: argparse.Namespace, model_key: str | None = None) -> MachineProfile:
+def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> MachineProfile:
     """The machine named by --machine, with --bandwidth/--peak-tflops/--memory-gb applied and,
-    with --calibrated, the efficiency fitted for ``model_key``."""
+    with --calibrated, the efficiency fitted from ``spec``'s measurements on that machine."""
     from rooflab.core.presets import load_machine
 
     machine = load_machine(args.machine)
@@ -160,7 +161,9 @@ def resolve_machine(args: argparse.Namespace, model_key: str | None = None) -> M
     if getattr(args, "calibrated", False):
         from rooflab.core import store
 
-        fitted = store.load_calibration(model_key or "", machine.key or machine.name)
+        mkey = store.machine_key(machine)
+        fitted = None if spec is None else (store.load_calibration(store.model_key(spec), mkey)
+                                            or store.load_calibration(spec.source, mkey))
         if fitted is None:
             raise SpecError(f"no calibration for this model on {machine.name}: run 'rooflab measure model' first")
         changes["efficiency"] = fitted
@@ -203,7 +206,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
     workload = resolve_workload(args)
     spec = load_model(args.model, weights=args.weights)
-    machine = resolve_machine(args, spec.source)
+    machine = resolve_machine(args, spec)
     contexts = args.contexts or DEFAULT_CONTEXTS
     batches = args.batches or DEFAULT_BATCHES
     prompts = args.prompts or DEFAULT_PROMPTS

@@ -203,7 +203,7 @@ def run_report(args: argparse.Namespace) -> int:
     from rooflab.gui.report import write_report
 
     spec = load_model(args.model, weights=getattr(args, "weights", None))
-    machine = resolve_machine(args, model_key=args.model)
+    machine = resolve_machine(args, spec)
     workload = resolve_workload(args)
     make_app(headless=True)
     state = AppState(spec, machine, workload, model_ref=args.model)

@@ -55,3 +55,35 @@ def test_measure_model_refuses_what_does_not_fit(tmp_path: Path, capsys):
                                       num_attention_heads=512, num_key_value_heads=512, head_dim=128)))
     assert main(["measure", "model", str(config), "--machine", "reference-cpu"]) == 2
     assert "not enough memory" in capsys.readouterr().err
+
+
+def test_predict_calibrated_uses_the_fit(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(TINY))
+    predict = ["predict", "--model", str(config), "--machine", "reference-cpu", "--contexts", "8",
+               "--batches", "1", "--json"]
+    assert main([*predict, "--calibrated"]) == 2                       # nothing measured yet
+    assert "no calibration" in capsys.readouterr().err
+    assert main(["measure", "model", str(config), "--prompts", "1,32", "--contexts", "4", "--batches", "1,2",
+                 "--repeats", "1", "--steps", "2", "--threads", "1", "--machine", "reference-cpu", "--json"]) == 0
+    capsys.readouterr()
+    assert main(predict) == 0
+    ceiling = json.loads(capsys.readouterr().out)
+    assert main([*predict, "--calibrated"]) == 0
+    calibrated = json.loads(capsys.readouterr().out)
+    assert calibrated["machine"]["efficiency"] != ceiling["machine"]["efficiency"]
+    # a calibrated prediction is an estimate below the ceiling (efficiency <= 1 or an overhead)
+    assert calibrated["decode"][0]["step_seconds"] > ceiling["decode"][0]["step_seconds"]
+
+
+def test_predict_on_measured_machine(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    assert main(["predict", "--model", "qwen3-0.6b", "--machine", "measured"]) == 2
+    assert "measure machine" in capsys.readouterr().err
+    from rooflab.core.machine import MachineProfile
+
+    store.save_measured_machine(MachineProfile(name="This machine, measured", key="measured", bandwidth=20e9,
+                                               peak_flops={"fp32": 3e11}, default_dtype="fp32", memory=16e9))
+    assert main(["predict", "--model", "qwen3-0.6b", "--machine", "measured", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["machine"]["bandwidth_gb_per_s"] == 20
