@@ -135,11 +135,12 @@ class PanelView:
 
     def _draw_data(self, drawn: Drawn, name: str | None) -> None:
         layer, curve = drawn.layer, drawn.curve
-        key = (layer.kind, layer.index, curve.kind, curve.role, self.theme)
+        ordinal = self._point_ordinal(layer, curve) if curve.kind == "points" else 0
+        key = (layer.kind, layer.index, curve.kind, curve.role, self.theme, ordinal)
         style = {}
         if key != drawn.style_key:            # new pens rebuild a scatter's symbols: only on change
-            style = point_style(layer, curve, self.theme) if curve.kind == "points" else {"pen": line_pen(
-                layer, curve, self.theme)}
+            style = point_style(layer, curve, self.theme, ordinal) if curve.kind == "points" else {
+                "pen": line_pen(layer, curve, self.theme)}
             drawn.style_key = key
         if not drawn.items:
             item = pg.PlotDataItem(**style)
@@ -156,6 +157,11 @@ class PanelView:
         if curve.role == "marker" and curve.label != "current workload" and curve.x.size == 1 \
                 and layer.kind == "current":
             self._annotate(drawn)
+
+    def _point_ordinal(self, layer: Layer, curve: Curve) -> int:
+        """Position of ``curve`` among this layer's point series on this panel (first drawn: 0)."""
+        keys = [k for k, d in self.drawn.items() if k[0] == layer.key and d.curve.kind == "points"]
+        return keys.index((layer.key, curve.key)) if (layer.key, curve.key) in keys else len(keys)
 
     def _annotate(self, drawn: Drawn) -> None:
         """Name a marker that is not simply "the current workload" (roofline: prefill, decode)."""

@@ -59,12 +59,18 @@ def line_pen(layer: Layer, curve: Curve, theme: Theme) -> Any:
     return pg.mkPen(colour, width=_WIDTH.get(role, 1.5), style=style, cosmetic=True)
 
 
-def point_style(layer: Layer, curve: Curve, theme: Theme) -> dict[str, Any]:
+MEASURED_SYMBOLS = ("o", "s", "t", "d", "t1")
+
+
+def point_style(layer: Layer, curve: Curve, theme: Theme, ordinal: int = 0) -> dict[str, Any]:
     """Keyword arguments for a PlotDataItem drawing points: filled circles for the current
-    workload, diamonds for pinned series, hollow rings for measurements."""
+    workload, diamonds for pinned series, hollow symbols for measurements (rings, then squares,
+    triangles... for the ``ordinal``-th point series of one measured layer on a panel, so the
+    machine's multiplies and the model's passes stay apart on the roofline)."""
     if layer.kind == "measured":
         colour = layer.colour(theme, "main")
-        return dict(pen=None, symbol="o", symbolSize=9, symbolBrush=None,
+        symbol = MEASURED_SYMBOLS[ordinal % len(MEASURED_SYMBOLS)]
+        return dict(pen=None, symbol=symbol, symbolSize=9, symbolBrush=None,
                     symbolPen=pg.mkPen(colour, width=1.8))
     colour = layer.colour(theme, "marker" if curve.role == "marker" else curve.role)
     symbol = "d" if layer.kind == "pinned" else "o"

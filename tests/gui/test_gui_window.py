@@ -168,6 +168,19 @@ def test_measured_and_calibrated_layers(qtbot, window):
     assert not any(s.layer.key == "measured" for s in plot.drawn())
 
 
+def test_two_measured_series_on_one_panel_get_different_symbols(qtbot, window):
+    plot = window.plots["roofline"]
+    window.plot_tabs.setCurrentWidget(plot)
+    common = dict(kind="points", role="measured", x_name="intensity", x_unit="FLOP/byte",
+                  y_name="FLOP/s", y_unit="FLOP/s")
+    multiplies = Curve(key="matmul", label="multiplies", x=[1, 10], y=[1e10, 5e10], **common)
+    passes = Curve(key="passes", label="forward passes", x=[2, 20], y=[2e10, 6e10], **common)
+    with qtbot.waitSignal(plot.redrawn, timeout=2000):
+        plot.set_measured("roofline", [multiplies, passes])
+    symbols = {plot.items("roofline", key, "measured")[0].opts["symbol"] for key in ("matmul", "passes")}
+    assert len(symbols) == 2
+
+
 def test_moe_model_gets_experts_panel(qtbot, window):
     from rooflab.core.io import load_model
 
