@@ -17,6 +17,7 @@ from typing import Any
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.io.arch import default_sliding
 from rooflab.core.io.hf_tables import HFShape, normalise, tensor_shapes
+from rooflab.core.io.textfile import read_text_capped
 from rooflab.core.model import AttentionLayout, ModelSpec, Role, Tensor
 from rooflab.core.quant import TensorSlot, recipe, tensor_bytes
 from rooflab.core.roles import classify, layer_of
@@ -30,19 +31,9 @@ _ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16":
 
 def read_config(path: Path) -> dict[str, Any]:
     """Parse a config.json with a size cap; ModelFileError on any problem."""
+    text = read_text_capped(path, MAX_CONFIG_BYTES, "a config.json")
     try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ModelFileError(path, f"{size} bytes is too large for a config.json")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelFileError(path, "no such file") from None
-    except IsADirectoryError:
-        raise ModelFileError(path, "is a folder, not a config.json") from None
-    except OSError as exc:
-        raise ModelFileError(path, f"cannot read ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise ModelFileError(path, "is not UTF-8 text") from exc
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ModelFileError(path, f"is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
     if not isinstance(data, dict):

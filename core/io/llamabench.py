@@ -28,6 +28,7 @@ from typing import Any
 
 from rooflab.core.calibrate import MeasuredPoint
 from rooflab.core.errors import ModelFileError, SpecError
+from rooflab.core.io.textfile import read_text_capped
 
 MAX_BYTES = 64 << 20
 # llama-bench fields that, when they differ between rows, make separate series
@@ -55,19 +56,7 @@ class BenchImport:
 def read_benchmark(path: str | Path) -> BenchImport:
     """Read a llama-bench or llama-batched-bench output file; ModelFileError if it is neither."""
     file = Path(path)
-    try:
-        size = file.stat().st_size
-        if size > MAX_BYTES:
-            raise ModelFileError(file, f"{size} bytes is too large for a benchmark output")
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ModelFileError(file, "no such file") from None
-    except IsADirectoryError:
-        raise ModelFileError(file, "is a folder, not a benchmark output") from None
-    except OSError as exc:
-        raise ModelFileError(file, f"cannot read ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise ModelFileError(file, "is not UTF-8 text") from exc
+    text = read_text_capped(file, MAX_BYTES, "a benchmark output")
     try:
         return parse_benchmark(text, str(file))
     except SpecError as exc:
