@@ -43,6 +43,10 @@ class SliderSpin(QWidget):
         self.spin.setSuffix(suffix)
         self.spin.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType if log
                               else QAbstractSpinBox.StepType.DefaultStepType)
+        # One change per finished edit (Enter, focus out, arrows), not per keystroke: a value
+        # sent on every digit comes back from the state re-formatted ("1234" -> "1,234") with
+        # the cursor left one place short, so the next digit landed in the middle (12354).
+        self.spin.setKeyboardTracking(False)
         self.spin.setMinimumWidth(96)
         self.spin.setAlignment(Qt.AlignmentFlag.AlignRight)
         self.slider = QSlider(Qt.Orientation.Horizontal)
@@ -61,7 +65,8 @@ class SliderSpin(QWidget):
         """Show ``value`` without emitting ``value_edited``."""
         self.spin.blockSignals(True)
         self.slider.blockSignals(True)
-        self.spin.setValue(int(value) if self._integer else value)
+        if float(self.spin.value()) != float(value):      # leave an edit in progress alone
+            self.spin.setValue(int(value) if self._integer else value)
         self.slider.setValue(self._to_slider(value))
         self.spin.blockSignals(False)
         self.slider.blockSignals(False)

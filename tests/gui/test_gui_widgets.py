@@ -58,6 +58,18 @@ def test_grab_each_panel(qtbot, window, name):
     assert _not_blank(widget.grab().toImage())
 
 
+def test_typing_a_number_into_a_workload_field_gives_that_number(qtbot, window):
+    # digit by digit, as a person types: each digit used to go to the state and come back
+    # re-formatted with a thousands separator, and the fifth digit landed before the fourth
+    spin = window.workload_panel.fields["prompt"].spin
+    spin.selectAll()
+    qtbot.keyClicks(spin, "12345")
+    assert window.state.workload.prompt != 12354
+    qtbot.keyClick(spin, Qt.Key.Key_Return)
+    assert window.state.workload.prompt == 12345
+    assert spin.text() == "12,345"
+
+
 def test_shortcuts(window):
     assert window.open_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Open)
     assert window.save_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Save)
