@@ -42,10 +42,12 @@ class WorkloadPanel(QWidget):
         super().__init__(parent)
         self._state = state
         self.fields: dict[str, SliderSpin] = {
-            "prompt": SliderSpin(1, 1 << 20, log=True),
-            "answer": SliderSpin(1, 1 << 17, log=True),
-            "context": SliderSpin(0, min(MAX_TOKENS, 1 << 20), log=True),
-            "batch": SliderSpin(1, min(MAX_BATCH, 4096), log=True),
+            # the whole range the workload accepts: a narrower spin box would turn a typed
+            # 65536 into 655 and clip a restored workload on the next edit
+            "prompt": SliderSpin(1, MAX_TOKENS, log=True),
+            "answer": SliderSpin(1, MAX_TOKENS, log=True),
+            "context": SliderSpin(0, MAX_TOKENS, log=True),
+            "batch": SliderSpin(1, MAX_BATCH, log=True),
             "draft_tokens": SliderSpin(0, 16),
             "acceptance": SliderSpin(0.0, 1.0, integer=False, step=0.05),
             "draft_cost": SliderSpin(0.0, 1.0, integer=False, step=0.01),

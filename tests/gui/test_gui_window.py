@@ -86,6 +86,34 @@ def test_invalid_workload_keeps_last_good_one(qtbot, window):
     assert "kv_type" in window.workload_panel.error.text()
 
 
+def test_workload_fields_take_the_whole_range_the_workload_accepts(qtbot, window):
+    from PySide6.QtCore import Qt
+
+    from rooflab.core.workload import MAX_BATCH, MAX_TOKENS
+
+    fields = window.workload_panel.fields
+    # typed digit by digit, as a person does: a narrower spin box turned 65536 into 655
+    for key, typed in (("batch", str(MAX_BATCH)), ("context", "16000000")):
+        spin = fields[key].spin
+        spin.selectAll()
+        qtbot.keyClicks(spin, typed)
+        qtbot.keyClick(spin, Qt.Key.Key_Return)
+    assert (window.state.workload.batch, window.state.workload.context) == (MAX_BATCH, 16_000_000)
+    assert fields["prompt"].spin.maximum() == fields["answer"].spin.maximum() == MAX_TOKENS
+
+
+def test_restored_extreme_workload_survives_an_edit_elsewhere(qtbot, state):
+    from rooflab.gui.main_window import MainWindow
+    from rooflab.gui.settings import Settings
+
+    state.update_workload(batch=65_536, context=16_000_000)
+    win = MainWindow(state, Settings(), persist=False)
+    qtbot.addWidget(win)
+    win.workload_panel.fields["answer"].spin.setValue(300)
+    assert (state.workload.batch, state.workload.context, state.workload.answer) == (65_536, 16_000_000, 300)
+    assert win.workload_panel.fields["batch"].value() == 65_536
+
+
 def test_offload_disabled_without_second_tier(qtbot, window):
     machine = load_machine("dgx-spark")
     window.state.set_machine(machine)
