@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
         self.plot_tabs = QTabWidget()
         self.scenario_label = QLabel()
         self.scenario_label.setTextFormat(Qt.TextFormat.RichText)
+        self.scenario_label.setWordWrap(True)     # pinned series wrap instead of widening the window
         self._plots_frame: Frame | None = None
         self._stale_plots: set[str] = set()
         self._build_layout()

@@ -141,6 +141,23 @@ def test_compare_adds_a_series_to_every_plot(qtbot, window):
     assert all(s.layer.key == "current" for s in window.plots["decode"].drawn())
 
 
+def test_pinned_series_do_not_widen_the_window(qtbot, window):
+    window.show()
+    qtbot.waitExposed(window)
+    narrowest = window.minimumSizeHint().width()
+    for machine, batch in (("dgx-spark", 2), ("ryzen-ai-max-395", 3), ("a100-sxm-80gb", 4)):
+        window.state.set_machine(load_machine(machine))
+        with qtbot.waitSignal(window.redrawn, timeout=3000):
+            window.state.update_workload(batch=batch)
+        window.state.pin_current()
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(batch=5)
+    assert "A100" in window.scenario_label.text()
+    # the labels wrap: the window's minimum width (and so its width) does not grow past the screen
+    assert window.minimumSizeHint().width() <= narrowest
+    assert window.width() <= 1400
+
+
 def test_pinning_the_same_series_twice_adds_nothing(window):
     assert window.state.pin_current() is not None
     assert window.state.pin_current() is None
