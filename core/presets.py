@@ -71,9 +71,22 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "machine"
 
 
+def profile_key(name: str) -> str:
+    """The key a profile called ``name`` is saved under: its slug, with "my-" in front where a
+    preset (or the measured machine) already has that key and would be found first."""
+    key = slug(name)
+    return f"my-{key}" if key in preset_keys() or key == MEASURED_KEY else key
+
+
+def user_profile_exists(name: str) -> bool:
+    """Whether saving a profile called ``name`` would replace one the user saved before."""
+    return (profiles_dir() / f"{profile_key(name)}.json").is_file()
+
+
 def save_user_profile(machine: MachineProfile, key: str | None = None) -> Path:
-    """Write ``machine`` to the user's profile folder atomically; returns the file."""
-    key = slug(key or machine.key or machine.name)
+    """Write ``machine`` to the user's profile folder atomically; returns the file. The key
+    (file name) comes from ``key``, else the machine's key, else its name (``profile_key``)."""
+    key = profile_key(key or machine.key or machine.name)
     data = {"key": key, **machine.to_dict()}
     return write_atomic(profiles_dir() / f"{key}.json", json.dumps(data, indent=2) + "\n")
 

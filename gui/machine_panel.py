@@ -293,7 +293,9 @@ class MachinePanel(QWidget):
     def save_profile(self, name: str) -> Path:
         """Save the machine on screen as a user profile called ``name`` and select it."""
         machine = dataclasses.replace(self._state.machine, name=name)
-        path = presets.save_user_profile(machine)
+        # keyed by the new name, never by the machine on screen: that key is a preset's (which
+        # would shadow the profile) or another profile's (which would be overwritten)
+        path = presets.save_user_profile(machine, key=name)
         saved = dataclasses.replace(machine, key=path.stem)
         self.refresh_picker()
         self._state.set_machine(saved)
@@ -305,6 +307,10 @@ class MachinePanel(QWidget):
         name, ok = QInputDialog.getText(self, "Save machine profile", "Profile name:",
                                         text=self._state.machine.name)
         if ok and name.strip():
+            if presets.user_profile_exists(name.strip()) and QMessageBox.question(
+                    self, "Replace profile", f"A profile called “{name.strip()}” exists. Replace it?",
+            ) != QMessageBox.StandardButton.Yes:
+                return
             try:
                 self.save_profile(name.strip())
             except (RooflabError, OSError) as exc:

@@ -19,7 +19,9 @@ from rooflab.core.presets import (
     list_presets,
     list_user_profiles,
     load_machine,
+    profile_key,
     save_user_profile,
+    user_profile_exists,
 )
 
 
@@ -60,6 +62,15 @@ def test_user_profile_round_trip(tmp_path, monkeypatch):
     assert list_user_profiles() == []
     with pytest.raises(ResourceError):
         delete_user_profile("my-4090")
+
+
+def test_profile_keys_never_hide_behind_a_preset(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLAB_CONFIG_DIR", str(tmp_path))
+    assert profile_key("My 4090") == "my-4090"
+    assert profile_key("RTX 4090") == "my-rtx-4090" and profile_key("Measured") == "my-measured"
+    path = save_user_profile(load_machine("rtx-4090"))        # keeps the preset's key: saved beside it
+    assert path.stem == "my-rtx-4090" and user_profile_exists("rtx-4090")
+    assert load_machine("rtx-4090").key == "rtx-4090" and load_machine("my-rtx-4090").bandwidth == 1008e9
 
 
 def test_broken_profile_is_reported_not_fatal(tmp_path, monkeypatch):

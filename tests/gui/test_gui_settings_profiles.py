@@ -116,6 +116,21 @@ def test_save_load_delete_user_profile(qtbot, window):
     assert not path.exists() and panel.picker.findData(f"user:{path.stem}") == -1
 
 
+def test_save_as_profile_never_replaces_the_machine_it_started_from(qtbot, window):
+    from rooflab.core.presets import load_machine
+
+    panel = window.machine_panel
+    assert window.state.machine.key == "rtx-4090"              # a preset, not edited
+    first = panel.save_profile("Lab box")
+    assert first.name == "lab-box.json"                       # not rtx-4090.json, which the preset shadows
+    second = panel.save_profile("Lab box, faster")            # saved while "Lab box" is on screen
+    assert second.name == "lab-box-faster.json" and first.is_file()
+    assert sorted(m.name for m in list_user_profiles()) == ["Lab box", "Lab box, faster"]
+    shadow = panel.save_profile("rtx 4090")                   # the name of a preset's key
+    assert shadow.stem == "my-rtx-4090" and load_machine("my-rtx-4090").name == "rtx 4090"
+    assert load_machine("rtx-4090").name == "NVIDIA GeForce RTX 4090"
+
+
 def test_peak_flops_fields_follow_the_machine(window):
     from rooflab.core.presets import load_machine
 
