@@ -326,6 +326,10 @@ class MachinePanel(QWidget):
 
     def delete_profile(self, key: str) -> None:
         presets.delete_user_profile(key)
+        if self._state.machine.key == key:
+            # the machine stays on screen as an unsaved one: a key naming no file would make the
+            # next start say the last machine could not be restored
+            self._state.update_machine(key="")
         self.refresh_picker()
         self.message.emit("Deleted the machine profile.", "info")
 

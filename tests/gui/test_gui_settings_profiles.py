@@ -131,6 +131,18 @@ def test_save_as_profile_never_replaces_the_machine_it_started_from(qtbot, windo
     assert load_machine("rtx-4090").name == "NVIDIA GeForce RTX 4090"
 
 
+def test_deleting_the_profile_on_screen_keeps_the_machine_for_the_next_start(window):
+    panel = window.machine_panel
+    path = panel.save_profile("Lab box")
+    panel.delete_profile(path.stem)
+    assert window.state.machine.name == "Lab box" and window.state.machine.key == ""
+    assert "edited, unsaved" in panel.picker.currentText()
+    window.remember()
+    notices: list[str] = []
+    state, _ = initial_state(None, None, window.settings, notices)
+    assert notices == [] and state.machine.name == "Lab box"
+
+
 def test_peak_flops_fields_follow_the_machine(window):
     from rooflab.core.presets import load_machine
 
