@@ -40,8 +40,10 @@ _PRESET = "preset:"
 
 def _spin(low: float, high: float, decimals: int, suffix: str, tip: str) -> QDoubleSpinBox:
     box = QDoubleSpinBox()
-    box.setRange(low, high)
     box.setDecimals(decimals)
+    # a positive minimum below the last shown decimal would display (and send) 0, which the
+    # machine rejects: the smallest value is one step of the last decimal
+    box.setRange(max(low, 10.0 ** -decimals) if low > 0 else low, high)
     box.setSuffix(suffix)
     box.setToolTip(tip)
     box.setKeyboardTracking(False)     # one change per finished edit, not per keystroke
@@ -224,7 +226,7 @@ class MachinePanel(QWidget):
                 self._peaks_form.removeRow(box)
             self.flops = {}
             for dtype in m.peak_flops:
-                box = _spin(0.001, 1e7, 1, " TFLOP/s", f"C at {dtype}: dense peak FLOP/s (no sparsity). "
+                box = _spin(0.001, 1e7, 3, " TFLOP/s", f"C at {dtype}: dense peak FLOP/s (no sparsity). "
                             "Prefill and large batches are bounded by it.")
                 box.valueChanged.connect(self._on_field_edited)
                 self.flops[dtype] = box
@@ -283,6 +285,7 @@ class MachinePanel(QWidget):
         except RooflabError as exc:
             self.error.setText(str(exc))
             self.error.show()
+            self._show(m)           # the fields go back to the machine that is still in use
             return
         self.error.hide()
 

@@ -143,6 +143,37 @@ def test_deleting_the_profile_on_screen_keeps_the_machine_for_the_next_start(win
     assert notices == [] and state.machine.name == "Lab box"
 
 
+def test_machine_fields_show_small_machines_and_never_send_zero(window):
+    import dataclasses
+
+    panel = window.machine_panel
+    cpu = dataclasses.replace(window.state.machine, key="", peak_flops={"fp32": 0.19e12, "fp16": 0.04e12},
+                              default_dtype="fp32")
+    window.state.set_machine(cpu)
+    assert panel.flops["fp16"].text() == "0.040 TFLOP/s"       # was "0.0 TFLOP/s"
+    for box in (panel.bandwidth, panel.memory, panel.flops["fp32"]):
+        box.setValue(0.0)                                      # the smallest the field allows
+        assert box.value() > 0
+    m = window.state.machine
+    assert m.bandwidth > 0 and m.memory > 0 and m.peak_flops["fp32"] > 0
+    assert panel.error.isHidden()
+
+
+def test_a_rejected_machine_edit_puts_the_field_back(window, monkeypatch):
+    from rooflab.core.errors import SpecError
+
+    panel = window.machine_panel
+    before = window.state.machine.bandwidth
+
+    def reject(**_changes):
+        raise SpecError("machine: bandwidth rejected for this test")
+
+    monkeypatch.setattr(window.state, "update_machine", reject)
+    panel.bandwidth.setValue(5.0)
+    assert "rejected" in panel.error.text() and not panel.error.isHidden()
+    assert panel.bandwidth.value() == pytest.approx(before / 1e9)     # the machine still in use
+
+
 def test_peak_flops_fields_follow_the_machine(window):
     from rooflab.core.presets import load_machine
 
