@@ -109,9 +109,13 @@ def test_restored_extreme_workload_survives_an_edit_elsewhere(qtbot, state):
     state.update_workload(batch=65_536, context=16_000_000)
     win = MainWindow(state, Settings(), persist=False)
     qtbot.addWidget(win)
-    win.workload_panel.fields["answer"].spin.setValue(300)
-    assert (state.workload.batch, state.workload.context, state.workload.answer) == (65_536, 16_000_000, 300)
-    assert win.workload_panel.fields["batch"].value() == 65_536
+    try:
+        with qtbot.waitSignal(win.redrawn, timeout=3000):
+            win.workload_panel.fields["answer"].spin.setValue(300)
+        assert (state.workload.batch, state.workload.context, state.workload.answer) == (65_536, 16_000_000, 300)
+        assert win.workload_panel.fields["batch"].value() == 65_536
+    finally:
+        win.close()          # uninstalls its drop filter from the application before it goes
 
 
 def test_offload_disabled_without_second_tier(qtbot, window):
