@@ -75,6 +75,9 @@ class PanelView:
         self.plot.titleLabel.setText(self.panel.title, color=theme.foreground, size="10pt")
         self.legend.setBrush(pg.mkBrush(QColorA(theme.background, 200)))
         self.legend.setLabelTextColor(theme.foreground)
+        for _sample, label in self.legend.items:
+            # pyqtgraph stores the new colour but keeps the old text rendered: dark on dark
+            label.setText(label.text)
         self.plot.showGrid(x=True, y=True, alpha=theme.grid_alpha)
 
     # -- drawing ----------------------------------------------------------------------------

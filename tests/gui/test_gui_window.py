@@ -248,6 +248,18 @@ def test_theme_switch_recolours_plots(qtbot, window):
     assert not window.plots["memory"].theme.dark
 
 
+def test_theme_switch_recolours_the_legend_of_the_plot_on_screen(qtbot, window):
+    from PySide6.QtGui import QColor
+
+    window.show()
+    plot = window.plot_tabs.currentWidget()              # drawn already, not redrawn on the switch
+    window.set_theme("light")
+    window.set_theme("dark")
+    labels = [label for view in plot._panels.values() for _sample, label in view.legend.items]
+    foreground = QColor(window.theme.foreground).name()[1:]        # rrggbb
+    assert labels and all(foreground in label.item.toHtml().lower() for label in labels)
+
+
 def test_machine_change_shows_in_machine_fields(qtbot, window):
     machine = load_machine("m4-max")
     window.state.set_machine(machine)
