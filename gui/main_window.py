@@ -224,6 +224,7 @@ class MainWindow(QMainWindow):
         self.model_panel.open_requested.connect(self._on_model_panel_open_requested)
         self.machine_panel.message.connect(self._on_panel_message)
         self.measure_panel.message.connect(self._on_panel_message)
+        self.measure_panel.machine_measured.connect(self._on_measure_panel_machine_measured)
         from PySide6.QtGui import QGuiApplication
 
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
@@ -336,6 +337,9 @@ class MainWindow(QMainWindow):
 
     def _on_recompute_failed(self, message: str) -> None:
         self.messages.show_message(f"Cannot predict this combination: {message}", "warning", "predict")
+
+    def _on_measure_panel_machine_measured(self, _profile: object) -> None:
+        self.machine_panel.refresh_picker()        # list "this machine, measured" to pick again
 
     def _on_panel_message(self, text: str, level: str) -> None:
         if level == "info":

@@ -103,6 +103,7 @@ class MeasurePanel(QWidget):
     message = Signal(str, str)              # text, level ("error", "warning", "info")
     sample_measured = Signal(object)        # a MeasuredPoint or RooflineSample, as it arrives
     calibrated = Signal(object)             # a Calibration
+    machine_measured = Signal(object)       # the MachineProfile "this machine, measured", once kept
 
     def __init__(self, state: AppState, plots: Mapping[str, ChartPlot], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -347,6 +348,7 @@ class MeasurePanel(QWidget):
     def _machine_done(self, run: MachineMeasurement) -> None:
         profile = run.profile(fallback=store.load_measured_machine())
         store.save_measured_machine(profile, run.to_dict())
+        self.machine_measured.emit(profile)
         self.samples = list(run.roofline)
         self._draw_samples()
         if self.use_measured.isChecked():

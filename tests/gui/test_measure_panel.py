@@ -132,6 +132,12 @@ def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch)
     with qtbot.waitSignal(panel.jobs.done, timeout=30_000):
         panel.machine_button.click()
     assert tiny_window.state.machine.key == "measured"
+    # the Machine tab lists it as a machine (not "edited, unsaved") and can pick it again
+    picker = tiny_window.machine_panel.picker
+    assert picker.currentData() == "preset:measured" and "edited" not in picker.currentText()
+    picker.activated.emit(picker.findData("preset:m4-max"))
+    picker.activated.emit(picker.findData("preset:measured"))
+    assert tiny_window.state.machine.key == "measured"
     tiny_window.plot_tabs.setCurrentWidget(tiny_window.plots["roofline"])
     tiny_window.flush_plots()
     curve = tiny_window.plots["roofline"].curve("roofline", "measured_multiplies", layer="measured-machine")
