@@ -16,20 +16,27 @@ from rooflab.core import __version__
 from rooflab.core.errors import RooflabError, SpecError
 from rooflab.core.machine import MachineProfile
 from rooflab.core.model import ModelSpec
-from rooflab.core.workload import Workload
+from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 Handler = Callable[[argparse.Namespace], int]
 GB = 1e9
 
 
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(float(x)) for x in text.replace(" ", "").split(",") if x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or any(v < 0 or v > 1 << 24 for v in values):
-        raise argparse.ArgumentTypeError(f"values must be integers in [0, 16777216]: {text!r}")
-    return values
+def _int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
+    """A parser of comma-separated whole numbers in [low, high] ("1e3" is 1000; "2.5" is refused)."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            numbers = [float(x) for x in text.replace(" ", "").split(",") if x]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        if not numbers:
+            raise argparse.ArgumentTypeError("expected at least one value, got none")
+        if not all(n.is_integer() and low <= n <= high for n in numbers):
+            raise argparse.ArgumentTypeError(f"values must be integers in [{low:,}, {high:,}], got {text!r}")
+        return tuple(int(n) for n in numbers)
+
+    return parse
 
 
 def _positive(text: str) -> float:
@@ -98,9 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(p)
     add_machine_options(p)
     add_workload_options(p)
-    p.add_argument("--contexts", type=_int_list, help="contexts for the decode table (default 0,4096,32768)")
-    p.add_argument("--batches", type=_int_list, help="batch sizes for the decode table (default 1,4,16,64)")
-    p.add_argument("--prompts", type=_int_list, help="prompt lengths for the prefill table")
+    p.add_argument("--contexts", type=_int_list(0, MAX_TOKENS),
+                   help="contexts for the decode table (default 0,4096,32768)")
+    p.add_argument("--batches", type=_int_list(1, MAX_BATCH),
+                   help="batch sizes for the decode table (default 1,4,16,64)")
+    p.add_argument("--prompts", type=_int_list(1, MAX_TOKENS), help="prompt lengths for the prefill table")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
     out.add_argument("--csv", action="store_true", help="decode and prefill rows as CSV")

@@ -134,6 +134,31 @@ def test_errors_are_one_line_exit_2(capsys, argv, fragment):
     assert err.count("\n") == 1 and fragment in err and err.startswith("rooflab: error:")
 
 
+@pytest.mark.parametrize("option, value, fragment", [
+    ("--batches", "0", "[1, 65,536]"),              # a batch of 0 printed a row of 0 tokens/s
+    ("--batches", "70000", "[1, 65,536]"),
+    ("--prompts", "0", "[1, 16,777,216]"),           # silently became a 1-token prompt
+    ("--contexts", "-1", "[0, 16,777,216]"),
+    ("--batches", "2.5", "integers"),               # silently became 2
+    ("--contexts", "", "at least one value"),
+    ("--prompts", "a,b", "comma-separated integers"),
+])
+def test_bad_sweep_values_are_refused(capsys, option, value, fragment):
+    with pytest.raises(SystemExit) as stop:
+        main(["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", option, value])
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and out == ""
+    assert option in err and fragment in err
+
+
+def test_sweep_values_at_the_limits_are_accepted(capsys):
+    code, out, _ = run(capsys, "predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--json",
+                       "--batches", "1,65536", "--contexts", "0,16777216", "--prompts", "1,1e3")
+    rows = json.loads(out)
+    assert code == 0 and {r["batch"] for r in rows["decode"]} == {1, 65536}
+    assert [r["prompt"] for r in rows["prefill"]] == [1, 1000]
+
+
 def test_bad_profile_file(tmp_path, capsys):
     bad = tmp_path / "box.json"
     bad.write_text('{"name": "box", "bandwidth": -1, "peak_flops": {"fp16": 1}, "memory": 1}')
