@@ -10,7 +10,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from rooflab.core import __version__
 from rooflab.core.errors import RooflabError, SpecError
@@ -20,6 +20,14 @@ from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 Handler = Callable[[argparse.Namespace], int]
 GB = 1e9
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad argument is one line, like every other error (the usage is one --help away).
+    Sub-commands' parsers are made of this class too (argparse's default)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
@@ -90,7 +98,7 @@ def add_workload_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rooflab", description="Predict how fast a language model runs on a machine; then measure it.")
     parser.add_argument("--version", action="version", version=f"rooflab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

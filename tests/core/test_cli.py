@@ -151,6 +151,21 @@ def test_bad_sweep_values_are_refused(capsys, option, value, fragment):
     assert option in err and fragment in err
 
 
+@pytest.mark.parametrize("argv", [
+    ["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--batches", "0"],
+    ["predict", "--machine", "rtx-4090"],                                  # --model missing
+    ["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--bandwidth", "fast"],
+    ["no-such-command"],
+    ["measure", "model", "qwen3-0.6b", "--dtype", "fp8"],
+])
+def test_argument_errors_are_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    _, err = capsys.readouterr()
+    assert stop.value.code == 2
+    assert err.count("\n") == 1 and "error:" in err and "--help" in err and "usage:" not in err
+
+
 def test_sweep_values_at_the_limits_are_accepted(capsys):
     code, out, _ = run(capsys, "predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--json",
                        "--batches", "1,65536", "--contexts", "0,16777216", "--prompts", "1,1e3")
