@@ -33,5 +33,9 @@ class MeasurementError(RooflabError):
     """A measurement could not run (missing torch, not enough memory, bad model folder, ...)."""
 
 
+class ReportError(RooflabError):
+    """Report files could not be written (a folder that cannot be created or written to)."""
+
+
 class Cancelled(RooflabError):
     """A long job was cancelled by the user."""

@@ -14,6 +14,7 @@ from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
 from rooflab.core import __version__
+from rooflab.core.errors import ReportError
 from rooflab.core.predict.curves import Scenario
 from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
 from rooflab.gui.explain import explain
@@ -67,15 +68,23 @@ def render_plots(plots: Sequence[ChartPlot], size: QSize = PLOT_SIZE) -> dict[st
 
 def write_report(folder: str | Path, plots: Sequence[ChartPlot], frame: Frame,
                  size: QSize = PLOT_SIZE) -> ReportFiles:
-    """Write every report file into ``folder`` (created if needed); returns their paths."""
+    """Write every report file into ``folder`` (created if needed); returns their paths.
+    Raises ReportError (one line naming the folder) when it cannot be written."""
     out = Path(folder).expanduser()
+    try:
+        return _write_files(out, plots, frame, size)
+    except OSError as exc:
+        raise ReportError(f"{out}: cannot write the report there ({exc.strerror or exc})") from exc
+
+
+def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSize) -> ReportFiles:
     out.mkdir(parents=True, exist_ok=True)
     images = render_plots(plots, size)
     pngs = []
     for key, image in images.items():
         path = out / f"{key}.png"
         if not image.save(str(path)):
-            raise OSError(f"could not write {path}")
+            raise OSError(f"could not write {path.name}")
         pngs.append(path)
     csvs = []
     for plot in plots:
@@ -88,7 +97,7 @@ def write_report(folder: str | Path, plots: Sequence[ChartPlot], frame: Frame,
     csvs.append(write_text(out / "tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario))))
     sheet = out / "sheet.png"
     if not compose_sheet(frame, images).save(str(sheet)):
-        raise OSError(f"could not write {sheet}")
+        raise OSError(f"could not write {sheet.name}")
     return ReportFiles(folder=out, pngs=tuple(pngs), csvs=tuple(csvs), sheet=sheet)
 
 

@@ -85,6 +85,28 @@ def test_report_command_bad_model_is_one_line(qapp, tmp_path, capsys):
     assert err.startswith("rooflab: error:") and "missing.gguf" in err and "\n" not in err
 
 
+def test_report_into_a_folder_that_cannot_be_made_is_one_line(qapp, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    status = main(["report", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--out", str(blocker / "report")])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and err.startswith("rooflab: error:") and "\n" not in err
+    assert str(blocker / "report") in err and "cannot write the report" in err
+
+
+def test_save_report_failure_shows_in_the_window_and_keeps_everything(qtbot, window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(blocker / "report"))
+    before = (window.state.model, window.state.machine, window.state.workload)
+    window.save_action.trigger()
+    assert window.messages.level == "error" and "cannot write the report" in window.messages.text()
+    assert (window.state.model, window.state.machine, window.state.workload) == before
+    assert blocker.read_text(encoding="utf-8") == "not a folder"
+
+
 def _run_rooflab(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", ROOFLAB_CONFIG_DIR=str(tmp_path / "cfg"),
                ROOFLAB_DATA_DIR=str(tmp_path / "data"))
