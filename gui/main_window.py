@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rooflab.core.errors import RooflabError
+from rooflab.core.errors import ReportError, RooflabError
 from rooflab.core.model import ModelSpec
 from rooflab.core.predict.curves import CHART_TITLES
 from rooflab.core.workload import Workload
@@ -384,9 +384,12 @@ class MainWindow(QMainWindow):
         """Render the whole window to a PNG."""
         self.flush_plots()
         target = Path(path).expanduser()
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ReportError(f"{target}: cannot write the screenshot ({exc.strerror or exc})") from exc
         if not self.grab().save(str(target)):
-            raise OSError(f"could not write {target}")
+            raise ReportError(f"{target}: cannot write the screenshot")
         return target
 
     def _on_screenshot_action_triggered(self) -> None:
@@ -394,7 +397,7 @@ class MainWindow(QMainWindow):
         if path:
             try:
                 self.save_screenshot(path)
-            except OSError as exc:
+            except RooflabError as exc:
                 self.messages.show_message(str(exc), "error")
 
     # -- look -------------------------------------------------------------------------------

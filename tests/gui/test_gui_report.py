@@ -125,6 +125,16 @@ def test_screenshot_flag_renders_the_window_and_exits(tmp_path, tiny_config):
     assert not (tmp_path / "cfg" / "settings.json").exists()        # a screenshot run saves nothing
 
 
+def test_screenshot_to_a_path_that_cannot_be_written_is_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    result = _run_rooflab("gui", "--screenshot", str(blocker / "shot.png"), tmp_path=tmp_path)
+    errors = [line for line in result.stderr.splitlines() if "propagateSizeHints" not in line]
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert len(errors) == 1
+    assert errors[0].startswith(f"rooflab: error: {blocker / 'shot.png'}: cannot write the screenshot (")
+
+
 def test_screenshot_with_a_bad_model_fails_cleanly(tmp_path):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + bytes(8))
