@@ -120,7 +120,8 @@ def initial_state(model: str | None, machine: str | None, settings: Settings,
             raise
         notices.append(f"The last model, {first}, could not be opened; showing {DEFAULT_MODEL}.")
         first, spec = DEFAULT_MODEL, load_model(DEFAULT_MODEL)
-    return AppState(spec, _machine(machine, settings, notices), _workload(settings), model_ref=first), pending
+    return AppState(spec, _machine(machine, settings, notices), _workload(settings), model_ref=first,
+                    model_weights=(weights or "") if first == ref else ""), pending
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -159,14 +160,16 @@ def run_gui(args: argparse.Namespace) -> int:
     app = make_app(headless=bool(screenshot))
     settings, notice = load_settings()
     notices = [notice] if notice else []
-    state, pending = initial_state(getattr(args, "model", None), getattr(args, "machine", None), settings,
-                                   notices, getattr(args, "weights", None))
+    model = getattr(args, "model", None)
+    # the weight format the last model was opened with comes back with it
+    weights = getattr(args, "weights", None) or (None if model else settings.weights or None)
+    state, pending = initial_state(model, getattr(args, "machine", None), settings, notices, weights)
     window = MainWindow(state, settings, persist=not screenshot)
     if notices:
         window.messages.show_message(" ".join(notices), "warning")
     window.show()
     if pending:
-        window.open_model(pending, getattr(args, "weights", None) or "")
+        window.open_model(pending, weights or "")
     previous_hook = sys.excepthook
     try:
         if screenshot:

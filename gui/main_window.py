@@ -60,6 +60,7 @@ class Opened:
 
     ref: str
     spec: ModelSpec
+    weights: str = ""
 
 
 def open_model_job(ref: str, weights: str | None, cancel: threading.Event) -> Iterator[object]:
@@ -69,7 +70,7 @@ def open_model_job(ref: str, weights: str | None, cancel: threading.Event) -> It
     yield Progress(f"Opening {Path(ref).name or ref}…")
     spec = load_model(ref, weights=weights)
     if not cancel.is_set():
-        yield Opened(ref=ref, spec=spec)
+        yield Opened(ref=ref, spec=spec, weights=weights or "")
 
 
 def _scrolled(widget: QWidget) -> QScrollArea:
@@ -230,9 +231,18 @@ class MainWindow(QMainWindow):
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
 
     # -- opening models ---------------------------------------------------------------------
-    def open_model(self, ref: str, weights: str = "") -> None:
+    def open_model(self, ref: str, weights: str | None = None) -> None:
         """Open a model file, folder or catalogue key off the GUI thread; the model on screen
-        stays until the new one has been read (and stays if it cannot be)."""
+        stays until the new one has been read (and stays if it cannot be).
+
+        ``weights``: the format for a config-defined model (None: the Model tab's choice, so a
+        dialog, a drop and the recent menu all follow it); a GGUF file keeps its own types."""
+        from rooflab.core.io import takes_weights
+
+        if weights is None:
+            weights = self.model_panel.chosen_weights()
+        if not takes_weights(ref):
+            weights = ""
         self.model_panel.set_busy(f"Opening {Path(ref).name or ref}…")
         self.jobs.start(functools.partial(open_model_job, ref, weights or None))
 
@@ -243,12 +253,13 @@ class MainWindow(QMainWindow):
     def _on_jobs_result(self, item: object) -> None:
         if not isinstance(item, Opened):
             return
-        self.state.set_model(item.spec, item.ref)
+        self.state.set_model(item.spec, item.ref, item.weights)
         if Path(item.ref).exists():
             self.settings.add_recent(str(Path(item.ref).resolve()))
             self.model_panel.set_recent(self.settings.recent)
             self._refresh_recent_menu()
         self.settings.model = item.ref
+        self.settings.weights = item.weights
         self.messages.clear("open")
         self.statusBar().showMessage(f"Opened {item.spec.name}", 5000)
         self.left_tabs.setCurrentWidget(self.left_tabs.widget(1))

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from rooflab.core.catalogue import list_catalogue
 from rooflab.core.errors import RooflabError
+from rooflab.core.io import takes_weights
 from rooflab.core.model import ModelSpec
 from rooflab.core.report.tables import grouped_rows
 from rooflab.gui import units
@@ -133,6 +134,7 @@ class ModelPanel(QWidget):
         self.open_file_button.clicked.connect(self._on_open_file_button_clicked)
         self.open_folder_button.clicked.connect(self._on_open_folder_button_clicked)
         self.catalogue.activated.connect(self._on_catalogue_activated)
+        self.weights.activated.connect(self._on_weights_activated)
         self.recent.activated.connect(self._on_recent_activated)
 
     def _fill_catalogue(self) -> None:
@@ -181,6 +183,8 @@ class ModelPanel(QWidget):
         self._fill_tree(spec)
         index = self.catalogue.findData(spec.source.removeprefix("catalogue:"))
         self.catalogue.setCurrentIndex(max(index, 0))
+        if takes_weights(self._state.model_ref):      # a GGUF on screen leaves the next choice alone
+            self.weights.setCurrentIndex(max(self.weights.findData(self._state.model_weights), 0))
 
     def _show_kv(self, spec: ModelSpec) -> None:
         kv_type = self._state.workload.kv_type
@@ -218,8 +222,18 @@ class ModelPanel(QWidget):
         self._show_kv(self._state.model)
 
     # -- requests ---------------------------------------------------------------------------
-    def _weights(self) -> str:
+    def chosen_weights(self) -> str:
+        """The weight format chosen for config-defined models ("" = each model's own)."""
         return str(self.weights.currentData() or "")
+
+    def _weights(self) -> str:
+        return self.chosen_weights()
+
+    def _on_weights_activated(self, _index: int) -> None:
+        ref = self._state.model_ref
+        # re-price the model on screen when it is defined by a config; a GGUF keeps its types
+        if ref and takes_weights(ref) and self.chosen_weights() != self._state.model_weights:
+            self.open_requested.emit(ref, self.chosen_weights())
 
     def _on_open_file_button_clicked(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open model", "", MODEL_FILTER)

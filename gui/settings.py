@@ -27,6 +27,7 @@ class Settings:
     theme: str = "system"                 # system | light | dark
     recent: list[str] = field(default_factory=list)
     model: str = ""                       # last model ref (path or catalogue key)
+    weights: str = ""                     # the weight format it was opened with ("" = its own)
     machine: str = ""                     # last machine ref (preset, profile key or path)
     machine_data: dict[str, Any] = field(default_factory=dict)   # an edited, unsaved machine
     workload: dict[str, Any] = field(default_factory=dict)

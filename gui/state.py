@@ -36,10 +36,11 @@ class AppState(QObject):
     changed = Signal()                   # any of the above
 
     def __init__(self, model: ModelSpec, machine: MachineProfile, workload: Workload,
-                 model_ref: str = "", parent: QObject | None = None) -> None:
+                 model_ref: str = "", parent: QObject | None = None, *, model_weights: str = "") -> None:
         super().__init__(parent)
         self._model, self._machine, self._workload = model, machine, self._fit(workload, machine)
         self.model_ref = model_ref or model.source
+        self.model_weights = model_weights       # the weight format it was opened with ("" = its own)
         self._pinned: list[Pinned] = []
         self._ids = itertools.count(1)
 
@@ -65,9 +66,10 @@ class AppState(QObject):
         return tuple(self._pinned)
 
     # -- changing ---------------------------------------------------------------------------
-    def set_model(self, model: ModelSpec, ref: str = "") -> None:
+    def set_model(self, model: ModelSpec, ref: str = "", weights: str = "") -> None:
         self._model = model
         self.model_ref = ref or model.source
+        self.model_weights = weights
         self.model_changed.emit(model)
         self.changed.emit()
 

@@ -19,7 +19,7 @@ def load_model(ref: str | os.PathLike[str], *, weights: str | None = None) -> Mo
 
     text = os.fspath(ref)
     path = Path(text).expanduser()
-    if path.suffix.lower() == ".gguf" or (path.is_file() and _is_gguf(path)):
+    if not takes_weights(path):
         from rooflab.core.io.gguf import read_gguf
 
         if weights:
@@ -40,6 +40,13 @@ def load_model(ref: str | os.PathLike[str], *, weights: str | None = None) -> Mo
         raise ModelFileError(path, "no such file or folder")
     raise ResourceError(f"unknown model {text!r}: not a file, folder or catalogue entry "
                         f"(catalogue: {', '.join(catalogue_keys())})")
+
+
+def takes_weights(ref: str | os.PathLike[str]) -> bool:
+    """Whether a weight format applies to ``ref``: a config.json, a folder or a catalogue entry
+    take one; a GGUF file does not (its tensors have their own types)."""
+    path = Path(os.fspath(ref)).expanduser()
+    return not (path.suffix.lower() == ".gguf" or (path.is_file() and _is_gguf(path)))
 
 
 def _is_gguf(path: Path) -> bool:

@@ -353,3 +353,14 @@ def test_experts_without_count_warn(tmp_path: Path) -> None:
 def test_split_shard_warns(tmp_path: Path) -> None:
     spec = read_gguf(tiny_llama(tmp_path / "s.gguf", meta={"split.count": 3}))
     assert any("shard" in w for w in spec.warnings)
+
+
+def test_takes_weights_is_false_only_for_gguf_files(tmp_path: Path) -> None:
+    from rooflab.core.io import takes_weights
+
+    renamed = tmp_path / "model.bin"                      # a GGUF by its magic, not its name
+    renamed.write_bytes(tiny_llama(tmp_path / "tiny.gguf").read_bytes())
+    assert not takes_weights(tmp_path / "tiny.gguf") and not takes_weights(renamed)
+    config = tmp_path / "config.json"
+    config.write_text("{}", encoding="utf-8")
+    assert takes_weights(config) and takes_weights(tmp_path) and takes_weights("qwen3-0.6b")
