@@ -34,7 +34,7 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     e, pre, dec = s.estimate, s.prefill, s.decode
     bandwidth = fmt(m.effective_bandwidth, "B/s")
     compute = fmt(m.effective_flops(w.compute_dtype), "FLOP/s")
-    prompts = f"{w.batch} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
+    prompts = f"{w.batch:,} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
     needs = "need" if w.batch > 1 else "needs"
     if pre.bound == "compute":
         ttft_why = (f"the {prompts} {needs} {fmt(pre.flops, 'FLOP')}, {fmt(pre.compute_seconds, 's')} at "
@@ -49,7 +49,7 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                     f"at {bandwidth}: {fmt(dec.memory_seconds, 's')}; its arithmetic needs "
                     f"{fmt(dec.compute_seconds, 's')}.")
     else:
-        tpot_why = (f"{w.batch} sequences' arithmetic, {fmt(dec.flops, 'FLOP')} per step, takes "
+        tpot_why = (f"{w.batch:,} sequences' arithmetic, {fmt(dec.flops, 'FLOP')} per step, takes "
                     f"{fmt(dec.compute_seconds, 's')} at {compute}; the bytes take {fmt(dec.memory_seconds, 's')}.")
     lines = [
         Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre.bound,
@@ -61,11 +61,12 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
              "TPOT = the mean decode step while the cache grows over the answer; one step = "
              "max((weights + batch × cache bytes) / bandwidth, batch × 2 × active parameters / compute)."),
         Line("end_to_end", "End to end", fmt(e.end_to_end, "s"), "",
-             f"TTFT plus {w.answer - 1:,} more steps of TPOT: the wait for a {w.answer:,}-token answer.",
+             f"TTFT plus {w.answer - 1:,} more steps of TPOT: the wait for a {w.answer:,}-token answer."
+             if w.answer > 1 else "TTFT alone: the prefill gives the only answer token, no decode step follows.",
              "end to end = TTFT + TPOT × (answer tokens − 1)."),
         Line("ceiling", "Decode ceiling", fmt(e.decode_ceiling, "tokens/s"), dec.bound,
              "The fastest one sequence can generate at the first answer token" +
-             (f"; {fmt(e.total_rate, 'tokens/s')} summed over a batch of {w.batch}." if w.batch > 1 else "."),
+             (f"; {fmt(e.total_rate, 'tokens/s')} summed over a batch of {w.batch:,}." if w.batch > 1 else "."),
              "ceiling = 1 / (one decode step at context + prompt tokens)."),
         Line("prompt_rate", "Prompt rate", fmt(e.prompt_rate, "tokens/s"), pre.bound,
              "Prompt tokens processed per second of prefill (all sequences).",
@@ -88,9 +89,15 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                           "b* solves 2 × N × b / C = (W + b × k × t) / B."))
     length = w.context + w.prompt + w.answer
     fit = "fits" if s.fits else "does NOT fit"
+    if s.max_batch > 0:
+        most = f"at most {s.max_batch:,} such sequences fit."
+    elif spec.file_bytes > s.memory:
+        most = f"the weights alone need more than the {fmt(s.memory, 'B')} there is."
+    else:
+        most = f"not even one sequence of {length:,} tokens fits beside the weights."
     lines.append(Line("memory", "Memory", f"{fmt(s.resident_bytes, 'B')} of {fmt(s.memory, 'B')}", "",
                       f"Weights {fmt(spec.file_bytes, 'B')} + KV cache {fmt(s.cache_bytes, 'B')} for "
-                      f"{w.batch} × {length:,} tokens {fit}; at most {s.max_batch:,} such sequences fit.",
+                      f"{w.batch:,} × {length:,} tokens {fit}; {most}",
                       "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "
                       "at most their window). Engine buffers and activations are left out."))
     if s.speculative is not None:

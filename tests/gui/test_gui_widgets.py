@@ -111,6 +111,27 @@ def test_numbers_panel_says_which_clock_bounds_each_phase(window):
     assert lines["memory"].sentence.startswith("Weights")
 
 
+def test_numbers_panel_sentences_at_the_extremes(window):
+    import dataclasses
+
+    from rooflab.core.report.summary import summarise
+    from rooflab.gui.explain import explain
+
+    sc = window.state.scenario
+
+    def sentences(machine=sc.machine, **workload):
+        s = dataclasses.replace(sc, machine=machine, workload=dataclasses.replace(sc.workload, **workload))
+        return {line.key: line.sentence for line in explain(s, summarise(s))}
+
+    huge = sentences(batch=65_536, context=1_000_000, answer=1)       # 1,002,049 tokens a sequence
+    assert "65,536 × 2,048-token prompts" in huge["ttft"] and "65,536 × 1,002,049 tokens" in huge["memory"]
+    assert "not even one sequence of 1,002,049 tokens fits beside the weights" in huge["memory"]
+    assert "at most 0" not in huge["memory"]
+    assert huge["end_to_end"].startswith("TTFT alone")
+    tiny = dataclasses.replace(sc.machine, memory=1e9, key="")
+    assert "the weights alone need more than the 1 GB there is" in sentences(tiny)["memory"]
+
+
 def test_speculative_row_appears_with_drafts(qtbot, window):
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.workload_panel.fields["draft_tokens"].spin.setValue(4)
