@@ -25,8 +25,12 @@ def from_timestamps(*, prompt_tokens: int, output_tokens: int, first_token: floa
         raise SpecError("stopwatch: need at least 2 output tokens to time decode")
     if prompt_tokens < 1:
         raise SpecError("stopwatch: prompt_tokens must be >= 1")
-    if not 0 <= queueing < first_token < last_token:
-        raise SpecError("stopwatch: need 0 <= queueing < first token < last token")
+    if not 0 <= queueing < first_token:
+        raise SpecError(f"stopwatch: the first token ({first_token:g} s) must come after the request "
+                        f"was sent ({queueing:g} s)")
+    if not first_token < last_token:
+        raise SpecError(f"stopwatch: the last token ({last_token:g} s) must come after the first "
+                        f"({first_token:g} s)")
     tpot = (last_token - first_token) / (output_tokens - 1)
     return StopwatchReading(ttft=first_token, tpot=tpot, decode_rate=1.0 / tpot,
                             prompt_rate=prompt_tokens / (first_token - queueing),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rooflab.core.errors import SpecError
@@ -28,13 +30,17 @@ def test_question_two():
     assert r.prompt_rate == pytest.approx(750)
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(prompt_tokens=10, output_tokens=1, first_token=1.0, last_token=2.0),
-    dict(prompt_tokens=10, output_tokens=5, first_token=3.0, last_token=2.0),
-    dict(prompt_tokens=0, output_tokens=5, first_token=1.0, last_token=2.0),
+@pytest.mark.parametrize("kwargs, says", [
+    (dict(prompt_tokens=10, output_tokens=1, first_token=1.0, last_token=2.0), "at least 2 output tokens"),
+    (dict(prompt_tokens=10, output_tokens=5, first_token=4.5, last_token=0.5),
+     "the last token (0.5 s) must come after the first (4.5 s)"),
+    (dict(prompt_tokens=10, output_tokens=5, first_token=1.0, last_token=1.0), "the last token (1 s)"),
+    (dict(prompt_tokens=10, output_tokens=5, first_token=0.0, last_token=2.0),
+     "the first token (0 s) must come after the request was sent"),
+    (dict(prompt_tokens=0, output_tokens=5, first_token=1.0, last_token=2.0), "prompt_tokens"),
 ])
-def test_stopwatch_rejects_nonsense(kwargs):
-    with pytest.raises(SpecError):
+def test_stopwatch_rejects_nonsense_and_says_which_time_is_wrong(kwargs, says):
+    with pytest.raises(SpecError, match=re.escape(says)):
         from_timestamps(**kwargs)
 
 
