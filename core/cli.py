@@ -74,7 +74,7 @@ def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) ->
     p.add_argument("--bandwidth", type=_positive, metavar="GB/s", help="override memory bandwidth")
     p.add_argument("--peak-tflops", type=_positive, metavar="T", help="override peak TFLOP/s (compute dtype)")
     p.add_argument("--memory-gb", type=_positive, metavar="G", help="override memory size (10^9 bytes)")
-    p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE",
+    p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE", type=str.lower,
                    help="compute dtype whose peak applies (fp32, fp16, bf16, ...); default: the machine's")
     p.add_argument("--bandwidth-efficiency", type=_positive, metavar="F",
                    help="share of the bandwidth an engine reaches (predictions are ceilings at 1.0)")
@@ -156,6 +156,11 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
     from rooflab.core.presets import load_machine
 
     machine = load_machine(args.machine)
+    dtype = getattr(args, "compute_dtype", None)
+    if dtype and dtype not in machine.peak_flops and not getattr(args, "peak_tflops", None):
+        # the machine's default peak would apply silently: FP32 asked, fp16 computed
+        raise SpecError(f"{machine.name} lists no {dtype} peak (it has {', '.join(machine.peak_flops)}); "
+                        f"give one with --peak-tflops")
     changes: dict[str, Any] = {}
     if getattr(args, "bandwidth", None):
         changes["bandwidth"] = args.bandwidth * GB

@@ -174,6 +174,18 @@ def test_sweep_values_at_the_limits_are_accepted(capsys):
     assert [r["prompt"] for r in rows["prefill"]] == [1, 1000]
 
 
+def test_compute_dtype_is_one_the_machine_lists(capsys):
+    def ttft(*dtype: str) -> float:             # compute-bound at 2,048 tokens: 1 / the dtype's peak
+        code, out, err = run(capsys, "predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--json", *dtype)
+        assert code == 0, err
+        return json.loads(out)["request"]["ttft_seconds"]
+
+    assert ttft("--dtype", "FP32") == ttft("--dtype", "fp32") == pytest.approx(2 * ttft("--dtype", "fp16"))
+    code, out, err = run(capsys, "predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--dtype", "fp4")
+    assert code == 2 and out == "" and "lists no fp4 peak" in err and "fp16" in err
+    assert ttft("--dtype", "fp4", "--peak-tflops", "330.4") == pytest.approx(ttft("--dtype", "fp16") / 2)
+
+
 def test_bad_profile_file(tmp_path, capsys):
     bad = tmp_path / "box.json"
     bad.write_text('{"name": "box", "bandwidth": -1, "peak_flops": {"fp16": 1}, "memory": 1}')
