@@ -34,8 +34,10 @@ from rooflab.gui.state import AppState
 
 WEIGHT_FORMATS: tuple[str, ...] = ("", "fp32", "bf16", "fp16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "mxfp4")
 MODEL_FILTER = "Models (*.gguf config.json *.json);;GGUF files (*.gguf);;config.json (*.json);;All files (*)"
-_COLUMNS = ("Tensor", "Type", "Shape", "Parameters", "Bytes in file", "Read per token")
-_NUMERIC = {3, 4, 5}
+# the two byte columns first after the name and type, so they show in the tab's default width
+_COLUMNS = ("Tensor", "Type", "In file", "Per token", "Parameters", "Shape")
+FILE_BYTES, READ_BYTES, PARAMS, SHAPE = 2, 3, 4, 5
+_NUMERIC = {FILE_BYTES, READ_BYTES, PARAMS}
 
 
 class _Row(QTreeWidgetItem):
@@ -95,7 +97,8 @@ class ModelPanel(QWidget):
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        self.tree.headerItem().setToolTip(5, "Bytes one decode token reads at batch 1: an embedding reads one "
+        self.tree.headerItem().setToolTip(FILE_BYTES, "Bytes the tensors take in the file.")
+        self.tree.headerItem().setToolTip(READ_BYTES, "Bytes one decode token reads at batch 1: an embedding reads one "
                                              "row, routed experts used/count of their bytes, the rest in full.")
         self._build()
         self._fill_catalogue()
@@ -198,20 +201,22 @@ class ModelPanel(QWidget):
         self.tree.setSortingEnabled(False)
         self.tree.clear()
         for group, rows in grouped_rows(spec):
-            top = _Row([str(group.name), ", ".join(group.types), f"{group.tensors} tensors"])
-            _numeric(top, 3, group.params, units.fmt(group.params, "params"))
-            _numeric(top, 4, group.bytes, units.fmt(group.bytes, "B"))
-            _numeric(top, 5, group.bytes_read_per_token, units.fmt(group.bytes_read_per_token, "B"))
+            top = _Row([str(group.name), ", ".join(group.types)])
+            top.setText(SHAPE, f"{group.tensors} tensors")
+            _numeric(top, PARAMS, group.params, units.fmt(group.params, "params"))
+            _numeric(top, FILE_BYTES, group.bytes, units.fmt(group.bytes, "B"))
+            _numeric(top, READ_BYTES, group.bytes_read_per_token, units.fmt(group.bytes_read_per_token, "B"))
             for r in rows:
                 t = r.tensor
-                child = _Row([t.name, t.type_name, " × ".join(map(str, t.shape))])
-                _numeric(child, 3, t.params, f"{t.params:,}")
-                _numeric(child, 4, t.nbytes, units.fmt(t.nbytes, "B"))
-                _numeric(child, 5, r.bytes_read_per_token, units.fmt(r.bytes_read_per_token, "B"))
+                child = _Row([t.name, t.type_name])
+                child.setText(SHAPE, " × ".join(map(str, t.shape)))
+                _numeric(child, PARAMS, t.params, f"{t.params:,}")
+                _numeric(child, FILE_BYTES, t.nbytes, units.fmt(t.nbytes, "B"))
+                _numeric(child, READ_BYTES, r.bytes_read_per_token, units.fmt(r.bytes_read_per_token, "B"))
                 top.addChild(child)
             self.tree.addTopLevelItem(top)
         self.tree.setSortingEnabled(True)
-        self.tree.sortByColumn(4, Qt.SortOrder.DescendingOrder)
+        self.tree.sortByColumn(FILE_BYTES, Qt.SortOrder.DescendingOrder)
         for column in range(len(_COLUMNS)):
             self.tree.resizeColumnToContents(column)
 

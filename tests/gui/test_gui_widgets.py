@@ -14,7 +14,7 @@ from rooflab.core.predict.curves import CHART_KEYS
 from rooflab.gui.about import about_html, versions
 from rooflab.gui.compare_panel import ComparePanel
 from rooflab.gui.machine_panel import MachinePanel
-from rooflab.gui.model_panel import ModelPanel
+from rooflab.gui.model_panel import FILE_BYTES, READ_BYTES, ModelPanel
 from rooflab.gui.numbers_panel import NumbersPanel
 from rooflab.gui.plots import PLOT_CLASSES
 from rooflab.gui.stopwatch_panel import StopwatchPanel
@@ -156,15 +156,33 @@ def test_tensor_table_grouped_and_sortable_by_bytes(window):
     tree = window.model_panel.tree
     spec = window.state.model
     assert tree.topLevelItemCount() == len(spec.groups)
-    tree.sortByColumn(4, Qt.SortOrder.DescendingOrder)
-    sizes = [tree.topLevelItem(i).data(4, Qt.ItemDataRole.UserRole) for i in range(tree.topLevelItemCount())]
+    tree.sortByColumn(FILE_BYTES, Qt.SortOrder.DescendingOrder)
+    sizes = [tree.topLevelItem(i).data(FILE_BYTES, Qt.ItemDataRole.UserRole)
+             for i in range(tree.topLevelItemCount())]
     assert sizes == sorted(sizes, reverse=True)
-    tree.sortByColumn(4, Qt.SortOrder.AscendingOrder)
+    tree.sortByColumn(FILE_BYTES, Qt.SortOrder.AscendingOrder)
     first = tree.topLevelItem(0)
-    children = [first.child(i).data(4, Qt.ItemDataRole.UserRole) for i in range(first.childCount())]
+    children = [first.child(i).data(FILE_BYTES, Qt.ItemDataRole.UserRole) for i in range(first.childCount())]
     assert children == sorted(children)
-    read = sum(tree.topLevelItem(i).data(5, Qt.ItemDataRole.UserRole) for i in range(tree.topLevelItemCount()))
+    read = sum(tree.topLevelItem(i).data(READ_BYTES, Qt.ItemDataRole.UserRole)
+               for i in range(tree.topLevelItemCount()))
     assert read == pytest.approx(spec.weight_bytes_read_per_token)
+
+
+@pytest.mark.parametrize("model", ["qwen3-8b-q4_k_m", "deepseek-v2-lite-q4_k_m"])   # shared_experts: widest
+def test_both_byte_columns_show_in_the_model_tab_as_it_opens(qtbot, window, model):
+    from rooflab.core.io import load_model
+
+    window.state.set_model(load_model(model), model)
+    window.show()
+    qtbot.waitExposed(window)
+    window.left_tabs.setCurrentIndex(1)
+    tree = window.model_panel.tree
+    qtbot.waitUntil(lambda: tree.viewport().width() > 0)
+    header = tree.header()
+    for column in (FILE_BYTES, READ_BYTES):        # were off the right edge, behind a scroll bar
+        right = header.sectionViewportPosition(column) + header.sectionSize(column)
+        assert right <= tree.viewport().width(), tree.headerItem().text(column)
 
 
 def test_entry_point_module_loads_no_qt_and_the_window_no_torch(tmp_path):
