@@ -25,6 +25,11 @@ class Line:
     tooltip: str        # the formula in words
 
 
+def _count(shown: str, noun: str) -> str:
+    """"1 token", "1.94 tokens", "5 tokens": the noun singular only for exactly one."""
+    return f"{shown} {noun}" if shown == "1" else f"{shown} {noun}s"
+
+
 def _bound_phrase(bound: str) -> str:
     return "bandwidth-bound" if bound == "memory" else "compute-bound"
 
@@ -103,9 +108,9 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     if s.speculative is not None:
         sp = s.speculative
         lines.append(Line("speculative", "Speculative speed-up", f"{significant(sp.speedup, 3)}×", "",
-                          f"{w.draft_tokens} drafts at {significant(w.acceptance * 100, 3)} % acceptance yield "
-                          f"{significant(sp.expected_tokens, 3)} tokens per verify step, which costs "
-                          f"{significant(sp.verify_cost, 3)} decode steps.",
+                          f"{_count(str(w.draft_tokens), 'draft')} at {significant(w.acceptance * 100, 3)} % "
+                          f"acceptance yield {_count(significant(sp.expected_tokens, 3), 'token')} per verify "
+                          f"step, which costs {_count(significant(sp.verify_cost, 3), 'decode step')}.",
                           "speed-up = E × t_step / (t_verify + k × draft cost × t_step), "
                           "E = (1 − a^(k+1)) / (1 − a)."))
     return lines

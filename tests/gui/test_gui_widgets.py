@@ -132,6 +132,17 @@ def test_numbers_panel_sentences_at_the_extremes(window):
     assert "the weights alone need more than the 1 GB there is" in sentences(tiny)["memory"]
 
 
+def test_speculative_sentence_counts_in_words(qtbot, window):
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(draft_tokens=1, acceptance=0.0)
+    sentence = next(line.sentence for line in window.numbers.lines if line.key == "speculative")
+    assert sentence == "1 draft at 0 % acceptance yield 1 token per verify step, which costs 1 decode step."
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(draft_tokens=4, acceptance=1.0)
+    sentence = next(line.sentence for line in window.numbers.lines if line.key == "speculative")
+    assert sentence.startswith("4 drafts at 100 % acceptance yield 5 tokens per verify step")
+
+
 def test_speculative_row_appears_with_drafts(qtbot, window):
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.workload_panel.fields["draft_tokens"].spin.setValue(4)
