@@ -43,6 +43,7 @@ from rooflab.core.measure.model import ModelMeasurement
 from rooflab.gui.jobs import JobController, Progress
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.state import AppState
+from rooflab.gui.units import fmt
 
 RANDOM_NOTE = ("Random weights: a model of the same shapes and dtype, filled with random values. "
                "The timing does not depend on the weights' values, only on their shapes.")
@@ -353,7 +354,7 @@ class MeasurePanel(QWidget):
         self._draw_samples()
         if self.use_measured.isChecked():
             self._state.set_machine(profile)
-        self.message.emit(f"Measured {profile.name}: {profile.bandwidth / 1e9:.1f} GB/s", "info")
+        self.message.emit(f"Measured {profile.name}: {fmt(profile.bandwidth, 'B/s')}", "info")
 
     def _model_done(self, run: ModelMeasurement) -> None:
         cal = calibrate(run.spec, self._state.machine, run.points, kv_type=run.kv_type, dtype=run.dtype,
@@ -477,9 +478,9 @@ def _pct(x: float) -> str:
 def _results_html(cal: Calibration, gaps: Iterable[Any], notes: Iterable[str]) -> str:
     eff = cal.efficiency
     rows = [f"<b>Calibration</b> ({html.escape(', '.join(cal.fitted) or 'nothing fitted')})",
-            f"bandwidth {cal.effective_bandwidth / 1e9:.1f} of {cal.bandwidth / 1e9:.1f} GB/s (× {eff.bandwidth:.2f}); "
-            f"compute {cal.effective_flops / 1e9:.0f} of {cal.peak_flops / 1e9:.0f} GFLOP/s (× {eff.compute:.2f}); "
-            f"overhead {eff.step_overhead * 1e3:.2f} ms per pass; cache bytes × {eff.kv_read_factor:.2f}"]
+            f"bandwidth {fmt(cal.effective_bandwidth, 'B/s')} of {fmt(cal.bandwidth, 'B/s')} (× {eff.bandwidth:.2f}); "
+            f"compute {fmt(cal.effective_flops, 'FLOP/s')} of {fmt(cal.peak_flops, 'FLOP/s')} (× {eff.compute:.2f}); "
+            f"overhead {fmt(eff.step_overhead, 's')} per pass; cache bytes × {eff.kv_read_factor:.2f}"]
     for kind, title in (("prefill", "TTFT"), ("decode", "TPOT"), ("batch", "batched step"), ("all", "all")):
         if kind in cal.before:
             b, a = cal.before[kind], cal.after[kind]

@@ -122,6 +122,22 @@ def test_import_llama_bench(qtbot, tiny_window, tmp_path):
     assert tiny_window.plots["decode"].curve("step", "measured_step", layer="measured").x.size == 2
 
 
+def test_calibration_of_a_gpu_reads_in_gpu_units(qtbot, window, tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    row = {"model_filename": "qwen3-8b-q4_k_m.gguf", "n_threads": 8, "type_k": "f16"}
+    rows = [{**row, "n_prompt": 512, "n_gen": 0, "n_depth": 0, "avg_ns": 180_000_000, "avg_ts": 2844.4},
+            {**row, "n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ns": 800_000_000, "avg_ts": 160.0},
+            {**row, "n_prompt": 0, "n_gen": 128, "n_depth": 8192, "avg_ns": 1_000_000_000, "avg_ts": 128.0}]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(rows))
+    panel = window.measure_panel
+    with qtbot.waitSignal(panel.calibrated, timeout=10_000):
+        panel.import_file(str(path))
+    fitted = panel.results.text().split("<br>")[1]        # the line under "Calibration"
+    assert "TFLOP/s" in fitted and "GB/s" in fitted and "GFLOP/s" not in fitted   # was "39953 of 165200 GFLOP/s"
+    assert "of 165 TFLOP/s" in fitted and "of 1.01 TB/s" in fitted
+
+
 def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch):
     from rooflab.core.measure import machine as machine_module
 
