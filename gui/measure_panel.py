@@ -40,6 +40,7 @@ from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure import progress as core_progress
 from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
 from rooflab.core.measure.model import ModelMeasurement
+from rooflab.core.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.gui.jobs import JobController, Progress
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.state import AppState
@@ -114,6 +115,7 @@ class MeasurePanel(QWidget):
         self.memory_limit: float | None = None     # bytes to plan against (None: ask the device)
         self.points: list[MeasuredPoint] = []
         self.samples: list[RooflineSample] = []
+        self._measured_name = ""                   # the measured machine's name, while it is kept
         self.calibration: Calibration | None = None
         self._source = ""
         self._kind = ""
@@ -349,6 +351,7 @@ class MeasurePanel(QWidget):
     def _machine_done(self, run: MachineMeasurement) -> None:
         profile = run.profile(fallback=store.load_measured_machine())
         store.save_measured_machine(profile, run.to_dict())
+        self._measured_name = profile.name
         self.machine_measured.emit(profile)
         self.samples = list(run.roofline)
         self._draw_samples()
@@ -406,6 +409,8 @@ class MeasurePanel(QWidget):
         self.points = list(runs[-1]["points"]) if runs else []
         record = store.load_calibration_record(store.model_key(spec), store.machine_key(machine))
         raw = store.load_machine_measurement()
+        measured = store.load_measured_machine()
+        self._measured_name = measured.name if measured is not None else ""
         if raw:
             try:
                 self.samples = list(MachineMeasurement.from_dict(raw).roofline)
@@ -430,6 +435,7 @@ class MeasurePanel(QWidget):
 
     def _on_redraw_timeout(self) -> None:
         self._draw_points()
+        self._draw_samples()
 
     # -- drawing ----------------------------------------------------------------------------
     def _clear_overlays(self) -> None:
@@ -465,9 +471,20 @@ class MeasurePanel(QWidget):
         except RooflabError as exc:
             self.message.emit(f"Cannot draw the measured points: {exc}", "warning")
 
+    def _samples_belong_on_screen(self) -> bool:
+        """This machine's measured multiplies go beside its own roof (and live while it is being
+        measured), never on another machine's: a CPU's 10 GFLOP/s under an RTX 4090's roof."""
+        m = self._state.machine
+        measuring = self.jobs.busy and self._kind == "machine"
+        return measuring or m.key == MEASURED_MACHINE or bool(self._measured_name and m.name == self._measured_name)
+
     def _draw_samples(self) -> None:
         from rooflab.core.measure.overlays import roofline_samples_curve
 
+        if not self._samples_belong_on_screen():
+            for plot in self._plots.values():
+                plot.clear_layer(ROOFLINE_KEY)
+            return
         self._hand(roofline_samples_curve(self.samples), ROOFLINE_KEY, "measured machine", "measured")
 
 

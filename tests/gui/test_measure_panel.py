@@ -158,6 +158,16 @@ def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch)
     tiny_window.flush_plots()
     curve = tiny_window.plots["roofline"].curve("roofline", "measured_multiplies", layer="measured-machine")
     assert list(curve.extras["rows m"]) == [1.0, 8.0, 64.0]
+    # another machine's roof does not get this machine's multiplies (nor does its report)
+    roofline = tiny_window.plots["roofline"]
+
+    def shows_multiplies() -> bool:
+        return any(series.layer.key == "measured-machine" for series in roofline.drawn())
+
+    picker.activated.emit(picker.findData("preset:rtx-4090"))
+    qtbot.waitUntil(lambda: not shows_multiplies(), timeout=3000)
+    picker.activated.emit(picker.findData("preset:measured"))
+    qtbot.waitUntil(shows_multiplies, timeout=3000)
 
 
 def test_grab_smoke(qtbot, tiny_window):
