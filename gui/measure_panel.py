@@ -116,6 +116,7 @@ class MeasurePanel(QWidget):
         self.points: list[MeasuredPoint] = []
         self.samples: list[RooflineSample] = []
         self._measured_name = ""                   # the measured machine's name, while it is kept
+        self._shown_for: tuple[str, str] = ("", "")  # (model key, machine name) the points belong to
         self.calibration: Calibration | None = None
         self._source = ""
         self._kind = ""
@@ -217,6 +218,7 @@ class MeasurePanel(QWidget):
         self.jobs.failed.connect(self._on_jobs_failed)
         self.jobs.done.connect(self._on_jobs_done)
         self._state.model_changed.connect(self._on_state_model_changed)
+        self._state.machine_changed.connect(self._on_state_machine_changed)
         self._state.changed.connect(self._on_state_changed)
         self._redraw.timeout.connect(self._on_redraw_timeout)
 
@@ -340,6 +342,7 @@ class MeasurePanel(QWidget):
         elif self.error.isHidden():
             self.progress.setValue(1000)
             self.step.setText("Done")
+        self._reload_if_moved()      # a model or machine picked while the job ran
 
     def _show_error(self, text: str) -> None:
         self.error.setText(text)
@@ -393,6 +396,7 @@ class MeasurePanel(QWidget):
         from rooflab.core.measure.gaps import explain
 
         self.calibration = cal
+        self._shown_for = self._where()          # these points belong to what is on screen now
         self.apply_button.setEnabled(True)
         self.results.setText(_results_html(cal, explain(spec, cal), notes))
         self.calibrated.emit(cal)
@@ -425,10 +429,23 @@ class MeasurePanel(QWidget):
             self.results.setText("Earlier measurement shown." if self.points else "No measurement yet.")
             self._draw_points()
         self._draw_samples()
+        self._shown_for = self._where()
+
+    def _where(self) -> tuple[str, str]:
+        """What the points on screen belong to: the model's key and the machine's name (a field
+        edited on the Machine tab keeps the name, so tweaking a peak keeps the points)."""
+        return store.model_key(self._state.model), self._state.machine.name
+
+    def _reload_if_moved(self) -> None:
+        """Show the measurements kept for the model and machine now on screen, not the last ones."""
+        if not self.jobs.busy and self._where() != self._shown_for:
+            self._load_stored()
 
     def _on_state_model_changed(self, _spec: object) -> None:
-        if not self.jobs.busy:
-            self._load_stored()
+        self._reload_if_moved()
+
+    def _on_state_machine_changed(self, _machine: object) -> None:
+        self._reload_if_moved()
 
     def _on_state_changed(self) -> None:
         self._redraw.start()

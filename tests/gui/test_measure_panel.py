@@ -138,6 +138,29 @@ def test_calibration_of_a_gpu_reads_in_gpu_units(qtbot, window, tmp_path, monkey
     assert "of 165 TFLOP/s" in fitted and "of 1.01 TB/s" in fitted
 
 
+def test_measurements_follow_the_machine_they_were_made_on(qtbot, window, tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    row = {"model_filename": "qwen3-8b-q4_k_m.gguf", "type_k": "f16"}
+    rows = [{**row, "n_prompt": 512, "n_gen": 0, "avg_ts": 2844.4},
+            {**row, "n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 160.0}]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(rows))
+    panel, picker = window.measure_panel, window.machine_panel.picker
+    with qtbot.waitSignal(panel.calibrated, timeout=10_000):
+        panel.import_file(str(path))                       # timed on the RTX 4090 on screen
+    qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=5000)
+    assert len(panel.points) == 2
+    window.machine_panel.bandwidth.setValue(900.0)         # a tweaked peak: still that machine's points
+    assert len(panel.points) == 2 and panel.calibration is not None
+    picker.activated.emit(picker.findData("preset:m4-max"))
+    # not the 4090's points on the M4 Max's curves, nor the 4090's fit offered for the M4 Max
+    assert panel.points == [] and panel.calibration is None and not panel.apply_button.isEnabled()
+    window.flush_plots()
+    assert {s.layer.key for s in window.plots["decode"].drawn()} == {"current"}
+    picker.activated.emit(picker.findData("preset:rtx-4090"))
+    assert len(panel.points) == 2                                         # kept, and back with it
+
+
 def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch):
     from rooflab.core.measure import machine as machine_module
 
