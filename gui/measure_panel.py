@@ -385,9 +385,13 @@ class MeasurePanel(QWidget):
             self.message.emit(warning, "warning")
         spec, machine = self._state.model, self._state.machine
         cal = calibrate(spec, machine, self.points, kv_type=bench.kv_type)
+        key, mkey = store.model_key(spec), store.machine_key(machine)
         try:
-            store.save_measurement(store.model_key(spec), store.machine_key(machine), self.points,
-                                   {"tool": bench.tool, **bench.metadata}, label=spec.name, source=bench.path)
+            store.save_measurement(key, mkey, self.points, {"tool": bench.tool, **bench.metadata},
+                                   label=spec.name, source=bench.path)
+            # kept like a run's fit (and 'rooflab measure import''s): it comes back with the model
+            # and 'rooflab predict --calibrated' finds it
+            store.save_calibration(key, mkey, cal, source=self._source)
         except OSError as exc:
             self.message.emit(f"Could not keep the measurement: {exc}", "warning")
         self._set_calibration(cal, spec, notes=[f"{bench.tool}: {', '.join(bench.models) or bench.path}"])

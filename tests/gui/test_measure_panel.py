@@ -159,6 +159,23 @@ def test_measurements_follow_the_machine_they_were_made_on(qtbot, window, tmp_pa
     assert {s.layer.key for s in window.plots["decode"].drawn()} == {"current"}
     picker.activated.emit(picker.findData("preset:rtx-4090"))
     assert len(panel.points) == 2                                         # kept, and back with it
+    assert panel.calibration is not None and panel.apply_button.isEnabled()   # the import's fit too
+
+
+def test_an_imported_fit_serves_predict_calibrated(qtbot, window, tmp_path, monkeypatch, capsys):
+    from rooflab.core.cli import main
+
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    rows = [{"n_prompt": 512, "n_gen": 0, "avg_ts": 2844.4}, {"n_prompt": 0, "n_gen": 128, "avg_ts": 160.0}]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(rows))
+    with qtbot.waitSignal(window.measure_panel.calibrated, timeout=10_000):
+        window.measure_panel.import_file(str(path))
+    qtbot.waitUntil(lambda: not window.measure_panel.jobs.busy, timeout=5000)
+    assert main(["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--calibrated", "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)["machine"]["efficiency"]
+    assert fitted["bandwidth"] == pytest.approx(window.measure_panel.calibration.efficiency.bandwidth)
+    assert fitted["bandwidth"] < 1.0
 
 
 def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch):
