@@ -331,7 +331,12 @@ class PanelView:
 
 
 def _short(label: str, limit: int = 44) -> str:
-    return label if len(label) <= limit else label[: limit - 1] + "…"
+    """``label`` in at most ``limit`` characters, cut in the middle: series pinned from the same
+    model and machine differ only at the end ("..., batch 7"), which a cut at the end hid."""
+    if len(label) <= limit:
+        return label
+    tail = (limit - 1) // 2
+    return label[: limit - 1 - tail] + "…" + label[-tail:]
 
 
 def QColorA(colour: str, alpha: int) -> Any:  # noqa: N802 - reads like the Qt constructor

@@ -162,6 +162,19 @@ def test_pinned_series_do_not_widen_the_window(qtbot, window):
     assert window.width() <= 1400
 
 
+def test_legend_tells_apart_series_that_differ_only_at_the_end_of_their_label(qtbot, window):
+    for batch in (7, 300):
+        with qtbot.waitSignal(window.redrawn, timeout=3000):
+            window.state.update_workload(batch=batch)
+        window.state.pin_current()
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(batch=2)
+    view = window.plots["decode"].panel_view("rate")
+    pinned = [label.text for _sample, label in view.legend.items if "Qwen3" in label.text]
+    assert len(pinned) == 2 and len(set(pinned)) == 2, pinned        # both ended "RTX 4090 ·…"
+    assert pinned[0].endswith("batch 7") and pinned[1].endswith("batch 300")
+
+
 def test_pinning_the_same_series_twice_adds_nothing(window):
     assert window.state.pin_current() is not None
     assert window.state.pin_current() is None
