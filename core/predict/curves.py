@@ -136,9 +136,22 @@ class Scenario:
 
     @property
     def label(self) -> str:
+        """Model · machine · cache type, then each request setting that differs from the
+        default workload, so two pinned series of one model and machine read apart."""
+        from rooflab.core.defaults import DEFAULT_WORKLOAD as d
+
         w = self.workload
-        batch = f", batch {w.batch}" if w.batch != 1 else ""
-        return f"{self.model.name} · {self.machine.name} · {w.kv_type} cache{batch}"
+        parts = [f"{w.kv_type} cache"]
+        for value, default, text in (
+                (w.batch, d.batch, f"batch {w.batch:,}"),
+                (w.prompt, d.prompt, f"prompt {w.prompt:,}"),
+                (w.answer, d.answer, f"answer {w.answer:,}"),
+                (w.context, d.context, f"context {w.context:,}"),
+                (w.offload_fraction, d.offload_fraction, f"{w.offload_fraction:.0%} offloaded"),
+                (w.draft_tokens, d.draft_tokens, f"{w.draft_tokens} drafts at {w.acceptance:.0%}")):
+            if value != default:
+                parts.append(text)
+        return f"{self.model.name} · {self.machine.name} · {', '.join(parts)}"
 
 
 # --- sweeps ------------------------------------------------------------------------------------

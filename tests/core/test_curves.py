@@ -114,3 +114,18 @@ def test_memory_breakdown_over_capacity(dense_spec, machine):
     assert bar.categories[2] == "over capacity"
     assert bar.extras["base"][2] == tiny.memory
     assert bar.y[0] + bar.y[1] - bar.y[2] == pytest.approx(tiny.memory)
+
+
+def test_label_names_the_request_settings_that_differ_from_the_default(dense_spec, machine):
+    from rooflab.core.defaults import DEFAULT_WORKLOAD
+
+    def label(**changes: object) -> str:
+        wl = dataclasses.replace(DEFAULT_WORKLOAD, **changes)
+        return Scenario(model=dense_spec, machine=machine, workload=wl).label
+
+    assert label() == "tiny-dense · Test GPU · f16 cache"
+    assert label(batch=7) == "tiny-dense · Test GPU · f16 cache, batch 7"
+    # two pins of one model and machine that differ in prompt or context used to share a label
+    assert label(prompt=8192, context=4096) == "tiny-dense · Test GPU · f16 cache, prompt 8,192, context 4,096"
+    assert label(offload_fraction=0.5, draft_tokens=4, acceptance=0.8).endswith("50% offloaded, 4 drafts at 80%")
+    assert len({label(), label(prompt=4096), label(answer=512), label(context=1)}) == 4
