@@ -53,7 +53,15 @@ def prefix_for(value: float, unit: str) -> tuple[float, str]:
 
 def fmt(value: float, unit: str, digits: int = 3) -> str:
     """A value and its unit for a person: ``fmt(4.67e9, "B") == "4.67 GB"``,
-    ``fmt(0.0123, "s") == "12.3 ms"``, ``fmt(2048, "tokens") == "2,048 tokens"``."""
+    ``fmt(0.0123, "s") == "12.3 ms"``, ``fmt(2048, "tokens") == "2,048 tokens"``; an hour or
+    more reads in hours, two days or more in days (``fmt(7.68e6, "s") == "88.9 days"``)."""
+    if unit == "s" and math.isfinite(value) and abs(value) >= 3600:
+        hours = value / 3600
+        return f"{significant(hours, digits)} h" if abs(hours) < 48 else f"{significant(hours / 24, digits)} days"
+    return _fmt(value, unit, digits)
+
+
+def _fmt(value: float, unit: str, digits: int) -> str:
     if not math.isfinite(value):
         return "never" if value > 0 else "n/a"
     if unit in ("tokens", "sequences", "experts") and float(value).is_integer():
@@ -75,7 +83,7 @@ def _si_prefix(value: float) -> tuple[float, str]:
 def tick(value: float, unit: str) -> str:
     """A short tick label for a log axis: "10 ms", "1 GB", "100 T" (FLOP units), "10k" (counts)."""
     if unit in ("s", "1", "B", "B/s"):
-        return fmt(value, unit, 2)
+        return _fmt(value, unit, 2)          # decade ticks stay in seconds: 10,000 s, not 2.8 h
     scale, prefix = _si_prefix(value)
     if unit in ("FLOP/s", "FLOP"):
         return f"{significant(value / scale, 2)} {prefix}".rstrip()

@@ -21,13 +21,16 @@ from rooflab.gui import units
     (0.375, "1", "37.5 %"),
     (8.19e9, "params", "8.19 billion"),
     (math.inf, "tokens", "never"),
+    (3599.0, "s", "3,599 s"),
+    (32_141.0, "s", "8.93 h"),                 # was "32,141 s"
+    (7_679_075.0, "s", "88.9 days"),           # was "7,679,075 s"
 ])
 def test_fmt(value, unit, text):
     assert units.fmt(value, unit) == text
 
 
 @pytest.mark.parametrize(("value", "unit", "text"), [
-    (1e13, "FLOP/s", "10 T"), (1e-3, "s", "1 ms"), (1e9, "B", "1 GB"), (10_000, "tokens", "10k"), (0.1, "FLOP/byte", "0.1"),
+    (1e13, "FLOP/s", "10 T"), (1e-3, "s", "1 ms"), (1e4, "s", "10,000 s"), (1e9, "B", "1 GB"), (10_000, "tokens", "10k"), (0.1, "FLOP/byte", "0.1"),
 ])
 def test_tick(value, unit, text):
     assert units.tick(value, unit) == text
