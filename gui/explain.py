@@ -54,7 +54,8 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                     f"at {bandwidth}: {fmt(dec.memory_seconds, 's')}; its arithmetic needs "
                     f"{fmt(dec.compute_seconds, 's')}.")
     else:
-        tpot_why = (f"{w.batch:,} sequences' arithmetic, {fmt(dec.flops, 'FLOP')} per step, takes "
+        who = f"{w.batch:,} sequences'" if w.batch > 1 else "one sequence's"
+        tpot_why = (f"{who} arithmetic, {fmt(dec.flops, 'FLOP')} per step, takes "
                     f"{fmt(dec.compute_seconds, 's')} at {compute}; the bytes take {fmt(dec.memory_seconds, 's')}.")
     lines = [
         Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre.bound,
@@ -78,15 +79,20 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
              "prompt rate = prompt tokens × batch / TTFT."),
     ]
     if math.isfinite(s.prefill_crossover):
-        nstar = f"{s.prefill_crossover:,.0f} tokens"
+        nstar = _count(f"{s.prefill_crossover:,.0f}", "token")
         lines.append(Line("n_star", "Prefill crossover n*", nstar, "",
                           f"Prompts longer than about {nstar} are compute-bound; shorter ones mostly pay "
-                          "for reading the weights once.",
+                          "for reading the weights once." if s.prefill_crossover > 1 else
+                          "Every prompt is compute-bound here: even one token's arithmetic outlasts reading "
+                          "the weights once.",
                           "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."))
     if math.isfinite(s.batch_crossover):
-        lines.append(Line("batch_crossover", "Batch crossover", f"{s.batch_crossover:,.0f} sequences", "",
-                          f"Up to about {s.batch_crossover:,.0f} sequences share each read of the weights almost "
-                          "for free; past it, decode turns compute-bound.",
+        bstar = _count(f"{s.batch_crossover:,.0f}", "sequence")
+        lines.append(Line("batch_crossover", "Batch crossover", bstar, "",
+                          f"Up to about {bstar} share each read of the weights almost for free; past it, "
+                          "decode turns compute-bound." if round(s.batch_crossover) > 1 else
+                          "Decode is compute-bound from the first sequence: batching shares the weights' "
+                          "read but adds arithmetic at full cost.",
                           "b* solves 2 × N × b / C = (W + b × k × t) / B."))
     else:
         lines.append(Line("batch_crossover", "Batch crossover", "none", "",

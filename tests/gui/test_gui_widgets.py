@@ -132,6 +132,21 @@ def test_numbers_panel_sentences_at_the_extremes(window):
     assert "the weights alone need more than the 1 GB there is" in sentences(tiny)["memory"]
 
 
+def test_crossovers_of_a_machine_that_computes_slowly_read_right(window):
+    import dataclasses
+
+    from rooflab.core.report.summary import summarise
+    from rooflab.gui.explain import explain
+
+    slow = dataclasses.replace(window.state.machine, key="", peak_flops={"fp16": 0.01e12})   # balance 0.01
+    sc = dataclasses.replace(window.state.scenario, machine=slow)
+    lines = {line.key: line for line in explain(sc, summarise(sc))}
+    assert lines["n_star"].value == "1 token" and lines["n_star"].sentence.startswith("Every prompt")
+    assert lines["batch_crossover"].value == "1 sequence"
+    assert lines["batch_crossover"].sentence.startswith("Decode is compute-bound from the first sequence")
+    assert "one sequence's arithmetic" in lines["tpot"].sentence            # was "1 sequences' arithmetic"
+
+
 def test_speculative_sentence_counts_in_words(qtbot, window):
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.state.update_workload(draft_tokens=1, acceptance=0.0)
