@@ -17,7 +17,7 @@ from rooflab.core.predict.batching import batch_crossover, max_batch_that_fits
 from rooflab.core.predict.request import prefill_crossover, request
 from rooflab.core.predict.speculative import speculative
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
-from rooflab.core.workload import Workload
+from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 GB = 1e9
 
@@ -206,10 +206,11 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
         f"{d['model']['kv_bytes_per_token']:,} bytes/token ({workload.kv_type})",
         "",
         f"request: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, batch {workload.batch}",
-        f"  TTFT {r['ttft_seconds'] * 1e3:,.1f} ms ({r['prefill_bound']}-bound), TPOT {r['tpot_seconds'] * 1e3:,.2f} ms "
-        f"({r['decode_bound']}-bound), end to end {r['end_to_end_seconds']:,.2f} s",
-        f"  prefill turns compute-bound at n* = {_fmt_cross(d['prefill_crossover_tokens'])} tokens; "
-        f"decode at batch {_fmt_cross(d['batch_crossover'])}; {d['max_batch_that_fits']:,} sequences of "
+        f"  TTFT {_duration(r['ttft_seconds'], 1)} ({r['prefill_bound']}-bound), TPOT "
+        f"{_duration(r['tpot_seconds'], 2)} ({r['decode_bound']}-bound), end to end "
+        f"{_duration(r['end_to_end_seconds'], 2, ms=False)}",
+        f"  prefill turns compute-bound at n* = {_fmt_cross(d['prefill_crossover_tokens'], MAX_TOKENS)} tokens; "
+        f"decode at batch {_fmt_cross(d['batch_crossover'], MAX_BATCH)}; {d['max_batch_that_fits']:,} sequences of "
         f"{workload.context + workload.prompt + workload.answer:,} tokens fit",
         "",
         "decode ceiling, tokens/s per sequence / total, GB read per step",
@@ -234,5 +235,18 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
     return "\n".join(lines)
 
 
-def _fmt_cross(x: float | None) -> str:
-    return "never (below 16M)" if x is None else f"{x:,.1f}"
+def _fmt_cross(x: float | None, limit: int) -> str:
+    """A crossover, or "never" below the largest value searched (16M tokens, 65,536 sequences)."""
+    return f"never (below {limit:,})" if x is None else f"{x:,.1f}"
+
+
+def _duration(seconds: float, ms_decimals: int, *, ms: bool = True) -> str:
+    """Milliseconds under a second (when ``ms``), then seconds, hours from an hour, days from
+    two days: a TTFT of 93 days read '8,051,521,381.6 ms'."""
+    if ms and seconds < 1:
+        return f"{seconds * 1e3:,.{ms_decimals}f} ms"
+    if seconds < 3600:
+        return f"{seconds:,.2f} s"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:,.2f} h"
+    return f"{seconds / 86400:,.1f} days"
