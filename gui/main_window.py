@@ -418,6 +418,8 @@ class MainWindow(QMainWindow):
         for plot in self.plots.values():
             plot.apply_theme(self.theme)
         self.compare.apply_theme(self.theme)
+        if self._plots_frame is not None:
+            self._show_scenario(self._plots_frame)      # its swatches take the new series colours
         for action in self.theme_actions.actions():
             action.setChecked(action.data() == mode)
 

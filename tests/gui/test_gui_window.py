@@ -273,6 +273,12 @@ def test_theme_switch_recolours_the_legend_of_the_plot_on_screen(qtbot, window):
     assert labels and all(foreground in label.item.toHtml().lower() for label in labels)
 
 
+def test_theme_switch_recolours_the_scenario_line(qtbot, window):
+    window.set_theme("light")
+    window.set_theme("dark")
+    assert window.theme.current["main"] in window.scenario_label.text()
+
+
 def test_machine_change_shows_in_machine_fields(qtbot, window):
     machine = load_machine("m4-max")
     window.state.set_machine(machine)
