@@ -28,11 +28,12 @@ from rooflab.core.catalogue import list_catalogue
 from rooflab.core.errors import RooflabError
 from rooflab.core.io import takes_weights
 from rooflab.core.model import ModelSpec
+from rooflab.core.quant import RECIPES
 from rooflab.core.report.tables import grouped_rows
 from rooflab.gui import units
 from rooflab.gui.state import AppState
 
-WEIGHT_FORMATS: tuple[str, ...] = ("", "fp32", "bf16", "fp16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "mxfp4")
+WEIGHT_FORMATS: tuple[str, ...] = ("", *RECIPES)        # "" = the model's own; then every --weights format
 MODEL_FILTER = "Models (*.gguf config.json *.json);;GGUF files (*.gguf);;config.json (*.json);;All files (*)"
 # the two byte columns first after the name and type, so they show in the tab's default width
 _COLUMNS = ("Tensor", "Type", "In file", "Per token", "Parameters", "Shape")

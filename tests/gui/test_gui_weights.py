@@ -64,3 +64,11 @@ def test_the_weight_format_comes_back_after_a_restart(qtbot, window, monkeypatch
     monkeypatch.setattr(app.QApplication, "exec", fake_exec)
     assert app.run_gui(argparse.Namespace(model=None, machine=None, screenshot=None, weights=None)) == 0
     assert shown == {"format": "Q8_0", "combo": "q8_0"}
+
+
+def test_every_weight_format_of_the_command_line_is_offered(window):
+    from rooflab.core.quant import RECIPES
+
+    combo = window.model_panel.weights
+    offered = [combo.itemData(i) for i in range(combo.count())]
+    assert offered == ["", *RECIPES]                     # q4_k_s was missing
