@@ -360,7 +360,8 @@ class MeasurePanel(QWidget):
         self._draw_samples()
         if self.use_measured.isChecked():
             self._state.set_machine(profile)
-        self.message.emit(f"Measured {profile.name}: {fmt(profile.bandwidth, 'B/s')}", "info")
+        self.message.emit(f"Machine measured: {fmt(profile.bandwidth, 'B/s')} bandwidth, "
+                          f"saved as {profile.name!r}", "info")
 
     def _model_done(self, run: ModelMeasurement) -> None:
         cal = calibrate(run.spec, self._state.machine, run.points, kv_type=run.kv_type, dtype=run.dtype,
