@@ -10,11 +10,9 @@ Prints best and median of 20 opens. Target: ``read_gguf`` well under 100 ms.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from gguf import GGUFReader
@@ -24,6 +22,7 @@ from rooflab.core.io.gguf import read_gguf, read_header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core" / "io"))
 from gguf_factory import Spec, llama_tensors, write_gguf  # noqa: E402
+from timing import timed  # benchmarks/timing.py: the shared timing loop
 
 VOCAB = 262_144
 MERGES = 150_000
@@ -49,16 +48,6 @@ def write_model(path: Path) -> Path:
         "tokenizer.ggml.token_type": [1] * VOCAB,
         "tokenizer.ggml.merges": [f"t{i} o{i}" for i in range(MERGES)],
     }, data=False)
-
-
-def timed(fn: Callable[[], object], repeats: int = 20) -> tuple[float, float]:
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return min(samples) * 1e3, statistics.median(samples) * 1e3
 
 
 def main() -> None:

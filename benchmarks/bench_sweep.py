@@ -9,26 +9,14 @@ of many runs). Target: the 64 x 64 grid well under 20 ms, so live plotting never
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
+from timing import timed  # benchmarks/timing.py: the shared timing loop
 
 from rooflab.core.io import load_model
 from rooflab.core.predict.request import prefill_crossover, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
 from rooflab.core.presets import load_machine
 from rooflab.core.workload import Workload
-
-
-def timed(fn, repeats: int = 50) -> tuple[float, float]:
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return min(samples) * 1e3, statistics.median(samples) * 1e3
 
 
 def main() -> None:
@@ -47,7 +35,7 @@ def main() -> None:
             ("prefill crossover n*", lambda spec=spec: prefill_crossover(spec, machine, workload)),
         ]
         for label, fn in rows:
-            best, median = timed(fn)
+            best, median = timed(fn, repeats=50)
             print(f"{key:<24} {label:<28} {best:>8.3f} {median:>10.3f}")
 
 
