@@ -316,14 +316,14 @@ def spec_from_torch(model: Any, *, name: str, source: str, dtype: str | None = N
                               role=classify_hf(pname), layer=_layer_of(pname)))
     config = model.config.to_dict()
     try:
-        shape = normalise(config)
-        layout, warnings = attention_layout(shape)
+        hf = normalise(config)
+        layout, warnings = attention_layout(hf)
     except RooflabError as exc:
         raise MeasurementError(f"{name}: cannot read the attention layout from the config ({exc})") from exc
     weight_bytes = sum(t.nbytes for t in tensors)
     fmt = dtype or {"F32": "fp32", "BF16": "bf16", "F16": "fp16"}.get(tensors[0].type_name, tensors[0].type_name)
-    return ModelSpec(name=name, architecture=shape.model_type, source=source, tensors=tuple(tensors),
-                     attention=layout, hidden=shape.hidden, vocab=shape.vocab, file_bytes=weight_bytes,
-                     experts=shape.experts, experts_used=shape.experts_used,
-                     shared_experts=1 if shape.shared_ffn else 0, context_length=shape.context_length,
+    return ModelSpec(name=name, architecture=hf.model_type, source=source, tensors=tuple(tensors),
+                     attention=layout, hidden=hf.hidden, vocab=hf.vocab, file_bytes=weight_bytes,
+                     experts=hf.experts, experts_used=hf.experts_used,
+                     shared_experts=1 if hf.shared_ffn else 0, context_length=hf.context_length,
                      weights_format=fmt.upper(), warnings=tuple(warnings), provenance="torch model as run")

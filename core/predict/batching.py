@@ -14,7 +14,7 @@ from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import decode_pass
 from rooflab.core.predict.request import _crossing
-from rooflab.core.predict.work import Array
+from rooflab.core.predict.work import Array, Flags
 from rooflab.core.workload import MAX_BATCH, Workload
 
 
@@ -67,8 +67,8 @@ class BatchSweep:
     flops_per_step: Array
     experts_touched: Array       # per layer (0 for dense)
     memory: Array                # resident bytes
-    fits: Array                  # bool
-    compute_bound: Array         # bool
+    fits: Flags
+    compute_bound: Flags
 
 
 def batch_sweep(spec: ModelSpec, machine: MachineProfile, workload: Workload, batches: ArrayLike,

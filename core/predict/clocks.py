@@ -14,7 +14,7 @@ from rooflab.core.errors import SpecError
 from rooflab.core.machine import MachineProfile
 from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
-from rooflab.core.predict.work import Array
+from rooflab.core.predict.work import Array, Flags
 from rooflab.core.workload import Workload
 
 
@@ -37,7 +37,7 @@ class Pass:
         return self.weight_bytes + self.cache_bytes
 
     @property
-    def compute_bound(self) -> Array:
+    def compute_bound(self) -> Flags:
         return self.compute_seconds > self.memory_seconds
 
     @property

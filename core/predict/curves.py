@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,6 +38,11 @@ ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY = "roofline", "prefill", "decode", "
 CHART_KEYS: tuple[str, ...] = (ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY)
 CHART_TITLES: dict[str, str] = {ROOFLINE: "Roofline", PREFILL: "Prefill / TTFT", DECODE: "Decode vs context",
                                 BATCHING: "Batching", MEMORY: "Memory"}
+
+
+def _pts(*values: float) -> Array:
+    """A few literal values as a float array (markers, reference lines)."""
+    return np.array(values, dtype=np.float64)
 
 
 def _frozen(values: ArrayLike) -> Array:
@@ -180,12 +185,12 @@ def _finite_or(value: float, default: float) -> float:
 
 
 def _x_marker(key: str, label: str, x: float, name: str, unit: str, role: CurveRole) -> Curve:
-    return Curve(key=key, label=label, x=[x], y=[], x_name=name, x_unit=unit, y_name="", y_unit="",
+    return Curve(key=key, label=label, x=_pts(x), y=_pts(), x_name=name, x_unit=unit, y_name="", y_unit="",
                  kind="vline", role=role)
 
 
 def _y_marker(key: str, label: str, y: float, name: str, unit: str, role: CurveRole = "limit") -> Curve:
-    return Curve(key=key, label=label, x=[], y=[y], x_name="", x_unit="", y_name=name, y_unit=unit,
+    return Curve(key=key, label=label, x=_pts(), y=_pts(y), x_name="", x_unit="", y_name=name, y_unit=unit,
                  kind="hline", role=role)
 
 
@@ -211,7 +216,7 @@ def roofline_chart(sc: Scenario) -> Chart:
     curves.append(_x_marker("balance", "balance C / B", balance,
                             "intensity", "FLOP/byte", "crossover"))
     for key, p in zip(("prefill", "decode"), points, strict=True):
-        curves.append(Curve(key=key, label=p.label, x=[p.intensity], y=[p.achieved], kind="points",
+        curves.append(Curve(key=key, label=p.label, x=_pts(p.intensity), y=_pts(p.achieved), kind="points",
                             role="marker", **axes))
     panel = Panel(key="roofline", title="Roofline", x_label="Arithmetic intensity", x_unit="FLOP/byte",
                   y_label="Attainable compute", y_unit="FLOP/s", curves=tuple(curves), log_x=True, log_y=True)
@@ -254,13 +259,13 @@ def prefill_chart(sc: Scenario, n_star: float | None = None) -> Chart:
     ]
     if math.isfinite(n_star):
         ttft.append(_x_marker("n_star", "n*", n_star, "prompt", "tokens", "crossover"))
-    ttft.append(Curve(key="current", label="current workload", x=[w.prompt], y=[float(here.seconds)],
+    ttft.append(Curve(key="current", label="current workload", x=_pts(w.prompt), y=_pts(float(here.seconds)),
                       kind="points", role="marker", **axes))
     rate_axes = _axes("prompt", "tokens", "prompt rate", "tokens/s")
     rate = (Curve(key="prompt_rate", label="prompt tokens/s", x=prompts, y=prompts * w.batch / p.seconds,
                   **rate_axes),
-            Curve(key="current", label="current workload", x=[w.prompt],
-                  y=[w.prompt * w.batch / float(here.seconds)], kind="points", role="marker", **rate_axes))
+            Curve(key="current", label="current workload", x=_pts(w.prompt),
+                  y=_pts(w.prompt * w.batch / float(here.seconds)), kind="points", role="marker", **rate_axes))
     return Chart(key=PREFILL, title=CHART_TITLES[PREFILL], panels=(
         Panel(key="ttft", title="Time to first token", x_label="Prompt length", x_unit="tokens",
               y_label="Time to first token", y_unit="s", curves=tuple(ttft), log_x=True, log_y=True),
@@ -297,7 +302,7 @@ def decode_chart(sc: Scenario) -> Chart:
     rate_ax = _axes("context", "tokens", "decode rate", "tokens/s")
     rate = (Curve(key="ceiling", label="decode ceiling per sequence", x=t, y=1.0 / p.seconds, **rate_ax),
             *cap,
-            Curve(key="current", label="current workload", x=[start], y=[1.0 / float(first.seconds)],
+            Curve(key="current", label="current workload", x=_pts(start), y=_pts(1.0 / float(first.seconds)),
                   kind="points", role="marker", **rate_ax))
     sec = _axes("context", "tokens", "seconds", "s")
     step = (Curve(key="step", label="time per token (slower clock)", x=t, y=p.seconds, **sec),
@@ -307,12 +312,12 @@ def decode_chart(sc: Scenario) -> Chart:
                   role="compute", **sec),
             *cap,
             _y_marker("tpot", "TPOT over this answer", est.tpot, "seconds", "s", "marker"),
-            Curve(key="current", label="current workload", x=[start], y=[float(first.seconds)],
+            Curve(key="current", label="current workload", x=_pts(start), y=_pts(float(first.seconds)),
                   kind="points", role="marker", **sec))
     share = (Curve(key="kv_share", label="KV share of bytes read", x=t, y=p.kv_share,
                    **_axes("context", "tokens", "kv share", "1")),
              *cap,
-             Curve(key="current", label="current workload", x=[start], y=[float(first.kv_share)],
+             Curve(key="current", label="current workload", x=_pts(start), y=_pts(float(first.kv_share)),
                    kind="points", role="marker", **_axes("context", "tokens", "kv share", "1")))
     panels = (
         Panel(key="rate", title="Decode ceiling", x_label="Tokens in the cache", x_unit="tokens",
@@ -353,15 +358,15 @@ def batching_chart(sc: Scenario) -> Chart:
     rates = (Curve(key="per_sequence", label="tokens/s per sequence", x=batches, y=s.per_sequence, **rate),
              Curve(key="total", label="tokens/s total", x=batches, y=s.total, role="secondary", **rate),
              *marks,
-             Curve(key="current_total", label="current workload", x=[w.batch], y=here.total, kind="points",
+             Curve(key="current_total", label="current workload", x=_pts(w.batch), y=here.total, kind="points",
                    role="marker", **rate),
-             Curve(key="current", label="current workload", x=[w.batch], y=here.per_sequence, kind="points",
+             Curve(key="current", label="current workload", x=_pts(w.batch), y=here.per_sequence, kind="points",
                    role="marker", **rate))
     mem = _axes("batch", "sequences", "memory", "B")
     memory = (Curve(key="resident", label="weights + caches at full length", x=batches, y=s.memory, **mem),
               _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"),
               *marks,
-              Curve(key="current", label="current workload", x=[w.batch], y=here.memory, kind="points",
+              Curve(key="current", label="current workload", x=_pts(w.batch), y=here.memory, kind="points",
                     role="marker", **mem))
     panels = [
         Panel(key="rate", title="Decode rate", x_label="Batch", x_unit="sequences", y_label="Decode rate",
@@ -378,7 +383,7 @@ def batching_chart(sc: Scenario) -> Chart:
                                     _y_marker("experts", "all experts", spec.experts,
                                               "experts", "experts"),
                                     *marks,
-                                    Curve(key="current", label="current workload", x=[w.batch],
+                                    Curve(key="current", label="current workload", x=_pts(w.batch),
                                           y=here.experts_touched, kind="points", role="marker", **ex))))
     return Chart(key=BATCHING, title=CHART_TITLES[BATCHING], panels=tuple(panels), description=(
         "b sequences share one read of the weights, so the total rate grows almost b-fold while "
@@ -405,9 +410,9 @@ def memory_breakdown(sc: Scenario) -> Curve:
     else:
         rest, rest_base, rest_name = held - m.memory, m.memory, "over capacity"
     names = ("weights", "KV cache", rest_name, "weights offloaded")
-    return Curve(key="breakdown", label=m.name, x=np.arange(4.0), y=[weights, kv, rest, offloaded],
+    return Curve(key="breakdown", label=m.name, x=np.arange(4.0), y=_pts(weights, kv, rest, offloaded),
                  x_name="part", x_unit="", y_name="memory", y_unit="B", kind="stack", categories=names,
-                 extras={"base": [0.0, weights, rest_base, max(held, m.memory)],
+                 extras={"base": _pts(0.0, weights, rest_base, max(held, m.memory)),
                          "capacity": np.full(4, m.memory)})
 
 
@@ -425,7 +430,7 @@ def memory_chart(sc: Scenario) -> Chart:
     if m.has_offload:
         growth.append(_y_marker("capacity_total", "with the second tier",
                                 m.memory + m.offload_memory, "memory", "B", "secondary"))
-    growth.append(Curve(key="current", label="current workload", x=[length],
+    growth.append(Curve(key="current", label="current workload", x=_pts(length),
                         y=memory_resident(spec, length, w.batch, w.kv_type), kind="points", role="marker", **ax))
     panels = (
         Panel(key="breakdown", title="Memory at the chosen length", x_label="", x_unit="", y_label="Memory",
@@ -445,6 +450,6 @@ def build_charts(sc: Scenario, *, prefill_crossover: float | None = None) -> dic
             DECODE: decode_chart(sc), BATCHING: batching_chart(sc), MEMORY: memory_chart(sc)}
 
 
-def with_workload(sc: Scenario, **changes: object) -> Scenario:
+def with_workload(sc: Scenario, **changes: Any) -> Scenario:
     """The scenario with workload fields changed (validated by ``Workload``)."""
     return replace(sc, workload=replace(sc.workload, **changes))

@@ -13,7 +13,7 @@ from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import memory_resident
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.work import Array
+from rooflab.core.predict.work import Array, Flags
 from rooflab.core.workload import Workload
 
 
@@ -36,8 +36,8 @@ class DecodeGrid:
     flops_per_step: Array
     experts_touched: Array        # per layer; 0 for a dense model
     memory: Array                 # resident bytes with sequences of `context` tokens
-    fits: Array
-    compute_bound: Array
+    fits: Flags
+    compute_bound: Flags
 
 
 def decode_grid(spec: ModelSpec, machine: MachineProfile, workload: Workload,
@@ -67,7 +67,7 @@ class PrefillSweep:
     compute_seconds: Array
     attention_flops: Array
     flops: Array
-    compute_bound: Array
+    compute_bound: Flags
 
 
 def prefill_sweep(spec: ModelSpec, machine: MachineProfile, workload: Workload,

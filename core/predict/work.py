@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from rooflab.core.model import ModelSpec
 
 Array = NDArray[np.float64]
+Flags = NDArray[np.bool_]
 
 
 def _f(x: ArrayLike) -> Array:
