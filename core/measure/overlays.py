@@ -102,7 +102,8 @@ def roofline_samples_curve(samples: Sequence[RooflineSample], label: str = "mult
     if not samples:
         return {}
     curve = Curve(key="measured_multiplies", label=f"{label} ({samples[0].dtype}, k = n = {samples[0].k})",
-                  x=[s.intensity for s in samples], y=[s.achieved for s in samples], x_name="intensity",
+                  x=np.array([s.intensity for s in samples]), y=np.array([s.achieved for s in samples]),
+                  x_name="intensity",
                   x_unit="FLOP/byte", y_name="achieved", y_unit="FLOP/s", kind="points", role="measured",
                   extras={"rows m": np.array([s.m for s in samples], dtype=float)})
     return {(ROOFLINE, "roofline"): [curve]}
