@@ -63,7 +63,9 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
              "TTFT = max(prompt FLOPs / peak compute, bytes read / bandwidth) + per-step overhead. "
              "Queueing and tokenisation are left out."),
         Line("tpot", "Time per output token", fmt(e.tpot, "s"), dec.bound,
-             f"Decode is {_bound_phrase(dec.bound)}: {tpot_why}",
+             f"Decode is {_bound_phrase(dec.bound)}: {tpot_why}" + (
+                 f" Speculative decoding divides it by {significant(e.speculative_speedup, 3)}."
+                 if w.draft_tokens else ""),
              "TPOT = the mean decode step while the cache grows over the answer; one step = "
              "max((weights + batch × cache bytes) / bandwidth, batch × 2 × active parameters / compute)."),
         Line("end_to_end", "End to end", fmt(e.end_to_end, "s"), "",

@@ -10,6 +10,7 @@ import numpy as np
 from rooflab.core.machine import MachineProfile
 from rooflab.core.model import ModelSpec
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.speculative import speculative
 from rooflab.core.workload import MAX_TOKENS, Workload
 
 _TPOT_SAMPLES = 129   # decode time is piecewise linear in t: 129 samples average it to <0.1 %
@@ -29,12 +30,16 @@ class RequestEstimate:
     decode_rate: float           # 1 / tpot, per sequence
     total_rate: float            # batch / tpot
     kv_share: float              # share of the first decode step's bytes that is cache
+    speculative_speedup: float = 1.0   # the factor TPOT was divided by (1 without drafts)
 
 
 def request(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> RequestEstimate:
     """TTFT = prefill(n_prompt); TPOT = mean decode step while the cache grows from
     context + prompt to context + prompt + answer - 1; end_to_end = TTFT + TPOT x (answer - 1).
-    Queueing and tokenisation are left out."""
+
+    With speculative drafts (workload.draft_tokens > 0) TPOT is divided by the expected
+    speed-up at the first decode step (``speculative``); the decode ceiling stays that of a
+    plain step. Queueing and tokenisation are left out."""
     pre = prefill_pass(spec, machine, workload)
     start = workload.context + workload.prompt
     steps = workload.answer - 1
@@ -44,6 +49,10 @@ def request(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> Req
     else:
         tpot = float(decode_pass(spec, machine, workload, context=start).seconds)
     first = decode_pass(spec, machine, workload, context=start)
+    speedup = 1.0
+    if workload.draft_tokens:
+        speedup = speculative(spec, machine, workload, context=start).speedup
+        tpot /= speedup
     ttft = float(pre.seconds)
     return RequestEstimate(
         ttft=ttft, tpot=tpot, end_to_end=ttft + tpot * steps,
@@ -51,7 +60,7 @@ def request(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> Req
         decode_ceiling=1.0 / float(first.seconds),
         prompt_rate=workload.prompt * workload.batch / ttft,
         decode_rate=1.0 / tpot, total_rate=workload.batch / tpot,
-        kv_share=float(first.kv_share),
+        kv_share=float(first.kv_share), speculative_speedup=speedup,
     )
 
 

@@ -64,3 +64,16 @@ def test_prompt_cut_moves_ttft_not_tpot(qwen8b):
     short = request(qwen8b, m, Workload(prompt=2000, answer=400))
     assert short.ttft < long.ttft / 3
     assert short.tpot <= long.tpot             # "45.1 ms or slightly less": a smaller cache to read
+
+
+def test_speculative_drafts_shorten_tpot(qwen8b):
+    m = machine(273, peak_tflops=100)
+    plain = request(qwen8b, m, Workload(prompt=2000, answer=400))
+    drafted = request(qwen8b, m, Workload(prompt=2000, answer=400, draft_tokens=4, acceptance=0.8))
+    assert drafted.speculative_speedup > 2                      # memory-bound verify costs ~1 step
+    assert drafted.tpot == pytest.approx(plain.tpot / drafted.speculative_speedup)
+    assert drafted.end_to_end < plain.end_to_end and drafted.ttft == plain.ttft
+    assert drafted.decode_ceiling == plain.decode_ceiling       # the ceiling is of one plain step
+    rejected = request(qwen8b, m, Workload(prompt=2000, answer=400, draft_tokens=4, acceptance=0.0,
+                                           draft_cost=0.1))
+    assert rejected.tpot > plain.tpot                           # drafts that never land cost time
