@@ -164,7 +164,8 @@ def predict_dict(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
                      "batch": workload.batch, "kv_type": workload.kv_type,
                      "offload_fraction": workload.offload_fraction},
         "prefill_crossover_tokens": _num(prefill_crossover(spec, machine, workload)),
-        "batch_crossover": _num(batch_crossover(spec, machine, workload)),
+        "batch_crossover": _num(batch_crossover(spec, machine, workload,
+                                                context=workload.context + workload.prompt)),
         "max_batch_that_fits": max_batch_that_fits(spec, machine, length, workload.kv_type),
         "request": {"ttft_seconds": est.ttft, "tpot_seconds": est.tpot, "end_to_end_seconds": est.end_to_end,
                     "prefill_bound": est.prefill_bound, "decode_bound": est.decode_bound,
@@ -210,8 +211,10 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
         f"{_duration(r['tpot_seconds'], 2)} ({r['decode_bound']}-bound), end to end "
         f"{_duration(r['end_to_end_seconds'], 2, ms=False)}",
         f"  prefill turns compute-bound at n* = {_fmt_cross(d['prefill_crossover_tokens'], MAX_TOKENS)} tokens; "
-        f"decode at batch {_fmt_cross(d['batch_crossover'], MAX_BATCH)}; {d['max_batch_that_fits']:,} sequences of "
-        f"{workload.context + workload.prompt + workload.answer:,} tokens fit",
+        + (f"decode at batch {_fmt_cross(d['batch_crossover'], MAX_BATCH)}" if d["batch_crossover"] is not None
+           else f"decode stays bandwidth-bound at every batch up to {MAX_BATCH:,}")
+        + f" (at {workload.context + workload.prompt:,} tokens of context); {d['max_batch_that_fits']:,} "
+        f"sequences of {workload.context + workload.prompt + workload.answer:,} tokens fit",
         "",
         "decode ceiling, tokens/s per sequence / total, GB read per step",
         f"{'context':>8} {'batch':>6} {'per seq':>9} {'total':>9} {'GB/step':>8} {'KV %':>5} "

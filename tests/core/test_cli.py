@@ -191,7 +191,7 @@ def test_predict_text_at_the_extremes_reads_in_days_and_names_the_right_limit(ca
                        "--context", "16777216", "--batch", "65536")
     request = next(line for line in out.splitlines() if line.strip().startswith("TTFT"))
     assert code == 0 and "days" in request and " ms " not in request      # was "TTFT 8,051,521,381.6 ms"
-    assert "decode at batch never (below 65,536)" in out                  # said "below 16M"
+    assert "bandwidth-bound at every batch up to 65,536" in out          # said "below 16M"
     code, out, _ = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark")
     assert "TTFT 237.5 ms (compute-bound), TPOT 18.29 ms (memory-bound), end to end 4.90 s" in out   # README
 
