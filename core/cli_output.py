@@ -233,6 +233,9 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
         s = d["speculative"]
         lines += ["", f"speculative: verify {workload.draft_tokens} drafts costs {s['verify_cost']:.2f} steps, "
                       f"yields {s['expected_tokens']:.2f} tokens, speed-up x{s['speedup']:.2f}"]
+    length = workload.context + workload.prompt + workload.answer
+    if spec.context_length and length > spec.context_length:
+        lines.append(f"warning: {length:,} tokens is past the {spec.context_length:,} {spec.name} was trained for")
     for w in spec.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)

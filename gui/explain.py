@@ -113,6 +113,11 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                       f"{w.batch:,} × {length:,} tokens {fit}; {most}",
                       "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "
                       "at most their window). Engine buffers and activations are left out."))
+    if spec.context_length and length > spec.context_length:
+        lines.append(Line("trained_context", "Context", f"{length:,} of {spec.context_length:,} tokens", "",
+                          f"Past the {spec.context_length:,} tokens {spec.name} was trained for: the speed "
+                          "above still holds, the answers may not.",
+                          "trained context = the model's max_position_embeddings / context_length."))
     if s.speculative is not None:
         sp = s.speculative
         lines.append(Line("speculative", "Speculative speed-up", f"{significant(sp.speedup, 3)}×", "",

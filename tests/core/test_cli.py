@@ -209,3 +209,10 @@ def test_module_entry_has_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rooflab.core.cli", "inspect", str(bad)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "broken.gguf" in proc.stderr
+
+
+def test_predict_text_warns_past_trained_context(capsys):
+    out = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark", "--context", "100000")[1]
+    assert "warning: 102,304 tokens is past the 40,960 Qwen3-8B Q4_K_M was trained for" in out
+    out = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark")[1]
+    assert "trained for" not in out

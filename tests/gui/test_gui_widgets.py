@@ -218,3 +218,32 @@ def test_entry_point_module_loads_no_qt_and_the_window_no_torch(tmp_path):
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+def test_numbers_panel_warns_past_the_trained_context(window):
+    import dataclasses
+
+    from rooflab.core.report.summary import summarise
+    from rooflab.gui.explain import explain
+
+    sc = window.state.scenario
+    trained = sc.model.context_length
+    assert trained > 0
+
+    def keys(**workload):
+        s = dataclasses.replace(sc, workload=dataclasses.replace(sc.workload, **workload))
+        return {line.key: line for line in explain(s, summarise(s))}
+
+    assert "trained_context" not in keys(context=0)
+    past = keys(context=trained)["trained_context"]
+    assert f"of {trained:,} tokens" in past.value and "trained for" in past.sentence
+
+
+def test_speculative_drafts_shorten_the_tpot_shown(qtbot, window):
+    assert window.state.workload.draft_tokens == 0
+    plain = window.numbers.value_text("tpot")
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(draft_tokens=4, acceptance=0.8)
+    assert window.numbers.value_text("tpot") != plain
+    tpot = next(line.sentence for line in window.numbers.lines if line.key == "tpot")
+    assert "Speculative decoding divides it by" in tpot
