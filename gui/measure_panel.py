@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import html
-import threading
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +35,12 @@ from rooflab.core import store
 from rooflab.core.calibrate import Calibration, MeasuredPoint, calibrate
 from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.io.llamabench import BenchImport
-from rooflab.core.measure import progress as core_progress
 from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
 from rooflab.core.measure.model import ModelMeasurement
 from rooflab.core.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.gui.jobs import JobController, Progress
+from rooflab.gui.measure_jobs import import_job, machine_job, model_job, positive_ints
+from rooflab.gui.measure_results import results_html
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.state import AppState
 from rooflab.gui.units import fmt
@@ -49,49 +48,6 @@ from rooflab.gui.units import fmt
 RANDOM_NOTE = ("Random weights: a model of the same shapes and dtype, filled with random values. "
                "The timing does not depend on the weights' values, only on their shapes.")
 MEASURED_KEY, CALIBRATED_KEY, ROOFLINE_KEY = "measured", "calibrated", "measured-machine"
-
-
-def _adapt(job: Generator[Any, None, Any]) -> Generator[object, None, object]:
-    """A core measurement as a JobController job: core Progress becomes the window's Progress."""
-    while True:
-        try:
-            item = next(job)
-        except StopIteration as stop:
-            return stop.value
-        if isinstance(item, core_progress.Progress):
-            yield Progress(f"{item.step}: {item.message}", item.fraction, item.eta_seconds)
-        else:
-            yield item
-
-
-def machine_job(plan: Any, cancel: threading.Event) -> Generator[object, None, object]:
-    from rooflab.core.measure.machine import measure_machine
-
-    return (yield from _adapt(measure_machine(plan, cancel)))
-
-
-def model_job(ref: Any, plan: Any, available: float | None, cancel: threading.Event,
-              ) -> Generator[object, None, object]:
-    from rooflab.core.measure.model import measure_model
-
-    return (yield from _adapt(measure_model(ref, plan, cancel, available)))
-
-
-def import_job(path: str, cancel: threading.Event) -> Generator[object, None, object]:
-    from rooflab.core.io.llamabench import read_benchmark
-
-    yield Progress(f"Reading {Path(path).name}…")
-    return read_benchmark(path)
-
-
-def _ints(text: str, what: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.replace(" ", "").split(",") if x)
-    except ValueError:
-        raise MeasurementError(f"{what}: expected comma-separated whole numbers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise MeasurementError(f"{what}: expected positive whole numbers, got {text!r}")
-    return values
 
 
 def _check(label: str, checked: bool = True, tip: str = "") -> QCheckBox:
@@ -241,9 +197,9 @@ class MeasurePanel(QWidget):
         if not chosen:
             raise MeasurementError("choose at least one model experiment")
         return ModelPlan(dtype=self.dtype.currentText(), device=self.device.currentText(),
-                         threads=self.threads.value() or None, prompts=_ints(self.prompts.text(), "prompts"),
-                         contexts=_ints(self.contexts.text(), "contexts"),
-                         batches=_ints(self.batches.text(), "batches"), experiments=tuple(chosen),
+                         threads=self.threads.value() or None, prompts=positive_ints(self.prompts.text(), "prompts"),
+                         contexts=positive_ints(self.contexts.text(), "contexts"),
+                         batches=positive_ints(self.batches.text(), "batches"), experiments=tuple(chosen),
                          repeats=self.repeats.value(), max_repeats=3 * self.repeats.value(),
                          random_weights=self.random_weights.isChecked())
 
@@ -403,7 +359,7 @@ class MeasurePanel(QWidget):
         self.calibration = cal
         self._shown_for = self._where()          # these points belong to what is on screen now
         self.apply_button.setEnabled(True)
-        self.results.setText(_results_html(cal, explain(spec, cal), notes))
+        self.results.setText(results_html(cal, explain(spec, cal), notes))
         self.calibrated.emit(cal)
         self._draw_points()
 
@@ -508,27 +464,3 @@ class MeasurePanel(QWidget):
                 plot.clear_layer(ROOFLINE_KEY)
             return
         self._hand(roofline_samples_curve(self.samples), ROOFLINE_KEY, "measured machine", "measured")
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
-
-
-def _results_html(cal: Calibration, gaps: Iterable[Any], notes: Iterable[str]) -> str:
-    eff = cal.efficiency
-    rows = [f"<b>Calibration</b> ({html.escape(', '.join(cal.fitted) or 'nothing fitted')})",
-            f"bandwidth {fmt(cal.effective_bandwidth, 'B/s')} of {fmt(cal.bandwidth, 'B/s')} (× {eff.bandwidth:.2f}); "
-            f"compute {fmt(cal.effective_flops, 'FLOP/s')} of {fmt(cal.peak_flops, 'FLOP/s')} (× {eff.compute:.2f}); "
-            f"overhead {fmt(eff.step_overhead, 's')} per pass; cache bytes × {eff.kv_read_factor:.2f}"]
-    for kind, title in (("prefill", "TTFT"), ("decode", "TPOT"), ("batch", "batched step"), ("all", "all")):
-        if kind in cal.before:
-            b, a = cal.before[kind], cal.after[kind]
-            rows.append(f"{title}: median |error| {_pct(b.median)} → {_pct(a.median)} "
-                        f"(worst {_pct(b.worst)} → {_pct(a.worst)}, {a.count} points)")
-    rows.append("<b>Between the ceiling and the measurement</b>")
-    for g in gaps:
-        mark = "●" if g.applies else "○"
-        share = f" — {g.share:.0%} of the reference step's gap" if g.seconds else ""
-        rows.append(f"{mark} <i>{html.escape(g.contributor)}</i>{share}: {html.escape(g.evidence)}")
-    rows += [f"<small>{html.escape(n)}</small>" for n in [*notes, *cal.notes]]
-    return "<br>".join(rows)

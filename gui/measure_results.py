@@ -1,0 +1,34 @@
+"""The Measure tab's calibration and gap read-out, as the HTML its results label shows."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from typing import Any
+
+from rooflab.core.calibrate import Calibration
+from rooflab.gui.units import fmt
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def results_html(cal: Calibration, gaps: Iterable[Any], notes: Iterable[str]) -> str:
+    eff = cal.efficiency
+    rows = [f"<b>Calibration</b> ({html.escape(', '.join(cal.fitted) or 'nothing fitted')})",
+            f"bandwidth {fmt(cal.effective_bandwidth, 'B/s')} of {fmt(cal.bandwidth, 'B/s')} (× {eff.bandwidth:.2f}); "
+            f"compute {fmt(cal.effective_flops, 'FLOP/s')} of {fmt(cal.peak_flops, 'FLOP/s')} (× {eff.compute:.2f}); "
+            f"overhead {fmt(eff.step_overhead, 's')} per pass; cache bytes × {eff.kv_read_factor:.2f}"]
+    for kind, title in (("prefill", "TTFT"), ("decode", "TPOT"), ("batch", "batched step"), ("all", "all")):
+        if kind in cal.before:
+            b, a = cal.before[kind], cal.after[kind]
+            rows.append(f"{title}: median |error| {_pct(b.median)} → {_pct(a.median)} "
+                        f"(worst {_pct(b.worst)} → {_pct(a.worst)}, {a.count} points)")
+    rows.append("<b>Between the ceiling and the measurement</b>")
+    for g in gaps:
+        mark = "●" if g.applies else "○"
+        share = f" — {g.share:.0%} of the reference step's gap" if g.seconds else ""
+        rows.append(f"{mark} <i>{html.escape(g.contributor)}</i>{share}: {html.escape(g.evidence)}")
+    rows += [f"<small>{html.escape(n)}</small>" for n in [*notes, *cal.notes]]
+    return "<br>".join(rows)
