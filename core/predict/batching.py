@@ -72,16 +72,19 @@ class BatchSweep:
 
 
 def batch_sweep(spec: ModelSpec, machine: MachineProfile, workload: Workload, batches: ArrayLike,
-                context: float | None = None, context_length: float | None = None) -> BatchSweep:
+                context: ArrayLike | None = None, context_length: ArrayLike | None = None) -> BatchSweep:
     """Per-sequence and total decode rates for each b, with memory resident for sequences of
-    ``context_length`` tokens (default: the step's context)."""
-    t = workload.context if context is None else context
-    length = t if context_length is None else context_length
+    ``context_length`` tokens (default: the step's context). ``context`` may be an array that
+    broadcasts against ``batches`` (a column of contexts gives a context x batch grid); every
+    field then has the broadcast shape."""
+    t = np.asarray(workload.context if context is None else context, dtype=np.float64)
+    length = t if context_length is None else np.asarray(context_length, dtype=np.float64)
     b = np.asarray(batches, dtype=np.float64)
     p = decode_pass(spec, machine, workload, context=t, batch=b)
-    mem = memory_resident(spec, length, b, workload.kv_type)
+    shape = p.seconds.shape
+    mem = np.broadcast_to(memory_resident(spec, length, b, workload.kv_type), shape)
     touched = work.experts_touched_per_layer(spec, b) if spec.is_moe else np.zeros_like(b)
     return BatchSweep(batch=b, step_seconds=p.seconds, per_sequence=1.0 / p.seconds,
                       total=b / p.seconds, bytes_per_step=p.bytes, cache_bytes_per_step=p.cache_bytes,
-                      flops_per_step=p.flops, experts_touched=touched, memory=mem,
-                      fits=mem <= machine.memory, compute_bound=p.compute_bound)
+                      flops_per_step=p.flops, experts_touched=np.array(np.broadcast_to(touched, shape)),
+                      memory=np.array(mem), fits=np.array(mem <= machine.memory), compute_bound=p.compute_bound)

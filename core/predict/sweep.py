@@ -11,8 +11,8 @@ from numpy.typing import ArrayLike
 from rooflab.core.machine import MachineProfile
 from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
-from rooflab.core.predict.batching import memory_resident
-from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.batching import batch_sweep
+from rooflab.core.predict.clocks import prefill_pass
 from rooflab.core.predict.work import Array, Flags
 from rooflab.core.workload import Workload
 
@@ -45,15 +45,12 @@ def decode_grid(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     """Decode at every (context, batch): one broadcast evaluation of the decode clocks."""
     t = np.asarray(contexts, dtype=np.float64).reshape(-1, 1)
     b = np.asarray(batches, dtype=np.float64).reshape(1, -1)
-    p = decode_pass(spec, machine, workload, context=t, batch=b)
-    touched = np.broadcast_to(work.experts_touched_per_layer(spec, b) if spec.is_moe else np.zeros_like(b),
-                              p.seconds.shape)
-    mem = np.broadcast_to(memory_resident(spec, t, b, workload.kv_type), p.seconds.shape)
-    grid = DecodeGrid(contexts=t.ravel(), batches=b.ravel(), step_seconds=p.seconds,
-                      per_sequence=1.0 / p.seconds, total=b / p.seconds, bytes_per_step=p.bytes,
-                      kv_bytes_per_step=p.cache_bytes, flops_per_step=p.flops,
-                      experts_touched=np.array(touched), memory=np.array(mem),
-                      fits=np.array(mem <= machine.memory), compute_bound=p.compute_bound)
+    s = batch_sweep(spec, machine, workload, b, context=t)
+    grid = DecodeGrid(contexts=t.ravel(), batches=b.ravel(), step_seconds=s.step_seconds,
+                      per_sequence=s.per_sequence, total=s.total, bytes_per_step=s.bytes_per_step,
+                      kv_bytes_per_step=s.cache_bytes_per_step, flops_per_step=s.flops_per_step,
+                      experts_touched=s.experts_touched, memory=s.memory, fits=s.fits,
+                      compute_bound=s.compute_bound)
     _readonly(grid.step_seconds, grid.per_sequence, grid.total, grid.bytes_per_step)
     return grid
 
