@@ -33,6 +33,7 @@ from rooflab.core.errors import RooflabError
 from rooflab.core.machine import MachineProfile
 from rooflab.gui import units
 from rooflab.gui.state import AppState
+from rooflab.gui.widgets import error_label
 
 _USER = "user:"
 _PRESET = "preset:"
@@ -82,10 +83,7 @@ class MachinePanel(QWidget):
         self.sources = QLabel()
         self.sources.setWordWrap(True)
         self.sources.setOpenExternalLinks(False)
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color:#c62828;")
-        self.error.hide()
+        self.error = error_label()
         self.save_button = QPushButton("Save as profile…")
         self.load_button = QPushButton("Load file…")
         self.delete_button = QPushButton("Delete profile")

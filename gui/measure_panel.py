@@ -44,6 +44,7 @@ from rooflab.gui.measure_results import results_html
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.state import AppState
 from rooflab.gui.units import fmt
+from rooflab.gui.widgets import error_label
 
 RANDOM_NOTE = ("Random weights: a model of the same shapes and dtype, filled with random values. "
                "The timing does not depend on the weights' values, only on their shapes.")
@@ -141,10 +142,7 @@ class MeasurePanel(QWidget):
         self.step.setWordWrap(True)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #c0392b")
-        self.error.hide()
+        self.error = error_label()
         self.results = QLabel("No measurement yet.")
         self.results.setWordWrap(True)
         self.results.setTextFormat(Qt.TextFormat.RichText)

@@ -1,4 +1,5 @@
-"""Small widgets the panels share: a slider bound to a spin box, and a one-line message bar."""
+"""Small widgets the panels share: a slider bound to a spin box, a one-line message bar, and
+the hidden error label a panel shows under its fields."""
 
 from __future__ import annotations
 
@@ -17,6 +18,16 @@ from PySide6.QtWidgets import (
 )
 
 SLIDER_STEPS = 1000
+ERROR_COLOUR = "#c62828"
+
+
+def error_label() -> QLabel:
+    """A wrapped, red, initially hidden label for a panel's one-line error."""
+    label = QLabel()
+    label.setWordWrap(True)
+    label.setStyleSheet(f"color:{ERROR_COLOUR};")
+    label.hide()
+    return label
 
 
 class SliderSpin(QWidget):

@@ -13,7 +13,7 @@ from rooflab.core.machine import MachineProfile
 from rooflab.core.quant import KV_TYPES
 from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
 from rooflab.gui.state import AppState
-from rooflab.gui.widgets import SliderSpin
+from rooflab.gui.widgets import SliderSpin, error_label
 
 _TIPS = {
     "prompt": "Prompt tokens: processed together in one prefill pass. Its FLOPs grow with the prompt "
@@ -56,10 +56,7 @@ class WorkloadPanel(QWidget):
         self.kv_type = QComboBox()
         self.kv_type.addItems(list(KV_TYPES))
         self.kv_type.setToolTip(_TIPS["kv_type"])
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color:#c62828;")
-        self.error.hide()
+        self.error = error_label()
 
         request = QGroupBox("Request")
         form = QFormLayout(request)
