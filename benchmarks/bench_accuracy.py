@@ -25,10 +25,10 @@ import os
 import sys
 import time
 
-from rooflab.core.calibrate import Calibration, calibrate
-from rooflab.core.machine import MachineProfile
+from rooflab.core.measure.calibrate import Calibration, calibrate
 from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
 from rooflab.core.measure.model import ModelMeasurement, ModelPlan, measure_model_blocking
+from rooflab.core.values.machine import MachineProfile
 
 QWEN3_06B_SHAPE = {
     "model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,

@@ -35,11 +35,11 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
-    from rooflab.core.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
     from rooflab.core.io import load_model
-    from rooflab.core.predict.curves import Scenario, build_charts
-    from rooflab.core.presets import load_machine
+    from rooflab.core.io.presets import load_machine
     from rooflab.core.report import summarise
+    from rooflab.core.report.charts import Scenario, build_charts
+    from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
     from rooflab.gui.main_window import MainWindow
     from rooflab.gui.settings import Settings
     from rooflab.gui.state import AppState

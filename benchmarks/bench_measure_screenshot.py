@@ -43,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from rooflab.core.defaults import DEFAULT_WORKLOAD
     from rooflab.core.io import load_model
-    from rooflab.core.presets import load_machine
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.values.defaults import DEFAULT_WORKLOAD
     from rooflab.gui.main_window import MainWindow
     from rooflab.gui.settings import Settings
     from rooflab.gui.state import AppState

@@ -19,13 +19,13 @@ from PySide6.QtCore import QEventLoop, Qt
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
-from rooflab.core.catalogue import get_entry
-from rooflab.core.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
 from rooflab.core.errors import RooflabError
-from rooflab.core.machine import MachineProfile
-from rooflab.core.paths import data_dir
-from rooflab.core.resources import resources_dir
-from rooflab.core.workload import Workload
+from rooflab.core.files.paths import data_dir
+from rooflab.core.files.resources import resources_dir
+from rooflab.core.io.catalogue import get_entry
+from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.workload import Workload
 from rooflab.gui.settings import Settings, load_settings
 from rooflab.gui.state import AppState
 
@@ -79,7 +79,7 @@ def dispose(*widgets: QWidget | None) -> None:
 # -- the first state ---------------------------------------------------------------------------
 
 def _machine(ref: str | None, settings: Settings, notices: list[str]) -> MachineProfile:
-    from rooflab.core.presets import load_machine
+    from rooflab.core.io.presets import load_machine
 
     if ref:
         return load_machine(ref)               # named on the command line: an error is fatal
@@ -199,7 +199,7 @@ def _screenshot(app: QApplication, window: MainWindow, path: str) -> int:
 def run_report(args: argparse.Namespace) -> int:
     """``rooflab report --model M --machine P [workload options] --out DIR``: the report files
     the window's File > Save report writes, without showing a window."""
-    from rooflab.core.cli import resolve_machine, resolve_workload
+    from rooflab.core.cli.main import resolve_machine, resolve_workload
     from rooflab.core.io import load_model
     from rooflab.gui.plots import PLOT_CLASSES, ChartPlot
     from rooflab.gui.recompute import RecomputeController

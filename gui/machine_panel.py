@@ -28,9 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rooflab.core import presets, store
 from rooflab.core.errors import RooflabError
-from rooflab.core.machine import MachineProfile
+from rooflab.core.io import presets
+from rooflab.core.values.machine import MachineProfile
 from rooflab.gui import units
 from rooflab.gui.state import AppState
 from rooflab.gui.widgets import error_label
@@ -145,7 +145,7 @@ class MachinePanel(QWidget):
         try:
             for m in presets.list_presets():
                 self.picker.addItem(m.name, _PRESET + m.key)
-            measured = store.load_measured_machine()
+            measured = presets.load_measured_machine()
             if measured is not None:        # "this machine, measured": load_machine("measured")
                 self.picker.addItem(measured.name, _PRESET + presets.MEASURED_KEY)
             users = presets.list_user_profiles()

@@ -28,7 +28,7 @@ HANDLERS = {"gui": run_gui, "report": run_report}
 def main(argv: Sequence[str] | None = None) -> int:
     """``rooflab``: no arguments opens the window on the defaults; otherwise the command line."""
     args = list(sys.argv[1:] if argv is None else argv)
-    from rooflab.core.cli import main as cli_main
+    from rooflab.core.cli.main import main as cli_main
 
     return cli_main(args or ["gui"], handlers=HANDLERS)
 
@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def gui_main(argv: Sequence[str] | None = None) -> int:
     """``rooflab-gui [MODEL] [--machine M]``: always the window (what desktop launchers run)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    from rooflab.core.cli import main as cli_main
+    from rooflab.core.cli.main import main as cli_main
 
     return cli_main(["gui", *args], handlers=HANDLERS)
 

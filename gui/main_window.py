@@ -29,9 +29,9 @@ from PySide6.QtWidgets import (
 )
 
 from rooflab.core.errors import ReportError, RooflabError
-from rooflab.core.model import ModelSpec
-from rooflab.core.predict.curves import CHART_TITLES
-from rooflab.core.workload import Workload
+from rooflab.core.report.charts import CHART_TITLES
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 from rooflab.gui import about
 from rooflab.gui.compare_panel import ComparePanel
 from rooflab.gui.dnd import DropController

@@ -8,8 +8,8 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+from rooflab.core import jobs as core_progress
 from rooflab.core.errors import MeasurementError
-from rooflab.core.measure import progress as core_progress
 from rooflab.gui.jobs import Progress
 
 

@@ -31,13 +31,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rooflab.core import store
-from rooflab.core.calibrate import Calibration, MeasuredPoint, calibrate
 from rooflab.core.errors import MeasurementError, RooflabError
+from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
+from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
+from rooflab.core.measure import store
+from rooflab.core.measure.calibrate import Calibration, MeasuredPoint, calibrate
 from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
 from rooflab.core.measure.model import ModelMeasurement
-from rooflab.core.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.gui.jobs import JobController, Progress
 from rooflab.gui.measure_jobs import import_job, machine_job, model_job, positive_ints
 from rooflab.gui.measure_results import results_html
@@ -306,8 +307,8 @@ class MeasurePanel(QWidget):
 
     # -- results ----------------------------------------------------------------------------
     def _machine_done(self, run: MachineMeasurement) -> None:
-        profile = run.profile(fallback=store.load_measured_machine())
-        store.save_measured_machine(profile, run.to_dict())
+        profile = run.profile(fallback=presets.load_measured_machine())
+        presets.save_measured_machine(profile, run.to_dict())
         self._measured_name = profile.name
         self.machine_measured.emit(profile)
         self.samples = list(run.roofline)
@@ -371,8 +372,8 @@ class MeasurePanel(QWidget):
         runs = store.load_measurements(store.model_key(spec), store.machine_key(machine))
         self.points = list(runs[-1]["points"]) if runs else []
         record = store.load_calibration_record(store.model_key(spec), store.machine_key(machine))
-        raw = store.load_machine_measurement()
-        measured = store.load_measured_machine()
+        raw = presets.load_machine_measurement()
+        measured = presets.load_measured_machine()
         self._measured_name = measured.name if measured is not None else ""
         if raw:
             try:

@@ -6,7 +6,7 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
-from rooflab.core.calibrate import Calibration
+from rooflab.core.measure.calibrate import Calibration
 from rooflab.gui.units import fmt
 
 

@@ -24,12 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rooflab.core.catalogue import list_catalogue
 from rooflab.core.errors import RooflabError
 from rooflab.core.io import takes_weights
-from rooflab.core.model import ModelSpec
-from rooflab.core.quant import RECIPES
+from rooflab.core.io.catalogue import list_catalogue
 from rooflab.core.report.tables import grouped_rows
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.quant import RECIPES
 from rooflab.gui import units
 from rooflab.gui.state import AppState
 

@@ -13,8 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rooflab.core.atomic import write_atomic
-from rooflab.core.paths import config_dir
+from rooflab.core.files.atomic import write_atomic
+from rooflab.core.files.paths import config_dir
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Signal
 
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
-from rooflab.core.predict.curves import Scenario
-from rooflab.core.workload import Workload
+from rooflab.core.report.charts import Scenario
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)

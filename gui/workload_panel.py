@@ -9,9 +9,9 @@ from __future__ import annotations
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.machine import MachineProfile
-from rooflab.core.quant import KV_TYPES
-from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.quant import KV_TYPES
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 from rooflab.gui.state import AppState
 from rooflab.gui.widgets import SliderSpin, error_label
 

@@ -38,8 +38,8 @@ def build_spec(name: str = "tiny-dense", *, layers: int = 4, hidden: int = 256, 
                experts: int = 0, experts_used: int = 0, window: int = 0, type_name: str = "F16",
                context_length: int = 4096):
     """A small, self-consistent ModelSpec built straight from a tensor table (no reader)."""
-    from rooflab.core.model import AttentionLayout, ModelSpec, Role, Tensor
-    from rooflab.core.quant import tensor_bytes
+    from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
+    from rooflab.core.values.quant import tensor_bytes
 
     def tensor(tname: str, shape: tuple[int, ...], role: Role, layer: int | None = None,
                ttype: str = type_name) -> Tensor:
@@ -85,7 +85,7 @@ def build_spec(name: str = "tiny-dense", *, layers: int = 4, hidden: int = 256, 
 
 def build_machine(name: str = "Test GPU", *, bandwidth: float = 1.0e12, flops: float = 100e12,
                   memory: float = 24e9, offload: bool = True, key: str = "test-gpu"):
-    from rooflab.core.machine import MachineProfile
+    from rooflab.core.values.machine import MachineProfile
 
     extra = dict(offload_bandwidth=64e9, offload_memory=64e9, offload_name="system RAM") if offload else {}
     return MachineProfile(name=name, bandwidth=bandwidth, peak_flops={"fp16": flops, "fp32": flops / 2},

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from rooflab.core.errors import ModelFileError, ResourceError
-from rooflab.core.model import ModelSpec
+from rooflab.core.values.model import ModelSpec
 
 
 def load_model(ref: str | os.PathLike[str], *, weights: str | None = None) -> ModelSpec:
@@ -15,7 +15,7 @@ def load_model(ref: str | os.PathLike[str], *, weights: str | None = None) -> Mo
 
     ``weights`` (fp32, bf16, q8_0, q4_k_m, mxfp4, ...) applies where the model is defined by a
     config: a config.json, a folder, a catalogue entry. A GGUF file has its own types."""
-    from rooflab.core.catalogue import catalogue_keys, get_entry, load_entry
+    from rooflab.core.io.catalogue import catalogue_keys, get_entry, load_entry
 
     text = os.fspath(ref)
     path = Path(text).expanduser()

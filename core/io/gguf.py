@@ -22,8 +22,8 @@ from rooflab.core.io.gguf_header import (
     Value,
     read_header,
 )
-from rooflab.core.model import AttentionLayout, ModelSpec, Role, Tensor
-from rooflab.core.roles import classify, layer_of
+from rooflab.core.io.roles import classify, layer_of
+from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
 __all__ = ["GGUFHeader", "LargeArray", "TensorInfo", "read_gguf", "read_header"]
 

@@ -26,7 +26,7 @@ from typing import NoReturn
 from gguf.constants import GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType, GGUFValueType
 
 from rooflab.core.errors import ModelFileError, SpecError
-from rooflab.core.quant import tensor_bytes
+from rooflab.core.values.quant import tensor_bytes
 
 SUPPORTED_VERSIONS: tuple[int, ...] = (2, 3)
 GGML_MAX_DIMS = 4               # ggml.h; gguf-py has no constant for it

@@ -17,10 +17,10 @@ from typing import Any
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.io.arch import default_sliding
 from rooflab.core.io.hf_tables import HFShape, normalise, tensor_shapes
+from rooflab.core.io.roles import classify, layer_of
 from rooflab.core.io.textfile import read_text_capped
-from rooflab.core.model import AttentionLayout, ModelSpec, Role, Tensor
-from rooflab.core.quant import TensorSlot, recipe, tensor_bytes
-from rooflab.core.roles import classify, layer_of
+from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
+from rooflab.core.values.quant import TensorSlot, recipe, tensor_bytes
 
 MAX_CONFIG_BYTES = 4 << 20          # a config.json is a few KB; refuse anything absurd
 MAX_SAFETENSORS_HEADER = 256 << 20  # the format's own cap is 100 MB

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rooflab.core.calibrate import MeasuredPoint
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.io.textfile import read_text_capped
+from rooflab.core.measure.calibrate import MeasuredPoint
 
 MAX_BYTES = 64 << 20
 # llama-bench fields that, when they differ between rows, make separate series

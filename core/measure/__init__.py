@@ -8,6 +8,7 @@ arrive, checking a cancel flag between small chunks, and returning its summary; 
 
 from __future__ import annotations
 
+from rooflab.core.jobs import CancelFlag, Progress, run_job
 from rooflab.core.measure.budget import MemoryEstimate
 from rooflab.core.measure.gaps import Gap, explain
 from rooflab.core.measure.machine import MachinePlan, measure_machine, measure_machine_blocking
@@ -23,7 +24,6 @@ from rooflab.core.measure.model import (
     measure_model,
     measure_model_blocking,
 )
-from rooflab.core.measure.progress import CancelFlag, Progress, run_job
 
 __all__ = [
     "BandwidthResult", "CancelFlag", "Gap", "MachineMeasurement", "MachinePlan", "MatmulResult",

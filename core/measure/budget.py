@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooflab.core.errors import MeasurementError
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
+from rooflab.core.values.model import ModelSpec
 
 GB = 1e9
 RUNTIME_BYTES = 384 << 20        # torch, transformers and allocator slack, measured ~300 MiB

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooflab.core.errors import MeasurementError
+from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, run_job
 from rooflab.core.measure import backend
 from rooflab.core.measure.backend import timed
 from rooflab.core.measure.machine_result import (
@@ -24,7 +25,6 @@ from rooflab.core.measure.machine_result import (
     MatmulResult,
     RooflineSample,
 )
-from rooflab.core.measure.progress import CancelFlag, EtaTracker, Progress, check_cancel, run_job
 from rooflab.core.measure.sysinfo import device_memory, last_level_cache_bytes
 
 MiB = 1 << 20

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooflab.core.errors import SpecError
-from rooflab.core.machine import MachineProfile
-from rooflab.core.presets import MEASURED_KEY
+from rooflab.core.io.presets import MEASURED_KEY
+from rooflab.core.values.machine import MachineProfile
 
 GB = 1e9
 

@@ -20,11 +20,11 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rooflab.core.calibrate import MeasuredPoint
 from rooflab.core.errors import MeasurementError
+from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, run_job
 from rooflab.core.measure import backend
 from rooflab.core.measure.budget import MemoryEstimate, check_fits, run_memory
-from rooflab.core.measure.progress import CancelFlag, EtaTracker, Progress, check_cancel, run_job
+from rooflab.core.measure.calibrate import MeasuredPoint
 from rooflab.core.measure.runner import Runner, overhead_probe
 from rooflab.core.measure.sysinfo import device_memory
 from rooflab.core.measure.torch_model import (
@@ -34,7 +34,7 @@ from rooflab.core.measure.torch_model import (
     resolve_source,
     spec_from_torch,
 )
-from rooflab.core.model import ModelSpec
+from rooflab.core.values.model import ModelSpec
 
 EXPERIMENTS: tuple[str, ...] = ("prefill", "decode", "batch")
 

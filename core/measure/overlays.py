@@ -11,13 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rooflab.core.calibrate import MeasuredPoint, predict_points
-from rooflab.core.machine import MachineProfile
+from rooflab.core.measure.calibrate import MeasuredPoint, predict_points
 from rooflab.core.measure.machine_result import RooflineSample
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.curves import BATCHING, DECODE, PREFILL, ROOFLINE, Curve, Scenario, build_charts
-from rooflab.core.workload import Workload
+from rooflab.core.report.charts import BATCHING, DECODE, PREFILL, ROOFLINE, Curve, Scenario, build_charts
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 
 Overlay = dict[tuple[str, str], list[Curve]]
 RATIO = "measured / predicted"

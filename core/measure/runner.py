@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from rooflab.core.errors import Cancelled
+from rooflab.core.jobs import CancelFlag, check_cancel, run_job
 from rooflab.core.measure import backend
-from rooflab.core.measure.progress import CancelFlag, check_cancel, run_job
 from rooflab.core.measure.torch_model import ModelSource, transformers_config
 
 

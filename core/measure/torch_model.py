@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from rooflab.core.errors import MeasurementError, ModelFileError, RooflabError
+from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.measure import backend
-from rooflab.core.measure.progress import CancelFlag, Progress, check_cancel
-from rooflab.core.model import AttentionLayout, ModelSpec, Tensor
+from rooflab.core.values.model import AttentionLayout, ModelSpec, Tensor
 
 _WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
 

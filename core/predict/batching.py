@@ -9,13 +9,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import decode_pass
 from rooflab.core.predict.request import _crossing
 from rooflab.core.predict.work import Array, Flags
-from rooflab.core.workload import MAX_BATCH, Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import MAX_BATCH, Workload
 
 
 def memory_resident(spec: ModelSpec, context_length: ArrayLike, batch: ArrayLike = 1,

@@ -11,11 +11,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
 from rooflab.core.predict.work import Array, Flags
-from rooflab.core.workload import Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@ memory's rate, so per-token time is a sum, not a max."""
 from __future__ import annotations
 
 from rooflab.core.errors import SpecError
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
 
 
 def offload_slowdown(fraction: float, ratio: float) -> float:

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.speculative import speculative
-from rooflab.core.workload import MAX_TOKENS, Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import MAX_TOKENS, Workload
 
 _TPOT_SAMPLES = 129   # decode time is piecewise linear in t: 129 samples average it to <0.1 %
 

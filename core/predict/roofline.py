@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.work import Array
-from rooflab.core.workload import Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 
 
 def attainable(intensity: ArrayLike, peak_flops: float, bandwidth: float) -> Array:

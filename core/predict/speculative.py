@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.workload import Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 
 
 def expected_tokens(draft_tokens: int, acceptance: float) -> float:

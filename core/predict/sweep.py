@@ -8,13 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import batch_sweep
 from rooflab.core.predict.clocks import prefill_pass
 from rooflab.core.predict.work import Array, Flags
-from rooflab.core.workload import Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 
 
 def _readonly(*arrays: Array) -> None:

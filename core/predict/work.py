@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rooflab.core.model import ModelSpec
+from rooflab.core.values.model import ModelSpec
 
 Array = NDArray[np.float64]
 Flags = NDArray[np.bool_]

@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rooflab.core import __version__
-from rooflab.core.model import ModelSpec
-from rooflab.core.predict.curves import Curve, Scenario
+from rooflab.core.report.charts import Curve, Scenario
 from rooflab.core.report.summary import Summary, summary_rows
 from rooflab.core.report.tables import grouped_rows
+from rooflab.core.values.model import ModelSpec
 
 CURVE_COLUMNS: tuple[str, ...] = ("curve", "label", "kind", "x", "x_unit", "y", "y_unit")
 SUMMARY_COLUMNS: tuple[str, ...] = ("quantity", "value", "unit")

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import batch_crossover, max_batch_that_fits, memory_resident
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
-from rooflab.core.predict.curves import Scenario, prefill_crossover_at
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
+from rooflab.core.report.charts import Scenario, prefill_crossover_at
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooflab.core.model import ModelSpec, Role, Tensor, TensorGroup
+from rooflab.core.values.model import ModelSpec, Role, Tensor, TensorGroup
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""The plot widgets: one per chart of ``rooflab.core.predict.curves``."""
+"""The plot widgets: one per chart of ``rooflab.core.report.charts``."""
 
 from __future__ import annotations
 

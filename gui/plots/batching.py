@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rooflab.core.predict.curves import BATCHING
+from rooflab.core.report.charts import BATCHING
 from rooflab.gui.plots.base import ChartPlot
 
 

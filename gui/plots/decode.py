@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rooflab.core.predict.curves import DECODE
+from rooflab.core.report.charts import DECODE
 from rooflab.gui.plots.base import ChartPlot
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rooflab.core.predict.curves import PREFILL
+from rooflab.core.report.charts import PREFILL
 from rooflab.gui.plots.base import ChartPlot
 
 

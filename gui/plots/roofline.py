@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rooflab.core.predict.curves import ROOFLINE
+from rooflab.core.report.charts import ROOFLINE
 from rooflab.gui.plots.base import ChartPlot
 
 

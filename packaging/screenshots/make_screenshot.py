@@ -21,9 +21,9 @@ def main() -> int:
     args = parser.parse_args()
 
     import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
-    from rooflab.core.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
     from rooflab.core.io import load_model
-    from rooflab.core.presets import load_machine
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
     from rooflab.gui.app import dispose, make_app
     from rooflab.gui.main_window import MainWindow
     from rooflab.gui.settings import Settings

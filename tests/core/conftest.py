@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from rooflab.core.io import load_model
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rooflab.core.model import AttentionLayout, ModelSpec, Role, Tensor
+from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
 
 def synthetic_spec(params: float, bits_per_weight: float, kv_bytes_per_token: int = 0,

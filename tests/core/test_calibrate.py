@@ -12,16 +12,16 @@ import math
 import numpy as np
 import pytest
 
-from rooflab.core.calibrate import (
+from rooflab.core.errors import SpecError
+from rooflab.core.measure.calibrate import (
     Calibration,
     MeasuredPoint,
     calibrate,
     predict_points,
     summarise,
 )
-from rooflab.core.errors import SpecError
-from rooflab.core.machine import Efficiency, MachineProfile
-from rooflab.core.model import AttentionLayout, ModelSpec, Role, Tensor
+from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
 TRUE = Efficiency(bandwidth=0.45, compute=0.7, step_overhead=0.004, kv_read_factor=2.0)
 

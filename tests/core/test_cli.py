@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from rooflab.core.cli import main
+from rooflab.core.cli.main import main
 
 
 def run(capsys, *argv):
@@ -206,7 +206,7 @@ def test_bad_profile_file(tmp_path, capsys):
 def test_module_entry_has_no_traceback(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 64)
-    proc = subprocess.run([sys.executable, "-m", "rooflab.core.cli", "inspect", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "rooflab.core.cli.main", "inspect", str(bad)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "broken.gguf" in proc.stderr
 

@@ -10,9 +10,9 @@ import pytest
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.curves import CHART_KEYS, Curve, Scenario, build_charts, prefill_crossover_at
 from rooflab.core.predict.request import prefill_crossover, request
-from rooflab.core.workload import Workload
+from rooflab.core.report.charts import CHART_KEYS, Curve, Scenario, build_charts, prefill_crossover_at
+from rooflab.core.values.workload import Workload
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def test_memory_breakdown_over_capacity(dense_spec, machine):
 
 
 def test_label_names_the_request_settings_that_differ_from_the_default(dense_spec, machine):
-    from rooflab.core.defaults import DEFAULT_WORKLOAD
+    from rooflab.core.values.defaults import DEFAULT_WORKLOAD
 
     def label(**changes: object) -> str:
         wl = dataclasses.replace(DEFAULT_WORKLOAD, **changes)

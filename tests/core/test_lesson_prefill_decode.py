@@ -10,7 +10,7 @@ from rooflab.core.predict.batching import batch_sweep, memory_resident
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.request import prefill_crossover
 from rooflab.core.predict.work import experts_touched_per_layer, kv_bytes
-from rooflab.core.workload import Workload
+from rooflab.core.values.workload import Workload
 from tests.core.conftest import machine
 
 GB = 1e9

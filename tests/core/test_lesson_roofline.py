@@ -8,14 +8,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rooflab.core.machine import Efficiency, MachineProfile
+from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.batching import batch_crossover, batch_sweep
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.offload import offload_slowdown, split_seconds
 from rooflab.core.predict.roofline import attainable, decode_intensity
 from rooflab.core.predict.speculative import expected_tokens, speculative
-from rooflab.core.presets import load_machine
-from rooflab.core.workload import Workload
+from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.workload import Workload
 from tests.core.synthetic import synthetic_spec
 
 GB = 1e9

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from rooflab.core.atomic import write_atomic
-from rooflab.core.catalogue import list_catalogue
 from rooflab.core.errors import ResourceError
+from rooflab.core.files.atomic import write_atomic
+from rooflab.core.files.paths import profiles_dir
 from rooflab.core.io import load_model
-from rooflab.core.paths import profiles_dir
-from rooflab.core.presets import (
+from rooflab.core.io.catalogue import list_catalogue
+from rooflab.core.io.presets import (
     broken_user_profiles,
     delete_user_profile,
     list_presets,

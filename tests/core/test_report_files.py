@@ -8,7 +8,6 @@ import io
 import pytest
 
 from rooflab.core import __version__
-from rooflab.core.predict.curves import Scenario, build_charts
 from rooflab.core.report import (
     CURVE_COLUMNS,
     SUMMARY_COLUMNS,
@@ -21,7 +20,8 @@ from rooflab.core.report import (
     summary_csv,
     tensors_csv,
 )
-from rooflab.core.workload import Workload
+from rooflab.core.report.charts import Scenario, build_charts
+from rooflab.core.values.workload import Workload
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.request import request
 from rooflab.core.predict.stopwatch import from_timestamps
-from rooflab.core.workload import Workload
+from rooflab.core.values.workload import Workload
 from tests.core.conftest import machine
 
 

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from rooflab.core.errors import SpecError
-from rooflab.core.machine import Efficiency, MachineProfile
-from rooflab.core.quant import bytes_per_value, kv_bytes_per_value, tensor_bytes
-from rooflab.core.workload import Workload
+from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.quant import bytes_per_value, kv_bytes_per_value, tensor_bytes
+from rooflab.core.values.workload import Workload
 
 
 @pytest.mark.parametrize("field, value", [("prompt", 0), ("batch", 0), ("context", -1), ("answer", 1.5),

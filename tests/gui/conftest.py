@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
+from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
 
 _SPECS: dict[str, object] = {}
 
@@ -24,7 +24,7 @@ def catalogue_spec(key: str = DEFAULT_MODEL):
 
 @pytest.fixture
 def state(qapp):
-    from rooflab.core.presets import load_machine
+    from rooflab.core.io.presets import load_machine
     from rooflab.gui.state import AppState
 
     return AppState(catalogue_spec(), load_machine(DEFAULT_MACHINE), DEFAULT_WORKLOAD, model_ref=DEFAULT_MODEL)

@@ -12,9 +12,9 @@ from pathlib import Path
 from PySide6.QtGui import QImage
 
 from rooflab.core import __version__
-from rooflab.core.predict.curves import CHART_KEYS, Curve
-from rooflab.core.presets import load_machine
+from rooflab.core.io.presets import load_machine
 from rooflab.core.report import CURVE_COLUMNS, SUMMARY_COLUMNS
+from rooflab.core.report.charts import CHART_KEYS, Curve
 from rooflab.gui.main import main
 
 

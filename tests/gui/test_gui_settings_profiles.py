@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from rooflab.core.paths import profiles_dir
-from rooflab.core.presets import list_user_profiles
+from rooflab.core.files.paths import profiles_dir
+from rooflab.core.io.presets import list_user_profiles
 from rooflab.gui.app import initial_state
 from rooflab.gui.settings import MAX_RECENT, Settings, load_settings, save_settings, settings_path
 
@@ -117,7 +117,7 @@ def test_save_load_delete_user_profile(qtbot, window):
 
 
 def test_save_as_profile_never_replaces_the_machine_it_started_from(qtbot, window):
-    from rooflab.core.presets import load_machine
+    from rooflab.core.io.presets import load_machine
 
     panel = window.machine_panel
     assert window.state.machine.key == "rtx-4090"              # a preset, not edited
@@ -175,7 +175,7 @@ def test_a_rejected_machine_edit_puts_the_field_back(window, monkeypatch):
 
 
 def test_peak_flops_fields_follow_the_machine(window):
-    from rooflab.core.presets import load_machine
+    from rooflab.core.io.presets import load_machine
 
     window.state.set_machine(load_machine("m4-pro"))
     panel = window.machine_panel

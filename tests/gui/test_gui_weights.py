@@ -67,7 +67,7 @@ def test_the_weight_format_comes_back_after_a_restart(qtbot, window, monkeypatch
 
 
 def test_every_weight_format_of_the_command_line_is_offered(window):
-    from rooflab.core.quant import RECIPES
+    from rooflab.core.values.quant import RECIPES
 
     combo = window.model_panel.weights
     offered = [combo.itemData(i) for i in range(combo.count())]

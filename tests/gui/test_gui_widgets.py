@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 
-from rooflab.core.predict.curves import CHART_KEYS
+from rooflab.core.report.charts import CHART_KEYS
 from rooflab.gui.about import about_html, versions
 from rooflab.gui.compare_panel import ComparePanel
 from rooflab.gui.machine_panel import MachinePanel

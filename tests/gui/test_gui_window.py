@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rooflab.core.predict.curves import CHART_KEYS, Curve
-from rooflab.core.presets import load_machine
+from rooflab.core.io.presets import load_machine
+from rooflab.core.report.charts import CHART_KEYS, Curve
 
 
 def _plot_data(window, chart: str, panel: str, curve: str, layer: str = "current"):
@@ -89,7 +89,7 @@ def test_invalid_workload_keeps_last_good_one(qtbot, window):
 def test_workload_fields_take_the_whole_range_the_workload_accepts(qtbot, window):
     from PySide6.QtCore import Qt
 
-    from rooflab.core.workload import MAX_BATCH, MAX_TOKENS
+    from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
 
     fields = window.workload_panel.fields
     # typed digit by digit, as a person does: a narrower spin box turned 65536 into 655

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.calibrate import MeasuredPoint
+from rooflab.core.measure.calibrate import MeasuredPoint
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ def test_measurements_follow_the_machine_they_were_made_on(qtbot, window, tmp_pa
 
 
 def test_an_imported_fit_serves_predict_calibrated(qtbot, window, tmp_path, monkeypatch, capsys):
-    from rooflab.core.cli import main
+    from rooflab.core.cli.main import main
 
     monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
     rows = [{"n_prompt": 512, "n_gen": 0, "avg_ts": 2844.4}, {"n_prompt": 0, "n_gen": 128, "avg_ts": 160.0}]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rooflab.core import store
-from rooflab.core.cli import main
+from rooflab.core.cli.main import main
+from rooflab.core.io import presets
+from rooflab.core.measure import store
 
 TINY = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512,
@@ -81,9 +82,9 @@ def test_predict_on_measured_machine(tmp_path: Path, capsys, monkeypatch):
     monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
     assert main(["predict", "--model", "qwen3-0.6b", "--machine", "measured"]) == 2
     assert "measure machine" in capsys.readouterr().err
-    from rooflab.core.machine import MachineProfile
+    from rooflab.core.values.machine import MachineProfile
 
-    store.save_measured_machine(MachineProfile(name="This machine, measured", key="measured", bandwidth=20e9,
+    presets.save_measured_machine(MachineProfile(name="This machine, measured", key="measured", bandwidth=20e9,
                                                peak_flops={"fp32": 3e11}, default_dtype="fp32", memory=16e9))
     assert main(["predict", "--model", "qwen3-0.6b", "--machine", "measured", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["machine"]["bandwidth_gb_per_s"] == 20

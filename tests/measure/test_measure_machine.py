@@ -11,9 +11,9 @@ import time
 import pytest
 
 from rooflab.core.errors import Cancelled, MeasurementError
+from rooflab.core.jobs import Progress
 from rooflab.core.measure.machine import MachinePlan, measure_machine, measure_machine_blocking
 from rooflab.core.measure.machine_result import MachineMeasurement
-from rooflab.core.measure.progress import Progress
 
 SMALL = MachinePlan(threads=1, buffer_bytes=8 << 20, repeats=2, dtypes=("fp32",), matmul_max=256,
                     roofline_k=256, roofline_ms=(1, 4, 16, 64), target_seconds=0.002)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.calibrate import MeasuredPoint
 from rooflab.core.errors import Cancelled, MeasurementError, ModelFileError
+from rooflab.core.jobs import Progress
+from rooflab.core.measure.calibrate import MeasuredPoint
 from rooflab.core.measure.model import ModelPlan, measure_model, measure_model_blocking
-from rooflab.core.measure.progress import Progress
 from rooflab.core.measure.torch_model import hf_config_from_spec, resolve_source
 
 TINY_QWEN3 = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,

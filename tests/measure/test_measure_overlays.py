@@ -8,12 +8,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rooflab.core.calibrate import MeasuredPoint, predict_points
 from rooflab.core.io import load_model
-from rooflab.core.machine import Efficiency, MachineProfile
+from rooflab.core.measure.calibrate import MeasuredPoint, predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.measure.overlays import RATIO, calibrated_curves, measured_curves, roofline_samples_curve
-from rooflab.core.workload import Workload
+from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.workload import Workload
 
 
 @pytest.fixture(scope="module")

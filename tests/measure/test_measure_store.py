@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core import store
-from rooflab.core.calibrate import MeasuredPoint, calibrate
-from rooflab.core.io import load_model
-from rooflab.core.machine import Efficiency, MachineProfile
-from rooflab.core.presets import load_machine
+from rooflab.core.io import load_model, presets
+from rooflab.core.io.presets import load_machine
+from rooflab.core.measure import store
+from rooflab.core.measure.calibrate import MeasuredPoint, calibrate
+from rooflab.core.values.machine import Efficiency, MachineProfile
 
 
 @pytest.fixture
@@ -33,12 +33,12 @@ POINTS = [MeasuredPoint(kind="prefill", prompt=16, context=0, batch=1, seconds=0
 
 
 def test_measured_machine_round_trip(data):
-    assert store.load_measured_machine() is None
-    path = store.save_measured_machine(profile(), {"device": "cpu"})
+    assert presets.load_measured_machine() is None
+    path = presets.save_measured_machine(profile(), {"device": "cpu"})
     assert path.is_relative_to(data)
-    loaded = store.load_measured_machine()
+    loaded = presets.load_measured_machine()
     assert loaded is not None and loaded.key == "measured" and loaded.bandwidth == 40e9
-    assert store.load_machine_measurement() == {"device": "cpu"}
+    assert presets.load_machine_measurement() == {"device": "cpu"}
     assert load_machine("measured").bandwidth == 40e9        # what `predict --machine measured` reads
 
 
@@ -80,34 +80,34 @@ def test_corrupt_files_are_set_aside(data, content):
     path = data / "machines" / "measured.json"
     path.parent.mkdir(parents=True)
     path.write_text(content, encoding="latin-1")
-    assert store.load_measured_machine() is None
+    assert presets.load_measured_machine() is None
     assert not path.exists()
     backups = list(path.parent.glob("measured.json.corrupt-*"))
     assert len(backups) == 1
-    store.save_measured_machine(profile())          # a fresh file replaces it
-    assert store.load_measured_machine() is not None
+    presets.save_measured_machine(profile())          # a fresh file replaces it
+    assert presets.load_measured_machine() is not None
 
 
 def test_bad_profile_inside_a_good_file(data):
     path = data / "machines" / "measured.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"format": 1, "profile": {"name": "x", "bandwidth": -1}}))
-    assert store.load_measured_machine() is None
+    assert presets.load_measured_machine() is None
     assert list(path.parent.glob("measured.json.corrupt-*"))
 
 
 def test_writes_are_atomic(data, monkeypatch):
-    store.save_measured_machine(profile())
-    import rooflab.core.atomic as atomic
+    presets.save_measured_machine(profile())
+    import rooflab.core.files.atomic as atomic
 
     def fail(*args, **kwargs):
         raise OSError("disk full")
 
     monkeypatch.setattr(atomic.os, "replace", fail)
     with pytest.raises(OSError):
-        store.save_measured_machine(profile(), {"device": "changed"})
-    assert store.load_machine_measurement() is None           # the old file, intact
-    assert store.load_measured_machine() is not None
+        presets.save_measured_machine(profile(), {"device": "changed"})
+    assert presets.load_machine_measurement() is None           # the old file, intact
+    assert presets.load_measured_machine() is not None
     assert not [p for p in (data / "machines").iterdir() if p.suffix == ".tmp"]
 
 
@@ -115,5 +115,5 @@ def test_writes_are_atomic(data, monkeypatch):
 def test_default_folder_is_the_platform_data_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("ROOFLAB_DATA_DIR", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    store.save_measured_machine(profile())
+    presets.save_measured_machine(profile())
     assert (tmp_path / "xdg" / "rooflab" / "machines" / "measured.json").is_file()

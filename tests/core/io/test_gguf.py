@@ -19,7 +19,7 @@ from gguf_factory import (
 )
 
 from rooflab.core.io.gguf import LargeArray, read_gguf, read_header
-from rooflab.core.model import Role
+from rooflab.core.values.model import Role
 
 # ggml-common.h block layouts, written out independently of gguf-py's table:
 # (values per block, bytes per block)

@@ -10,10 +10,10 @@ import gguf
 import numpy as np
 import pytest
 
-from rooflab.core.cli import main
+from rooflab.core.cli.main import main
 from rooflab.core.io import load_model
-from rooflab.core.model import ModelSpec
-from rooflab.core.quant import type_by_name
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.quant import type_by_name
 
 ALIGN = 32
 

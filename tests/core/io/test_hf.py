@@ -11,7 +11,7 @@ import pytest
 
 from rooflab.core.errors import ModelFileError, RooflabError
 from rooflab.core.io import load_model
-from rooflab.core.model import Role
+from rooflab.core.values.model import Role
 
 QWEN3_TINY = {"model_type": "qwen3", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 512, "vocab_size": 1024,

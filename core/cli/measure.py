@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from rooflab.core.errors import Cancelled, MeasurementError
+from rooflab.core.io import presets
 
 GB = 1e9
 
@@ -109,7 +110,6 @@ class _Status:
 
 
 def _machine(args: argparse.Namespace, cancel: threading.Event) -> int:
-    from rooflab.core import store
     from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
 
     plan = MachinePlan(device=args.device, threads=args.threads, repeats=3 if args.quick else 5,
@@ -119,7 +119,7 @@ def _machine(args: argparse.Namespace, cancel: threading.Event) -> int:
     status.done()
     profile = run.profile()
     if not args.no_save:
-        store.save_measured_machine(profile, run.to_dict())
+        presets.save_measured_machine(profile, run.to_dict())
     if args.json:
         _print_json({"profile": profile.to_dict(), "measurement": run.to_dict()})
         return 0
@@ -142,13 +142,12 @@ def _machine(args: argparse.Namespace, cancel: threading.Event) -> int:
 def _reference_machine(name: str | None, device: str, cancel: threading.Event) -> Any:
     """The profile predictions are compared with: --machine, else the stored measured one,
     else a quick measurement of this machine now (kept for next time)."""
-    from rooflab.core import store
+    from rooflab.core.io.presets import load_machine
     from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
-    from rooflab.core.presets import load_machine
 
     if name:
         return load_machine(name)
-    stored = store.load_measured_machine()
+    stored = presets.load_measured_machine()
     if stored is not None:
         return stored
     print("no measured machine yet: measuring this one first (bandwidth and matmul peaks)", file=sys.stderr)
@@ -157,13 +156,13 @@ def _reference_machine(name: str | None, device: str, cancel: threading.Event) -
                                    cancel, on_item=status)
     status.done()
     profile = run.profile()
-    store.save_measured_machine(profile, run.to_dict())
+    presets.save_measured_machine(profile, run.to_dict())
     return profile
 
 
 def _model(args: argparse.Namespace, cancel: threading.Event) -> int:
-    from rooflab.core import store
-    from rooflab.core.calibrate import calibrate
+    from rooflab.core.measure import store
+    from rooflab.core.measure.calibrate import calibrate
     from rooflab.core.measure.gaps import explain
     from rooflab.core.measure.model import ModelPlan, measure_model_blocking
 
@@ -221,9 +220,9 @@ def _print_fit(cal: Any, machine: Any) -> None:
 
 
 def _import(args: argparse.Namespace, cancel: threading.Event) -> int:
-    from rooflab.core import store
-    from rooflab.core.calibrate import calibrate
     from rooflab.core.io.llamabench import read_benchmark
+    from rooflab.core.measure import store
+    from rooflab.core.measure.calibrate import calibrate
 
     bench = read_benchmark(args.file)
     for warning in bench.warnings:
@@ -232,10 +231,10 @@ def _import(args: argparse.Namespace, cancel: threading.Event) -> int:
                            "series": {k: [p.to_dict() for p in v] for k, v in bench.series.items()}}
     if args.model:
         from rooflab.core.io import load_model
-        from rooflab.core.presets import load_machine
+        from rooflab.core.io.presets import load_machine
 
         spec = load_model(args.model)
-        machine = load_machine(args.machine) if args.machine else store.load_measured_machine()
+        machine = load_machine(args.machine) if args.machine else presets.load_measured_machine()
         if machine is None:
             raise MeasurementError("no machine to predict with: pass --machine or run 'rooflab measure machine'")
         cal = calibrate(spec, machine, bench.points, kv_type=bench.kv_type)

@@ -9,7 +9,7 @@ from enum import Enum
 from functools import cached_property
 
 from rooflab.core.errors import SpecError
-from rooflab.core.quant import kv_bytes_per_value
+from rooflab.core.values.quant import kv_bytes_per_value
 
 
 class Role(str, Enum):

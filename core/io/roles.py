@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rooflab.core.model import Role
+from rooflab.core.values.model import Role
 
 _LAYER = re.compile(r"^(?:blk|layers?)\.(\d+)\.")
 _EMBEDDING_STEMS = frozenset({"token_embd", "per_layer_token_embd", "position_embd", "token_types"})

@@ -29,11 +29,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
-from rooflab.core.machine import Efficiency, MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.workload import Workload
+from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 
 KINDS: tuple[str, ...] = ("prefill", "decode", "batch")
 Array = NDArray[np.float64]

@@ -14,9 +14,9 @@ from typing import Any, NoReturn
 
 from rooflab.core import __version__
 from rooflab.core.errors import RooflabError, SpecError
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
-from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 Handler = Callable[[argparse.Namespace], int]
 GB = 1e9
@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the report files")
 
     try:
-        from rooflab.core.measure.cli import add_measure_parser
+        from rooflab.core.cli.measure import add_measure_parser
     except ImportError:  # pragma: no cover - measurement package absent in a stripped build
         pass
     else:
@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> MachineProfile:
     """The machine named by --machine, with --bandwidth/--peak-tflops/--memory-gb applied and,
     with --calibrated, the efficiency fitted from ``spec``'s measurements on that machine."""
-    from rooflab.core.presets import load_machine
+    from rooflab.core.io.presets import load_machine
 
     machine = load_machine(args.machine)
     dtype = getattr(args, "compute_dtype", None)
@@ -181,7 +181,7 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
     if eff:
         changes["efficiency"] = dataclasses.replace(machine.efficiency, **eff)
     if getattr(args, "calibrated", False):
-        from rooflab.core import store
+        from rooflab.core.measure import store
 
         mkey = store.machine_key(machine)
         fitted = None if spec is None else (store.load_calibration(store.model_key(spec), mkey)
@@ -193,7 +193,7 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
 
 
 def resolve_workload(args: argparse.Namespace) -> Workload:
-    from rooflab.core.defaults import DEFAULT_WORKLOAD as d
+    from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
 
     return Workload(
         prompt=args.prompt if args.prompt is not None else d.prompt,
@@ -208,9 +208,9 @@ def resolve_workload(args: argparse.Namespace) -> Workload:
 # --- commands ---------------------------------------------------------------------------------
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from rooflab.core.cli_output import inspect_dict, inspect_text, print_json
+    from rooflab.core.cli.output import inspect_dict, inspect_text, print_json
     from rooflab.core.io import load_model
-    from rooflab.core.quant import kv_bytes_per_value
+    from rooflab.core.values.quant import kv_bytes_per_value
 
     kv_bytes_per_value(args.kv_type)  # validates the name before the model is read
     spec = load_model(args.model, weights=args.weights)
@@ -222,9 +222,9 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from rooflab.core.cli_output import predict_csv, predict_dict, predict_text, print_json
-    from rooflab.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_PROMPTS
+    from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
     from rooflab.core.io import load_model
+    from rooflab.core.values.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_PROMPTS
 
     workload = resolve_workload(args)
     spec = load_model(args.model, weights=args.weights)
@@ -242,8 +242,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from rooflab.core.catalogue import list_catalogue
-    from rooflab.core.cli_output import print_json
+    from rooflab.core.cli.output import print_json
+    from rooflab.core.io.catalogue import list_catalogue
 
     entries = list_catalogue()
     if args.json:
@@ -257,8 +257,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_machines(args: argparse.Namespace) -> int:
-    from rooflab.core.cli_output import machine_dict, print_json
-    from rooflab.core.presets import broken_user_profiles, list_presets, list_user_profiles
+    from rooflab.core.cli.output import machine_dict, print_json
+    from rooflab.core.io.presets import broken_user_profiles, list_presets, list_user_profiles
 
     presets, users = list_presets(), list_user_profiles()
     if args.json:
@@ -285,7 +285,7 @@ def main(argv: Sequence[str] | None = None, handlers: dict[str, Handler] | None 
     args = parser.parse_args(argv)
     table = dict(_COMMANDS)
     try:
-        from rooflab.core.measure.cli import run_measure
+        from rooflab.core.cli.measure import run_measure
     except ImportError:  # pragma: no cover
         pass
     else:

@@ -11,13 +11,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict.batching import batch_crossover, max_batch_that_fits
 from rooflab.core.predict.request import prefill_crossover, request
 from rooflab.core.predict.speculative import speculative
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
-from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 GB = 1e9
 

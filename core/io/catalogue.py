@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from rooflab.core.errors import ResourceError, SpecError
-from rooflab.core.model import ModelSpec
-from rooflab.core.resources import resources_dir
+from rooflab.core.files.resources import resources_dir
+from rooflab.core.values.model import ModelSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

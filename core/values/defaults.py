@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rooflab.core.workload import Workload
+from rooflab.core.values.workload import Workload
 
 DEFAULT_MODEL = "qwen3-8b-q4_k_m"
 DEFAULT_MACHINE = "rtx-4090"

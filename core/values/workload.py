@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooflab.core.errors import SpecError
-from rooflab.core.quant import KV_TYPES
+from rooflab.core.values.quant import KV_TYPES
 
 MAX_TOKENS = 1 << 24      # 16M tokens: beyond any real context, small enough to stay exact
 MAX_BATCH = 1 << 16

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from rooflab.core.atomic import write_atomic
 from rooflab.core.errors import ResourceError, SpecError
-from rooflab.core.machine import MachineProfile
-from rooflab.core.paths import profiles_dir
-from rooflab.core.resources import resources_dir
+from rooflab.core.files.atomic import write_atomic
+from rooflab.core.files.paths import data_dir, profiles_dir
+from rooflab.core.files.records import read_record, set_aside, write_record
+from rooflab.core.files.resources import resources_dir
+from rooflab.core.values.machine import MachineProfile
 
 MEASURED_KEY = "measured"
 
@@ -108,9 +111,7 @@ def load_machine(ref: str) -> MachineProfile:
         return _read_profile(candidate, candidate.stem)
     key = ref.lower()
     if key == MEASURED_KEY:
-        from rooflab.core import store  # the measurement store lives beside core (issue 4)
-
-        measured = store.load_measured_machine()
+        measured = load_measured_machine()
         if measured is None:
             raise ResourceError("no measured machine yet: run 'rooflab measure machine' first")
         return measured
@@ -122,3 +123,33 @@ def load_machine(ref: str) -> MachineProfile:
         return _read_profile(user, slug(key))
     known = ", ".join(preset_keys())
     raise ResourceError(f"unknown machine {ref!r} (presets: {known}; or a profile .json path)")
+
+
+# --- the measured machine (data folder: machines/measured.json) -------------------------------
+
+def _measured_path() -> Path:
+    return data_dir() / "machines" / f"{MEASURED_KEY}.json"
+
+
+def save_measured_machine(profile: MachineProfile, measurement: Mapping[str, Any] | None = None) -> Path:
+    """Keep ``profile`` as "this machine, measured", with the raw measurement beside it."""
+    return write_record(_measured_path(), {"profile": profile.to_dict(), "measurement": dict(measurement or {})})
+
+
+def load_measured_machine() -> MachineProfile | None:
+    """The last measured machine profile (key "measured"), None when there is none."""
+    data = read_record(_measured_path())
+    if data is None:
+        return None
+    try:
+        return MachineProfile.from_dict(data["profile"], key=MEASURED_KEY)
+    except (KeyError, TypeError, SpecError) as exc:
+        set_aside(_measured_path(), str(exc))
+        return None
+
+
+def load_machine_measurement() -> dict[str, Any] | None:
+    """The raw record of the last machine measurement (roofline samples and all)."""
+    data = read_record(_measured_path())
+    raw = data.get("measurement") if data else None
+    return dict(raw) if isinstance(raw, dict) and raw else None

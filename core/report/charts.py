@@ -18,15 +18,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
-from rooflab.core.machine import MachineProfile
-from rooflab.core.model import ModelSpec
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import batch_crossover, batch_sweep, max_batch_that_fits, memory_resident
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.request import _crossing, request
 from rooflab.core.predict.roofline import attainable, phase_points
 from rooflab.core.predict.work import Array
-from rooflab.core.workload import MAX_BATCH, MAX_TOKENS, Workload
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 CurveKind = Literal["line", "points", "vline", "hline", "stack"]
 # How a curve relates to its panel: the quantity itself, a second quantity, one of the two
@@ -143,7 +143,7 @@ class Scenario:
     def label(self) -> str:
         """Model · machine · cache type, then each request setting that differs from the
         default workload, so two pinned series of one model and machine read apart."""
-        from rooflab.core.defaults import DEFAULT_WORKLOAD as d
+        from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
 
         w = self.workload
         parts = [f"{w.kv_type} cache"]
