@@ -20,9 +20,10 @@ from gguf.constants import GGMLQuantizationType as T
 
 from rooflab.core.io.gguf import read_gguf, read_header
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core" / "io"))
-from gguf_factory import Spec, llama_tensors, write_gguf  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.factories
 from timing import timed  # benchmarks/timing.py: the shared timing loop
+
+from tests.factories.gguf_files import Spec, llama_tensors, write_gguf  # noqa: E402
 
 VOCAB = 262_144
 MERGES = 150_000

@@ -5,8 +5,6 @@ back with the model after a restart."""
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 
 def _choose(window, fmt: str) -> None:
@@ -26,8 +24,7 @@ def test_choosing_a_weight_format_reprices_the_model_on_screen(qtbot, window):
 
 
 def test_a_gguf_opens_whatever_weight_format_is_chosen(qtbot, window, tmp_path, tiny_config):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core" / "io"))
-    from gguf_factory import tiny_llama
+    from tests.factories.gguf_files import tiny_llama
 
     gguf = tiny_llama(tmp_path / "tiny.gguf")
     with qtbot.waitSignal(window.model_loaded, timeout=5000):

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 from gguf import GGUFWriter
 from gguf.constants import GGUFEndian
-from gguf_factory import (
+
+from rooflab.core.io.gguf import LargeArray, read_gguf, read_header
+from rooflab.core.values.model import Role
+from tests.factories.gguf_files import (
     Spec,
     T,
     llama_tensors,
@@ -17,9 +20,6 @@ from gguf_factory import (
     tiny_llama,
     write_gguf,
 )
-
-from rooflab.core.io.gguf import LargeArray, read_gguf, read_header
-from rooflab.core.values.model import Role
 
 # ggml-common.h block layouts, written out independently of gguf-py's table:
 # (values per block, bytes per block)

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gguf import GGUFWriter
-from gguf_factory import Patcher, Spec, T, llama_tensors, llm_meta, write_gguf
 
 from rooflab.core.errors import ModelFileError
 from rooflab.core.io import gguf_header
 from rooflab.core.io.gguf import read_gguf, read_header
+from tests.factories.gguf_files import Patcher, Spec, T, llama_tensors, llm_meta, write_gguf
 
 Q = "blk.0.attn_q.weight"          # Q4_K [256, 256]; its name is as long as K's
 K = "blk.0.attn_k.weight"          # Q4_K [256, 128]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
 
@@ -23,3 +24,11 @@ def synthetic_spec(params: float, bits_per_weight: float, kv_bytes_per_token: in
     )
     return ModelSpec(name=name, architecture="synthetic", source="test", tensors=tensors,
                      attention=layout, hidden=1, vocab=1, file_bytes=round(n * bits_per_weight / 8))
+
+
+def machine(bandwidth_gb: float, peak_tflops: float = 1000.0, memory_gb: float = 1000.0,
+            offload_gb_s: float = 0.0) -> MachineProfile:
+    """A machine whose compute is ample unless stated: the lessons' 'compute ignored' tables."""
+    return MachineProfile(name=f"{bandwidth_gb} GB/s", bandwidth=bandwidth_gb * 1e9,
+                          peak_flops={"fp16": peak_tflops * 1e12}, memory=memory_gb * 1e9,
+                          offload_bandwidth=offload_gb_s * 1e9, offload_memory=1e12 if offload_gb_s else 0.0)

@@ -11,7 +11,7 @@ from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.request import request
 from rooflab.core.predict.stopwatch import from_timestamps
 from rooflab.core.values.workload import Workload
-from tests.core.conftest import machine
+from tests.factories.specs import machine
 
 
 def test_worked_example():

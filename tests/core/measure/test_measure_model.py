@@ -136,12 +136,8 @@ def test_real_weights_from_a_folder(tmp_path: Path):
 
 
 def test_gguf_tensor_table_becomes_a_torch_model(tmp_path: Path):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parents[1] / "core" / "io"))
-    from gguf_factory import tiny_llama
-
     from rooflab.core.io import load_model
+    from tests.factories.gguf_files import tiny_llama
 
     spec = load_model(tiny_llama(tmp_path / "tiny.gguf"))
     config, notes = hf_config_from_spec(spec)

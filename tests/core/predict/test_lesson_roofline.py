@@ -16,7 +16,7 @@ from rooflab.core.predict.roofline import attainable, decode_intensity
 from rooflab.core.predict.speculative import expected_tokens, speculative
 from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.workload import Workload
-from tests.core.synthetic import synthetic_spec
+from tests.factories.specs import synthetic_spec
 
 GB = 1e9
 CPU = MachineProfile(name="8-core desktop CPU, DDR5", bandwidth=89.6e9, peak_flops={"fp32": 1.024e12},

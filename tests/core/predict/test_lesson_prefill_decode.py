@@ -11,7 +11,7 @@ from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.request import prefill_crossover
 from rooflab.core.predict.work import experts_touched_per_layer, kv_bytes
 from rooflab.core.values.workload import Workload
-from tests.core.conftest import machine
+from tests.factories.specs import machine
 
 GB = 1e9
 F16 = Workload()
