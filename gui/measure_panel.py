@@ -36,7 +36,8 @@ from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.core.measure import store
-from rooflab.core.measure.calibrate import Calibration, MeasuredPoint, calibrate
+from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.measure.calibrate import Calibration, calibrate
 from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
 from rooflab.core.measure.model import ModelMeasurement
 from rooflab.gui.jobs import JobController, Progress

@@ -28,7 +28,7 @@ from typing import Any
 
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.io.textfile import read_text_capped
-from rooflab.core.measure.calibrate import MeasuredPoint
+from rooflab.core.values.measured import MeasuredPoint
 
 MAX_BYTES = 64 << 20
 # llama-bench fields that, when they differ between rows, make separate series

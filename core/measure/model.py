@@ -24,7 +24,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, run_job
 from rooflab.core.measure import backend
 from rooflab.core.measure.budget import MemoryEstimate, check_fits, run_memory
-from rooflab.core.measure.calibrate import MeasuredPoint
+from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.measure.runner import Runner, overhead_probe
 from rooflab.core.measure.sysinfo import device_memory
 from rooflab.core.measure.torch_model import (

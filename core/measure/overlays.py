@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rooflab.core.measure.calibrate import MeasuredPoint, predict_points
+from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.report.charts import BATCHING, DECODE, PREFILL, ROOFLINE, Curve, Scenario, build_charts

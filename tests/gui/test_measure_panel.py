@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.measure.calibrate import MeasuredPoint
+from rooflab.core.values.measured import MeasuredPoint
 
 
 @pytest.fixture

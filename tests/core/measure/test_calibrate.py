@@ -15,12 +15,12 @@ import pytest
 from rooflab.core.errors import SpecError
 from rooflab.core.measure.calibrate import (
     Calibration,
-    MeasuredPoint,
     calibrate,
     predict_points,
     summarise,
 )
 from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
 TRUE = Efficiency(bandwidth=0.45, compute=0.7, step_overhead=0.004, kv_read_factor=2.0)

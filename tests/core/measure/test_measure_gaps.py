@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from rooflab.core.io import load_model
-from rooflab.core.measure.calibrate import MeasuredPoint, calibrate, predict_points
+from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.measure.calibrate import calibrate, predict_points
 from rooflab.core.measure.gaps import explain
 from rooflab.core.values.machine import Efficiency, MachineProfile
 

@@ -13,7 +13,7 @@ import pytest
 
 from rooflab.core.errors import Cancelled, MeasurementError, ModelFileError
 from rooflab.core.jobs import Progress
-from rooflab.core.measure.calibrate import MeasuredPoint
+from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.measure.model import ModelPlan, measure_model, measure_model_blocking
 from rooflab.core.measure.torch_model import hf_config_from_spec, resolve_source
 

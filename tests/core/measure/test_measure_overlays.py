@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from rooflab.core.io import load_model
-from rooflab.core.measure.calibrate import MeasuredPoint, predict_points
+from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.measure.overlays import RATIO, calibrated_curves, measured_curves, roofline_samples_curve
 from rooflab.core.values.machine import Efficiency, MachineProfile
