@@ -1,4 +1,9 @@
-"""A measured forward pass: the value every measurement produces and every fit consumes."""
+"""A measured forward pass and the engine settings it was measured with: the values every
+measurement produces and every fit consumes.
+
+Points of different engines or settings are never mixed: ``EngineSettings.key`` names the
+group a point belongs to (llama.cpp at 2 threads with an f16 cache is not llama.cpp on a GPU
+with flash attention, nor torch in bf16)."""
 
 from __future__ import annotations
 
@@ -11,13 +16,99 @@ from typing import Any
 from rooflab.core.errors import SpecError
 
 KINDS: tuple[str, ...] = ("prefill", "decode", "batch")
+ENGINES: tuple[str, ...] = ("llama.cpp", "llama-bench", "torch", "imported")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineSettings:
+    """What ran the passes and how: the settings a timing depends on besides the model.
+
+    ``engine``: one of ``ENGINES``; ``version``: the engine's own version string; ``device``:
+    where the weights were computed ("cpu", "cuda", "metal", ...); ``threads``: CPU threads
+    (0 when not applicable); ``gpu_layers``: layers offloaded to the accelerator (llama.cpp's
+    ``-ngl``); ``cpu_moe``: layers whose experts stay on the CPU (``--n-cpu-moe``);
+    ``flash_attention``; ``kv_type``: the cache's number format; ``batch_size`` /
+    ``ubatch_size``: llama.cpp's logical and physical batch (0 when not applicable);
+    ``dtype``: the compute dtype of an engine that converts the weights (torch), "" otherwise."""
+
+    engine: str
+    version: str = ""
+    device: str = "cpu"
+    threads: int = 0
+    gpu_layers: int = 0
+    cpu_moe: int = 0
+    flash_attention: bool = False
+    kv_type: str = "f16"
+    batch_size: int = 0
+    ubatch_size: int = 0
+    dtype: str = ""
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise SpecError(f"settings.engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        for name in ("threads", "gpu_layers", "cpu_moe", "batch_size", "ubatch_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 1_000_000:
+                raise SpecError(f"settings.{name} must be a whole number in [0, 1000000], got {value!r}")
+        for name in ("version", "device", "kv_type", "dtype"):
+            if len(getattr(self, name)) > 200:
+                raise SpecError(f"settings.{name} is longer than 200 characters")
+
+    @property
+    def key(self) -> str:
+        """A stable name of the group: points with equal keys may be fitted together."""
+        parts = [self.engine, self.device]
+        if self.threads:
+            parts.append(f"t{self.threads}")
+        if self.gpu_layers:
+            parts.append(f"ngl{self.gpu_layers}")
+        if self.cpu_moe:
+            parts.append(f"cpumoe{self.cpu_moe}")
+        if self.flash_attention:
+            parts.append("fa")
+        parts.append(f"kv-{self.kv_type}")
+        if self.dtype:
+            parts.append(self.dtype)
+        return " ".join(parts)
+
+    @property
+    def label(self) -> str:
+        """A short legend text: "llama.cpp b6500 cpu, 2 threads, kv f16"."""
+        head = f"{self.engine} {self.version}".strip()
+        bits = [self.device]
+        if self.threads:
+            bits.append(f"{self.threads} threads")
+        if self.gpu_layers:
+            bits.append(f"ngl {self.gpu_layers}")
+        if self.flash_attention:
+            bits.append("flash attention")
+        bits.append(f"kv {self.kv_type}")
+        if self.dtype:
+            bits.append(self.dtype)
+        return f"{head} {', '.join(bits)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EngineSettings:
+        try:
+            return cls(engine=str(data["engine"]), version=str(data.get("version", "")),
+                       device=str(data.get("device", "cpu")), threads=int(data.get("threads", 0)),
+                       gpu_layers=int(data.get("gpu_layers", 0)), cpu_moe=int(data.get("cpu_moe", 0)),
+                       flash_attention=bool(data.get("flash_attention", False)),
+                       kv_type=str(data.get("kv_type", "f16")), batch_size=int(data.get("batch_size", 0)),
+                       ubatch_size=int(data.get("ubatch_size", 0)), dtype=str(data.get("dtype", "")))
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise SpecError(f"engine settings are malformed: {exc!r}") from exc
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasuredPoint:
     """One timed pass. ``prompt``: tokens each sequence feeds the pass (1 for decode);
     ``context``: tokens already cached; ``seconds``: the best repeat; ``median``: the median
-    repeat (0 when unknown); ``source``: who measured it ("torch 2.13 cpu fp32", "llama-bench")."""
+    repeat (0 when unknown); ``source``: who measured it ("torch 2.13 cpu fp32", "llama-bench");
+    ``settings``: the engine and its settings (None for points saved before they were recorded)."""
 
     kind: str
     prompt: int
@@ -27,6 +118,7 @@ class MeasuredPoint:
     median: float = 0.0
     repeats: int = 1
     source: str = ""
+    settings: EngineSettings | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -53,15 +145,27 @@ class MeasuredPoint:
         """(median - best) / best: run-to-run variation, 0 when unknown."""
         return max(0.0, self.median / self.seconds - 1.0) if self.median else 0.0
 
+    @property
+    def engine_key(self) -> str:
+        """The settings' group key; "" for a point that recorded none."""
+        return self.settings.key if self.settings is not None else ""
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if self.settings is None:
+            del out["settings"]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MeasuredPoint:
+        raw = data.get("settings") if isinstance(data, Mapping) else None
+        if raw is not None and not isinstance(raw, Mapping):
+            raise SpecError("measured point is malformed: settings must be an object")
+        settings = EngineSettings.from_dict(raw) if raw is not None else None
         try:
             return cls(kind=str(data["kind"]), prompt=int(data["prompt"]), context=int(data["context"]),
                        batch=int(data["batch"]), seconds=float(data["seconds"]),
                        median=float(data.get("median", 0.0)), repeats=int(data.get("repeats", 1)),
-                       source=str(data.get("source", "")))
-        except (KeyError, TypeError, ValueError) as exc:
+                       source=str(data.get("source", "")), settings=settings)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise SpecError(f"measured point is malformed: {exc!r}") from exc
