@@ -20,7 +20,7 @@ setup() {
         if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
             "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$torch_spec"
         fi
-        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[llamacpp,test]"
         touch "$stamp"
     fi
 }
