@@ -10,7 +10,8 @@ import json
 import math
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 from rooflab.core.values.quant import TensorSlot, recipe, tensor_bytes
 
 MAX_CONFIG_BYTES = 4 << 20          # a config.json is a few KB; refuse anything absurd
+WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
+CONFIG_KEY = "hf.config_json"       # ModelSpec.metadata entry holding the raw config
 MAX_SAFETENSORS_HEADER = 256 << 20  # the format's own cap is 100 MB
 _ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
              "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "U16": 2, "U32": 4, "U64": 8,
@@ -39,6 +42,32 @@ def read_config(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ModelFileError(path, "must hold a JSON object")
     return data
+
+
+def folder_config(folder: Path) -> dict[str, Any]:
+    """The config.json of a model folder; ModelFileError when it has none."""
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        raise ModelFileError(folder, "folder has no config.json")
+    return read_config(config_path)
+
+
+def has_weight_files(folder: Path) -> bool:
+    """Whether a model folder holds weights (safetensors, or torch's .bin/.pt)."""
+    return any(any(folder.glob(pattern)) for pattern in WEIGHT_FILES)
+
+
+def stored_config(spec: ModelSpec) -> dict[str, Any] | None:
+    """The config.json a spec was read from (kept in its metadata), None when it came from a
+    GGUF file or anything else without one."""
+    raw = dict(spec.metadata).get(CONFIG_KEY)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _sliding(s: HFShape) -> tuple[tuple[bool, ...], int, list[str]]:
@@ -66,7 +95,10 @@ def attention_layout(s: HFShape) -> tuple[AttentionLayout, list[str]]:
     return layout, warnings
 
 
-def _display_name(config: Mapping[str, Any], fallback: str) -> str:
+def display_name(config: Mapping[str, Any], fallback: str = "") -> str:
+    """A short name for a config: the last part of its ``_name_or_path``, else ``fallback``,
+    else its model type."""
+    fallback = fallback or str(config.get("model_type") or "config")
     name = config.get("_name_or_path") or fallback
     return str(name).rstrip("/").split("/")[-1] or fallback
 
@@ -92,7 +124,7 @@ def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: 
     layout, warnings = attention_layout(s)
     weight_bytes = sum(t.nbytes for t in tensors)
     return ModelSpec(
-        name=name or _display_name(config, s.model_type), architecture=s.model_type,
+        name=name or display_name(config, s.model_type), architecture=s.model_type,
         source=source, tensors=tuple(tensors), attention=layout, hidden=s.hidden, vocab=s.vocab,
         file_bytes=weight_bytes + header_bytes, experts=s.experts, experts_used=s.experts_used,
         shared_experts=1 if s.shared_ffn else 0, context_length=s.context_length,
@@ -104,7 +136,7 @@ def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: 
 def _config_metadata(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """Small scalar fields for display, plus the raw config (JSON) for builders of torch models."""
     items = [(str(k), repr(v)) for k, v in config.items() if isinstance(v, (int, float, str, bool))]
-    items.append(("hf.config_json", json.dumps(config, sort_keys=True)))
+    items.append((CONFIG_KEY, json.dumps(config, sort_keys=True)))
     return tuple(items)
 
 
@@ -158,21 +190,10 @@ def classify_hf(name: str) -> Role:
     return Role.OTHER
 
 
-def _hf_layer(name: str) -> int | None:
-    parts = name.split(".")
-    for i, part in enumerate(parts[:-1]):
-        if part in ("layers", "h", "blocks") and parts[i + 1].isdigit():
-            return int(parts[i + 1])
-    return None
-
-
 def spec_from_folder(folder: Path, *, weights: str | None = None) -> ModelSpec:
     """A model folder: config.json for shapes; exact bytes from *.safetensors headers when
     present and no ``weights`` format is asked for, else the format's recipe."""
-    config_path = folder / "config.json"
-    if not config_path.is_file():
-        raise ModelFileError(folder, "folder has no config.json")
-    config = read_config(config_path)
+    config = folder_config(folder)
     files = sorted(folder.glob("*.safetensors"))
     try:
         if weights or not files:
@@ -180,7 +201,7 @@ def spec_from_folder(folder: Path, *, weights: str | None = None) -> ModelSpec:
                                     name=folder.name)
         return _spec_from_safetensors(folder, config, files)
     except SpecError as exc:
-        raise ModelFileError(config_path, str(exc)) from exc
+        raise ModelFileError(folder / "config.json", str(exc)) from exc
 
 
 def _config_dtype(config: Mapping[str, Any]) -> str:
@@ -188,37 +209,57 @@ def _config_dtype(config: Mapping[str, Any]) -> str:
     return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, "bf16")
 
 
-def _spec_from_safetensors(folder: Path, config: Mapping[str, Any], files: list[Path]) -> ModelSpec:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredTensor:
+    """One tensor as Hugging Face names and stores it: torch's shape order (row length last),
+    its element type (safetensors spelling: F32, BF16, ...) and its bytes."""
+
+    name: str
+    shape: tuple[int, ...]
+    type_name: str
+    nbytes: int
+
+
+def spec_from_stored(config: Mapping[str, Any], stored: Iterable[StoredTensor], *, name: str, source: str,
+                     weights_format: str, file_bytes: int | None = None, warnings: Iterable[str] = (),
+                     provenance: str = "", metadata: tuple[tuple[str, str], ...] = ()) -> ModelSpec:
+    """The ModelSpec of a stored tensor table (safetensors headers, or a torch model's
+    parameters): roles and blocks from the names, attention and experts from ``config``.
+    ``file_bytes`` defaults to the tensors' bytes."""
     s = normalise(config)
-    tensors: list[Tensor] = []
-    dtypes: set[str] = set()
+    tensors = tuple(Tensor(name=t.name, shape=tuple(reversed(t.shape)) or (1,), type_name=t.type_name,
+                           nbytes=t.nbytes, role=classify_hf(t.name), layer=layer_of(t.name)) for t in stored)
+    layout, more = attention_layout(s)
+    return ModelSpec(
+        name=name, architecture=s.model_type, source=source, tensors=tensors, attention=layout, hidden=s.hidden,
+        vocab=s.vocab, file_bytes=sum(t.nbytes for t in tensors) if file_bytes is None else file_bytes,
+        experts=s.experts, experts_used=s.experts_used, shared_experts=1 if s.shared_ffn else 0,
+        context_length=s.context_length, weights_format=weights_format, warnings=(*warnings, *more),
+        provenance=provenance or source, metadata=metadata,
+    )
+
+
+def _spec_from_safetensors(folder: Path, config: Mapping[str, Any], files: list[Path]) -> ModelSpec:
+    stored: list[StoredTensor] = []
     seen: set[str] = set()
     for path in files:
         for key, info in read_safetensors_header(path).items():
             if key == "__metadata__" or key in seen:
                 continue
             seen.add(key)
-            shape = tuple(int(d) for d in info["shape"])
             begin, end = info["data_offsets"]
-            dtype = str(info.get("dtype", "?"))
-            dtypes.add(dtype)
-            role = classify_hf(key)
-            tensors.append(Tensor(name=key, shape=tuple(reversed(shape)) or (1,), type_name=dtype,
-                                  nbytes=end - begin, role=role, layer=_hf_layer(key)))
-    if not tensors:
+            stored.append(StoredTensor(name=key, shape=tuple(int(d) for d in info["shape"]),
+                                       type_name=str(info.get("dtype", "?")), nbytes=end - begin))
+    if not stored:
         raise ModelFileError(folder, "safetensors files hold no tensors")
+    dtypes = sorted({t.type_name for t in stored})
     warnings = []
-    if dtypes & {"U8", "I8", "U32", "I32"} and any(t.role is Role.EXPERTS for t in tensors):
+    if set(dtypes) & {"U8", "I8", "U32", "I32"} and any(classify_hf(t.name) is Role.EXPERTS for t in stored):
         warnings.append("packed quantised tensors: parameter counts are of stored elements, bytes are exact")
-    layout, more = attention_layout(s)
-    file_bytes = sum(p.stat().st_size for p in files)
-    return ModelSpec(
-        name=folder.name, architecture=s.model_type, source=str(folder), tensors=tuple(tensors),
-        attention=layout, hidden=s.hidden, vocab=s.vocab, file_bytes=file_bytes, experts=s.experts,
-        experts_used=s.experts_used, shared_experts=1 if s.shared_ffn else 0,
-        context_length=s.context_length, weights_format="safetensors (" + ", ".join(sorted(dtypes)) + ")",
-        warnings=tuple(warnings + more), provenance=str(folder), metadata=_config_metadata(config),
-    )
+    return spec_from_stored(config, stored, name=folder.name, source=str(folder),
+                            weights_format="safetensors (" + ", ".join(dtypes) + ")",
+                            file_bytes=sum(p.stat().st_size for p in files), warnings=warnings,
+                            metadata=_config_metadata(config))
 
 
 def load_config_file(path: Path, *, weights: str | None = None) -> ModelSpec:
@@ -226,6 +267,6 @@ def load_config_file(path: Path, *, weights: str | None = None) -> ModelSpec:
     config = read_config(path)
     try:
         return spec_from_config(config, weights=weights or _config_dtype(config), source=str(path),
-                                name=_display_name(config, path.parent.name or path.stem))
+                                name=display_name(config, path.parent.name or path.stem))
     except SpecError as exc:
         raise ModelFileError(path, str(exc)) from exc

@@ -1,7 +1,7 @@
 """From a Hugging Face config.json to the tensor table a conversion to GGUF would produce,
 named as llama.cpp names tensors and shaped in ggml order (row length first).
 
-Only this module and hf.py know config.json spellings."""
+Only the readers (this module, hf.py and hf_build.py) know config.json spellings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tensor roles from llama.cpp tensor names (the names GGUF files use and the HF reader builds)."""
+"""Tensor roles from llama.cpp tensor names (the names GGUF files use and the HF reader builds),
+and the block a tensor belongs to, whichever convention names it."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ import re
 from rooflab.core.values.model import Role
 
 _LAYER = re.compile(r"^(?:blk|layers?)\.(\d+)\.")
+_HF_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)(?:\.|$)")
 _EMBEDDING_STEMS = frozenset({"token_embd", "per_layer_token_embd", "position_embd", "token_types"})
 _ROUTER_STEMS = frozenset({"ffn_gate_inp", "exp_probs_b"})
 
 
 def layer_of(name: str) -> int | None:
-    """The block index in "blk.12.attn_q.weight", None for global tensors."""
-    match = _LAYER.match(name)
+    """The block index of a tensor, None for global tensors (embeddings, final norm, output).
+
+    llama.cpp names lead with it ("blk.12.attn_q.weight"); Hugging Face and torch names carry
+    it after their block list ("model.layers.12.self_attn.q_proj.weight", "transformer.h.12.",
+    "blocks.12.")."""
+    match = _LAYER.match(name) or _HF_LAYER.search(name)
     return int(match.group(1)) if match else None
 
 

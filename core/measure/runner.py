@@ -13,16 +13,26 @@ import inspect
 import time
 from typing import Any
 
-from rooflab.core.errors import Cancelled
+from rooflab.core.errors import Cancelled, SpecError
+from rooflab.core.io.hf_build import tiny_config
+from rooflab.core.io.hf_tables import normalise
 from rooflab.core.jobs import CancelFlag, check_cancel, run_job
 from rooflab.core.measure import backend
 from rooflab.core.measure.torch_model import ModelSource, transformers_config
 
 
-def _decoder_layers(model: Any) -> list[Any]:
-    """The decoder blocks: the longest ModuleList whose length is the config's layer count."""
+def _layer_count(model: Any) -> int | None:
+    """The decoder depth the model's config gives, read by the config reader (None if it
+    cannot read it)."""
+    try:
+        return normalise(model.config.to_dict()).layers
+    except SpecError:
+        return None
+
+
+def _decoder_layers(model: Any, count: int | None) -> list[Any]:
+    """The decoder blocks: the longest ModuleList of ``count`` modules (any, if none is)."""
     torch = backend.require_torch()
-    count = getattr(model.config, "num_hidden_layers", None)
     lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList)]
     matching = [m for m in lists if count is None or len(m) == count]
     chosen = max(matching or lists, key=len, default=None)
@@ -36,7 +46,7 @@ class Runner:
         torch = backend.require_torch()
         self.model = model
         self.device = device
-        self.vocab = int(model.config.vocab_size)
+        self.vocab = int(model.get_input_embeddings().num_embeddings)     # the ids index this table
         self.generator = torch.Generator().manual_seed(seed)
         params = inspect.signature(model.forward).parameters
         self.cache_arg = "cache" if "cache" in params else "past_key_values"
@@ -53,7 +63,8 @@ class Runner:
         if cancel is not None:
             def stop(module: Any, args: Any) -> None:
                 check_cancel(cancel)
-            self._hooks = [layer.register_forward_pre_hook(stop) for layer in _decoder_layers(model)]
+            layers = _decoder_layers(model, _layer_count(model))
+            self._hooks = [layer.register_forward_pre_hook(stop) for layer in layers]
 
     def close(self) -> None:
         for hook in self._hooks:
@@ -136,22 +147,6 @@ class Runner:
             return copy.deepcopy(template)
 
 
-def _tiny(config: dict[str, Any]) -> dict[str, Any]:
-    """The same architecture and depth with every width cut to a few values: its passes cost
-    dispatch and per-layer bookkeeping, not bytes or arithmetic."""
-    heads = int(config.get("num_attention_heads") or 1)
-    tiny = dict(config)
-    tiny.update(hidden_size=8 * heads, vocab_size=256)
-    if "head_dim" in tiny:
-        tiny["head_dim"] = 8
-    for key in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
-        if tiny.get(key):
-            tiny[key] = 16
-    if isinstance(tiny.get("text_config"), dict):
-        tiny["text_config"] = _tiny(tiny["text_config"])
-    return tiny
-
-
 def overhead_probe(source: ModelSource, dtype: str, device: str, cancel: CancelFlag = None,
                    steps: int = 20) -> tuple[float | None, str]:
     """(seconds, note): the fastest decode step of a tiny model of the same architecture and
@@ -159,7 +154,7 @@ def overhead_probe(source: ModelSource, dtype: str, device: str, cancel: CancelF
     fixed cost every pass of the real model also pays. (None, why) when it cannot be built."""
     from rooflab.core.measure.torch_model import build_model
 
-    tiny = ModelSource(label=f"{source.label} (tiny probe)", config=_tiny(dict(source.config)))
+    tiny = ModelSource(label=f"{source.label} (tiny probe)", config=tiny_config(source.config))
     try:
         transformers_config(tiny)
         model = run_job(build_model(tiny, dtype, device, cancel))

@@ -7,6 +7,7 @@ import os
 import random
 import struct
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -213,7 +214,8 @@ def test_fuzz_mutations_only_raise_model_file_error(tmp_path: Path) -> None:
                 1 << 63, (1 << 64) - 1, len(original), len(original) + 1]
     target = tmp_path / "fuzz.gguf"
     outcomes = {"ok": 0, "error": 0}
-    slowest = 0.0
+    slowest, largest = 0.0, 0
+    tracemalloc.start()
     for _ in range(300):
         data = bytearray(original)
         region = rng.choice([(0, 400), (0, header_end), (max(0, header_end - 400), header_end)])
@@ -230,6 +232,8 @@ def test_fuzz_mutations_only_raise_model_file_error(tmp_path: Path) -> None:
         else:
             del data[at:at + rng.randrange(1, 64)]
         target.write_bytes(bytes(data))
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
         start = time.perf_counter()
         try:
             read_gguf(target)
@@ -238,5 +242,13 @@ def test_fuzz_mutations_only_raise_model_file_error(tmp_path: Path) -> None:
             assert target.name in str(exc) and "\n" not in str(exc)
             outcomes["error"] += 1
         slowest = max(slowest, time.perf_counter() - start)
-    assert slowest < 1.0
+        largest = max(largest, tracemalloc.get_traced_memory()[1] - before)
+    tracemalloc.stop()
+    # What a forged count would cause is an allocation or a loop sized by the count (2**62),
+    # not by the file. The allocation bound is exact whatever the load: every read here peaks
+    # under 70 kB of Python heap (the file is mapped, not copied) for a 54 kB file. The time
+    # bound only catches a runaway loop: honest reads take milliseconds and a runaway one hours,
+    # so 10 s leaves a margin of a thousand no shared machine's load comes near.
+    assert largest < 16 * len(original) + (256 << 10)
+    assert slowest < 10.0
     assert outcomes["error"] > 100 and outcomes["ok"] > 0    # both paths exercised

@@ -11,6 +11,8 @@ import pytest
 
 from rooflab.core.errors import ModelFileError, RooflabError
 from rooflab.core.io import load_model
+from rooflab.core.predict.work import weight_bytes_read_per_token
+from rooflab.core.report.tables import grouped_rows
 from rooflab.core.values.model import Role
 
 QWEN3_TINY = {"model_type": "qwen3", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -44,8 +46,8 @@ def test_qwen3_moe_experts(tmp_path):
            "moe_intermediate_size": 256, "tie_word_embeddings": False}
     spec = load_model(write(tmp_path, cfg), weights="q4_k_m")
     assert spec.experts == 8 and spec.experts_used == 2
-    experts = {g.name: g for g in spec.groups}[Role.EXPERTS]
-    assert experts.bytes_read_per_token == experts.bytes / 4
+    experts = next(r for r in grouped_rows(spec) if r.group.name is Role.EXPERTS)
+    assert experts.bytes_read_per_token == experts.group.bytes / 4
     assert Role.ROUTER in {g.name for g in spec.groups}
 
 
@@ -110,7 +112,7 @@ def test_folder_with_safetensors_exact_bytes(tmp_path):
     assert spec.weight_bytes == sum(a.nbytes for a in tensors.values())
     assert spec.file_bytes == (tmp_path / "model.safetensors").stat().st_size
     assert spec.embedding_row_bytes == 256 * 2
-    assert spec.weight_bytes_read_per_token == spec.weight_bytes - 1024 * 256 * 2 + 512
+    assert weight_bytes_read_per_token(spec) == spec.weight_bytes - 1024 * 256 * 2 + 512
     assert "F16" in spec.weights_format
     # --weights overrides the files with a recipe
     assert load_model(tmp_path, weights="q8_0").weights_format == "Q8_0"
