@@ -19,6 +19,7 @@ from gguf import GGUFReader
 from gguf.constants import GGMLQuantizationType as T
 
 from rooflab.core.io.gguf import read_gguf, read_header
+from rooflab.core.predict.work import weight_bytes_read_per_token
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.factories
 from timing import timed  # benchmarks/timing.py: the shared timing loop
@@ -58,7 +59,7 @@ def main() -> None:
         spec = read_gguf(path)
         print(f"file: {path.stat().st_size / 1e9:.2f} GB apparent, header {header.data_start / 1e6:.1f} MB, "
               f"{len(spec.tensors)} tensors, {len(header.metadata)} keys; "
-              f"W = {spec.weight_bytes_read_per_token / 1e9:.3f} GB, {spec.weights_format}")
+              f"W = {weight_bytes_read_per_token(spec) / 1e9:.3f} GB, {spec.weights_format}")
         print(f"{'what':<28} {'best ms':>8} {'median ms':>10}")
         for label, fn in (("read_header", lambda: read_header(path)), ("read_gguf", lambda: read_gguf(path))):
             best, median = timed(fn)

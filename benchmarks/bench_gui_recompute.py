@@ -38,7 +38,8 @@ def main() -> int:
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
     from rooflab.core.report import summarise
-    from rooflab.core.report.charts import Scenario, build_charts
+    from rooflab.core.report.chart_types import Scenario
+    from rooflab.core.report.charts import build_charts
     from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
     from rooflab.gui.main_window import MainWindow
     from rooflab.gui.settings import Settings

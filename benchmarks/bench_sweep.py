@@ -14,7 +14,8 @@ from timing import timed  # benchmarks/timing.py: the shared timing loop
 
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
-from rooflab.core.predict.request import prefill_crossover, request
+from rooflab.core.predict.crossover import prefill_crossover
+from rooflab.core.predict.request import request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
 from rooflab.core.values.workload import Workload
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.report.charts import Chart, Scenario, build_charts
+from rooflab.core.report.chart_types import Chart, Scenario
+from rooflab.core.report.charts import build_charts
 from rooflab.core.report.summary import Summary, summarise
 from rooflab.gui.state import AppState, Pinned
 

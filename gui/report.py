@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from rooflab.core import __version__
 from rooflab.core.errors import ReportError
 from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
-from rooflab.core.report.charts import Scenario
+from rooflab.core.report.chart_types import Scenario
 from rooflab.gui.explain import explain
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
 from rooflab.gui.recompute import Frame

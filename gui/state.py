@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Signal
 
-from rooflab.core.report.charts import Scenario
+from rooflab.core.report.chart_types import Scenario
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload

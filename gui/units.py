@@ -1,31 +1,20 @@
 """Display units: how SI numbers from core read on screen (GB, TFLOP/s, ms, tokens/s).
 
 Pure Python, no Qt, so the report writers can use it too. Core stays SI; these are the only
-functions that scale a number for a person to read. GB means 10^9 bytes, as in the lessons.
+functions that scale a number for a person to read (significant figures and hours/days come
+from ``core.report.text``, which the command line shares). GB means 10^9 bytes, as in the lessons.
 """
 
 from __future__ import annotations
 
 import math
 
+from rooflab.core.report.text import long_duration, significant
+
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 _SMALL = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 _WORDS = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
 _PREFIXED = {"B", "B/s", "FLOP", "FLOP/s"}          # take k, M, G, T, P
-
-
-def significant(value: float, digits: int = 3) -> str:
-    """``value`` with about ``digits`` significant figures, thousands separated, no exponent."""
-    if not math.isfinite(value):
-        return "∞" if value > 0 else ("-∞" if value < 0 else "n/a")
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(0, digits - 1 - magnitude)
-    text = f"{value:,.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 def prefix_for(value: float, unit: str) -> tuple[float, str]:
@@ -55,9 +44,8 @@ def fmt(value: float, unit: str, digits: int = 3) -> str:
     """A value and its unit for a person: ``fmt(4.67e9, "B") == "4.67 GB"``,
     ``fmt(0.0123, "s") == "12.3 ms"``, ``fmt(2048, "tokens") == "2,048 tokens"``; an hour or
     more reads in hours, two days or more in days (``fmt(7.68e6, "s") == "88.9 days"``)."""
-    if unit == "s" and math.isfinite(value) and abs(value) >= 3600:
-        hours = value / 3600
-        return f"{significant(hours, digits)} h" if abs(hours) < 48 else f"{significant(hours / 24, digits)} days"
+    if unit == "s" and (long := long_duration(value, digits)) is not None:
+        return long
     return _fmt(value, unit, digits)
 
 

@@ -259,6 +259,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 def _cmd_machines(args: argparse.Namespace) -> int:
     from rooflab.core.cli.output import machine_dict, print_json
     from rooflab.core.io.presets import broken_user_profiles, list_presets, list_user_profiles
+    from rooflab.core.predict.roofline import balance
 
     presets, users = list_presets(), list_user_profiles()
     if args.json:
@@ -268,7 +269,7 @@ def _cmd_machines(args: argparse.Namespace) -> int:
     for m in presets + users:
         tag = " (saved profile)" if m in users else ""
         print(f"{m.key:<20} {m.bandwidth / GB:>7.1f} {m.flops() / 1e12:>8.2f} {m.memory / GB:>9.1f} "
-              f"{m.balance:>8.1f}  {m.name}{tag}")
+              f"{balance(m):>8.1f}  {m.name}{tag}")
     for line in broken_user_profiles():
         print(f"warning: {line}", file=sys.stderr)
     return 0

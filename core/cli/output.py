@@ -11,10 +11,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rooflab.core.predict.batching import batch_crossover, max_batch_that_fits
-from rooflab.core.predict.request import prefill_crossover, request
+from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import speculative
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
+from rooflab.core.predict.work import weight_bytes_read_per_token
+from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.summary import summarise
+from rooflab.core.report.tables import grouped_rows
+from rooflab.core.report.text import long_duration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
@@ -38,6 +42,7 @@ def _num(x: float) -> float | None:
 
 def inspect_dict(spec: ModelSpec, kv_type: str = "f16") -> dict[str, Any]:
     full, window = spec.kv_bytes_per_token(kv_type)
+    groups = grouped_rows(spec)
     return {
         "name": spec.name,
         "architecture": spec.architecture,
@@ -51,7 +56,7 @@ def inspect_dict(spec: ModelSpec, kv_type: str = "f16") -> dict[str, Any]:
         "params_per_token": int(round(spec.params_per_token)),
         "file_bytes": spec.file_bytes,
         "weight_bytes": spec.weight_bytes,
-        "weight_bytes_read_per_token": int(round(spec.weight_bytes_read_per_token)),
+        "weight_bytes_read_per_token": int(round(weight_bytes_read_per_token(spec))),
         "tied_embeddings": spec.tied_embeddings,
         "kv_type": kv_type,
         "kv_bytes_per_token": int(round(full)),
@@ -60,9 +65,9 @@ def inspect_dict(spec: ModelSpec, kv_type: str = "f16") -> dict[str, Any]:
         "sliding_layers": sum(spec.attention.sliding) if spec.attention.sliding else 0,
         "experts": spec.experts,
         "experts_used": spec.experts_used,
-        "groups": [{"name": g.name.value, "types": list(g.types), "params": g.params, "bytes": g.bytes,
-                    "bytes_read_per_token": int(round(g.bytes_read_per_token)), "tensors": g.tensors}
-                   for g in spec.groups],
+        "groups": [{"name": g.group.name.value, "types": list(g.group.types), "params": g.group.params,
+                    "bytes": g.group.bytes, "bytes_read_per_token": int(round(g.bytes_read_per_token)),
+                    "tensors": g.group.tensors} for g in groups],
         "warnings": list(spec.warnings),
     }
 
@@ -73,14 +78,15 @@ def _gb(x: float) -> str:
 
 def inspect_text(spec: ModelSpec, kv_type: str = "f16", tensors: bool = False) -> str:
     d = inspect_dict(spec, kv_type)
+    w = weight_bytes_read_per_token(spec)
     lines = [
         f"{spec.name}  ({spec.architecture}, {spec.weights_format or 'mixed types'})",
         f"  source            {spec.source}",
         f"  layers            {spec.layers}   hidden {spec.hidden}   vocab {spec.vocab:,}",
         f"  parameters        {spec.params_total:,} total, {d['params_per_token']:,} multiplied per decode token",
         f"  file              {spec.file_bytes:,} bytes ({_gb(spec.file_bytes)})",
-        f"  read per token    {d['weight_bytes_read_per_token']:,} bytes ({_gb(spec.weight_bytes_read_per_token)}, "
-        f"{100 * spec.weight_bytes_read_per_token / max(spec.file_bytes, 1):.0f} % of the file)",
+        f"  read per token    {d['weight_bytes_read_per_token']:,} bytes ({_gb(w)}, "
+        f"{100 * w / max(spec.file_bytes, 1):.0f} % of the file)",
         f"  {'KV cache (' + kv_type + ')':<18}{d['kv_bytes_per_token']:,} bytes/token in full-attention layers"
         + (f", {d['kv_bytes_per_token_windowed']:,} in {d['sliding_layers']} sliding layers "
            f"(window {spec.attention.sliding_window:,})" if spec.attention.sliding_window else ""),
@@ -90,17 +96,17 @@ def inspect_text(spec: ModelSpec, kv_type: str = "f16", tensors: bool = False) -
                      + (", plus shared experts" if spec.shared_experts else ""))
     lines.append("")
     lines.append(f"  {'group':<15} {'types':<22} {'params':>16} {'bytes in file':>16} {'read per token':>16}")
-    for g in spec.groups:
+    for row in grouped_rows(spec):
+        g = row.group
         lines.append(f"  {g.name.value:<15} {', '.join(g.types)[:22]:<22} {g.params:>16,} {g.bytes:>16,} "
-                     f"{g.bytes_read_per_token:>16,.0f}")
-    lines.append(f"  {'total':<15} {'':<22} {spec.params_total:>16,} {spec.weight_bytes:>16,} "
-                 f"{spec.weight_bytes_read_per_token:>16,.0f}")
+                     f"{row.bytes_read_per_token:>16,.0f}")
+    lines.append(f"  {'total':<15} {'':<22} {spec.params_total:>16,} {spec.weight_bytes:>16,} {w:>16,.0f}")
     if tensors:
         lines.append("")
         for t in spec.tensors:
             lines.append(f"  {t.name:<40} {t.type_name:<8} {str(list(t.shape)):<24} {t.nbytes:>14,}  {t.role.value}")
-    for w in spec.warnings:
-        lines.append(f"warning: {w}")
+    for warning in spec.warnings:
+        lines.append(f"warning: {warning}")
     return "\n".join(lines)
 
 
@@ -112,7 +118,7 @@ def machine_dict(m: MachineProfile) -> dict[str, Any]:
         "peak_tflops_by_dtype": {k: v / 1e12 for k, v in m.peak_flops.items()},
         "default_dtype": m.default_dtype,
         "memory_gb": m.memory / GB,
-        "balance_flop_per_byte": m.balance,
+        "balance_flop_per_byte": balance(m),
         "offload": {"name": m.offload_name, "bandwidth_gb_per_s": m.offload_bandwidth / GB,
                     "memory_gb": m.offload_memory / GB} if m.has_offload else None,
         "efficiency": {"bandwidth": m.efficiency.bandwidth, "compute": m.efficiency.compute,
@@ -130,12 +136,12 @@ def _decode_rows(spec: ModelSpec, machine: MachineProfile, workload: Workload,
             rows.append({
                 "context": int(t), "batch": int(b),
                 "bytes_per_step": float(g.bytes_per_step[i, j]),
-                "kv_bytes_per_step": float(g.kv_bytes_per_step[i, j]),
+                "kv_bytes_per_step": float(g.cache_bytes_per_step[i, j]),
                 "flops_per_step": float(g.flops_per_step[i, j]),
                 "step_seconds": float(g.step_seconds[i, j]),
                 "tokens_per_second_per_sequence": float(g.per_sequence[i, j]),
                 "tokens_per_second_total": float(g.total[i, j]),
-                "kv_share": float(g.kv_bytes_per_step[i, j] / g.bytes_per_step[i, j]),
+                "kv_share": float(g.kv_share[i, j]),
                 "experts_touched_per_layer": float(g.experts_touched[i, j]),
                 "memory_bytes": float(g.memory[i, j]),
                 "fits": bool(g.fits[i, j]),
@@ -154,19 +160,18 @@ def _prefill_rows(spec: ModelSpec, machine: MachineProfile, workload: Workload,
 
 def predict_dict(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],
                  batches: Sequence[int], prompts: Sequence[int]) -> dict[str, Any]:
-    est = request(spec, machine, workload)
-    spec_est = speculative(spec, machine, workload)
-    length = workload.context + workload.prompt + workload.answer
+    s = summarise(Scenario(model=spec, machine=machine, workload=workload))
+    est = s.estimate
+    spec_est = s.speculative or speculative(spec, machine, workload)    # without drafts: cost 1, speed-up 1
     return {
         "model": inspect_dict(spec, workload.kv_type),
         "machine": machine_dict(machine),
         "workload": {"prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
                      "batch": workload.batch, "kv_type": workload.kv_type,
                      "offload_fraction": workload.offload_fraction},
-        "prefill_crossover_tokens": _num(prefill_crossover(spec, machine, workload)),
-        "batch_crossover": _num(batch_crossover(spec, machine, workload,
-                                                context=workload.context + workload.prompt)),
-        "max_batch_that_fits": max_batch_that_fits(spec, machine, length, workload.kv_type),
+        "prefill_crossover_tokens": _num(s.prefill_crossover),
+        "batch_crossover": _num(s.batch_crossover),
+        "max_batch_that_fits": s.max_batch,
         "request": {"ttft_seconds": est.ttft, "tpot_seconds": est.tpot, "end_to_end_seconds": est.end_to_end,
                     "prefill_bound": est.prefill_bound, "decode_bound": est.decode_bound,
                     "decode_ceiling_tokens_per_second": est.decode_ceiling,
@@ -203,7 +208,7 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
         f"{machine.flops(workload.compute_dtype) / 1e12:,.2f} TFLOP/s, {machine.memory / GB:,.1f} GB"
         + ("" if eff.is_identity else f"  (efficiency: bandwidth x{eff.bandwidth:.2f}, compute x{eff.compute:.2f}, "
                                       f"+{eff.step_overhead * 1e3:.2f} ms/step, cache x{eff.kv_read_factor:.2f})"),
-        f"W = {spec.weight_bytes_read_per_token / GB:.3f} GB read per token; KV "
+        f"W = {weight_bytes_read_per_token(spec) / GB:.3f} GB read per token; KV "
         f"{d['model']['kv_bytes_per_token']:,} bytes/token ({workload.kv_type})",
         "",
         f"request: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, batch {workload.batch}",
@@ -247,12 +252,8 @@ def _fmt_cross(x: float | None, limit: int) -> str:
 
 
 def _duration(seconds: float, ms_decimals: int, *, ms: bool = True) -> str:
-    """Milliseconds under a second (when ``ms``), then seconds, hours from an hour, days from
-    two days: a TTFT of 93 days read '8,051,521,381.6 ms'."""
+    """Milliseconds under a second (when ``ms``), then seconds, then ``long_duration``'s hours
+    or days: a TTFT of 93 days read '8,051,521,381.6 ms'."""
     if ms and seconds < 1:
         return f"{seconds * 1e3:,.{ms_decimals}f} ms"
-    if seconds < 3600:
-        return f"{seconds:,.2f} s"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:,.2f} h"
-    return f"{seconds / 86400:,.1f} days"
+    return long_duration(seconds) or f"{seconds:,.2f} s"

@@ -11,19 +11,24 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import decode_pass
-from rooflab.core.predict.request import _crossing
+from rooflab.core.predict.crossover import crossing
 from rooflab.core.predict.work import Array, Flags
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, Workload
 
 
+def cache_resident(spec: ModelSpec, context_length: ArrayLike, batch: ArrayLike = 1,
+                   kv_type: str = "f16") -> Array:
+    """Bytes the caches of b sequences of ``context_length`` tokens hold: b x kv_bytes
+    (sliding layers hold at most their window). Paging slack is left out."""
+    return np.asarray(batch, dtype=np.float64) * work.kv_bytes(spec, context_length, kv_type)
+
+
 def memory_resident(spec: ModelSpec, context_length: ArrayLike, batch: ArrayLike = 1,
                     kv_type: str = "f16") -> Array:
-    """Bytes held: file size + b x cache of ``context_length`` tokens (sliding layers hold at
-    most their window). Engine buffers and activations are left out."""
-    b = np.asarray(batch, dtype=np.float64)
-    return spec.file_bytes + b * work.kv_bytes(spec, context_length, kv_type)
+    """Bytes held: file size + ``cache_resident``. Engine buffers and activations are left out."""
+    return spec.file_bytes + cache_resident(spec, context_length, batch, kv_type)
 
 
 def max_batch_that_fits(spec: ModelSpec, machine: MachineProfile, context_length: int,
@@ -51,12 +56,14 @@ def batch_crossover(spec: ModelSpec, machine: MachineProfile, workload: Workload
         p = decode_pass(spec, machine, workload, context=t, batch=b)
         return float(p.compute_seconds - p.memory_seconds)
 
-    return _crossing(excess, 1.0, float(MAX_BATCH))
+    return crossing(excess, 1.0, float(MAX_BATCH))
 
 
 @dataclass(frozen=True, slots=True)
 class BatchSweep:
-    """Decode at several batch sizes for one context; arrays indexed like ``batch``."""
+    """Decode at several batch sizes, for one context or a column of them (``sweep.decode_grid``).
+
+    Every field but ``batch`` has the broadcast shape of the batches and contexts asked for."""
 
     batch: Array
     step_seconds: Array
@@ -64,6 +71,7 @@ class BatchSweep:
     total: Array                 # tokens/s summed over the batch
     bytes_per_step: Array
     cache_bytes_per_step: Array
+    kv_share: Array              # share of the bytes per step that is cache
     flops_per_step: Array
     experts_touched: Array       # per layer (0 for dense)
     memory: Array                # resident bytes
@@ -86,5 +94,6 @@ def batch_sweep(spec: ModelSpec, machine: MachineProfile, workload: Workload, ba
     touched = work.experts_touched_per_layer(spec, b) if spec.is_moe else np.zeros_like(b)
     return BatchSweep(batch=b, step_seconds=p.seconds, per_sequence=1.0 / p.seconds,
                       total=b / p.seconds, bytes_per_step=p.bytes, cache_bytes_per_step=p.cache_bytes,
+                      kv_share=p.kv_share,
                       flops_per_step=p.flops, experts_touched=np.array(np.broadcast_to(touched, shape)),
                       memory=np.array(mem), fits=np.array(mem <= machine.memory), compute_bound=p.compute_bound)

@@ -60,8 +60,13 @@ class Pass:
 
 
 def memory_seconds(machine: MachineProfile, nbytes: ArrayLike, offload_fraction: float = 0.0) -> Array:
-    """Seconds to move ``nbytes`` when a share ``offload_fraction`` of them sits on the slower tier:
-    (1 - f) x bytes / B_fast + f x bytes / B_slow (each part at its own memory's rate)."""
+    """Seconds to move ``nbytes`` when a share f = ``offload_fraction`` of them sits on the
+    machine's second, slower memory: each part is read at its own memory's rate, so the time is
+    a sum, W_fast / B_fast + W_slow / B_slow = bytes x ((1 - f) / B_fast + f / B_slow).
+
+    Against keeping every byte on the fast memory that is the lessons' slowdown (1 - f) + f x r
+    for a memory r times slower. Both rates are scaled by the machine's bandwidth efficiency.
+    The two reads are taken one after the other (no overlap); a link's latency is left out."""
     b = np.asarray(nbytes, dtype=np.float64)
     fast = machine.effective_bandwidth
     if offload_fraction <= 0:
@@ -102,8 +107,5 @@ def prefill_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *
     n = workload.prompt if prompt is None else prompt
     t = workload.context if context is None else context
     b = workload.batch if batch is None else batch
-    total = work.prefill_bytes(spec, n, t, workload.kv_type, b)
-    cache = np.asarray(b, dtype=np.float64) * work.kv_bytes(spec, np.asarray(t, dtype=np.float64)
-                                                             + np.asarray(n, dtype=np.float64),
-                                                             workload.kv_type)
-    return _clock(machine, workload, total - cache, cache, work.prefill_flops(spec, n, t, b))
+    weights, cache = work.prefill_weight_and_cache_bytes(spec, n, t, workload.kv_type, b)
+    return _clock(machine, workload, weights, cache, work.prefill_flops(spec, n, t, b))

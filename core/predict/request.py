@@ -1,5 +1,4 @@
-"""A whole request: time to first token, time per output token, end to end, and the prompt
-length where prefill turns compute-bound."""
+"""A whole request: time to first token, time per output token and end to end."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.speculative import speculative
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import MAX_TOKENS, Workload
+from rooflab.core.values.workload import Workload
 
 _TPOT_SAMPLES = 129   # decode time is piecewise linear in t: 129 samples average it to <0.1 %
 
@@ -62,36 +61,3 @@ def request(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> Req
         decode_rate=1.0 / tpot, total_rate=workload.batch / tpot,
         kv_share=float(first.kv_share), speculative_speedup=speedup,
     )
-
-
-def prefill_crossover(spec: ModelSpec, machine: MachineProfile, workload: Workload | None = None) -> float:
-    """n*: the prompt length where prefill's compute clock overtakes its memory clock.
-
-    For a dense model this is the lessons' n* = W x C / (2 x N x B), less the output head's
-    one-off FLOPs; for a mixture of experts the prompt's expert union is counted. Solved on
-    the model itself (bisection), so the marker sits where the drawn clocks cross.
-    Returns inf if prefill never turns compute-bound below 16M tokens."""
-    wl = workload or Workload()
-
-    def excess(n: float) -> float:
-        p = prefill_pass(spec, machine, wl, prompt=n, context=0, batch=1)
-        return float(p.compute_seconds - p.memory_seconds)
-
-    return _crossing(excess, 1.0, float(MAX_TOKENS))
-
-
-def _crossing(excess, low: float, high: float) -> float:  # type: ignore[no-untyped-def]
-    """Smallest x in [low, high] where excess(x) >= 0, to 1e-6 relative (excess increasing)."""
-    if excess(low) >= 0:
-        return low
-    if excess(high) < 0:
-        return float("inf")
-    for _ in range(200):
-        mid = (low + high) / 2
-        if excess(mid) >= 0:
-            high = mid
-        else:
-            low = mid
-        if high - low <= 1e-6 * high:
-            break
-    return high

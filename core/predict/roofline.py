@@ -19,10 +19,11 @@ def attainable(intensity: ArrayLike, peak_flops: float, bandwidth: float) -> Arr
     return np.minimum(peak_flops, np.asarray(intensity, dtype=np.float64) * bandwidth)
 
 
-def decode_intensity(bytes_per_weight: float, tokens: float = 1.0) -> float:
-    """Intensity of a weight-bound step of ``tokens`` tokens: 2 x tokens / bytes_per_weight
-    (activations left out): 1.0 at FP16, 3.56 at 4.5 bits per weight."""
-    return 2.0 * tokens / bytes_per_weight
+def balance(machine: MachineProfile, dtype: str | None = None) -> float:
+    """The balance point C / B, FLOP/byte, at ``dtype`` (the machine's default when None): the
+    intensity where the roof turns from memory- to compute-bound. Peak figures, efficiency
+    left out."""
+    return machine.flops(dtype) / machine.bandwidth
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,7 +43,10 @@ def _point(label: str, p: Pass, machine: MachineProfile, dtype: str | None) -> R
 
 
 def phase_points(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> tuple[RooflinePoint, ...]:
-    """Prefill at the workload's prompt and decode at its batch and context, on the roofline."""
+    """Prefill at the workload's prompt and decode at its batch and context, on the roofline.
+
+    A phase's intensity is its FLOPs over the bytes it moves: a batch-1 decode step with no
+    cache sits at 2 x N / W, 1.0 at FP16 and 3.56 at 4.5 bits per weight (activations left out)."""
     pre = prefill_pass(spec, machine, workload)
     dec = decode_pass(spec, machine, workload, context=workload.context + workload.prompt)
     return (_point(f"prefill {workload.prompt} tok", pre, machine, workload.compute_dtype),

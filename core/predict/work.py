@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.model import ModelSpec, Role
 
 Array = NDArray[np.float64]
 Flags = NDArray[np.bool_]
@@ -77,15 +77,54 @@ def attention_flops(spec: ModelSpec, prompt: ArrayLike, context: ArrayLike) -> A
     return full * per_full + window * per_window
 
 
+def shared_bytes_read(spec: ModelSpec) -> float:
+    """Bytes a step reads once however many tokens share it: every tensor of the blocks but the
+    routed experts, and the whole output head (tied: the whole embedding matrix)."""
+    return float(spec.dense_block_bytes + spec.head_bytes)
+
+
+def expert_bytes_read(spec: ModelSpec, tokens: ArrayLike = 1) -> Array:
+    """Routed-expert bytes a pass over ``tokens`` tokens reads: expert bytes x touched(tokens),
+    used/count of them for one token, their union for many (0 for a dense model)."""
+    return spec.expert_bytes * experts_touched_fraction(spec, tokens)
+
+
+def weight_bytes_read(spec: ModelSpec, tokens: ArrayLike = 1) -> Array:
+    """Weight bytes one pass over ``tokens`` tokens (all sequences together) reads:
+    W_shared + tokens x one embedding row + ``expert_bytes_read(tokens)``.
+
+    A tied head is read in full as the head, so its rows are not counted again. Activations
+    are left out."""
+    n = _f(tokens)
+    rows = 0.0 if spec.tied_embeddings else spec.embedding_row_bytes
+    return shared_bytes_read(spec) + n * rows + expert_bytes_read(spec, n)
+
+
+def weight_bytes_read_per_token(spec: ModelSpec) -> float:
+    """The lessons' W: weight bytes one batch-1 decode token reads, read off the tensor table
+    (shared bytes + one embedding row + used/count of the routed experts), not the file size."""
+    return float(weight_bytes_read(spec, 1))
+
+
+def bytes_read_per_token(spec: ModelSpec, role: Role, nbytes: float, row_bytes: float) -> float:
+    """What one batch-1 decode token reads of ``nbytes`` of tensors of ``role`` (one tensor or
+    a role's total; ``row_bytes``: one row of each): an embedding one row (the whole matrix when
+    it is also the tied head), routed experts used/count of their bytes, the rest in full.
+    Summed over the roles this is ``weight_bytes_read_per_token``."""
+    if role is Role.EMBEDDING:
+        return float(nbytes) if spec.tied_embeddings else float(row_bytes)
+    if role is Role.EXPERTS:
+        return nbytes * spec.expert_fraction
+    return float(nbytes)
+
+
 def decode_bytes(spec: ModelSpec, context: ArrayLike, batch: ArrayLike = 1,
                  kv_type: str = "f16", kv_read_factor: float = 1.0) -> tuple[Array, Array]:
     """(weight bytes, cache bytes) one decode step for ``batch`` sequences reads:
-    W_shared + b rows + expert bytes x touched(b), and b x kv_bytes(t) x kv_read_factor."""
+    ``weight_bytes_read`` over b tokens, and b x kv_bytes(t) x kv_read_factor."""
     b = _f(batch)
-    rows = 0.0 if spec.tied_embeddings else spec.embedding_row_bytes
-    weights = spec.shared_bytes_read + b * rows + spec.expert_bytes * experts_touched_fraction(spec, b)
     cache = b * kv_bytes(spec, context, kv_type) * kv_read_factor
-    return np.broadcast_arrays(weights, cache)  # type: ignore[return-value]
+    return np.broadcast_arrays(weight_bytes_read(spec, b), cache)  # type: ignore[return-value]
 
 
 def decode_flops(spec: ModelSpec, context: ArrayLike, batch: ArrayLike = 1) -> Array:
@@ -95,17 +134,22 @@ def decode_flops(spec: ModelSpec, context: ArrayLike, batch: ArrayLike = 1) -> A
     return b * (2.0 * spec.params_per_token + attention_flops(spec, 1, context))
 
 
+def prefill_weight_and_cache_bytes(spec: ModelSpec, prompt: ArrayLike, context: ArrayLike = 0,
+                                   kv_type: str = "f16", batch: ArrayLike = 1) -> tuple[Array, Array]:
+    """(weight bytes, cache bytes) a prefill of ``batch`` prompts of ``prompt`` tokens moves
+    once: ``weight_bytes_read`` over n x b tokens (the experts they touch, one embedding row
+    each), and b x kv_bytes(t + n), the cache written for the prompt and read for an earlier
+    ``context``."""
+    n, b = _f(prompt), _f(batch)
+    cache = b * kv_bytes(spec, _f(context) + n, kv_type)
+    return np.broadcast_arrays(weight_bytes_read(spec, n * b), cache)  # type: ignore[return-value]
+
+
 def prefill_bytes(spec: ModelSpec, prompt: ArrayLike, context: ArrayLike = 0,
                   kv_type: str = "f16", batch: ArrayLike = 1) -> Array:
-    """Bytes a prefill of ``batch`` prompts of ``prompt`` tokens reads and writes once:
-    shared weights, one embedding row per token, the experts the prompt's tokens touch, the
-    cache written for the prompt and the cache read for an earlier ``context``."""
-    n, b = _f(prompt), _f(batch)
-    rows = 0.0 if spec.tied_embeddings else spec.embedding_row_bytes
-    experts = spec.expert_bytes * experts_touched_fraction(spec, n * b)
-    t = _f(context)
-    cache = b * (kv_bytes(spec, t + n, kv_type))
-    return spec.shared_bytes_read + n * b * rows + experts + cache
+    """All bytes a prefill moves: the sum of ``prefill_weight_and_cache_bytes``."""
+    weights, cache = prefill_weight_and_cache_bytes(spec, prompt, context, kv_type, batch)
+    return weights + cache
 
 
 def prefill_flops(spec: ModelSpec, prompt: ArrayLike, context: ArrayLike = 0,

@@ -17,16 +17,16 @@ from rooflab.core.report.csv_files import (
     write_text,
 )
 from rooflab.core.report.summary import Clocks, Summary, summarise, summary_rows
-from rooflab.core.report.tables import TensorRow, bytes_read_per_token, grouped_rows
+from rooflab.core.report.tables import GroupRow, TensorRow, grouped_rows, tensor_row
 
 __all__ = [
     "CURVE_COLUMNS",
     "SUMMARY_COLUMNS",
     "TENSOR_COLUMNS",
     "Clocks",
+    "GroupRow",
     "Summary",
     "TensorRow",
-    "bytes_read_per_token",
     "curves_csv",
     "grouped_rows",
     "header_lines",
@@ -34,6 +34,7 @@ __all__ = [
     "summarise",
     "summary_csv",
     "summary_rows",
+    "tensor_row",
     "tensors_csv",
     "write_text",
 ]

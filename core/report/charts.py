@@ -1,38 +1,32 @@
-"""What each plot of the window draws, as frozen ``Curve`` objects built from the predictions.
+"""What each plot of the window draws: the ``Chart`` of every tab, built from the predictions.
 
 The GUI and the report writers only draw or write these; every number in them comes from the
-prediction functions. Values are SI (bytes, FLOP, seconds, tokens); display units are the
-GUI's business. A ``Chart`` is one plot tab: a few ``Panel``s sharing an x axis, each holding
-the curves, reference lines and current-workload markers of one quantity.
+prediction functions. A ``Chart`` is one plot tab: a few ``Panel``s sharing an x axis, each
+holding the curves, reference lines and current-workload markers of one quantity (the types
+are in ``chart_types``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from types import MappingProxyType
-from typing import Any, Literal, TypedDict
+from typing import TypedDict
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from rooflab.core.errors import SpecError
-from rooflab.core.predict import work
-from rooflab.core.predict.batching import batch_crossover, batch_sweep, max_batch_that_fits, memory_resident
+from rooflab.core.predict.batching import (
+    batch_crossover,
+    batch_sweep,
+    cache_resident,
+    max_batch_that_fits,
+    memory_resident,
+)
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.request import _crossing, request
-from rooflab.core.predict.roofline import attainable, phase_points
+from rooflab.core.predict.crossover import prefill_crossover
+from rooflab.core.predict.request import request
+from rooflab.core.predict.roofline import attainable, balance, phase_points
 from rooflab.core.predict.work import Array
-from rooflab.core.values.machine import MachineProfile
-from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
-
-CurveKind = Literal["line", "points", "vline", "hline", "stack"]
-# How a curve relates to its panel: the quantity itself, a second quantity, one of the two
-# clocks, a limit of the machine, a crossover, or a marker for the current workload.
-CurveRole = Literal["main", "secondary", "memory", "compute", "limit", "crossover", "marker", "measured",
-                    "calibrated"]
+from rooflab.core.report.chart_types import Chart, Curve, CurveRole, Panel, Scenario
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
 
 ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY = "roofline", "prefill", "decode", "batching", "memory"
 CHART_KEYS: tuple[str, ...] = (ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY)
@@ -43,120 +37,6 @@ CHART_TITLES: dict[str, str] = {ROOFLINE: "Roofline", PREFILL: "Prefill / TTFT",
 def _pts(*values: float) -> Array:
     """A few literal values as a float array (markers, reference lines)."""
     return np.array(values, dtype=np.float64)
-
-
-def _frozen(values: ArrayLike) -> Array:
-    arr = np.array(values, dtype=np.float64).ravel()     # a copy, so the caller's array stays free
-    arr.setflags(write=False)
-    return arr
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Curve:
-    """One drawn series, y against x, as read-only float64 arrays in SI units.
-
-    kind "line"/"points": x and y of one length. "vline": x holds positions, y is empty.
-    "hline": y holds positions, x is empty. "stack": y holds the sizes of stacked segments
-    named by ``categories`` (x their index). ``extras`` are per-point figures shown on hover
-    (a measured series' measured/predicted ratio, say), each as long as x.
-    """
-
-    key: str
-    label: str
-    x: Array
-    y: Array
-    x_name: str
-    x_unit: str
-    y_name: str
-    y_unit: str
-    kind: CurveKind = "line"
-    role: CurveRole = "main"
-    categories: tuple[str, ...] = ()
-    extras: Mapping[str, Array] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "x", _frozen(self.x))
-        object.__setattr__(self, "y", _frozen(self.y))
-        extras = {name: _frozen(v) for name, v in self.extras.items()}
-        object.__setattr__(self, "extras", MappingProxyType(extras))
-        if self.kind in ("line", "points") and self.x.size != self.y.size:
-            raise SpecError(f"curve {self.key}: x has {self.x.size} values, y has {self.y.size}")
-        if self.kind == "stack" and len(self.categories) != self.y.size:
-            raise SpecError(f"curve {self.key}: {self.y.size} segments, {len(self.categories)} names")
-        for name, values in extras.items():
-            if values.size != self.x.size:
-                raise SpecError(f"curve {self.key}: extra {name!r} has {values.size} values for {self.x.size}")
-
-    @property
-    def is_reference(self) -> bool:
-        """True for lines that mark a position (limits, crossovers) rather than a series."""
-        return self.kind in ("vline", "hline")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Panel:
-    """One plot area: axis titles and units, log axes, and its curves in drawing order."""
-
-    key: str
-    title: str
-    x_label: str
-    x_unit: str
-    y_label: str
-    y_unit: str
-    curves: tuple[Curve, ...]
-    log_x: bool = False
-    log_y: bool = False
-    note: str = ""
-
-    def curve(self, key: str) -> Curve:
-        for c in self.curves:
-            if c.key == key:
-                return c
-        raise KeyError(f"panel {self.key} has no curve {key!r}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Chart:
-    """One plot tab: panels that share the x axis (stacked top to bottom)."""
-
-    key: str
-    title: str
-    description: str        # the formula in words, for tooltips and report headers
-    panels: tuple[Panel, ...]
-
-    def panel(self, key: str) -> Panel:
-        for p in self.panels:
-            if p.key == key:
-                return p
-        raise KeyError(f"chart {self.key} has no panel {key!r}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Scenario:
-    """A (model, machine, workload) triple: what one series of every plot is drawn for."""
-
-    model: ModelSpec
-    machine: MachineProfile
-    workload: Workload
-
-    @property
-    def label(self) -> str:
-        """Model · machine · cache type, then each request setting that differs from the
-        default workload, so two pinned series of one model and machine read apart."""
-        from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
-
-        w = self.workload
-        parts = [f"{w.kv_type} cache"]
-        for value, default, text in (
-                (w.batch, d.batch, f"batch {w.batch:,}"),
-                (w.prompt, d.prompt, f"prompt {w.prompt:,}"),
-                (w.answer, d.answer, f"answer {w.answer:,}"),
-                (w.context, d.context, f"context {w.context:,}"),
-                (w.offload_fraction, d.offload_fraction, f"{w.offload_fraction:.0%} offloaded"),
-                (w.draft_tokens, d.draft_tokens, f"{w.draft_tokens} drafts at {w.acceptance:.0%}")):
-            if value != default:
-                parts.append(text)
-        return f"{self.model.name} · {self.machine.name} · {', '.join(parts)}"
 
 
 # --- sweeps ------------------------------------------------------------------------------------
@@ -202,9 +82,9 @@ def roofline_chart(sc: Scenario) -> Chart:
     m, w = sc.machine, sc.workload
     peak, bandwidth = m.flops(w.compute_dtype), m.bandwidth
     points = phase_points(sc.model, m, w)
-    balance = peak / bandwidth
+    knee = balance(m, w.compute_dtype)
     low = min(0.1, min(p.intensity for p in points) / 3)
-    high = max(1e4, max(p.intensity for p in points) * 3, balance * 30)
+    high = max(1e4, max(p.intensity for p in points) * 3, knee * 30)
     intensity = np.logspace(math.log10(low), math.log10(high), 256)
     axes = _axes("intensity", "FLOP/byte", "attainable", "FLOP/s")
     curves = [Curve(key="roof", label="roof: min(C, I × B)", x=intensity,
@@ -213,7 +93,7 @@ def roofline_chart(sc: Scenario) -> Chart:
         curves.append(Curve(key="effective_roof", label="roof at the machine's efficiency", x=intensity,
                             y=attainable(intensity, m.effective_flops(w.compute_dtype), m.effective_bandwidth),
                             role="secondary", **axes))
-    curves.append(_x_marker("balance", "balance C / B", balance,
+    curves.append(_x_marker("balance", "balance C / B", knee,
                             "intensity", "FLOP/byte", "crossover"))
     for key, p in zip(("prefill", "decode"), points, strict=True):
         curves.append(Curve(key=key, label=p.label, x=_pts(p.intensity), y=_pts(p.achieved), kind="points",
@@ -228,23 +108,13 @@ def roofline_chart(sc: Scenario) -> Chart:
 
 # --- prefill -----------------------------------------------------------------------------------
 
-def prefill_crossover_at(sc: Scenario) -> float:
-    """The prompt length where prefill's compute clock overtakes its memory clock at the
-    workload's batch and cached context (the lessons' n* when both are the defaults)."""
-    def excess(n: float) -> float:
-        p = prefill_pass(sc.model, sc.machine, sc.workload, prompt=n)
-        return float(p.compute_seconds - p.memory_seconds)
-
-    return _crossing(excess, 1.0, float(MAX_TOKENS))
-
-
 def prefill_chart(sc: Scenario, n_star: float | None = None) -> Chart:
     """TTFT = max(2 x N x n / C + attention's n² term / C, W / B) against prompt length n, with
-    both clocks, n* (``prefill_crossover_at``, computed unless given) and the current prompt;
-    below it the prompt rate n x b / TTFT."""
+    both clocks, n* (``crossover.prefill_crossover``, computed unless given) and the current
+    prompt; below it the prompt rate n x b / TTFT."""
     w = sc.workload
     if n_star is None:
-        n_star = prefill_crossover_at(sc)
+        n_star = prefill_crossover(sc.model, sc.machine, w)
     high = min(float(MAX_TOKENS), max(32768.0, 4.0 * w.prompt, 4.0 * _finite_or(n_star, 0.0)))
     prompts = log_tokens(1, high)
     p = prefill_pass(sc.model, sc.machine, w, prompt=prompts)
@@ -401,7 +271,7 @@ def memory_breakdown(sc: Scenario) -> Curve:
     ``extras["base"]`` is where each segment starts; ``extras["capacity"]`` the machine's memory."""
     spec, m, w = sc.model, sc.machine, sc.workload
     length = w.context + w.prompt + w.answer
-    kv = float(w.batch * work.kv_bytes(spec, length, w.kv_type))
+    kv = float(cache_resident(spec, length, w.batch, w.kv_type))
     offloaded = spec.file_bytes * w.offload_fraction
     weights = spec.file_bytes - offloaded
     held = weights + kv
@@ -442,14 +312,8 @@ def memory_chart(sc: Scenario) -> Chart:
         "Every weight must be resident (a mixture of experts too: the next token may need any expert), "
         "plus each sequence's cache of k bytes per token; what is left is free."))
 
-
 def build_charts(sc: Scenario, *, prefill_crossover: float | None = None) -> dict[str, Chart]:
     """Every chart for one scenario, keyed and ordered like ``CHART_KEYS``. ``prefill_crossover``:
     n* when the caller already has it (a bisection over prefill passes: worth not repeating)."""
     return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover),
             DECODE: decode_chart(sc), BATCHING: batching_chart(sc), MEMORY: memory_chart(sc)}
-
-
-def with_workload(sc: Scenario, **changes: Any) -> Scenario:
-    """The scenario with workload fields changed (validated by ``Workload``)."""
-    return replace(sc, workload=replace(sc.workload, **changes))

@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rooflab.core import __version__
-from rooflab.core.report.charts import Curve, Scenario
+from rooflab.core.predict.work import weight_bytes_read_per_token
+from rooflab.core.report.chart_types import Curve, Scenario
 from rooflab.core.report.summary import Summary, summary_rows
 from rooflab.core.report.tables import grouped_rows
 from rooflab.core.values.model import ModelSpec
@@ -49,7 +50,7 @@ def header_lines(sc: Scenario, **context: str) -> list[str]:
         f"model: {spec.name} | architecture {spec.architecture} | source {spec.source} | "
         f"weights {spec.weights_format or '?'} | file_bytes {spec.file_bytes} | params_total {spec.params_total} | "
         f"params_per_token {number(spec.params_per_token)} | weight_bytes_read_per_token "
-        f"{number(spec.weight_bytes_read_per_token)} | kv_bytes_per_token {number(k_full)} full, "
+        f"{number(weight_bytes_read_per_token(spec))} | kv_bytes_per_token {number(k_full)} full, "
         f"{number(k_window)} windowed (window {spec.attention.sliding_window}) | experts "
         f"{spec.experts_used}/{spec.experts}",
         f"machine: {m.name} | key {m.key or '-'} | bandwidth {number(m.bandwidth)} B/s | peak_flops "
@@ -100,10 +101,10 @@ def summary_csv(summary: Summary, header: Sequence[str]) -> str:
 
 def tensors_csv(spec: ModelSpec, header: Sequence[str]) -> str:
     rows = []
-    for group, members in grouped_rows(spec):
-        for r in members:
+    for g in grouped_rows(spec):
+        for r in g.members:
             t = r.tensor
-            rows.append([str(group.name), t.name, t.type_name, "x".join(map(str, t.shape)), str(t.params),
+            rows.append([str(g.group.name), t.name, t.type_name, "x".join(map(str, t.shape)), str(t.params),
                          str(t.nbytes), number(r.bytes_read_per_token)])
     return _render(header, TENSOR_COLUMNS, rows)
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooflab.core.predict import work
-from rooflab.core.predict.batching import batch_crossover, max_batch_that_fits, memory_resident
+from rooflab.core.predict.batching import (
+    batch_crossover,
+    cache_resident,
+    max_batch_that_fits,
+    memory_resident,
+)
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
+from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.request import RequestEstimate, request
+from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
-from rooflab.core.report.charts import Scenario, prefill_crossover_at
+from rooflab.core.report.chart_types import Scenario
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +43,7 @@ class Summary:
     estimate: RequestEstimate
     prefill: Clocks                 # the whole prompt (all sequences of the batch)
     decode: Clocks                  # the first decode step, at context + prompt
-    prefill_crossover: float        # tokens (inf: never)
+    prefill_crossover: float        # n*, tokens, at the workload's batch and context (inf: never)
     batch_crossover: float          # sequences (inf: never)
     max_batch: int                  # largest batch whose caches fit at full length
     resident_bytes: float           # weights + caches at full length
@@ -52,7 +58,8 @@ class Summary:
 
 
 def summarise(sc: Scenario) -> Summary:
-    """Every headline figure for one (model, machine, workload)."""
+    """Every headline figure for one (model, machine, workload): what the numbers panel, the
+    report's summary.csv and ``rooflab predict`` show, each from its one prediction function."""
     spec, m, w = sc.model, sc.machine, sc.workload
     start = w.context + w.prompt
     length = start + w.answer
@@ -60,14 +67,14 @@ def summarise(sc: Scenario) -> Summary:
         estimate=request(spec, m, w),
         prefill=Clocks.of(prefill_pass(spec, m, w)),
         decode=Clocks.of(decode_pass(spec, m, w, context=start)),
-        prefill_crossover=prefill_crossover_at(sc),
+        prefill_crossover=prefill_crossover(spec, m, w),
         batch_crossover=batch_crossover(spec, m, w, context=start),
         max_batch=max_batch_that_fits(spec, m, length, w.kv_type),
         resident_bytes=float(memory_resident(spec, length, w.batch, w.kv_type)),
-        cache_bytes=float(w.batch * work.kv_bytes(spec, length, w.kv_type)),
+        cache_bytes=float(cache_resident(spec, length, w.batch, w.kv_type)),
         memory=m.memory,
         speculative=speculative(spec, m, w) if w.draft_tokens else None,
-        balance=m.flops(w.compute_dtype) / m.bandwidth,
+        balance=balance(m, w.compute_dtype),
     )
 
 

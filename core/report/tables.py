@@ -1,11 +1,13 @@
 """The tensor table as rows: every tensor with its bytes in the file and the bytes one batch-1
-decode token reads from it, grouped by role like ``ModelSpec.groups``."""
+decode token reads from it (``predict.work.bytes_read_per_token``), grouped by role like
+``ModelSpec.groups``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooflab.core.values.model import ModelSpec, Role, Tensor, TensorGroup
+from rooflab.core.predict.work import bytes_read_per_token
+from rooflab.core.values.model import ModelSpec, Tensor, TensorGroup
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -14,23 +16,26 @@ class TensorRow:
     bytes_read_per_token: float
 
 
-def bytes_read_per_token(spec: ModelSpec, tensor: Tensor) -> float:
-    """What one batch-1 decode token reads of ``tensor``, by the rules behind ``ModelSpec.groups``:
-    an embedding one row (the whole matrix when it is also the tied head), routed experts
-    used/count of their bytes, everything else in full."""
-    if tensor.role is Role.EMBEDDING:
-        return float(tensor.nbytes) if spec.tied_embeddings else float(tensor.row_bytes)
-    if tensor.role is Role.EXPERTS:
-        return tensor.nbytes * spec.expert_fraction
-    return float(tensor.nbytes)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupRow:
+    """One role's totals from the table and what a batch-1 decode token reads of them."""
+
+    group: TensorGroup
+    bytes_read_per_token: float
+    members: tuple[TensorRow, ...]       # largest in the file first
 
 
-def grouped_rows(spec: ModelSpec) -> list[tuple[TensorGroup, list[TensorRow]]]:
-    """Each role's group totals with its tensors, largest in the file first."""
+def tensor_row(spec: ModelSpec, tensor: Tensor) -> TensorRow:
+    return TensorRow(tensor=tensor, bytes_read_per_token=bytes_read_per_token(
+        spec, tensor.role, tensor.nbytes, tensor.row_bytes))
+
+
+def grouped_rows(spec: ModelSpec) -> list[GroupRow]:
+    """Each role's group totals with its tensors, in ``ModelSpec.groups`` order."""
     out = []
     for group in spec.groups:
-        members = [TensorRow(tensor=t, bytes_read_per_token=bytes_read_per_token(spec, t))
-                   for t in spec.tensors if t.role is group.name]
+        members = [tensor_row(spec, t) for t in spec.tensors if t.role is group.name]
         members.sort(key=lambda r: r.tensor.nbytes, reverse=True)
-        out.append((group, members))
+        read = bytes_read_per_token(spec, group.name, group.bytes, spec.embedding_row_bytes)
+        out.append(GroupRow(group=group, bytes_read_per_token=read, members=tuple(members)))
     return out

@@ -56,13 +56,13 @@ class Tensor:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TensorGroup:
-    """Totals of one role: parameters, bytes in the file, bytes a batch-1 decode token reads."""
+    """Totals of one role in the table: its types, parameters, bytes in the file and tensors.
+    (What a decode token reads of it is ``predict.work.bytes_read_per_token``.)"""
 
     name: Role
     types: tuple[str, ...]
     params: int
     bytes: int
-    bytes_read_per_token: float
     tensors: int
 
 
@@ -246,7 +246,7 @@ class ModelSpec:
 
     @cached_property
     def expert_bytes(self) -> int:
-        """Bytes of all routed experts in the file (resident, not read per token)."""
+        """Bytes of all routed experts in the file."""
         return self._sum(Role.EXPERTS, "nbytes")
 
     @cached_property
@@ -272,20 +272,6 @@ class ModelSpec:
         return self.block_params_per_token + self.head_params
 
     @cached_property
-    def shared_bytes_read(self) -> float:
-        """Bytes a decode step reads once however many sequences share it:
-        the blocks' dense tensors and the full output head (tied: the whole embedding matrix)."""
-        return float(self.dense_block_bytes + self.head_bytes)
-
-    @cached_property
-    def weight_bytes_read_per_token(self) -> float:
-        """W at batch 1: shared bytes + one embedding row + used/count of the routed experts.
-
-        A tied head is read in full as the head, so its row is not counted again."""
-        row = 0.0 if self.tied_embeddings else self.embedding_row_bytes
-        return self.shared_bytes_read + row + self.expert_bytes * self.expert_fraction
-
-    @cached_property
     def weight_bytes(self) -> int:
         """Bytes of all tensors (resident in memory), header excluded."""
         return sum(t.nbytes for t in self.tensors)
@@ -300,16 +286,8 @@ class ModelSpec:
         out = []
         for role in ROLE_ORDER:
             members = [t for t in self.tensors if t.role is role]
-            if not members:
-                continue
-            nbytes = sum(t.nbytes for t in members)
-            if role is Role.EMBEDDING:
-                read = float(nbytes) if self.tied_embeddings else self.embedding_row_bytes
-            elif role is Role.EXPERTS:
-                read = nbytes * self.expert_fraction
-            else:
-                read = float(nbytes)
-            types = tuple(sorted({t.type_name for t in members}))
-            out.append(TensorGroup(name=role, types=types, params=sum(t.params for t in members),
-                                   bytes=nbytes, bytes_read_per_token=read, tensors=len(members)))
+            if members:
+                out.append(TensorGroup(name=role, types=tuple(sorted({t.type_name for t in members})),
+                                       params=sum(t.params for t in members),
+                                       bytes=sum(t.nbytes for t in members), tensors=len(members)))
         return tuple(out)

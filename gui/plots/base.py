@@ -24,7 +24,7 @@ from PySide6.QtCore import QPointF, QSize, Qt, Signal
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from rooflab.core.report.charts import Chart, Curve, Panel
+from rooflab.core.report.chart_types import Chart, Curve, Panel
 from rooflab.gui import units
 from rooflab.gui.plots.axis import log_position
 from rooflab.gui.plots.panel_view import Drawn, PanelView

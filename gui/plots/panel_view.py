@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 
-from rooflab.core.report.charts import Curve, Panel
+from rooflab.core.report.chart_types import Curve, Panel
 from rooflab.gui import units
 from rooflab.gui.plots.axis import UnitAxis, log_position
 from rooflab.gui.plots.style import MARKER_NAME, Layer, draws, legend_name, line_pen, point_style

@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
-from rooflab.core.report.charts import Curve
+from rooflab.core.report.chart_types import Curve
 from rooflab.gui.theme import Theme
 
 LayerKind = Literal["current", "pinned", "measured", "calibrated"]

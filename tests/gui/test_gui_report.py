@@ -14,7 +14,8 @@ from PySide6.QtGui import QImage
 from rooflab.core import __version__
 from rooflab.core.io.presets import load_machine
 from rooflab.core.report import CURVE_COLUMNS, SUMMARY_COLUMNS
-from rooflab.core.report.charts import CHART_KEYS, Curve
+from rooflab.core.report.chart_types import Curve
+from rooflab.core.report.charts import CHART_KEYS
 from rooflab.gui.main import main
 
 

@@ -36,6 +36,13 @@ def test_tick(value, unit, text):
     assert units.tick(value, unit) == text
 
 
+@pytest.mark.parametrize("seconds", [3600.0, 32_141.0, 7_679_075.0])
+def test_hours_and_days_read_as_the_command_line_prints_them(seconds):
+    from rooflab.core.report.text import long_duration
+
+    assert units.fmt(seconds, "s") == long_duration(seconds)
+
+
 def test_axis_label_and_gigabytes_round_trip():
     assert units.axis_label("Memory", "B", "GB") == "Memory (GB)"
     assert units.axis_label("KV share", "1") == "KV share"

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 
+from rooflab.core.predict.work import weight_bytes_read_per_token
 from rooflab.core.report.charts import CHART_KEYS
 from rooflab.gui.about import about_html, versions
 from rooflab.gui.compare_panel import ComparePanel
@@ -192,7 +193,7 @@ def test_tensor_table_grouped_and_sortable_by_bytes(window):
     assert children == sorted(children)
     read = sum(tree.topLevelItem(i).data(READ_BYTES, Qt.ItemDataRole.UserRole)
                for i in range(tree.topLevelItemCount()))
-    assert read == pytest.approx(spec.weight_bytes_read_per_token)
+    assert read == pytest.approx(weight_bytes_read_per_token(spec))
 
 
 @pytest.mark.parametrize("model", ["qwen3-8b-q4_k_m", "deepseek-v2-lite-q4_k_m"])   # shared_experts: widest

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from rooflab.core.io.presets import load_machine
-from rooflab.core.report.charts import CHART_KEYS, Curve
+from rooflab.core.report.chart_types import Curve
+from rooflab.core.report.charts import CHART_KEYS
 
 
 def _plot_data(window, chart: str, panel: str, curve: str, layer: str = "current"):

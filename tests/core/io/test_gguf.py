@@ -10,6 +10,7 @@ from gguf import GGUFWriter
 from gguf.constants import GGUFEndian
 
 from rooflab.core.io.gguf import LargeArray, read_gguf, read_header
+from rooflab.core.predict.work import weight_bytes_read_per_token
 from rooflab.core.values.model import Role
 from tests.factories.gguf_files import (
     Spec,
@@ -58,7 +59,7 @@ def test_q4_k_m_llama_weight_bytes_per_token_is_exact(tmp_path: Path) -> None:
     # + one token_embd row (256 values Q4_K)                          = 144
     # W = 2,839,552 + 1,024 + 107,520 + 144                           = 2,948,240
     assert more_bits_layers(8) == {0, 3, 6, 7}
-    assert spec.weight_bytes_read_per_token == 2_948_240   # exact: integer bytes
+    assert weight_bytes_read_per_token(spec) == 2_948_240   # exact: integer bytes
     assert spec.weights_format == "Q4_K_M"
     assert spec.layers == 8 and spec.hidden == 256 and spec.vocab == 512
     assert spec.name == "tiny-llama" and spec.architecture == "llama"
@@ -103,7 +104,7 @@ def test_tied_embeddings_read_the_whole_embedding_as_head(tmp_path: Path) -> Non
     assert spec.tied_embeddings
     # blocks 2,839,552 + output_norm 1,024 + the whole token_embd (512 rows x 144) 73,728;
     # no separate row: the head read covers it
-    assert spec.weight_bytes_read_per_token == 2_839_552 + 1_024 + 73_728
+    assert weight_bytes_read_per_token(spec) == 2_839_552 + 1_024 + 73_728
     assert spec.head_bytes == 73_728
 
 
@@ -137,7 +138,7 @@ def test_moe_reads_used_over_count_of_the_experts(tmp_path: Path) -> None:
     #            = 129,280; experts 2 x (8 x 256 x 144) + 8 x 256 x 210 = 1,019,904
     # W = 2 x 129,280 + 1,024 + 107,520 + 144 + (2 x 1,019,904) x 2/8 = 877,200
     assert spec.expert_bytes == 2 * 1_019_904
-    assert spec.weight_bytes_read_per_token == 877_200
+    assert weight_bytes_read_per_token(spec) == 877_200
     roles = {t.name: t.role for t in spec.tensors}
     assert roles["blk.0.ffn_gate_inp.weight"] is Role.ROUTER
     assert roles["blk.1.ffn_down_exps.weight"] is Role.EXPERTS
@@ -309,7 +310,7 @@ def test_version_2_reads_like_3(tmp_path: Path) -> None:
     data[4:8] = (2).to_bytes(4, "little")      # v2 and v3 share the layout (v3 added big-endian)
     path.write_bytes(bytes(data))
     assert read_header(path).version == 2
-    assert read_gguf(path).weight_bytes_read_per_token == 2_948_240
+    assert weight_bytes_read_per_token(read_gguf(path)) == 2_948_240
 
 
 def test_custom_alignment(tmp_path: Path) -> None:
@@ -332,7 +333,7 @@ def test_unknown_architecture_still_gives_a_table(tmp_path: Path) -> None:
     assert spec.architecture == "mystery" and spec.name == "mystery"   # file stem
     assert spec.layers == 3                                   # from blk.N names
     assert spec.kv_bytes_per_token() == (0, 0)
-    assert spec.weight_bytes_read_per_token == 2 * 256 * 256 * 2 + 256 * 16 * 2   # tied head
+    assert weight_bytes_read_per_token(spec) == 2 * 256 * 256 * 2 + 256 * 16 * 2   # tied head
     assert spec.weights_format == "mostly F16"
     assert len(spec.warnings) == 3
     assert any("mystery" in w for w in spec.warnings)

@@ -12,6 +12,8 @@ import pytest
 
 from rooflab.core.cli.main import main
 from rooflab.core.io import load_model
+from rooflab.core.predict.work import weight_bytes_read_per_token
+from rooflab.core.report.tables import grouped_rows
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import type_by_name
 
@@ -63,11 +65,11 @@ def test_same_table_same_numbers(tmp_path, key, arch, meta):
     write_sparse_gguf(path, entry, arch, meta)
     spec = load_model(path)
     assert spec.weight_bytes == entry.weight_bytes
-    assert spec.weight_bytes_read_per_token == entry.weight_bytes_read_per_token
+    assert weight_bytes_read_per_token(spec) == weight_bytes_read_per_token(entry)
     assert spec.kv_bytes_per_token("f16") == entry.kv_bytes_per_token("f16")
     assert spec.attention.sliding == entry.attention.sliding
-    assert [(g.name, g.bytes, g.bytes_read_per_token) for g in spec.groups] == \
-           [(g.name, g.bytes, g.bytes_read_per_token) for g in entry.groups]
+    assert [(g.group.name, g.group.bytes, g.bytes_read_per_token) for g in grouped_rows(spec)] == \
+           [(g.group.name, g.group.bytes, g.bytes_read_per_token) for g in grouped_rows(entry)]
 
 
 def test_predict_from_gguf_matches_lesson(tmp_path, capsys):

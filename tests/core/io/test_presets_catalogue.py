@@ -23,6 +23,7 @@ from rooflab.core.io.presets import (
     save_user_profile,
     user_profile_exists,
 )
+from rooflab.core.predict.work import weight_bytes_read_per_token
 
 
 def test_every_preset_has_sources_and_an_offload_tier():
@@ -37,7 +38,7 @@ def test_every_catalogue_entry_loads_with_sources():
     for entry in list_catalogue():
         assert entry.sources.get("config"), entry.key
         spec = load_model(entry.key)
-        assert spec.weight_bytes_read_per_token <= spec.file_bytes
+        assert weight_bytes_read_per_token(spec) <= spec.file_bytes
         assert spec.source == f"catalogue:{entry.key}"
 
 

@@ -8,8 +8,15 @@ import pytest
 
 from rooflab.core.predict.batching import batch_sweep, memory_resident
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.request import prefill_crossover
-from rooflab.core.predict.work import experts_touched_per_layer, kv_bytes
+from rooflab.core.predict.crossover import prefill_crossover
+from rooflab.core.predict.work import (
+    expert_bytes_read,
+    experts_touched_per_layer,
+    kv_bytes,
+    shared_bytes_read,
+    weight_bytes_read_per_token,
+)
+from rooflab.core.report.tables import grouped_rows
 from rooflab.core.values.workload import Workload
 from tests.factories.specs import machine
 
@@ -24,10 +31,12 @@ def ceiling(spec, bandwidth_gb, context, batch=1):
 
 class TestTensorTables:
     """'Qwen3-8B-Q4_K_M.gguf, tensor group' table and the MoE 'At batch 1, bytes' table:
-    exact integers, read off the files' tensor tables."""
+    exact integers, read off the files' tensor tables, through the tensor table the window,
+    ``rooflab inspect`` and tensors.csv show (``grouped_rows``)."""
 
     def test_qwen3_8b_groups(self, qwen8b):
-        groups = {g.name.value: g for g in qwen8b.groups}
+        rows = {r.group.name.value: r for r in grouped_rows(qwen8b)}
+        groups = {name: r.group for name, r in rows.items()}
         assert groups["attention"].params == 1_509_949_440
         assert groups["attention"].bytes == 868_810_752
         assert groups["attention"].types == ("Q4_K", "Q6_K")
@@ -36,38 +45,41 @@ class TestTensorTables:
         assert groups["output"].bytes == 510_504_960 and groups["output"].types == ("Q6_K",)
         assert groups["norms"].params == 308_224 and groups["norms"].bytes == 1_232_896
         assert groups["embedding"].bytes == 350_060_544
-        assert groups["embedding"].bytes_read_per_token == 2_304      # one row of 4,096 Q4_K values
+        assert rows["embedding"].bytes_read_per_token == 2_304        # one row of 4,096 Q4_K values
         assert qwen8b.params_total == 8_190_735_360
         assert qwen8b.file_bytes == 5_027_784_512
-        assert qwen8b.weight_bytes_read_per_token == 4_671_768_832   # 93 per cent of the file
-        assert round(100 * qwen8b.weight_bytes_read_per_token / qwen8b.file_bytes) == 93
+        assert weight_bytes_read_per_token(qwen8b) == 4_671_768_832   # 93 per cent of the file
+        assert round(100 * weight_bytes_read_per_token(qwen8b) / qwen8b.file_bytes) == 93
+        assert sum(r.bytes_read_per_token for r in rows.values()) == weight_bytes_read_per_token(qwen8b)
 
     def test_qwen3_8b_flops_in_blocks(self, qwen8b):
         # 'FLOPs in the 36 blocks 2 x 6,946,075,648': parameters less embedding and head
         assert qwen8b.block_params_per_token == 6_946_075_648
 
     def test_qwen3_30b_a3b(self, qwen30b):
-        assert qwen30b.shared_bytes_read == 822_523_904
+        assert shared_bytes_read(qwen30b) == 822_523_904
         assert qwen30b.expert_bytes == 17_553_162_240
-        assert qwen30b.expert_bytes * qwen30b.expert_fraction == 1_097_072_640
-        w = qwen30b.weight_bytes_read_per_token
+        assert expert_bytes_read(qwen30b, 1) == 1_097_072_640
+        w = weight_bytes_read_per_token(qwen30b)
         assert w == 822_523_904 + 1_097_072_640 + 1_152                 # plus one Q4_K embedding row
         assert round(w / GB, 2) == 1.92
         assert round(qwen30b.file_bytes / GB, 2) == 18.56
         assert round(100 * w / qwen30b.file_bytes) == 10
 
     def test_gpt_oss_120b(self, gptoss):
-        assert gptoss.shared_bytes_read == 1_685_668_608
+        assert shared_bytes_read(gptoss) == 1_685_668_608
         assert gptoss.expert_bytes == 61_073_326_080
-        assert gptoss.expert_bytes * gptoss.expert_fraction == 1_908_541_440
-        assert round(gptoss.weight_bytes_read_per_token / GB, 2) == 3.59
+        assert expert_bytes_read(gptoss, 1) == 1_908_541_440
+        assert round(weight_bytes_read_per_token(gptoss) / GB, 2) == 3.59
         assert round(gptoss.file_bytes / GB, 1) == 63.4
         assert {g.name.value: g.types for g in gptoss.groups}["experts"] == ("F32", "MXFP4")
+        experts = next(r for r in grouped_rows(gptoss) if r.group.name.value == "experts")
+        assert experts.bytes_read_per_token == 1_908_541_440            # 4 of 128: the table's figure
 
     def test_shortcut_misleads(self, qwen8b, gptoss):
         # 'File x active / total' table: the shortcut is high for dense, low for gpt-oss
-        assert qwen8b.file_bytes > qwen8b.weight_bytes_read_per_token
-        assert 63.39 * 5.1 / 117 < gptoss.weight_bytes_read_per_token / GB
+        assert qwen8b.file_bytes > weight_bytes_read_per_token(qwen8b)
+        assert 63.39 * 5.1 / 117 < weight_bytes_read_per_token(gptoss) / GB
 
     def test_kv_bytes_per_token(self, qwen8b, qwen30b, gptoss, qwen06_fp32):
         assert qwen8b.kv_bytes_per_token("f16") == (147_456, 0)
@@ -129,7 +141,7 @@ class TestBatching:
         b = np.array([1, 4, 16, 64])
         np.testing.assert_allclose(experts_touched_per_layer(qwen30b, b), [8.0, 29.1, 82.4, 125.9], atol=0.051)
         np.testing.assert_allclose(experts_touched_per_layer(gptoss, b), [4.0, 15.3, 51.0, 111.2], atol=0.051)
-        expert_gb = qwen30b.expert_bytes * experts_touched_per_layer(qwen30b, b) / qwen30b.experts / GB
+        expert_gb = expert_bytes_read(qwen30b, b) / GB
         np.testing.assert_allclose(expert_gb, [1.10, 3.99, 11.30, 17.27], atol=0.006)
         # 'a step for 16 sequences would touch about two thirds of the experts': 64 per cent
         assert experts_touched_per_layer(qwen30b, 16) / 128 == pytest.approx(0.64, abs=0.005)
@@ -173,15 +185,16 @@ class TestKVGrowth:
         # 'Qwen3-8B at four-bit weights, filling a 12 GB card': 5 GB + 4.8 GB + 2.2 GB free
         cache = float(kv_bytes(qwen8b, 32768))
         assert cache / GB == pytest.approx(4.83, abs=0.01)
-        assert 12 - (qwen8b.file_bytes + cache) / GB == pytest.approx(2.2, abs=0.1)  # lesson rounds W to 5 GB
+        free = 12 - float(memory_resident(qwen8b, 32768)) / GB
+        assert free == pytest.approx(2.2, abs=0.1)  # the lesson rounds W to 5 GB
 
     def test_cpu_fp32_rows(self, qwen06_fp32):
         # 'Qwen3-0.6B, FP32, the snippet's first and last rows': 2.384 GB, + 0.940 GB at ~4,100
-        assert qwen06_fp32.weight_bytes_read_per_token / GB == pytest.approx(2.384, abs=0.001)
+        assert weight_bytes_read_per_token(qwen06_fp32) / GB == pytest.approx(2.384, abs=0.001)
         wl = Workload(kv_type="f32")
         p = decode_pass(qwen06_fp32, machine(27.2), wl, context=4100)
         assert float(p.cache_bytes) / GB == pytest.approx(0.940, abs=0.001)
-        assert float(p.bytes) / qwen06_fp32.weight_bytes_read_per_token == pytest.approx(1.39, abs=0.005)
+        assert float(p.bytes) / weight_bytes_read_per_token(qwen06_fp32) == pytest.approx(1.39, abs=0.005)
 
 
 class TestPrefill:

@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 
 from rooflab.core.io.presets import load_machine
+from rooflab.core.predict import roofline
 from rooflab.core.predict.batching import batch_crossover, batch_sweep
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.offload import offload_slowdown, split_seconds
-from rooflab.core.predict.roofline import attainable, decode_intensity
+from rooflab.core.predict.roofline import attainable, phase_points
 from rooflab.core.predict.speculative import expected_tokens, speculative
+from rooflab.core.predict.work import weight_bytes_read_per_token
 from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.workload import Workload
-from tests.factories.specs import synthetic_spec
+from tests.factories.specs import machine, synthetic_spec
 
 GB = 1e9
 CPU = MachineProfile(name="8-core desktop CPU, DDR5", bandwidth=89.6e9, peak_flops={"fp32": 1.024e12},
@@ -28,14 +29,19 @@ EIGHT_B = synthetic_spec(8.03e9, 4.5, kv_bytes_per_token=131_072)
 
 
 def test_example3_decode_intensity():
-    assert decode_intensity(2.0) == pytest.approx(1.0)
-    assert decode_intensity(4.5 / 8) == pytest.approx(3.56, abs=0.01)
+    # a batch-1 decode step with no cache, where the roofline chart places it: 2 x N / W
+    def intensity(bits: float) -> float:
+        decode = phase_points(synthetic_spec(7e9, bits), RTX4090, Workload(prompt=1))[1]
+        return decode.intensity
+
+    assert intensity(16) == pytest.approx(1.0)
+    assert intensity(4.5) == pytest.approx(3.56, abs=0.01)
 
 
 @pytest.mark.parametrize("key, balance", [("desktop-ddr5", 11), ("rtx-4090", 164), ("a100-sxm-80gb", 153),
                                           ("h100-sxm", 295)])
 def test_example5_machine_balance(key, balance):
-    assert round(load_machine(key).balance) == balance
+    assert round(roofline.balance(load_machine(key))) == balance
 
 
 def test_example6_attainable():
@@ -81,19 +87,16 @@ def test_example10_cache_moves_crossover_later():
 
 
 def test_example12_partial_offload():
-    model = 70e9 * 4.5 / 8
-    rows = [(0.0, 2.28), (10.0, 2.96), (22.0, 4.64), (model / GB, 25.60)]
-    for on_gpu, rate in rows:
-        seconds = split_seconds(on_gpu * GB, model - on_gpu * GB, 1008e9, 89.6e9)
-        assert 1 / seconds == pytest.approx(rate, abs=0.006)
-
-
-def test_offload_in_decode_pass():
+    # 70B at 4.5 bits on an RTX 4090 with the rest in DDR5 at 89.6 GB/s: GB kept on the GPU -> tokens/s
     spec = synthetic_spec(70e9, 4.5)
     gpu = dataclasses.replace(RTX4090, offload_bandwidth=89.6e9, offload_memory=64e9)
-    f = (spec.weight_bytes_read_per_token - 22e9) / spec.weight_bytes_read_per_token
-    p = decode_pass(spec, gpu, Workload(offload_fraction=f), context=0)
-    assert 1 / float(p.seconds) == pytest.approx(4.64, abs=0.006)
+    w = weight_bytes_read_per_token(spec)
+    assert w == 70e9 * 4.5 / 8
+    rows = [(0.0, 2.28), (10.0, 2.96), (22.0, 4.64), (w / GB, 25.60)]
+    for on_gpu, rate in rows:
+        f = (w - on_gpu * GB) / w
+        p = decode_pass(spec, gpu, Workload(offload_fraction=f), context=0)
+        assert 1 / float(p.seconds) == pytest.approx(rate, abs=0.006)
 
 
 @pytest.mark.parametrize("f, r, slowdown", [(0.05, 5, 1.20), (0.05, 10, 1.45), (0.05, 20, 1.95),
@@ -101,8 +104,13 @@ def test_offload_in_decode_pass():
                                             (0.25, 5, 2.00), (0.25, 10, 3.25), (0.25, 20, 5.75),
                                             (0.50, 5, 3.00), (0.50, 10, 5.50), (0.50, 20, 10.50)])
 def test_offload_slowdown_table(f, r, slowdown):
-    # prefill/decode lesson, 'Share of the bytes read per token that sit on the slower memory'
-    assert offload_slowdown(f, r) == pytest.approx(slowdown)
+    # prefill/decode lesson, 'Share of the bytes read per token that sit on the slower memory':
+    # (1 - f) + f x r, here the decode step with a share f on a second tier r times slower
+    spec = synthetic_spec(8.03e9, 4.5)
+    split = machine(100.0, offload_gb_s=100.0 / r)
+    kept = decode_pass(spec, split, Workload(), context=0)
+    offloaded = decode_pass(spec, split, Workload(offload_fraction=f), context=0)
+    assert float(offloaded.seconds / kept.seconds) == pytest.approx(slowdown)
 
 
 def test_example13_speculative_verify_cost():

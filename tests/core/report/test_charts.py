@@ -10,8 +10,10 @@ import pytest
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.request import prefill_crossover, request
-from rooflab.core.report.charts import CHART_KEYS, Curve, Scenario, build_charts, prefill_crossover_at
+from rooflab.core.predict.crossover import prefill_crossover
+from rooflab.core.predict.request import request
+from rooflab.core.report.chart_types import Curve, Scenario
+from rooflab.core.report.charts import CHART_KEYS, build_charts
 from rooflab.core.values.workload import Workload
 
 
@@ -61,7 +63,7 @@ def test_prefill_curve_is_the_prefill_pass_and_marks_n_star(scenario):
 
 def test_prefill_crossover_at_the_workload_is_where_the_clocks_cross(dense_spec, machine):
     sc = Scenario(model=dense_spec, machine=machine, workload=Workload(batch=4, context=2000))
-    n = prefill_crossover_at(sc)
+    n = prefill_crossover(sc.model, sc.machine, sc.workload)
     below = prefill_pass(sc.model, sc.machine, sc.workload, prompt=n * 0.99)
     above = prefill_pass(sc.model, sc.machine, sc.workload, prompt=n * 1.01)
     assert below.compute_seconds < below.memory_seconds and above.compute_seconds > above.memory_seconds

@@ -8,11 +8,11 @@ import io
 import pytest
 
 from rooflab.core import __version__
+from rooflab.core.predict.work import bytes_read_per_token, weight_bytes_read_per_token
 from rooflab.core.report import (
     CURVE_COLUMNS,
     SUMMARY_COLUMNS,
     TENSOR_COLUMNS,
-    bytes_read_per_token,
     curves_csv,
     grouped_rows,
     header_lines,
@@ -20,7 +20,8 @@ from rooflab.core.report import (
     summary_csv,
     tensors_csv,
 )
-from rooflab.core.report.charts import Scenario, build_charts
+from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.charts import build_charts
 from rooflab.core.values.workload import Workload
 
 
@@ -73,8 +74,12 @@ def test_summary_and_tensor_tables(scenario):
 
 def test_tensor_rows_add_up_to_the_groups(moe_spec, dense_spec):
     for spec in (moe_spec, dense_spec):
-        for group, members in grouped_rows(spec):
-            assert sum(r.tensor.nbytes for r in members) == group.bytes
-            assert sum(r.bytes_read_per_token for r in members) == pytest.approx(group.bytes_read_per_token)
+        rows = grouped_rows(spec)
+        for g in rows:
+            assert sum(r.tensor.nbytes for r in g.members) == g.group.bytes
+            assert sum(r.bytes_read_per_token for r in g.members) == pytest.approx(g.bytes_read_per_token)
+        # the per-role rule summed over the table is the W every decode step prices
+        assert sum(g.bytes_read_per_token for g in rows) == pytest.approx(weight_bytes_read_per_token(spec))
     embedding = next(t for t in dense_spec.tensors if t.name == "token_embd.weight")
-    assert bytes_read_per_token(dense_spec, embedding) == embedding.row_bytes
+    read = bytes_read_per_token(dense_spec, embedding.role, embedding.nbytes, embedding.row_bytes)
+    assert read == embedding.row_bytes

@@ -1,0 +1,142 @@
+"""What a chart is made of: ``Curve`` (one drawn series), ``Panel`` (one plot area), ``Chart``
+(one plot tab), and the ``Scenario`` (model, machine, workload) every series is drawn for.
+
+Values are SI (bytes, FLOP, seconds, tokens) in read-only float64 arrays; display units are
+the GUI's business. The builders that fill them from the predictions are in ``charts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rooflab.core.errors import SpecError
+from rooflab.core.predict.work import Array
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
+
+CurveKind = Literal["line", "points", "vline", "hline", "stack"]
+# How a curve relates to its panel: the quantity itself, a second quantity, one of the two
+# clocks, a limit of the machine, a crossover, or a marker for the current workload.
+CurveRole = Literal["main", "secondary", "memory", "compute", "limit", "crossover", "marker", "measured",
+                    "calibrated"]
+
+
+def _frozen(values: ArrayLike) -> Array:
+    arr = np.array(values, dtype=np.float64).ravel()     # a copy, so the caller's array stays free
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Curve:
+    """One drawn series, y against x, as read-only float64 arrays in SI units.
+
+    kind "line"/"points": x and y of one length. "vline": x holds positions, y is empty.
+    "hline": y holds positions, x is empty. "stack": y holds the sizes of stacked segments
+    named by ``categories`` (x their index). ``extras`` are per-point figures shown on hover
+    (a measured series' measured/predicted ratio, say), each as long as x.
+    """
+
+    key: str
+    label: str
+    x: Array
+    y: Array
+    x_name: str
+    x_unit: str
+    y_name: str
+    y_unit: str
+    kind: CurveKind = "line"
+    role: CurveRole = "main"
+    categories: tuple[str, ...] = ()
+    extras: Mapping[str, Array] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _frozen(self.x))
+        object.__setattr__(self, "y", _frozen(self.y))
+        extras = {name: _frozen(v) for name, v in self.extras.items()}
+        object.__setattr__(self, "extras", MappingProxyType(extras))
+        if self.kind in ("line", "points") and self.x.size != self.y.size:
+            raise SpecError(f"curve {self.key}: x has {self.x.size} values, y has {self.y.size}")
+        if self.kind == "stack" and len(self.categories) != self.y.size:
+            raise SpecError(f"curve {self.key}: {self.y.size} segments, {len(self.categories)} names")
+        for name, values in extras.items():
+            if values.size != self.x.size:
+                raise SpecError(f"curve {self.key}: extra {name!r} has {values.size} values for {self.x.size}")
+
+    @property
+    def is_reference(self) -> bool:
+        """True for lines that mark a position (limits, crossovers) rather than a series."""
+        return self.kind in ("vline", "hline")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Panel:
+    """One plot area: axis titles and units, log axes, and its curves in drawing order."""
+
+    key: str
+    title: str
+    x_label: str
+    x_unit: str
+    y_label: str
+    y_unit: str
+    curves: tuple[Curve, ...]
+    log_x: bool = False
+    log_y: bool = False
+    note: str = ""
+
+    def curve(self, key: str) -> Curve:
+        for c in self.curves:
+            if c.key == key:
+                return c
+        raise KeyError(f"panel {self.key} has no curve {key!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chart:
+    """One plot tab: panels that share the x axis (stacked top to bottom)."""
+
+    key: str
+    title: str
+    description: str        # the formula in words, for tooltips and report headers
+    panels: tuple[Panel, ...]
+
+    def panel(self, key: str) -> Panel:
+        for p in self.panels:
+            if p.key == key:
+                return p
+        raise KeyError(f"chart {self.key} has no panel {key!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """A (model, machine, workload) triple: what one series of every plot is drawn for."""
+
+    model: ModelSpec
+    machine: MachineProfile
+    workload: Workload
+
+    @property
+    def label(self) -> str:
+        """Model · machine · cache type, then each request setting that differs from the
+        default workload, so two pinned series of one model and machine read apart."""
+        from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
+
+        w = self.workload
+        parts = [f"{w.kv_type} cache"]
+        for value, default, text in (
+                (w.batch, d.batch, f"batch {w.batch:,}"),
+                (w.prompt, d.prompt, f"prompt {w.prompt:,}"),
+                (w.answer, d.answer, f"answer {w.answer:,}"),
+                (w.context, d.context, f"context {w.context:,}"),
+                (w.offload_fraction, d.offload_fraction, f"{w.offload_fraction:.0%} offloaded"),
+                (w.draft_tokens, d.draft_tokens, f"{w.draft_tokens} drafts at {w.acceptance:.0%}")):
+            if value != default:
+                parts.append(text)
+        return f"{self.model.name} · {self.machine.name} · {', '.join(parts)}"

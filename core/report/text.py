@@ -1,0 +1,36 @@
+"""Numbers as text for people, shared by the command line and the window: significant figures,
+and long durations in hours or days. Everything else about display units is the GUI's
+(``gui/units.py``) or the command line's own layout."""
+
+from __future__ import annotations
+
+import math
+
+HOUR = 3600.0            # seconds
+DAY = 86400.0            # seconds
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` with about ``digits`` significant figures, thousands separated, no exponent."""
+    if not math.isfinite(value):
+        return "∞" if value > 0 else ("-∞" if value < 0 else "n/a")
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def long_duration(seconds: float, digits: int = 3) -> str | None:
+    """A duration of an hour or more in hours, from two days in days, to ``digits`` significant
+    figures: ``long_duration(32_141) == "8.93 h"``, ``long_duration(7.68e6) == "88.9 days"``.
+    None under an hour (or not finite): the caller shows seconds its own way."""
+    magnitude = abs(seconds)
+    if not math.isfinite(magnitude) or magnitude < HOUR:
+        return None
+    if magnitude < 2 * DAY:
+        return f"{significant(seconds / HOUR, digits)} h"
+    return f"{significant(seconds / DAY, digits)} days"

@@ -1,0 +1,86 @@
+"""One figure, one number: ``rooflab predict`` (JSON and text), ``rooflab report``'s summary.csv
+and the window (its numbers panel and the markers it draws) show the same n*, TTFT, TPOT,
+batch crossover and largest batch that fits, for one scenario at several batches and contexts.
+
+(n* once had two answers: 154.1 tokens from ``predict``, which ignored batch and context, and
+49.8 from the report and the window for qwen3-8b-q4_k_m on dgx-spark at batch 4, context 4,096.)"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from rooflab.core.cli.main import build_parser, resolve_workload
+from rooflab.core.io.presets import load_machine
+from rooflab.gui import units
+from rooflab.gui.main import main
+from tests.gui.conftest import catalogue_spec
+
+MODEL, MACHINE = "qwen3-8b-q4_k_m", "dgx-spark"
+# (batch, context): the lessons' n* (batch 1, nothing cached), the issue's scenario, a long
+# cached context, and a batch past the decode crossover's neighbourhood
+SCENARIOS = [(1, 0), (4, 4096), (16, 32768), (64, 512)]
+
+
+def _summary_csv(path: Path) -> dict[str, str]:
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    return {row["quantity"]: row["value"] for row in csv.DictReader(lines)}
+
+
+def _inf(value: float | None) -> float:
+    """JSON writes an unreached crossover as null."""
+    return math.inf if value is None else value
+
+
+@pytest.mark.parametrize("batch, context", SCENARIOS)
+def test_predict_report_and_window_show_the_same_figures(qtbot, window, capsys, tmp_path, batch, context):
+    args = ["--model", MODEL, "--machine", MACHINE, "--batch", str(batch), "--context", str(context)]
+
+    assert main(["predict", *args, "--json", "--contexts", "0", "--batches", "1", "--prompts", "1"]) == 0
+    predicted = json.loads(capsys.readouterr().out)
+    assert main(["predict", *args]) == 0
+    text = capsys.readouterr().out
+    assert main(["report", *args, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    reported = _summary_csv(tmp_path / "summary.csv")
+
+    workload = resolve_workload(build_parser().parse_args(["predict", *args]))
+    with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
+        window.state.set_model(catalogue_spec(MODEL), ref=MODEL)
+        window.state.set_machine(load_machine(MACHINE))
+        window.state.set_workload(workload)
+    frame = drawn.args[0]
+    assert frame.scenario.workload == workload
+    shown, numbers = frame.summary, window.numbers
+
+    n_star = predicted["prefill_crossover_tokens"]
+    assert n_star is not None and 1 < n_star < 1e4
+    assert shown.prefill_crossover == n_star
+    assert float(reported["prefill_crossover"]) == pytest.approx(n_star, rel=1e-9)
+    assert f"n* = {n_star:,.1f} tokens" in text
+    assert numbers.value_text("n_star") == f"{n_star:,.0f} tokens"
+    assert frame.charts["prefill"].panel("ttft").curve("n_star").x[0] == n_star
+
+    request = predicted["request"]
+    for key, value in (("ttft", request["ttft_seconds"]), ("tpot", request["tpot_seconds"])):
+        assert getattr(shown.estimate, key) == value
+        assert float(reported[key]) == pytest.approx(value, rel=1e-9)
+        assert numbers.value_text(key) == units.fmt(value, "s")
+
+    b_star = _inf(predicted["batch_crossover"])
+    assert shown.batch_crossover == b_star
+    assert float(reported["batch_crossover"]) == pytest.approx(b_star, rel=1e-9)
+    expected = "none" if math.isinf(b_star) else f"{b_star:,.0f} sequences"
+    assert numbers.value_text("batch_crossover") == expected
+
+    fits = predicted["max_batch_that_fits"]
+    assert shown.max_batch == fits == float(reported["max_batch_that_fits"])
+    assert f"{fits:,} sequences of" in text
+    assert f"at most {fits:,} such sequences fit" in next(line.sentence for line in numbers.lines
+                                                          if line.key == "memory")
+    assert frame.charts["batching"].panel("rate").curve("max_fit").x[0] == fits
+
