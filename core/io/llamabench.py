@@ -22,13 +22,13 @@ import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.io.textfile import read_text_capped
-from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 
 MAX_BYTES = 64 << 20
 # llama-bench fields that, when they differ between rows, make separate series
@@ -142,37 +142,48 @@ def _from_rows(rows: list[dict[str, Any]], name: str) -> BenchImport:
     series: dict[str, list[MeasuredPoint]] = {}
     warnings: list[str] = []
     for row in rows:
-        n_prompt, n_gen = int(_number(row, "n_prompt", 0.0)), int(_number(row, "n_gen", 0.0))
-        depth = int(_number(row, "n_depth", 0.0))
-        if n_prompt and n_gen:
-            warnings.append(f"pp{n_prompt}+tg{n_gen} row skipped: a combined run cannot be split into phases")
+        reason = _skip_reason(row)
+        if reason:
+            warnings.append(reason)
             continue
-        tokens = n_prompt or n_gen
-        if not tokens:
-            warnings.append("a row with neither n_prompt nor n_gen was skipped")
-            continue
-        samples = _samples(row)
-        if samples:
-            best, median = min(samples), statistics.median(samples)
-        elif row.get("avg_ns") not in (None, ""):
-            best = median = _number(row, "avg_ns") / 1e9
-        else:
-            rate = _number(row, "avg_ts")
-            if rate <= 0:
-                raise SpecError("avg_ts must be > 0")
-            best = median = tokens / rate
-        if best <= 0:
-            raise SpecError("a row has a time of zero")
         label = _series_label(row, varying)
-        if n_prompt:
-            point = MeasuredPoint(kind="prefill", prompt=n_prompt, context=depth, batch=1, seconds=best,
-                                  median=median, repeats=max(len(samples), 1), source=label)
-        else:
-            point = MeasuredPoint(kind="decode", prompt=1, context=depth + (n_gen - 1) // 2, batch=1,
-                                  seconds=best / n_gen, median=median / n_gen, repeats=max(len(samples), 1),
-                                  source=label)
-        series.setdefault(label, []).append(point)
+        series.setdefault(label, []).append(_bench_row_point(row, label))
     return _result(name, "llama-bench", series, rows, warnings)
+
+
+def _skip_reason(row: Mapping[str, Any]) -> str:
+    """Why a llama-bench row gives no point ("" when it gives one)."""
+    n_prompt, n_gen = int(_number(row, "n_prompt", 0.0)), int(_number(row, "n_gen", 0.0))
+    if n_prompt and n_gen:
+        return f"pp{n_prompt}+tg{n_gen} row skipped: a combined run cannot be split into phases"
+    if not (n_prompt or n_gen):
+        return "a row with neither n_prompt nor n_gen was skipped"
+    return ""
+
+
+def _bench_row_point(row: Mapping[str, Any], label: str) -> MeasuredPoint:
+    """The prefill (pp) or per-step decode (tg) point of a usable llama-bench row."""
+    n_prompt, n_gen = int(_number(row, "n_prompt", 0.0)), int(_number(row, "n_gen", 0.0))
+    depth = int(_number(row, "n_depth", 0.0))
+    tokens = n_prompt or n_gen
+    samples = _samples(row)
+    if samples:
+        best, median = min(samples), statistics.median(samples)
+    elif row.get("avg_ns") not in (None, ""):
+        best = median = _number(row, "avg_ns") / 1e9
+    else:
+        rate = _number(row, "avg_ts")
+        if rate <= 0:
+            raise SpecError("avg_ts must be > 0")
+        best = median = tokens / rate
+    if best <= 0:
+        raise SpecError("a row has a time of zero")
+    if n_prompt:
+        return MeasuredPoint(kind="prefill", prompt=n_prompt, context=depth, batch=1, seconds=best,
+                             median=median, repeats=max(len(samples), 1), source=label)
+    return MeasuredPoint(kind="decode", prompt=1, context=depth + (n_gen - 1) // 2, batch=1,
+                         seconds=best / n_gen, median=median / n_gen, repeats=max(len(samples), 1),
+                         source=label)
 
 
 def _series_label(row: Mapping[str, Any], varying: Iterable[str]) -> str:
@@ -214,16 +225,20 @@ def _batched_point_pair(pp: int, tg: int, b: int, n_kv: int, t_pp: float, t_tg: 
     return out
 
 
+def _batched_row_points(row: Mapping[str, Any], label: str) -> list[MeasuredPoint]:
+    pp, tg, b = int(_number(row, "pp")), int(_number(row, "tg")), int(_number(row, "pl"))
+    if b < 1:
+        raise SpecError("pl (sequences) must be >= 1")
+    shared = bool(int(_number(row, "is_pp_shared", 0.0))) if "is_pp_shared" in row else None
+    return _batched_point_pair(pp, tg, b, int(_number(row, "n_kv", 0.0)), _number(row, "t_pp"),
+                               _number(row, "t_tg"), shared, label)
+
+
 def _batched_rows(rows: list[dict[str, Any]], name: str) -> BenchImport:
     label = "llama-batched-bench"
     points: list[MeasuredPoint] = []
     for row in rows:
-        pp, tg, b = int(_number(row, "pp")), int(_number(row, "tg")), int(_number(row, "pl"))
-        if b < 1:
-            raise SpecError("pl (sequences) must be >= 1")
-        shared = bool(int(_number(row, "is_pp_shared", 0.0))) if "is_pp_shared" in row else None
-        points += _batched_point_pair(pp, tg, b, int(_number(row, "n_kv", 0.0)), _number(row, "t_pp"),
-                                      _number(row, "t_tg"), shared, label)
+        points += _batched_row_points(row, label)
     return _result(name, "llama-batched-bench", {label: points} if points else {}, rows, [])
 
 
@@ -296,3 +311,86 @@ def _batched_markdown(header: list[str], body: list[list[str]], name: str) -> Be
             raise SpecError(f"a table row has {len(cells)} cells for {len(header)} columns")
         rows.append({key: cells[col[h]] for h, key in needed.items()} | {"pl": cells[col["b"]]})
     return _batched_rows(rows, name)
+
+
+# --- one row at a time (a run being read as it streams) -----------------------------------------
+
+def points_from_row(row: Mapping[str, Any], settings: EngineSettings | None = None) -> tuple[MeasuredPoint, ...]:
+    """The points of one output row, as a JSONL line of ``llama-bench -o jsonl`` or
+    ``llama-batched-bench --output-format jsonl`` decodes to.
+
+    llama-bench: one prefill (pp) or decode (tg) point, none for a combined or empty row;
+    llama-batched-bench: a prefill and a batch point. With ``settings``, every point carries
+    them, updated by what the row itself records (build, back end, threads, GPU layers, experts
+    kept on the CPU, flash attention, KV types, batch sizes). SpecError when the row is malformed."""
+    if not isinstance(row, Mapping):
+        raise SpecError("a row must be a JSON object")
+    if "t_pp" in row or "pl" in row:
+        points = _batched_row_points(row, "llama-batched-bench")
+    elif _skip_reason(row):
+        return ()
+    else:
+        points = [_bench_row_point(row, _series_label(row, ()))]
+    if settings is not None:
+        stamped = _row_settings(row, settings)
+        points = [replace(p, settings=stamped) for p in points]
+    return tuple(points)
+
+
+# back-end names as llama.cpp registers them (ggml_backend_reg_name), lower-cased; the CPU and its
+# BLAS helpers mean the weights were computed on the CPU
+_CPU_BACKENDS = frozenset({"cpu", "blas", "accelerate", "zendnn", "kleidiai", "amx"})
+_BACKEND_DEVICE = {"hip": "rocm", "mtl": "metal"}
+
+
+def _row_device(backends: str) -> str:
+    for name in backends.split(","):
+        key = name.strip().lower()
+        if key and key not in _CPU_BACKENDS:
+            return _BACKEND_DEVICE.get(key, key)[:200]
+    return "cpu"
+
+
+def _row_int(row: Mapping[str, Any], key: str) -> int | None:
+    value = row.get(key)
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        return int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _row_flag(value: Any) -> bool | None:
+    """flash_attn: true/false in older builds, 1/0/-1 (on/off/auto) since Aug 2025; None for auto."""
+    text = str(value).strip().lower()
+    return {"true": True, "1": True, "false": False, "0": False}.get(text)
+
+
+def _row_settings(row: Mapping[str, Any], base: EngineSettings) -> EngineSettings:
+    """``base`` updated by the settings a llama-bench or llama-batched-bench row records."""
+    found: dict[str, Any] = {}
+    number, commit = _row_int(row, "build_number"), str(row.get("build_commit") or "").strip()
+    if number is not None and commit:
+        found["version"] = f"b{number} ({commit})"[:200]            # as llama.cpp names its releases
+    elif number is not None or commit:
+        found["version"] = (f"b{number}" if number is not None else commit)[:200]
+    if row.get("backends"):
+        found["device"] = _row_device(str(row["backends"]))
+    for key, name in (("n_threads", "threads"), ("n_cpu_moe", "cpu_moe"), ("n_batch", "batch_size"),
+                      ("n_ubatch", "ubatch_size"), ("n_gpu_layers", "gpu_layers")):
+        value = _row_int(row, key)
+        if value is not None and 0 <= value <= 1_000_000:
+            found[name] = value
+        elif value is not None and name == "gpu_layers":
+            found[name] = 999        # -1: every layer (llama.cpp's default since Aug 2025), as -ngl 999
+    flash = _row_flag(row.get("flash_attn"))
+    if flash is not None:
+        found["flash_attention"] = flash
+    type_k, type_v = str(row.get("type_k") or "").lower(), str(row.get("type_v") or "").lower()
+    if type_k:
+        found["kv_type"] = (type_k if type_v in ("", type_k) else f"{type_k}/{type_v}")[:200]
+    settings = replace(base, **found)
+    if settings.device == "cpu" and settings.gpu_layers:
+        settings = replace(settings, gpu_layers=0)    # a CPU build offloads nothing, whatever -ngl says
+    return settings

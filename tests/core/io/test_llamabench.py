@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.errors import ModelFileError
+from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.io.llamabench import parse_benchmark, read_benchmark
 
 
@@ -174,3 +174,42 @@ def test_unreadable_paths(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ModelFileError, match="UTF-8"):
         read_benchmark(binary)
+
+
+# --- one row at a time (a run being read as it streams) -----------------------------------------
+
+def test_points_from_row_matches_the_file_reader():
+    from rooflab.core.io.llamabench import points_from_row
+
+    assert points_from_row(PP) + points_from_row(TG) == parse_benchmark(json.dumps([PP, TG])).points
+    assert points_from_row(_row(n_prompt=512, n_gen=128, avg_ts=400.0)) == ()      # pp+tg: no phase
+    batched = {"n_kv_max": 4096, "n_batch": 2048, "n_ubatch": 512, "flash_attn": 0, "is_pp_shared": 0,
+               "n_gpu_layers": 99, "n_threads": 8, "n_threads_batch": 8, "pp": 256, "tg": 64, "pl": 4,
+               "n_kv": 1280, "t_pp": 0.8, "speed_pp": 1280.0, "t_tg": 1.6, "speed_tg": 160.0, "t": 2.4,
+               "speed": 533.3}
+    assert [(p.kind, p.batch) for p in points_from_row(batched)] == [("prefill", 4), ("batch", 4)]
+    assert all(p.settings is None for p in points_from_row(batched))
+    for bad in ([1, 2], {"n_prompt": 512, "avg_ts": "fast"}, {"pp": 1, "tg": 1, "pl": 0, "t_pp": 1, "t_tg": 1}):
+        with pytest.raises(SpecError):
+            points_from_row(bad)
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"build_number": 5163}, dict(version="b5163 (8cf427ff)", device="cuda", threads=8, gpu_layers=999, kv_type="f16",
+              batch_size=2048, ubatch_size=512, flash_attention=True)),
+    ({"backends": "Metal,BLAS", "n_gpu_layers": 99, "flash_attn": False}, dict(device="metal", gpu_layers=99,
+                                                                              flash_attention=False)),
+    ({"backends": "CPU", "n_gpu_layers": 99, "flash_attn": 1}, dict(device="cpu", gpu_layers=0, flash_attention=True)),
+    ({"backends": "ROCm", "type_k": "q8_0", "n_cpu_moe": 12}, dict(device="rocm", kv_type="q8_0/f16", cpu_moe=12)),
+    ({"flash_attn": -1, "build_number": None}, dict(flash_attention=True, version="8cf427ff")),
+])
+def test_points_from_row_stamps_the_rows_settings(fields, expected):
+    from rooflab.core.io.llamabench import points_from_row
+    from rooflab.core.values.measured import EngineSettings
+
+    base = EngineSettings(engine="llama-bench", version="from --version", flash_attention=True, kv_type="q4_0")
+    (point,) = points_from_row({**PP, **fields}, base)
+    settings = point.settings
+    assert settings.engine == "llama-bench"
+    for name, value in expected.items():
+        assert getattr(settings, name) == value, name
