@@ -25,6 +25,7 @@ import os
 import sys
 import time
 
+from rooflab.core.jobs import Progress
 from rooflab.core.measure.calibrate import Calibration, calibrate
 from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
 from rooflab.core.measure.model import ModelMeasurement, ModelPlan, measure_model_blocking
@@ -48,12 +49,10 @@ def _plan(dtype: str, quick: bool, threads: int | None) -> ModelPlan:
                      contexts=(2, 256), batches=(1, 2, 4, 8, 16), batch_steps=5)
 
 
-def _progress(item: object) -> None:
-    message = getattr(item, "message", None)
-    if message is not None:
-        eta = getattr(item, "eta_seconds", None)
-        tail = f", ~{eta:.0f} s left" if eta else ""
-        print(f"\r  {message[:60]:<60}{tail:<16}", end="", file=sys.stderr, flush=True)
+def _progress(progress: Progress) -> None:
+    eta = progress.eta_seconds
+    tail = f", ~{eta:.0f} s left" if eta else ""
+    print(f"\r  {progress.message[:60]:<60}{tail:<16}", end="", file=sys.stderr, flush=True)
 
 
 def _pct(x: float) -> str:
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print("measuring this machine ...", file=sys.stderr)
     machine_run = measure_machine_blocking(MachinePlan(threads=args.threads, experiments=("bandwidth", "matmul")),
-                                           on_item=_progress)
+                                           on_progress=_progress)
     machine = machine_run.profile()
     print(file=sys.stderr)
     out = [f"machine: {machine.name}: B {machine.bandwidth / 1e9:.1f} GB/s (best streaming kernel), "
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     for dtype in args.dtypes.split(","):
         print(f"timing the Qwen3-0.6B-shaped model in {dtype} ...", file=sys.stderr)
         measured = measure_model_blocking(QWEN3_06B_SHAPE, _plan(dtype, args.quick, args.threads),
-                                          on_item=_progress)
+                                          on_progress=_progress)
         print(file=sys.stderr)
         cal = calibrate(measured.spec, machine, measured.points, kv_type=measured.kv_type, dtype=dtype,
                         overhead=measured.overhead)

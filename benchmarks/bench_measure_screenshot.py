@@ -27,9 +27,9 @@ SHAPE = {"model_type": "qwen3", "_name_or_path": "Qwen3-0.6B-shaped", "hidden_si
          "torch_dtype": "float32"}
 
 
-def _wait(app, panel, timeout: float) -> None:
+def _wait(app, measure, timeout: float) -> None:
     deadline = time.perf_counter() + timeout
-    while panel.jobs.busy and time.perf_counter() < deadline:
+    while measure.jobs.busy and time.perf_counter() < deadline:
         app.processEvents()
         time.sleep(0.02)
     app.processEvents()
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     window = MainWindow(state, Settings(), persist=False)
     window.resize(1480, 940)
     window.show()
-    panel = window.measure_panel
+    panel, measure = window.measure_panel, window.measure
     panel.threads.setValue(1)
     panel.repeats.setValue(2)
     if args.quick:
@@ -71,13 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     panel.use_roofline.setChecked(True)
     panel.machine_button.click()
-    _wait(app, panel, 300)
+    _wait(app, measure, 300)
     timings.append(("measure this machine", time.perf_counter() - start))
     start = time.perf_counter()
     panel.model_button.click()
-    _wait(app, panel, 900)
+    _wait(app, measure, 900)
     timings.append(("time the model", time.perf_counter() - start))
-    if panel.calibration is None:
+    if measure.calibration is None:
         print(f"no calibration: {panel.error.text()}", file=sys.stderr)
         return 1
     window.left_tabs.setCurrentWidget(window.left_tabs.widget(3))
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {shot}")
     for what, seconds in timings:
         print(f"{what:<24} {seconds:6.1f} s")
-    after = panel.calibration.after
+    after = measure.calibration.after
     print("calibrated median |error|: " + ", ".join(f"{k} {v.median:.1%}" for k, v in after.items()))
     window.close()
     return 0

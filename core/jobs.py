@@ -1,8 +1,13 @@
-"""The job contract every measurement follows: a plain generator that yields ``Progress`` and
-results, checks a cancel flag between small chunks, and returns its final result.
+"""The job contract every slow job follows (opening a model file, a measurement), in the window
+and on the command line alike.
 
-No Qt here: the GUI runs these generators on its worker; the CLI and the benchmarks drain them
-with ``run_job``."""
+A job is a plain generator with no Qt inside. Each ``yield`` hands out one ``Progress`` (which
+may carry a ``sample``: a point measured just now, to draw while the job runs) and is a chance
+to stop; between small chunks of work the job calls ``check_cancel(cancel)`` with the
+``CancelToken`` it was given; its ``return`` value is the job's result.
+
+The GUI runs these generators on its worker (``rooflab.gui.jobs``); the command line and the
+benchmarks drain them with ``run_job``."""
 
 from __future__ import annotations
 
@@ -10,43 +15,62 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from rooflab.core.errors import Cancelled
 
 T = TypeVar("T")
 
-#: What a measurement accepts as its stop signal: an Event, a callable returning True to stop,
-#: or None (never stops).
-CancelFlag = threading.Event | Callable[[], bool] | None
+
+class CancelToken(threading.Event):
+    """One job's stop request, shared by whoever may ask (a Cancel button, a newer job that
+    supersedes it, Ctrl+C) and the job that checks it. Set once; never cleared.
+
+    It is a ``threading.Event`` (so ``set``/``is_set``/``wait`` work) with the job's words."""
+
+    def cancel(self) -> None:
+        """Ask the job to stop at its next check."""
+        self.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.is_set()
+
+    def check(self) -> None:
+        """Raise ``Cancelled`` when a stop was asked for."""
+        if self.is_set():
+            raise Cancelled("cancelled")
 
 
-@dataclass(frozen=True, slots=True)
+#: What a job accepts as its stop signal: the job's ``CancelToken`` (any ``threading.Event``
+#: serves), or None (never stops).
+CancelFlag = threading.Event | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Progress:
     """A progress point of a running job.
 
-    step: the experiment ("bandwidth", "matmul", "roofline", "prefill", "batch", ...).
-    message: what is happening now, for a status line. fraction: of the whole job, in [0, 1].
-    eta_seconds: estimated seconds left, None until there is a basis for one."""
+    step: the stage ("open", "bandwidth", "matmul", "roofline", "prefill", "batch", ...).
+    message: what is happening now, for a status line. fraction: of the whole job, in [0, 1]
+    (None when the job cannot tell). eta_seconds: estimated seconds left, None until there is
+    a basis for one. sample: a result finished at this point (a ``MeasuredPoint``, a
+    ``RooflineSample``, ...), so it can be shown before the job returns; None for most."""
 
     step: str
     message: str
-    fraction: float
+    fraction: float | None = None
     eta_seconds: float | None = None
+    sample: object | None = None
 
 
-def cancel_requested(cancel: CancelFlag) -> bool:
-    """True when the flag asks the job to stop."""
-    if cancel is None:
-        return False
-    if isinstance(cancel, threading.Event):
-        return cancel.is_set()
-    return bool(cancel())
+#: What runs a job: called with the job's cancel token, returns the generator.
+JobFactory = Callable[[CancelToken], Generator[Progress, None, T]]
 
 
 def check_cancel(cancel: CancelFlag) -> None:
-    """Raise ``Cancelled`` when the flag asks the job to stop; call between small chunks."""
-    if cancel_requested(cancel):
+    """Raise ``Cancelled`` when ``cancel`` asks the job to stop; call between small chunks."""
+    if cancel is not None and cancel.is_set():
         raise Cancelled("measurement cancelled")
 
 
@@ -81,12 +105,13 @@ class EtaTracker:
         elapsed = time.perf_counter() - self._start
         return max(0.0, elapsed / self._done * (self._total - self._done))
 
-    def progress(self, step: str, message: str) -> Progress:
-        return Progress(step=step, message=message, fraction=self.fraction, eta_seconds=self.eta_seconds)
+    def progress(self, step: str, message: str, sample: object | None = None) -> Progress:
+        return Progress(step=step, message=message, fraction=self.fraction, eta_seconds=self.eta_seconds,
+                        sample=sample)
 
 
-def run_job(job: Generator[Any, None, T], on_item: Callable[[Any], None] | None = None) -> T:
-    """Drive a measurement generator to its end; hand every yielded item to ``on_item``.
+def run_job(job: Generator[Progress, None, T], on_progress: Callable[[Progress], None] | None = None) -> T:
+    """Drive a job to its end in this thread; hand every ``Progress`` to ``on_progress``.
 
     Returns the generator's return value. A ``Cancelled`` or other error propagates."""
     while True:
@@ -94,5 +119,5 @@ def run_job(job: Generator[Any, None, T], on_item: Callable[[Any], None] | None 
             item = next(job)
         except StopIteration as stop:
             return stop.value
-        if on_item is not None:
-            on_item(item)
+        if on_progress is not None:
+            on_progress(item)

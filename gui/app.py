@@ -182,14 +182,15 @@ def run_gui(args: argparse.Namespace) -> int:
 
 
 def _screenshot(app: QApplication, window: MainWindow, path: str) -> int:
-    if window.jobs.busy:
+    jobs = window.opener.jobs
+    if jobs.busy:
         loop = QEventLoop()
-        window.jobs.done.connect(loop.quit)
+        jobs.finished.connect(loop.quit)
         loop.exec()
     window.recompute.recompute_now()
     app.processEvents()
-    if window.jobs.last_error:
-        print(f"rooflab: error: {window.jobs.last_error}", file=sys.stderr)
+    if jobs.last_error is not None:
+        print(f"rooflab: error: {jobs.last_error}", file=sys.stderr)
         return 2
     out = window.save_screenshot(path)
     print(out)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rooflab.core.report.charts import Scenario
+from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.summary import Summary
 from rooflab.gui.units import fmt, significant
 

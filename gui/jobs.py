@@ -1,174 +1,183 @@
 """Run one slow job (opening a model file, a measurement) off the GUI thread.
 
-A job is a plain Python generator with no Qt inside. Each ``yield`` is a progress point and a
-chance to stop: a yielded ``Progress`` goes to the ``progress`` signal, anything else to
-``result`` (a generator may yield several results, e.g. one per measured point); its return
-value, when not None, is one more ``result``. The controller owns at most one QThread.
+A job is a core generator (``rooflab.core.jobs``): no Qt inside, each ``yield`` a ``Progress``
+and a chance to stop, its ``return`` value the result. ``JobController.start`` takes the
+generator itself, or a callable that makes it from the run's ``CancelToken`` (for a job that
+checks the token inside a long step: ``start(functools.partial(measure_model, ref, plan))``).
 
-Contract (the superqt worker contract):
-- ``started`` once, then any number of ``progress``/``result``, then ``failed(str)`` if the job
-  raised, then ``done`` exactly once, always last (also after a cancel).
-- ``cancel()`` sets a ``threading.Event``; the worker checks it after every yield and closes
-  the generator (its ``finally`` blocks run). A job that wants to stop inside a long step
-  takes the event: ``start(lambda cancel: measure(spec, cancel=cancel))``.
-- A ``RooflabError`` reaches ``failed`` as its one-line message; any other exception as
-  "Unexpected error: ...", with the traceback logged. A cancelled job reports no ``failed``.
-- Signals from a superseded run are dropped (run counter), so a late result never lands.
-"""
+The signals of one run, modelled on superqt's ``thread_worker``:
+
+- ``started()`` when the run starts (inside ``start``);
+- ``yielded(progress)`` for each ``Progress``, in order;
+- then exactly one of ``returned(result)`` (the generator's return value),
+  ``errored(exception)`` (the exception object, traceback attached and logged) or
+  ``aborted()`` (``cancel()`` was called, or a newer run superseded this one);
+- ``finished()`` always last, exactly once.
+
+Once ``cancel()`` was called for a run, nothing but ``aborted`` and ``finished`` reach the
+listeners. ``start`` never blocks: a run still going is cancelled and ends with ``aborted`` and
+``finished`` before the new run's ``started``; its thread is kept referenced until it really
+ends and whatever it still sends is dropped (each run has a number). Only ``shutdown()``, on
+closing the window, waits for the threads.
+
+Connect these signals to bound methods of objects that live in the GUI thread."""
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Union
+import sys
+from collections.abc import Callable, Generator
+from typing import Any, Union
 
-from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal
 
 from rooflab.core.errors import Cancelled, RooflabError
+from rooflab.core.jobs import CancelToken, Progress
 
 log = logging.getLogger(__name__)
 
-Job = Union[Iterable[object], Callable[[threading.Event], Iterable[object]]]  # noqa: UP007 - a runtime alias on 3.10
+JobGenerator = Generator[Progress, None, Any]
+Job = Union[JobGenerator, Callable[[CancelToken], JobGenerator]]  # noqa: UP007 - a runtime alias on 3.10
+
+RETURNED, ERRORED, ABORTED = "returned", "errored", "aborted"
 
 
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """A progress point: ``fraction`` in [0, 1] (None when unknown) and what is happening."""
-
-    message: str
-    fraction: float | None = None
-    eta_seconds: float | None = None
+def report_unexpected(exc: BaseException) -> None:
+    """What an ``errored`` slot does with an exception that is not a RooflabError (a bug): hand
+    it to the excepthook, which logs the traceback and shows the dialog."""
+    sys.excepthook(type(exc), exc, exc.__traceback__)
 
 
 class _WorkerThread(QThread):
-    """Drives one generator; its signals are emitted from the worker thread and arrive queued
-    at the controller, which lives in the GUI thread."""
+    """Drives one generator. Its signals are emitted in the worker thread and reach the
+    controller (a GUI-thread object) queued, in the order they were sent."""
 
-    yielded = Signal(int, object)
-    errored = Signal(int, str)
-    finished_run = Signal(int)
+    progressed = Signal(int, object)           # run, Progress
+    ended = Signal(int, str, object)           # run, outcome, result or exception: sent last, once
 
-    def __init__(self, run: int, job: Job, cancel: threading.Event, parent: QObject | None = None) -> None:
+    def __init__(self, run: int, job: Job, token: CancelToken, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._run = run
+        self.run_id = run
         self._job = job
-        self._cancel = cancel
+        self._token = token
 
     def run(self) -> None:  # noqa: D401 - QThread API
-        iterator: Iterator[object] | None = None
+        generator: JobGenerator | None = None
+        outcome, payload = ABORTED, None
         try:
-            source = self._job(self._cancel) if callable(self._job) else self._job
-            iterator = iter(source)
-            while not self._cancel.is_set():
+            generator = self._job(self._token) if callable(self._job) else self._job
+            while not self._token.is_set():
                 try:
-                    item = next(iterator)
+                    item = next(generator)
                 except StopIteration as stop:
-                    if stop.value is not None:
-                        self.yielded.emit(self._run, stop.value)
+                    outcome, payload = RETURNED, stop.value
                     break
-                self.yielded.emit(self._run, item)
+                self.progressed.emit(self.run_id, item)
         except Cancelled:
             pass
-        except RooflabError as exc:
-            if not self._cancel.is_set():
-                self.errored.emit(self._run, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a job's bug must reach the user, not kill the thread
+        except RooflabError as exc:          # a user's mistake or the machine's limit: one line
+            outcome, payload = ERRORED, exc
+        except Exception as exc:  # noqa: BLE001 - a job's bug must reach the user, not end the thread
             log.exception("job failed")
-            if not self._cancel.is_set():
-                self.errored.emit(self._run, f"Unexpected error: {type(exc).__name__}: {exc}")
+            outcome, payload = ERRORED, exc
         finally:
-            close = getattr(iterator, "close", None)
-            if close is not None:
+            if generator is not None:
                 try:
-                    close()                      # runs the generator's finally blocks on cancel
+                    generator.close()         # runs the job's finally blocks when it stopped early
                 except Exception:  # noqa: BLE001
                     log.exception("job failed while closing")
-            self.finished_run.emit(self._run)
+            self.ended.emit(self.run_id, outcome, payload)
 
 
 class JobController(QObject):
-    """Runs at most one job at a time in a QThread; see the module docstring for the contract."""
+    """Runs at most one job at a time on a worker thread; see the module docstring."""
 
     started = Signal()
-    progress = Signal(object)      # a Progress
-    result = Signal(object)        # anything else a job yields or returns
-    failed = Signal(str)
-    done = Signal()
+    yielded = Signal(object)        # a Progress
+    returned = Signal(object)       # the job's return value
+    errored = Signal(object)        # the exception the job raised
+    aborted = Signal()
+    finished = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._run = 0
-        self._thread: _WorkerThread | None = None
-        self._cancel = threading.Event()
-        self.last_error: str | None = None
+        self._token = CancelToken()
+        self._busy = False
+        self._threads: list[_WorkerThread] = []     # each kept until it has really ended
+        self.last_error: BaseException | None = None
 
     @property
     def busy(self) -> bool:
-        return self._thread is not None
+        """A run has started and not yet finished."""
+        return self._busy
+
+    @property
+    def threads_alive(self) -> int:
+        """Worker threads not yet ended (a superseded run's may outlive it for a while)."""
+        return len(self._threads)
 
     def start(self, job: Job) -> None:
-        """Run ``job``: an iterable, or a callable taking the cancel event and returning one.
-
-        A job still running is cancelled first and waited for (its ``done`` still arrives)."""
-        if self._thread is not None:
-            self.cancel()
-            self.wait()
+        """Run ``job`` (a generator, or a callable taking the run's CancelToken and returning
+        one). A run still going is cancelled, not waited for: its ``aborted`` and ``finished``
+        come first."""
+        if self._busy:
+            self._end(ABORTED, None)
         self._run += 1
-        self._cancel = threading.Event()
+        self._token = CancelToken()
+        self._busy = True
         self.last_error = None
-        thread = _WorkerThread(self._run, job, self._cancel, self)
-        thread.yielded.connect(self._on_thread_yielded)
-        thread.errored.connect(self._on_thread_errored)
-        thread.finished_run.connect(self._on_thread_finished_run)
-        self._thread = thread
+        thread = _WorkerThread(self._run, job, self._token, self)
+        thread.progressed.connect(self._on_thread_progressed)
+        thread.ended.connect(self._on_thread_ended)
+        thread.finished.connect(self._on_thread_finished)
+        self._threads.append(thread)
         self.started.emit()
         thread.start()
 
     def cancel(self) -> None:
-        """Ask the running job to stop at its next yield (no-op when idle)."""
-        self._cancel.set()
+        """Ask the running job to stop at its next yield or cancel check (no-op when idle)."""
+        self._token.cancel()
 
-    def wait(self, timeout_ms: int = 30_000) -> bool:
-        """Block until the worker thread has ended and its signals are delivered."""
-        thread = self._thread
-        if thread is None:
-            return True
-        ended = thread.wait(timeout_ms)
-        if ended:
-            # deliver the queued signals now, so ``done`` is never left pending
-            from PySide6.QtCore import QCoreApplication
-
-            QCoreApplication.sendPostedEvents(self)
-            if self._thread is thread:        # nothing delivered: finish by hand
-                self._on_thread_finished_run(self._run)
+    def shutdown(self, timeout_ms: int = 30_000) -> bool:
+        """On close: cancel, then wait for every worker thread; the running job's ``aborted``
+        and ``finished`` are delivered before this returns. False if a thread outlived
+        ``timeout_ms`` (its job ignores cancel)."""
+        self.cancel()
+        ended = all([thread.wait(timeout_ms) for thread in list(self._threads)])
+        QCoreApplication.sendPostedEvents(self)     # deliver what the threads sent while we waited
+        if self._busy:                              # a job that would not stop: finish it by hand
+            self._end(ABORTED, None)
         return ended
 
-    def shutdown(self) -> None:
-        """On close: cancel, then wait."""
-        self.cancel()
-        self.wait()
+    # -- the worker's signals (GUI thread) ----------------------------------------------------
+    def _on_thread_progressed(self, run: int, progress: object) -> None:
+        if run == self._run and self._busy and not self._token.is_set():
+            self.yielded.emit(progress)
 
-    # -- slots (GUI thread) ---------------------------------------------------------------
-    def _on_thread_yielded(self, run: int, item: object) -> None:
-        if run != self._run or self._cancel.is_set():
-            return
-        if isinstance(item, Progress):
-            self.progress.emit(item)
+    def _on_thread_ended(self, run: int, outcome: str, payload: object) -> None:
+        if run != self._run or not self._busy:
+            return                                   # superseded, or finished by hand
+        if self._token.is_set():
+            outcome = ABORTED                        # the user's cancel wins over a late result
+        self._end(outcome, payload)
+
+    def _on_thread_finished(self) -> None:
+        thread = self.sender()
+        if thread in self._threads:
+            self._threads.remove(thread)
+            thread.deleteLater()
+
+    def _end(self, outcome: str, payload: object) -> None:
+        """The current run's last signals: its outcome, then ``finished``."""
+        self._token.cancel()                 # a superseded job stops; a finished one is unaffected
+        self._run += 1                       # whatever the old thread still sends is dropped
+        self._busy = False
+        if outcome == RETURNED:
+            self.returned.emit(payload)
+        elif outcome == ERRORED:
+            self.last_error = payload if isinstance(payload, BaseException) else None
+            self.errored.emit(payload)
         else:
-            self.result.emit(item)
-
-    def _on_thread_errored(self, run: int, message: str) -> None:
-        if run != self._run:
-            return
-        self.last_error = message
-        self.failed.emit(message)
-
-    def _on_thread_finished_run(self, run: int) -> None:
-        if self._thread is None or run != self._run:
-            return
-        thread, self._thread = self._thread, None
-        thread.wait()
-        thread.deleteLater()
-        self.done.emit()
+            self.aborted.emit()
+        self.finished.emit()

@@ -1,24 +1,20 @@
-"""The main window: Machine / Model / Workload tabs on the left, the plot tabs on the right,
-the numbers, Compare and the stopwatch below them, a message bar on top.
+"""The main window: Machine / Model / Workload / Measure tabs on the left, the plot tabs on the
+right, the numbers, Compare and the stopwatch below them, a message bar on top.
 
-It wires the parts together and owns the slow work: opening a model runs as a job on the
-JobController; a recompute (on the GUI thread, debounced) hands each plot its Curves."""
+It wires the parts together: opening a model runs on the OpenModelController, measuring on the
+MeasureController (each a job off the GUI thread); a recompute (on the GUI thread, debounced)
+hands the plot tabs their Frame."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
-    QLabel,
     QMainWindow,
     QMenu,
     QScrollArea,
@@ -29,18 +25,18 @@ from PySide6.QtWidgets import (
 )
 
 from rooflab.core.errors import ReportError, RooflabError
-from rooflab.core.report.charts import CHART_TITLES
-from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 from rooflab.gui import about
 from rooflab.gui.compare_panel import ComparePanel
 from rooflab.gui.dnd import DropController
-from rooflab.gui.jobs import JobController, Progress
 from rooflab.gui.machine_panel import MachinePanel
+from rooflab.gui.measure_controller import MeasureController
 from rooflab.gui.measure_panel import MeasurePanel
 from rooflab.gui.model_panel import MODEL_FILTER, ModelPanel
 from rooflab.gui.numbers_panel import NumbersPanel
-from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
+from rooflab.gui.open_controller import Opened, OpenModelController
+from rooflab.gui.plot_tabs import PlotTabsPanel
+from rooflab.gui.plots import ChartPlot
 from rooflab.gui.recompute import Frame, RecomputeController
 from rooflab.gui.report import ReportFiles, write_report
 from rooflab.gui.settings import Settings, save_settings
@@ -53,26 +49,6 @@ from rooflab.gui.workload_panel import WorkloadPanel
 log = logging.getLogger(__name__)
 
 
-
-@dataclass(frozen=True, slots=True)
-class Opened:
-    """What an open-model job returns."""
-
-    ref: str
-    spec: ModelSpec
-    weights: str = ""
-
-
-def open_model_job(ref: str, weights: str | None, cancel: threading.Event) -> Iterator[object]:
-    """Read a model off the GUI thread (a generator: no Qt inside)."""
-    from rooflab.core.io import load_model
-
-    yield Progress(f"Opening {Path(ref).name or ref}…")
-    spec = load_model(ref, weights=weights)
-    if not cancel.is_set():
-        yield Opened(ref=ref, spec=spec, weights=weights or "")
-
-
 def _scrolled(widget: QWidget) -> QScrollArea:
     area = QScrollArea()
     area.setWidget(widget)
@@ -83,7 +59,7 @@ def _scrolled(widget: QWidget) -> QScrollArea:
 
 class MainWindow(QMainWindow):
     model_loaded = Signal(object)        # ModelSpec
-    model_failed = Signal(str)
+    model_failed = Signal(str)           # the reason, one line
     redrawn = Signal(object)             # Frame: the plot on screen and the numbers show it
     report_saved = Signal(object)        # ReportFiles
 
@@ -96,7 +72,6 @@ class MainWindow(QMainWindow):
         self._persist = persist
         self.theme = apply_theme(self.settings.theme)
         self.recompute = RecomputeController(state, self)
-        self.jobs = JobController(self)
         self.messages = MessageBar()
         self.machine_panel = MachinePanel(state)
         self.model_panel = ModelPanel(state)
@@ -104,15 +79,14 @@ class MainWindow(QMainWindow):
         self.numbers = NumbersPanel()
         self.compare = ComparePanel(state, self.theme)
         self.stopwatch = StopwatchPanel()
-        self.plots: dict[str, ChartPlot] = {cls.chart_key: cls(theme=self.theme) for cls in PLOT_CLASSES}
-        self.measure_panel = MeasurePanel(state, self.plots)
+        self.plot_panel = PlotTabsPanel(self.theme)
+        self.plots: dict[str, ChartPlot] = self.plot_panel.plots
+        self.plot_tabs = self.plot_panel.tabs
+        self.scenario_label = self.plot_panel.scenario_label
+        self.measure_panel = MeasurePanel()
+        self.measure = MeasureController(state, self.plots, self.measure_panel, self)
+        self.opener = OpenModelController(state, self.settings, self.model_panel, self)
         self.left_tabs = QTabWidget()
-        self.plot_tabs = QTabWidget()
-        self.scenario_label = QLabel()
-        self.scenario_label.setTextFormat(Qt.TextFormat.RichText)
-        self.scenario_label.setWordWrap(True)     # pinned series wrap instead of widening the window
-        self._plots_frame: Frame | None = None
-        self._stale_plots: set[str] = set()
         self._build_layout()
         self._build_menus()
         self.drops = DropController(self)
@@ -131,10 +105,6 @@ class MainWindow(QMainWindow):
         self.left_tabs.addTab(_scrolled(self.measure_panel), "Measure")
         self.left_tabs.setCurrentIndex(2)
         self.left_tabs.setMinimumWidth(340)
-        for key, plot in self.plots.items():
-            self.plot_tabs.addTab(plot, CHART_TITLES[key])
-            self.plot_tabs.setTabToolTip(self.plot_tabs.count() - 1, type(plot).__doc__ or "")
-        self.plot_tabs.setCurrentIndex(2)
         side = QWidget()
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(0, 0, 0, 0)
@@ -147,14 +117,8 @@ class MainWindow(QMainWindow):
         bottom.setStretchFactor(0, 3)
         bottom.setStretchFactor(1, 1)
         bottom.setSizes([760, 360])
-        plots = QWidget()
-        plots_layout = QVBoxLayout(plots)
-        plots_layout.setContentsMargins(0, 0, 0, 0)
-        plots_layout.setSpacing(2)
-        plots_layout.addWidget(self.scenario_label)
-        plots_layout.addWidget(self.plot_tabs, 1)
         right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(plots)
+        right.addWidget(self.plot_panel)
         right.addWidget(bottom)
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 2)
@@ -215,64 +179,40 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.recompute.recomputed.connect(self._on_recompute_recomputed)
-        self.plot_tabs.currentChanged.connect(self._on_plot_tabs_current_changed)
         self.recompute.failed.connect(self._on_recompute_failed)
-        self.jobs.progress.connect(self._on_jobs_progress)
-        self.jobs.result.connect(self._on_jobs_result)
-        self.jobs.failed.connect(self._on_jobs_failed)
-        self.jobs.done.connect(self._on_jobs_done)
+        self.opener.progressed.connect(self._on_opener_progressed)
+        self.opener.opened.connect(self._on_opener_opened)
+        self.opener.failed.connect(self._on_opener_failed)
         self.drops.dropped.connect(self._on_drops_dropped)
         self.model_panel.open_requested.connect(self._on_model_panel_open_requested)
         self.machine_panel.message.connect(self._on_panel_message)
-        self.measure_panel.message.connect(self._on_panel_message)
-        self.measure_panel.machine_measured.connect(self._on_measure_panel_machine_measured)
+        self.measure.message.connect(self._on_panel_message)
+        self.measure.machine_measured.connect(self._on_measure_machine_measured)
         from PySide6.QtGui import QGuiApplication
 
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
 
     # -- opening models ---------------------------------------------------------------------
     def open_model(self, ref: str, weights: str | None = None) -> None:
-        """Open a model file, folder or catalogue key off the GUI thread; the model on screen
-        stays until the new one has been read (and stays if it cannot be).
+        """Open a model file, folder or catalogue key off the GUI thread (see
+        ``OpenModelController.open``); the model on screen stays until the new one is read."""
+        self.opener.open(ref, weights)
 
-        ``weights``: the format for a config-defined model (None: the Model tab's choice, so a
-        dialog, a drop and the recent menu all follow it); a GGUF file keeps its own types."""
-        from rooflab.core.io import takes_weights
+    def _on_opener_progressed(self, message: str) -> None:
+        self.statusBar().showMessage(message)
 
-        if weights is None:
-            weights = self.model_panel.chosen_weights()
-        if not takes_weights(ref):
-            weights = ""
-        self.model_panel.set_busy(f"Opening {Path(ref).name or ref}…")
-        self.jobs.start(functools.partial(open_model_job, ref, weights or None))
-
-    def _on_jobs_progress(self, progress: Progress) -> None:
-        self.statusBar().showMessage(progress.message)
-        self.model_panel.set_busy(progress.message)
-
-    def _on_jobs_result(self, item: object) -> None:
-        if not isinstance(item, Opened):
-            return
-        self.state.set_model(item.spec, item.ref, item.weights)
-        if Path(item.ref).exists():
-            self.settings.add_recent(str(Path(item.ref).resolve()))
-            self.model_panel.set_recent(self.settings.recent)
-            self._refresh_recent_menu()
-        self.settings.model = item.ref
-        self.settings.weights = item.weights
+    def _on_opener_opened(self, opened: Opened) -> None:
+        self._refresh_recent_menu()
         self.messages.clear("open")
-        self.statusBar().showMessage(f"Opened {item.spec.name}", 5000)
+        self.statusBar().showMessage(f"Opened {opened.spec.name}", 5000)
         self.left_tabs.setCurrentWidget(self.left_tabs.widget(1))
-        self.model_loaded.emit(item.spec)
+        self.model_loaded.emit(opened.spec)
 
-    def _on_jobs_failed(self, message: str) -> None:
-        self.messages.show_message(f"Could not open the model: {message}. "
+    def _on_opener_failed(self, exc: RooflabError) -> None:
+        self.messages.show_message(f"Could not open the model: {exc}. "
                                    f"{self.state.model.name} stays loaded.", "error", "open")
         self.statusBar().clearMessage()
-        self.model_failed.emit(message)
-
-    def _on_jobs_done(self) -> None:
-        self.model_panel.set_busy(None)
+        self.model_failed.emit(str(exc))
 
     def _on_drops_dropped(self, paths: list[str]) -> None:
         self.open_model(paths[0])
@@ -307,49 +247,21 @@ class MainWindow(QMainWindow):
 
     # -- drawing ----------------------------------------------------------------------------
     def _on_recompute_recomputed(self, frame: Frame) -> None:
-        # The plot on screen redraws now; the others when their tab is shown (or a report
-        # needs them): redrawing all five would take most of a frame for nothing visible.
-        self._plots_frame = frame
-        self._stale_plots = set(self.plots)
-        current = self.plot_tabs.currentWidget()
-        if isinstance(current, ChartPlot):
-            self._draw_plot(current)
-        self._show_scenario(frame)
+        self.plot_panel.show_frame(frame)
+        self.setWindowTitle(f"rooflab — {frame.scenario.model.name} on {frame.scenario.machine.name}")
         self.numbers.show_frame(frame)
         self.stopwatch.show_frame(frame)
         self.messages.clear("predict")
         self.redrawn.emit(frame)
 
-    def _show_scenario(self, frame: Frame) -> None:
-        label = frame.scenario.label
-        swatch = f"<span style='color:{self.theme.current['main']}'>■</span>"
-        pinned = "".join(f" &nbsp; <span style='color:{self.theme.series[p.pin_id % len(self.theme.series)]}'>■"
-                         f"</span> {p.label}" for p, _ in frame.pinned)
-        self.scenario_label.setText(f"{swatch} <b>{label}</b>{pinned}")
-        self.setWindowTitle(f"rooflab — {frame.scenario.model.name} on {frame.scenario.machine.name}")
-
-    def _draw_plot(self, plot: ChartPlot) -> None:
-        frame = self._plots_frame
-        if frame is None or plot.chart_key not in self._stale_plots:
-            return
-        self._stale_plots.discard(plot.chart_key)
-        pinned = [PinnedChart(p.pin_id, p.label, charts[plot.chart_key]) for p, charts in frame.pinned]
-        plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=frame.scenario.label)
-
     def flush_plots(self) -> None:
         """Bring every plot, shown or not, up to the last frame."""
-        for plot in self.plots.values():
-            self._draw_plot(plot)
-
-    def _on_plot_tabs_current_changed(self, index: int) -> None:
-        plot = self.plot_tabs.widget(index)
-        if isinstance(plot, ChartPlot):
-            self._draw_plot(plot)
+        self.plot_panel.flush()
 
     def _on_recompute_failed(self, message: str) -> None:
         self.messages.show_message(f"Cannot predict this combination: {message}", "warning", "predict")
 
-    def _on_measure_panel_machine_measured(self, _profile: object) -> None:
+    def _on_measure_machine_measured(self, _profile: object) -> None:
         self.machine_panel.refresh_picker()        # list "this machine, measured" to pick again
 
     def _on_panel_message(self, text: str, level: str) -> None:
@@ -415,11 +327,8 @@ class MainWindow(QMainWindow):
     def set_theme(self, mode: str) -> None:
         self.settings.theme = mode
         self.theme = apply_theme(mode)
-        for plot in self.plots.values():
-            plot.apply_theme(self.theme)
+        self.plot_panel.apply_theme(self.theme)
         self.compare.apply_theme(self.theme)
-        if self._plots_frame is not None:
-            self._show_scenario(self._plots_frame)      # its swatches take the new series colours
         for action in self.theme_actions.actions():
             action.setChecked(action.data() == mode)
 
@@ -448,8 +357,8 @@ class MainWindow(QMainWindow):
                 log.exception("could not save settings")
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
-        self.jobs.shutdown()
-        self.measure_panel.shutdown()
+        self.opener.shutdown()          # cancel, then wait: the only place a job is waited for
+        self.measure.shutdown()
         self.remember()
         self.drops.uninstall()
         super().closeEvent(event)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from rooflab.core.errors import RooflabError
 from rooflab.core.io import takes_weights
 from rooflab.core.io.catalogue import list_catalogue
+from rooflab.core.predict.work import weight_bytes_read_per_token
 from rooflab.core.report.tables import grouped_rows
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import RECIPES
@@ -173,7 +174,7 @@ class ModelPanel(QWidget):
         s["params"].setText(f"{units.fmt(spec.params_total, 'params')} total, {units.fmt(spec.params_per_token, 'params')} "
                             "per token")
         s["file"].setText(units.fmt(spec.file_bytes, "B"))
-        s["w"].setText(units.fmt(spec.weight_bytes_read_per_token, "B"))
+        s["w"].setText(units.fmt(weight_bytes_read_per_token(spec), "B"))
         self._show_kv(spec)
         s["layers"].setText(f"{spec.layers}")
         s["experts"].setText(f"{spec.experts_used} of {spec.experts} routed" +
@@ -201,13 +202,14 @@ class ModelPanel(QWidget):
     def _fill_tree(self, spec: ModelSpec) -> None:
         self.tree.setSortingEnabled(False)
         self.tree.clear()
-        for group, rows in grouped_rows(spec):
+        for row in grouped_rows(spec):
+            group = row.group
             top = _Row([str(group.name), ", ".join(group.types)])
             top.setText(SHAPE, f"{group.tensors} tensors")
             _numeric(top, PARAMS, group.params, units.fmt(group.params, "params"))
             _numeric(top, FILE_BYTES, group.bytes, units.fmt(group.bytes, "B"))
-            _numeric(top, READ_BYTES, group.bytes_read_per_token, units.fmt(group.bytes_read_per_token, "B"))
-            for r in rows:
+            _numeric(top, READ_BYTES, row.bytes_read_per_token, units.fmt(row.bytes_read_per_token, "B"))
+            for r in row.members:
                 t = r.tensor
                 child = _Row([t.name, t.type_name])
                 child.setText(SHAPE, " × ".join(map(str, t.shape)))

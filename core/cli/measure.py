@@ -8,11 +8,14 @@ import argparse
 import dataclasses
 import json
 import sys
-import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.io import presets
+from rooflab.core.jobs import CancelToken, Progress
+
+if TYPE_CHECKING:
+    from rooflab.core.measure.workflow import Calibrated
 
 GB = 1e9
 
@@ -74,11 +77,11 @@ def run_measure(args: argparse.Namespace) -> int:
     handler = {"machine": _machine, "model": _model, "import": _import}.get(command or "")
     if handler is None:
         raise MeasurementError("measure needs a subcommand: machine, model or import")
-    cancel = threading.Event()
+    cancel = CancelToken()
     try:
         return handler(args, cancel)
     except (KeyboardInterrupt, Cancelled):
-        cancel.set()
+        cancel.cancel()
         print("rooflab: measurement cancelled", file=sys.stderr)
         return 130
 
@@ -91,35 +94,32 @@ class _Status:
         self.quiet = quiet
         self.last = ""
 
-    def __call__(self, item: object) -> None:
-        message = getattr(item, "message", None)
-        if message is None or self.quiet:
+    def __call__(self, progress: Progress) -> None:
+        if self.quiet:
             return
-        eta = getattr(item, "eta_seconds", None)
-        fraction = getattr(item, "fraction", 0.0) or 0.0
-        line = f"[{fraction:4.0%}] {message}" + (f"  (~{eta:.0f} s left)" if eta else "")
+        eta = progress.eta_seconds
+        line = f"[{progress.fraction or 0.0:4.0%}] {progress.message}" + (f"  (~{eta:.0f} s left)" if eta else "")
         if self.tty:
             print(f"\r{line[:78]:<78}", end="", file=sys.stderr, flush=True)
-        elif getattr(item, "step", "") != self.last:
+        elif progress.step != self.last:
             print(line, file=sys.stderr)
-        self.last = getattr(item, "step", "")
+        self.last = progress.step
 
     def done(self) -> None:
         if self.tty and not self.quiet:
             print(file=sys.stderr)
 
 
-def _machine(args: argparse.Namespace, cancel: threading.Event) -> int:
+def _machine(args: argparse.Namespace, cancel: CancelToken) -> int:
     from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+    from rooflab.core.measure.workflow import keep_machine_run
 
     plan = MachinePlan(device=args.device, threads=args.threads, repeats=3 if args.quick else 5,
                        experiments=("bandwidth", "matmul") if args.quick else ("bandwidth", "matmul", "roofline"))
     status = _Status()
-    run = measure_machine_blocking(plan, cancel, on_item=status)
+    run = measure_machine_blocking(plan, cancel, on_progress=status)
     status.done()
-    profile = run.profile()
-    if not args.no_save:
-        presets.save_measured_machine(profile, run.to_dict())
+    profile = keep_machine_run(run, keep=not args.no_save)
     if args.json:
         _print_json({"profile": profile.to_dict(), "measurement": run.to_dict()})
         return 0
@@ -139,11 +139,12 @@ def _machine(args: argparse.Namespace, cancel: threading.Event) -> int:
     return 0
 
 
-def _reference_machine(name: str | None, device: str, cancel: threading.Event) -> Any:
+def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> Any:
     """The profile predictions are compared with: --machine, else the stored measured one,
     else a quick measurement of this machine now (kept for next time)."""
     from rooflab.core.io.presets import load_machine
     from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+    from rooflab.core.measure.workflow import keep_machine_run
 
     if name:
         return load_machine(name)
@@ -153,18 +154,14 @@ def _reference_machine(name: str | None, device: str, cancel: threading.Event) -
     print("no measured machine yet: measuring this one first (bandwidth and matmul peaks)", file=sys.stderr)
     status = _Status()
     run = measure_machine_blocking(MachinePlan(device=device, repeats=3, experiments=("bandwidth", "matmul")),
-                                   cancel, on_item=status)
+                                   cancel, on_progress=status)
     status.done()
-    profile = run.profile()
-    presets.save_measured_machine(profile, run.to_dict())
-    return profile
+    return keep_machine_run(run)
 
 
-def _model(args: argparse.Namespace, cancel: threading.Event) -> int:
-    from rooflab.core.measure import store
-    from rooflab.core.measure.calibrate import calibrate
-    from rooflab.core.measure.gaps import explain
+def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     from rooflab.core.measure.model import ModelPlan, measure_model_blocking
+    from rooflab.core.measure.workflow import after_model_run
 
     experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip())
     plan = ModelPlan(dtype=args.dtype, device=args.device, threads=args.threads, prompts=args.prompts,
@@ -172,31 +169,33 @@ def _model(args: argparse.Namespace, cancel: threading.Event) -> int:
                      decode_steps=args.steps, experiments=experiments, random_weights=args.random_weights)
     machine = _reference_machine(args.machine, args.device, cancel)
     status = _Status()
-    run = measure_model_blocking(args.model, plan, cancel, on_item=status)
+    run = measure_model_blocking(args.model, plan, cancel, on_progress=status)
     status.done()
-    cal = calibrate(run.spec, machine, run.points, kv_type=run.kv_type, dtype=run.dtype, overhead=run.overhead)
-    gaps = explain(run.spec, cal)
-    key, mkey = store.model_key(run.spec), store.machine_key(machine)
-    if not args.no_save:
-        store.save_measurement(key, mkey, run.points, run.record(), label=run.label, source=str(args.model))
-        store.save_calibration(key, mkey, cal, source=str(args.model))
+    done = after_model_run(run, machine, source=str(args.model), keep=not args.no_save)
+    _warn_not_kept(done)
+    cal = done.calibration
     if args.json:
-        _print_json({"model": run.label, "model_key": key, "machine": machine.name, "machine_key": mkey,
-                     "measurement": run.record(), "calibration": cal.to_dict(),
-                     "gaps": [dataclasses.asdict(g) for g in gaps]})
+        _print_json({"model": run.label, "model_key": done.model_key, "machine": machine.name,
+                     "machine_key": done.machine_key, "measurement": run.record(), "calibration": cal.to_dict(),
+                     "gaps": [dataclasses.asdict(g) for g in done.gaps]})
         return 0
     print(f"{run.label}: {run.dtype} on {run.device_name}, {run.threads} threads, torch {run.torch_version}, "
-          f"{'random weights' if run.random_weights else 'real weights'} (key {key})")
+          f"{'random weights' if run.random_weights else 'real weights'} (key {done.model_key})")
     _print_points(cal)
     _print_fit(cal, machine)
     print("  what sits between the ceiling and the measurement:")
-    for g in gaps:
+    for g in done.gaps:
         mark = "*" if g.applies else "-"
         share = f" {g.share:5.0%} of the step's gap" if g.seconds else ""
         print(f"   {mark} {g.contributor}{share}: {g.evidence}")
-    for note in run.notes + cal.notes:
+    for note in done.notes + cal.notes:
         print(f"  note: {note}")
     return 0
+
+
+def _warn_not_kept(done: Calibrated) -> None:
+    if done.keep_error:
+        print(f"rooflab: warning: could not keep the measurement: {done.keep_error}", file=sys.stderr)
 
 
 def _print_points(cal: Any) -> None:
@@ -219,10 +218,9 @@ def _print_fit(cal: Any, machine: Any) -> None:
             print(f"  |error| {kind:<8} median {b.median:6.1%} -> {a.median:6.1%}   worst {b.worst:6.1%} -> {a.worst:6.1%}")
 
 
-def _import(args: argparse.Namespace, cancel: threading.Event) -> int:
+def _import(args: argparse.Namespace, cancel: CancelToken) -> int:
     from rooflab.core.io.llamabench import read_benchmark
-    from rooflab.core.measure import store
-    from rooflab.core.measure.calibrate import calibrate
+    from rooflab.core.measure.workflow import after_import
 
     bench = read_benchmark(args.file)
     for warning in bench.warnings:
@@ -237,12 +235,9 @@ def _import(args: argparse.Namespace, cancel: threading.Event) -> int:
         machine = load_machine(args.machine) if args.machine else presets.load_measured_machine()
         if machine is None:
             raise MeasurementError("no machine to predict with: pass --machine or run 'rooflab measure machine'")
-        cal = calibrate(spec, machine, bench.points, kv_type=bench.kv_type)
-        key, mkey = store.model_key(spec), store.machine_key(machine)
-        if not args.no_save:
-            store.save_measurement(key, mkey, bench.points, {"tool": bench.tool, **bench.metadata},
-                                   label=spec.name, source=str(args.model))
-            store.save_calibration(key, mkey, cal, source=str(args.model))
+        done = after_import(bench, spec, machine, source=str(args.model), keep=not args.no_save)
+        _warn_not_kept(done)
+        cal = done.calibration
         out["calibration"] = cal.to_dict()
         if not args.json:
             print(f"{bench.tool}: {len(bench.points)} points for {spec.name} on {machine.name}")

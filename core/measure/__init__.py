@@ -2,13 +2,15 @@
 why they differ from the prediction. Importing this package loads no torch; the measurements
 import it when they run.
 
-Each measurement is a plain generator (no Qt) yielding ``Progress`` and results as they
-arrive, checking a cancel flag between small chunks, and returning its summary; the
-``*_blocking`` wrappers drain one in the calling thread."""
+Each measurement is a job (``rooflab.core.jobs``): a plain generator (no Qt) yielding
+``Progress``, each result riding on one as its ``sample`` as it arrives, checking its
+``CancelToken`` between small chunks, and returning its summary; the ``*_blocking`` wrappers
+drain one in the calling thread. What follows a measurement (calibrate, keep, explain) is
+``workflow``, shared by the window and the command line."""
 
 from __future__ import annotations
 
-from rooflab.core.jobs import CancelFlag, Progress, run_job
+from rooflab.core.jobs import CancelFlag, CancelToken, Progress, run_job
 from rooflab.core.measure.budget import MemoryEstimate
 from rooflab.core.measure.gaps import Gap, explain
 from rooflab.core.measure.machine import MachinePlan, measure_machine, measure_machine_blocking
@@ -26,7 +28,7 @@ from rooflab.core.measure.model import (
 )
 
 __all__ = [
-    "BandwidthResult", "CancelFlag", "Gap", "MachineMeasurement", "MachinePlan", "MatmulResult",
+    "BandwidthResult", "CancelFlag", "CancelToken", "Gap", "MachineMeasurement", "MachinePlan", "MatmulResult",
     "MemoryEstimate", "ModelMeasurement", "ModelPlan", "Progress", "RooflineSample", "explain",
     "measure_machine", "measure_machine_blocking", "measure_model", "measure_model_blocking", "run_job",
 ]

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.measure.calibrate import Calibration
 from rooflab.core.measure.machine_result import MachineMeasurement
 from rooflab.core.predict import work
+from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
 GB = 1e9

@@ -2,16 +2,16 @@
 buffers far larger than the last-level cache) and matrix-multiply peaks per dtype, plus an
 empirical roofline: (m x k)(k x n) multiplies for m from 1 to a few thousand.
 
-Each measurement is a generator yielding ``Progress`` and one result object per finished
-kernel or point, checking ``cancel`` between calls no longer than ``chunk_seconds``; it
-returns the summary. ``measure_machine_blocking`` drains it. torch only inside functions."""
+Each measurement is a job (``rooflab.core.jobs``): a generator yielding ``Progress``, one per
+finished kernel or point carrying that result as its ``sample``, checking ``cancel`` between
+calls no longer than ``chunk_seconds``; it returns the summary. ``measure_machine_blocking`` drains it. torch only inside functions."""
 
 from __future__ import annotations
 
 import functools
 import math
 import statistics
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +103,7 @@ def _bandwidth_kernel(torch: Any, kernel: str, a: Any, b: Any, c: Any) -> Any:
 
 
 def bandwidth(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | None = None,
-              ) -> Generator[Progress | BandwidthResult, None, tuple[BandwidthResult, ...]]:
+              ) -> Generator[Progress, None, tuple[BandwidthResult, ...]]:
     """Streaming read (sum), copy and triad; bytes/s = bytes streamed per call / seconds.
 
     read streams one buffer, copy two (read + write), triad three; write-allocate traffic
@@ -135,7 +135,7 @@ def bandwidth(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | No
                                      repeats=plan.repeats, threads=threads)
             results.append(result)
             eta.advance()
-            yield result
+            yield eta.progress("bandwidth", f"{kernel}: {result.best / 1e9:.1f} GB/s", sample=result)
         del a, b, c
     return tuple(results)
 
@@ -149,7 +149,7 @@ def _square(torch: Any, n: int, dtype: Any, device: str) -> tuple[Any, Any]:
 
 
 def matmul_peaks(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | None = None,
-                 ) -> Generator[Progress | MatmulResult, None, tuple[MatmulResult, ...]]:
+                 ) -> Generator[Progress, None, tuple[MatmulResult, ...]]:
     """FLOP/s of an n x n x n multiply (2 n^3 FLOP) per dtype, n doubled from 256 until a call
     lasts ``target_seconds`` x 5 or n reaches ``matmul_max``; best and median of the repeats.
     (A GPU needs n in the thousands before its peak shows, hence 16384 there.)"""
@@ -182,7 +182,7 @@ def matmul_peaks(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker |
                                   median=flops / statistics.median(times), repeats=plan.repeats, threads=threads)
             results.append(result)
             eta.advance()
-            yield result
+            yield eta.progress("matmul", f"{name}: {result.best / 1e9:.0f} GFLOP/s", sample=result)
     return tuple(results)
 
 
@@ -198,7 +198,7 @@ def roofline_k(device: str, dtype: str) -> int:
 
 
 def roofline(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | None = None,
-             ) -> Generator[Progress | RooflineSample, None, tuple[RooflineSample, ...]]:
+             ) -> Generator[Progress, None, tuple[RooflineSample, ...]]:
     """Achieved FLOP/s and arithmetic intensity of (m x k)(k x n) for each m in the plan.
 
     intensity = 2 m k n / ((m k + k n + m n) x bytes per element): low m streams the k x n
@@ -226,8 +226,7 @@ def roofline(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | Non
                                     bytes=nbytes, intensity=flops / nbytes, achieved=flops / best)
             samples.append(sample)
             eta.advance()
-            yield sample
-            yield eta.progress("roofline", f"{name}: m = {m}")
+            yield eta.progress("roofline", f"{name}: m = {m}", sample=sample)
             if once > plan.chunk_seconds / 2:
                 break                                   # the next m would run past the chunk limit
     return tuple(samples)
@@ -236,7 +235,7 @@ def roofline(plan: MachinePlan, cancel: CancelFlag = None, eta: EtaTracker | Non
 # --- the whole machine -----------------------------------------------------------------------
 
 def measure_machine(plan: MachinePlan | None = None, cancel: CancelFlag = None,
-                    ) -> Generator[Any, None, MachineMeasurement]:
+                    ) -> Generator[Progress, None, MachineMeasurement]:
     """Bandwidth, matmul peaks and roofline on ``plan.device``; returns a MachineMeasurement
     whose ``profile()`` is a MachineProfile for "this machine, measured"."""
     import datetime
@@ -281,6 +280,6 @@ def _replace(plan: MachinePlan, **changes: Any) -> MachinePlan:
 
 
 def measure_machine_blocking(plan: MachinePlan | None = None, cancel: CancelFlag = None,
-                             on_item: Any = None) -> MachineMeasurement:
-    """``measure_machine`` run to its end in this thread."""
-    return run_job(measure_machine(plan, cancel), on_item)
+                             on_progress: Callable[[Progress], None] | None = None) -> MachineMeasurement:
+    """``measure_machine`` run to its end in this thread, each ``Progress`` to ``on_progress``."""
+    return run_job(measure_machine(plan, cancel), on_progress)

@@ -6,9 +6,10 @@
 3. batched decode: one step for b sequences at a fixed context, for a sweep of b at two
    contexts, the cache rewound after every step so each step sees the same context.
 
-``measure_model`` is a generator: it yields ``Progress`` and each ``MeasuredPoint`` as it is
-measured (so a plot can draw it live), checks ``cancel`` inside every forward pass (a hook on
-each decoder layer), and returns a ``ModelMeasurement``. torch only inside functions."""
+``measure_model`` is a job (``rooflab.core.jobs``): it yields ``Progress``, each
+``MeasuredPoint`` riding on one as its ``sample`` the moment it is measured (so a plot can draw
+it live), checks ``cancel`` inside every forward pass (a hook on each decoder layer), and
+returns a ``ModelMeasurement``. torch only inside functions."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import dataclasses
 import datetime
 import statistics
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,6 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, run_job
 from rooflab.core.measure import backend
 from rooflab.core.measure.budget import MemoryEstimate, check_fits, run_memory
-from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.measure.runner import Runner, overhead_probe
 from rooflab.core.measure.sysinfo import device_memory
 from rooflab.core.measure.torch_model import (
@@ -34,6 +34,7 @@ from rooflab.core.measure.torch_model import (
     resolve_source,
     spec_from_torch,
 )
+from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
 EXPERIMENTS: tuple[str, ...] = ("prefill", "decode", "batch")
@@ -144,7 +145,7 @@ def _source_label(point_source: str, plan: ModelPlan, device: str) -> str:
 
 def measure_model(ref: str | Mapping[str, Any] | ModelSpec | ModelSource, plan: ModelPlan | None = None,
                   cancel: CancelFlag = None, available: float | None = None,
-                  ) -> Generator[Progress | MeasuredPoint, None, ModelMeasurement]:
+                  ) -> Generator[Progress, None, ModelMeasurement]:
     """Time ``ref`` (folder, config.json, .gguf, catalogue key, config dict, ModelSpec).
 
     available: free bytes to plan against (None: ask the device). Raises MeasurementError
@@ -182,14 +183,8 @@ def measure_model(ref: str | Mapping[str, Any] | ModelSpec | ModelSource, plan: 
                 overhead, probe_note = overhead_probe(source, plan.dtype, device, cancel)
                 if probe_note:
                     notes.append(probe_note)
-            for item in _prefill_decode(runner, plan, label, eta):
-                if isinstance(item, MeasuredPoint):
-                    points.append(item)
-                yield item
-            for item in _batched(runner, plan, label, eta):
-                if isinstance(item, MeasuredPoint):
-                    points.append(item)
-                yield item
+            points += yield from _prefill_decode(runner, plan, label, eta)
+            points += yield from _batched(runner, plan, label, eta)
         finally:
             runner.close()
     return ModelMeasurement(
@@ -202,7 +197,7 @@ def measure_model(ref: str | Mapping[str, Any] | ModelSpec | ModelSource, plan: 
 
 
 def _prefill_decode(runner: Runner, plan: ModelPlan, label: str, eta: EtaTracker,
-                    ) -> Generator[Progress | MeasuredPoint, None, None]:
+                    ) -> Generator[Progress, None, list[MeasuredPoint]]:
     """For each prompt, runs of (prefill, then ``decode_steps`` steps): at least ``repeats``,
     more while the point has taken under ``point_seconds`` (up to ``max_repeats``).
 
@@ -210,6 +205,7 @@ def _prefill_decode(runner: Runner, plan: ModelPlan, label: str, eta: EtaTracker
     shared machine the slower repeats measure the other load, not the model: their median is
     kept beside the best so the spread shows it."""
     steps = plan.timed_steps
+    points: list[MeasuredPoint] = []
     for n in plan.timed_prompts:
         ttfts: list[float] = []
         step_times: list[float] = []
@@ -222,30 +218,37 @@ def _prefill_decode(runner: Runner, plan: ModelPlan, label: str, eta: EtaTracker
             step_times += times
         eta.advance()
         if "prefill" in plan.experiments:
-            yield MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=min(ttfts),
-                                median=statistics.median(ttfts), repeats=len(ttfts), source=label)
+            points.append(MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=min(ttfts),
+                                        median=statistics.median(ttfts), repeats=len(ttfts), source=label))
+            yield eta.progress("prefill", f"prompt of {n} tokens: measured", sample=points[-1])
         if step_times:
-            yield MeasuredPoint(kind="decode", prompt=1, context=n + (steps - 1) // 2, batch=1,
-                                seconds=min(step_times), median=statistics.median(step_times),
-                                repeats=len(step_times), source=label)
+            points.append(MeasuredPoint(kind="decode", prompt=1, context=n + (steps - 1) // 2, batch=1,
+                                        seconds=min(step_times), median=statistics.median(step_times),
+                                        repeats=len(step_times), source=label))
+            yield eta.progress("decode", f"after a prompt of {n} tokens: measured", sample=points[-1])
+    return points
 
 
 def _batched(runner: Runner, plan: ModelPlan, label: str, eta: EtaTracker,
-             ) -> Generator[Progress | MeasuredPoint, None, None]:
+             ) -> Generator[Progress, None, list[MeasuredPoint]]:
     """One decode step for b sequences at context t, ``batch_steps`` times, cache rewound."""
+    points: list[MeasuredPoint] = []
     for t in (plan.contexts if plan.batch_grid else ()):
         base = runner.context_cache(t)
         for b in plan.batches:
             yield eta.progress("batch", f"batch of {b} at context {t}")
             times = runner.batch_steps(base, b, plan.batch_steps)
             eta.advance()
-            yield MeasuredPoint(kind="batch", prompt=1, context=t, batch=b, seconds=min(times),
-                                median=statistics.median(times), repeats=len(times), source=label)
+            points.append(MeasuredPoint(kind="batch", prompt=1, context=t, batch=b, seconds=min(times),
+                                        median=statistics.median(times), repeats=len(times), source=label))
+            yield eta.progress("batch", f"batch of {b} at context {t}: measured", sample=points[-1])
         del base
+    return points
 
 
 def measure_model_blocking(ref: str | Mapping[str, Any] | ModelSpec | ModelSource,
                            plan: ModelPlan | None = None, cancel: CancelFlag = None,
-                           on_item: Any = None, available: float | None = None) -> ModelMeasurement:
-    """``measure_model`` run to its end in this thread."""
-    return run_job(measure_model(ref, plan, cancel, available), on_item)
+                           on_progress: Callable[[Progress], None] | None = None,
+                           available: float | None = None) -> ModelMeasurement:
+    """``measure_model`` run to its end in this thread, each ``Progress`` to ``on_progress``."""
+    return run_job(measure_model(ref, plan, cancel, available), on_progress)

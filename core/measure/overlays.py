@@ -11,12 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.report.charts import BATCHING, DECODE, PREFILL, ROOFLINE, Curve, Scenario, build_charts
+from rooflab.core.report.chart_types import Curve, Scenario
+from rooflab.core.report.charts import BATCHING, DECODE, PREFILL, ROOFLINE, build_charts
 from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 

@@ -22,9 +22,9 @@ from typing import Any
 from rooflab.core.errors import SpecError
 from rooflab.core.files.paths import data_dir
 from rooflab.core.files.records import read_record, set_aside, write_record
-from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.measure.calibrate import Calibration
 from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
 log = logging.getLogger(__name__)

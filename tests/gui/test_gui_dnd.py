@@ -58,7 +58,7 @@ def test_bad_file_dropped_shows_message_and_keeps_model(qtbot, window, tmp_path)
     assert window.state.model is before
     assert "broken.gguf" in window.messages.text() and before.name in window.messages.text()
     assert window.messages.level == "error"
-    qtbot.waitUntil(lambda: not window.jobs.busy, timeout=3000)
+    qtbot.waitUntil(lambda: not window.opener.jobs.busy, timeout=3000)
     assert window.model_panel.busy.isHidden()
 
 
@@ -79,3 +79,16 @@ def test_open_model_does_not_block_and_catalogue_picker_opens(qtbot, window):
         panel.catalogue.activated.emit(index)
     assert blocker.args[0].name.lower().startswith("qwen3-0.6b") or "0.6" in blocker.args[0].name
     assert window.state.model_ref == "qwen3-0.6b"
+
+
+def test_a_second_open_supersedes_the_first_without_waiting(qtbot, window, tiny_config):
+    loaded: list[object] = []
+    window.model_loaded.connect(loaded.append)
+    window.open_model(str(tiny_config))
+    window.open_model("qwen3-0.6b")            # the first is still reading: it is dropped, not waited for
+    qtbot.waitUntil(lambda: not window.opener.jobs.busy, timeout=5000)
+    qtbot.waitUntil(lambda: window.opener.jobs.threads_alive == 0, timeout=5000)
+    qtbot.wait(50)
+    assert [spec.name for spec in loaded] == [window.state.model.name]
+    assert window.state.model_ref == "qwen3-0.6b"
+    assert window.model_panel.busy.isHidden()

@@ -1,17 +1,33 @@
-"""The Measure tab: points reach the plots as they arrive, a calibration is shown, cancel stops a
-measurement inside a forward pass, a run that would not fit is refused with a message in the
-window, worker errors are shown, and imports are drawn. Both directions are checked: controls
--> what runs, results -> what the widgets show."""
+"""The Measure tab (the MeasurePanel view and its MeasureController): points reach the plots as
+they arrive, a calibration is shown, cancel stops a measurement inside a forward pass, a run
+that would not fit is refused with a message in the window, worker errors are shown (a bug
+reaches the excepthook), imports are drawn, and the results go through the same workflow the
+command line runs. Both directions are checked: controls -> what runs, results -> what the
+widgets show."""
 
 from __future__ import annotations
 
 import json
-import time
+import threading
 from pathlib import Path
 
 import pytest
 
+from rooflab.core.measure import workflow
 from rooflab.core.values.measured import MeasuredPoint
+
+
+def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[tuple, dict]]:
+    """Record each call of ``workflow.<name>``, still running it."""
+    calls: list[tuple[tuple, dict]] = []
+    real = getattr(workflow, name)
+
+    def recording(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(workflow, name, recording)
+    return calls
 
 
 @pytest.fixture
@@ -28,18 +44,23 @@ def tiny_window(window, tiny_config: Path, monkeypatch, tmp_path):
     panel.contexts.setText("4")
     panel.batches.setText("1, 2")
     yield window
-    panel.shutdown()
+    window.measure.shutdown()
 
 
-def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path):
-    panel = tiny_window.measure_panel
+def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monkeypatch):
+    panel, ctl = tiny_window.measure_panel, tiny_window.measure
+    calls = spy(monkeypatch, "after_model_run")
     arrived: list[object] = []
-    panel.sample_measured.connect(arrived.append)
-    with qtbot.waitSignal(panel.calibrated, timeout=60_000) as fit:
+    ctl.sample_measured.connect(arrived.append)
+    with qtbot.waitSignal(ctl.calibrated, timeout=60_000) as fit:
         panel.model_button.click()
-    qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=10_000)
     points = [a for a in arrived if isinstance(a, MeasuredPoint)]
     assert [p.kind for p in points] == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
+    # the workflow 'rooflab measure model' runs too (tests/core/cli/test_measure_cli.py)
+    ((args, kwargs),) = calls
+    assert list(args[0].points) == points and args[1] is tiny_window.state.machine
+    assert kwargs == {"source": str(tiny_window.state.model_ref)}
     assert fit.args[0].after["all"].count == 6
     assert "Calibration" in panel.results.text() and "TTFT" in panel.results.text()
     assert panel.step.text() == "Done" and panel.progress.value() == 1000
@@ -53,36 +74,52 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path):
     assert any("measured" in p.name for p in files.csvs)            # measured series go into the report
     # control -> model: applying the fit changes the machine on screen
     panel.apply_button.click()
-    assert tiny_window.state.machine.efficiency == panel.calibration.efficiency
+    assert tiny_window.state.machine.efficiency == ctl.calibration.efficiency
 
 
-def test_cancel_stops_within_about_a_second(qtbot, tiny_window):
-    panel = tiny_window.measure_panel
-    panel.prompts.setText(", ".join(["4096"] * 20))
+def test_cancel_stops_the_run_inside_a_forward_pass(qtbot, tiny_window):
+    import torch
+
+    panel, ctl = tiny_window.measure_panel, tiny_window.measure
+    panel.prompts.setText(", ".join(["4096"] * 200))      # minutes of work were it not cancelled
     panel.use_batch.setChecked(False)
-    with qtbot.waitSignal(panel.jobs.progress, timeout=30_000,
-                          check_params_cb=lambda p: p.message.startswith("prefill")):
+    clicked = threading.Event()
+    begun_after_click: list[str] = []
+
+    def count(module, args):               # runs in the worker, before each layer's cancel check
+        if clicked.is_set() and type(module).__name__.endswith("DecoderLayer"):
+            begun_after_click.append(type(module).__name__)
+
+    with qtbot.waitSignal(ctl.jobs.yielded, timeout=30_000, check_params_cb=lambda p: p.step == "prefill"):
         panel.model_button.click()
-    asked = time.perf_counter()
-    with qtbot.waitSignal(panel.jobs.done, timeout=5_000):
-        panel.cancel_button.click()
-    assert time.perf_counter() - asked < 1.5
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(count)
+    try:
+        # 10 s: a bound a loaded 2-core machine keeps (the behaviour is asserted below)
+        with qtbot.waitSignal(ctl.jobs.aborted, timeout=10_000), qtbot.waitSignal(ctl.jobs.finished, timeout=10_000):
+            clicked.set()
+            panel.cancel_button.click()
+    finally:
+        handle.remove()
+    # the layer whose check raised, plus one begun between the click and the token being set
+    assert len(begun_after_click) <= 2
     assert panel.step.text() == "Cancelled"
     assert panel.error.isHidden()
     assert panel.model_button.isEnabled() and not panel.cancel_button.isEnabled()
 
 
 def test_memory_refusal_is_shown_in_the_window(qtbot, tiny_window):
-    panel = tiny_window.measure_panel
-    panel.memory_limit = 1e6
+    panel, ctl = tiny_window.measure_panel, tiny_window.measure
+    ctl.memory_limit = 1e6
     messages: list[tuple[str, str]] = []
-    panel.message.connect(lambda text, level: messages.append((text, level)))
-    with qtbot.waitSignal(panel.jobs.done, timeout=30_000):
+    ctl.message.connect(lambda text, level: messages.append((text, level)))
+    with qtbot.waitSignal(ctl.jobs.errored, timeout=30_000) as failed:
         panel.model_button.click()
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=5000)
+    assert type(failed.args[0]).__name__ == "MeasurementError"      # the exception itself
     assert not panel.error.isHidden() and "not enough memory" in panel.error.text()
     assert messages and messages[-1][1] == "error"
     assert "not enough memory" in tiny_window.messages.label.text() and tiny_window.messages.level == "error"
-    assert panel.points == []
+    assert ctl.points == []
 
 
 def test_worker_error_is_one_line_in_the_window(qtbot, tiny_window, tmp_path):
@@ -90,18 +127,38 @@ def test_worker_error_is_one_line_in_the_window(qtbot, tiny_window, tmp_path):
     bad.parent.mkdir()
     bad.write_text(json.dumps({"model_type": "no-such-architecture", "hidden_size": 8}))
     tiny_window.state.set_model(tiny_window.state.model, str(bad))
-    panel = tiny_window.measure_panel
-    with qtbot.waitSignal(panel.jobs.done, timeout=30_000):
+    panel, ctl = tiny_window.measure_panel, tiny_window.measure
+    with qtbot.waitSignal(ctl.jobs.finished, timeout=30_000):
         panel.model_button.click()
     assert "no-such-architecture" in panel.error.text()
     assert "\n" not in panel.error.text()
+    assert panel.step.text() == "Stopped"
+
+
+def test_a_bug_in_a_job_reaches_the_excepthook(qtbot, tiny_window, monkeypatch):
+    import sys
+
+    from rooflab.gui import measure_controller
+
+    def broken(path, cancel):
+        raise ZeroDivisionError("a bug")
+        yield  # pragma: no cover
+
+    hooked: list[BaseException] = []
+    monkeypatch.setattr(sys, "excepthook", lambda kind, exc, tb: hooked.append(exc))
+    monkeypatch.setattr(measure_controller, "import_job", broken)
+    panel, ctl = tiny_window.measure_panel, tiny_window.measure
+    with qtbot.waitSignal(ctl.jobs.finished, timeout=10_000):
+        ctl.import_file("whatever.json")
+    assert len(hooked) == 1 and isinstance(hooked[0], ZeroDivisionError) and hooked[0].__traceback__
+    assert panel.step.text() == "Stopped" and panel.import_button.isEnabled()
 
 
 def test_bad_controls_refuse_before_starting(qtbot, tiny_window):
-    panel = tiny_window.measure_panel
+    panel, ctl = tiny_window.measure_panel, tiny_window.measure
     panel.prompts.setText("1, lots")
     panel.model_button.click()
-    assert "prompts" in panel.error.text() and not panel.jobs.busy
+    assert "prompts" in panel.error.text() and not ctl.jobs.busy
     panel.prompts.setText("1")
     for box in (panel.use_prefill, panel.use_decode, panel.use_batch):
         box.setChecked(False)
@@ -109,15 +166,20 @@ def test_bad_controls_refuse_before_starting(qtbot, tiny_window):
     assert "at least one model experiment" in panel.error.text()
 
 
-def test_import_llama_bench(qtbot, tiny_window, tmp_path):
+def test_import_llama_bench(qtbot, tiny_window, tmp_path, monkeypatch):
+    calls = spy(monkeypatch, "after_import")
     rows = [{"model_filename": "tiny.gguf", "n_prompt": n, "n_gen": 0, "avg_ts": 1000.0 * n ** 0.5} for n in (16, 256)]
     rows += [{"model_filename": "tiny.gguf", "n_prompt": 0, "n_gen": 64, "n_depth": d, "avg_ts": 500.0} for d in (0, 2048)]
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(rows))
-    panel = tiny_window.measure_panel
-    with qtbot.waitSignal(panel.calibrated, timeout=10_000):
-        panel.import_file(str(path))
-    assert len(panel.points) == 4
+    ctl = tiny_window.measure
+    with qtbot.waitSignal(ctl.calibrated, timeout=10_000):
+        ctl.import_file(str(path))
+    assert len(ctl.points) == 4
+    # the workflow 'rooflab measure import --model' runs too (tests/core/cli/test_measure_cli.py)
+    ((args, kwargs),) = calls
+    assert args[0].path == str(path) and args[1] is tiny_window.state.model
+    assert kwargs == {"source": str(tiny_window.state.model_ref)}
     tiny_window.flush_plots()
     assert tiny_window.plots["decode"].curve("step", "measured_step", layer="measured").x.size == 2
 
@@ -130,9 +192,9 @@ def test_calibration_of_a_gpu_reads_in_gpu_units(qtbot, window, tmp_path, monkey
             {**row, "n_prompt": 0, "n_gen": 128, "n_depth": 8192, "avg_ns": 1_000_000_000, "avg_ts": 128.0}]
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(rows))
-    panel = window.measure_panel
-    with qtbot.waitSignal(panel.calibrated, timeout=10_000):
-        panel.import_file(str(path))
+    panel, ctl = window.measure_panel, window.measure
+    with qtbot.waitSignal(ctl.calibrated, timeout=10_000):
+        ctl.import_file(str(path))
     fitted = panel.results.text().split("<br>")[1]        # the line under "Calibration"
     assert "TFLOP/s" in fitted and "GB/s" in fitted and "GFLOP/s" not in fitted   # was "39953 of 165200 GFLOP/s"
     assert "of 165 TFLOP/s" in fitted and "of 1.01 TB/s" in fitted
@@ -145,21 +207,21 @@ def test_measurements_follow_the_machine_they_were_made_on(qtbot, window, tmp_pa
             {**row, "n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 160.0}]
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(rows))
-    panel, picker = window.measure_panel, window.machine_panel.picker
-    with qtbot.waitSignal(panel.calibrated, timeout=10_000):
-        panel.import_file(str(path))                       # timed on the RTX 4090 on screen
-    qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=5000)
-    assert len(panel.points) == 2
+    panel, ctl, picker = window.measure_panel, window.measure, window.machine_panel.picker
+    with qtbot.waitSignal(ctl.calibrated, timeout=10_000):
+        ctl.import_file(str(path))                         # timed on the RTX 4090 on screen
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=5000)
+    assert len(ctl.points) == 2
     window.machine_panel.bandwidth.setValue(900.0)         # a tweaked peak: still that machine's points
-    assert len(panel.points) == 2 and panel.calibration is not None
+    assert len(ctl.points) == 2 and ctl.calibration is not None
     picker.activated.emit(picker.findData("preset:m4-max"))
     # not the 4090's points on the M4 Max's curves, nor the 4090's fit offered for the M4 Max
-    assert panel.points == [] and panel.calibration is None and not panel.apply_button.isEnabled()
+    assert ctl.points == [] and ctl.calibration is None and not panel.apply_button.isEnabled()
     window.flush_plots()
     assert {s.layer.key for s in window.plots["decode"].drawn()} == {"current"}
     picker.activated.emit(picker.findData("preset:rtx-4090"))
-    assert len(panel.points) == 2                                         # kept, and back with it
-    assert panel.calibration is not None and panel.apply_button.isEnabled()   # the import's fit too
+    assert len(ctl.points) == 2                                           # kept, and back with it
+    assert ctl.calibration is not None and panel.apply_button.isEnabled()     # the import's fit too
 
 
 def test_an_imported_fit_serves_predict_calibrated(qtbot, window, tmp_path, monkeypatch, capsys):
@@ -169,24 +231,29 @@ def test_an_imported_fit_serves_predict_calibrated(qtbot, window, tmp_path, monk
     rows = [{"n_prompt": 512, "n_gen": 0, "avg_ts": 2844.4}, {"n_prompt": 0, "n_gen": 128, "avg_ts": 160.0}]
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(rows))
-    with qtbot.waitSignal(window.measure_panel.calibrated, timeout=10_000):
-        window.measure_panel.import_file(str(path))
-    qtbot.waitUntil(lambda: not window.measure_panel.jobs.busy, timeout=5000)
+    with qtbot.waitSignal(window.measure.calibrated, timeout=10_000):
+        window.measure.import_file(str(path))
+    qtbot.waitUntil(lambda: not window.measure.jobs.busy, timeout=5000)
     assert main(["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--calibrated", "--json"]) == 0
     fitted = json.loads(capsys.readouterr().out)["machine"]["efficiency"]
-    assert fitted["bandwidth"] == pytest.approx(window.measure_panel.calibration.efficiency.bandwidth)
+    assert fitted["bandwidth"] == pytest.approx(window.measure.calibration.efficiency.bandwidth)
     assert fitted["bandwidth"] < 1.0
 
 
 def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch):
     from rooflab.core.measure import machine as machine_module
 
-    panel = tiny_window.measure_panel
+    panel, ctl = tiny_window.measure_panel, tiny_window.measure
     small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=2, dtypes=("fp32",),
                                        matmul_max=256, roofline_k=256, roofline_ms=(1, 8, 64))
     monkeypatch.setattr(panel, "machine_plan", lambda: small)
-    with qtbot.waitSignal(panel.jobs.done, timeout=30_000):
+    calls = spy(monkeypatch, "keep_machine_run")
+    live: list[object] = []
+    ctl.sample_measured.connect(live.append)
+    with qtbot.waitSignal(ctl.jobs.finished, timeout=30_000):
         panel.machine_button.click()
+    assert [s.m for s in live] == [1, 8, 64]               # the multiplies, drawn as they were measured
+    assert len(calls) == 1                                 # the step 'rooflab measure machine' takes too
     assert tiny_window.state.machine.key == "measured"
     # the Machine tab lists it as a machine (not "edited, unsaved") and can pick it again
     picker = tiny_window.machine_panel.picker

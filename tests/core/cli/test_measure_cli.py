@@ -5,23 +5,43 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rooflab.core.cli.main import main
 from rooflab.core.io import presets
-from rooflab.core.measure import store
+from rooflab.core.measure import store, workflow
 
 TINY = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512,
         "tie_word_embeddings": True}
 
 
+def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[tuple, dict, object]]:
+    """Record each call of ``workflow.<name>`` (and what it returned), still running it."""
+    calls: list[tuple[tuple, dict, object]] = []
+    real = getattr(workflow, name)
+
+    def recording(*args, **kwargs):
+        calls.append((args, kwargs, result := real(*args, **kwargs)))
+        return result
+
+    monkeypatch.setattr(workflow, name, recording)
+    return calls
+
+
 def test_measure_model_json_saves_points_and_fit(tmp_path: Path, capsys, monkeypatch):
     monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
     config = tmp_path / "config.json"
     config.write_text(json.dumps(TINY))
+    calls = spy(monkeypatch, "after_model_run")
     status = main(["measure", "model", str(config), "--prompts", "1,32", "--contexts", "4", "--batches", "1,2",
                    "--repeats", "1", "--steps", "2", "--threads", "1", "--machine", "reference-cpu", "--json"])
     assert status == 0
     out = json.loads(capsys.readouterr().out)
+    # the workflow the window runs too (tests/gui/test_measure_panel.py), once, and what it made is printed
+    ((args, kwargs, done),) = calls
+    assert args[1].key == "reference-cpu" and kwargs == {"source": str(config), "keep": True}
+    assert out["calibration"] == done.calibration.to_dict() and out["model_key"] == done.model_key
     kinds = [p["kind"] for p in out["measurement"]["points"]]
     assert kinds == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
     assert out["calibration"]["after"]["all"]["count"] == 6
@@ -40,6 +60,24 @@ def test_measure_import_lists_points(tmp_path: Path, capsys):
     assert main(["measure", "import", str(path)]) == 0
     text = capsys.readouterr().out
     assert "2 points" in text and "prefill" in text and "decode" in text
+
+
+def test_measure_import_with_a_model_calibrates_through_the_workflow(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    rows = [{"n_prompt": 512, "n_gen": 0, "avg_ts": 2844.4}, {"n_prompt": 0, "n_gen": 128, "avg_ts": 160.0}]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(rows))
+    calls = spy(monkeypatch, "after_import")
+    assert main(["measure", "import", str(path), "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ((args, kwargs, done),) = calls
+    assert args[2].key == "rtx-4090" and kwargs == {"source": "qwen3-8b-q4_k_m", "keep": True}
+    assert out["calibration"] == done.calibration.to_dict() and done.kept
+    assert store.load_calibration("qwen3-8b-q4_k_m", "rtx-4090") == done.calibration.efficiency
+    assert main(["measure", "import", str(path), "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090",
+                 "--no-save"]) == 0
+    assert calls[-1][1]["keep"] is False
 
 
 def test_measure_import_bad_file_is_one_line(tmp_path: Path, capsys):

@@ -6,14 +6,19 @@ and that the profile carries what it was measured with."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from rooflab.core.errors import Cancelled, MeasurementError
-from rooflab.core.jobs import Progress
+from rooflab.core.jobs import CancelToken, Progress
+from rooflab.core.measure import machine as machine_module
 from rooflab.core.measure.machine import MachinePlan, measure_machine, measure_machine_blocking
-from rooflab.core.measure.machine_result import MachineMeasurement
+from rooflab.core.measure.machine_result import (
+    BandwidthResult,
+    MachineMeasurement,
+    MatmulResult,
+    RooflineSample,
+)
 
 SMALL = MachinePlan(threads=1, buffer_bytes=8 << 20, repeats=2, dtypes=("fp32",), matmul_max=256,
                     roofline_k=256, roofline_ms=(1, 4, 16, 64), target_seconds=0.002)
@@ -21,8 +26,8 @@ SMALL = MachinePlan(threads=1, buffer_bytes=8 << 20, repeats=2, dtypes=("fp32",)
 
 @pytest.fixture(scope="module")
 def run() -> tuple[MachineMeasurement, list[object]]:
-    items: list[object] = []
-    result = measure_machine_blocking(SMALL, on_item=items.append)
+    items: list[Progress] = []
+    result = measure_machine_blocking(SMALL, on_progress=items.append)
     return result, items
 
 
@@ -45,9 +50,19 @@ def test_structure_and_sanity(run):
     assert result.threads >= 1 and result.torch_version and result.memory_total > 0
 
 
+def test_results_ride_on_progress_as_they_finish(run):
+    result, items = run
+    assert all(isinstance(i, Progress) for i in items)            # a job yields Progress only
+    samples = [i.sample for i in items if i.sample is not None]
+    assert [s for s in samples if isinstance(s, BandwidthResult)] == list(result.bandwidth)
+    assert [s for s in samples if isinstance(s, MatmulResult)] == list(result.matmul)
+    assert [s for s in samples if isinstance(s, RooflineSample)] == list(result.roofline)
+    assert len(samples) == len(result.bandwidth) + len(result.matmul) + len(result.roofline)
+
+
 def test_progress_reports_fraction_and_eta(run):
     _, items = run
-    progress = [i for i in items if isinstance(i, Progress)]
+    progress = list(items)
     assert progress and {p.step for p in progress} >= {"bandwidth", "matmul", "roofline"}
     fractions = [p.fraction for p in progress]
     assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] <= 1
@@ -67,24 +82,29 @@ def test_profile_is_spec_free_and_documented(run):
     assert MachineMeasurement.from_dict(result.to_dict()) == result
 
 
-def test_cancel_latency_measured_from_the_request():
-    cancel = threading.Event()
+def test_cancel_stops_before_the_next_timed_call(monkeypatch):
+    cancel = CancelToken()
     plan = MachinePlan(threads=1, buffer_bytes=32 << 20, repeats=1000, dtypes=("fp32",), experiments=("bandwidth",))
+    # Timed calls begun after the cancel: the job checks before each one, so at most the call
+    # that began as the cancel landed. (A wall-clock bound would measure the machine's load.)
+    begun_after_cancel: list[bool] = []
+    timed = machine_module.timed
+
+    def counting(device, fn):
+        if cancel.is_set():
+            begun_after_cancel.append(True)
+        return timed(device, fn)
+
+    monkeypatch.setattr(machine_module, "timed", counting)
     job = measure_machine(plan, cancel)
     next(job)
-    asked: list[float] = []
-
-    def ask() -> None:
-        asked.append(time.perf_counter())
-        cancel.set()
-
-    timer = threading.Timer(0.3, ask)
+    timer = threading.Timer(0.3, cancel.cancel)
     timer.start()
     with pytest.raises(Cancelled):
         for _ in job:
             pass
     timer.join()
-    assert time.perf_counter() - asked[0] < 1.0
+    assert cancel.cancelled and len(begun_after_cancel) <= 1
 
 
 def test_bad_plans():

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from rooflab.core.io import load_model
-from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.measure.overlays import RATIO, calibrated_curves, measured_curves, roofline_samples_curve
 from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.workload import Workload
 
 

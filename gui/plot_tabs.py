@@ -1,0 +1,82 @@
+"""The plot area: one tab per chart, with the scenario line (and the pinned series' swatches)
+above them. Each recompute's Frame redraws the plot on screen at once and the others when
+their tab is shown (or a report needs them): redrawing all five would take most of a frame for
+nothing visible."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
+
+from rooflab.core.report.charts import CHART_TITLES
+from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
+from rooflab.gui.recompute import Frame
+from rooflab.gui.theme import Theme
+
+
+class PlotTabsPanel(QWidget):
+    """The plots in tabs, drawn lazily; see the module docstring."""
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._theme = theme
+        self.plots: dict[str, ChartPlot] = {cls.chart_key: cls(theme=theme) for cls in PLOT_CLASSES}
+        self.tabs = QTabWidget()
+        for key, plot in self.plots.items():
+            self.tabs.addTab(plot, CHART_TITLES[key])
+            self.tabs.setTabToolTip(self.tabs.count() - 1, type(plot).__doc__ or "")
+        self.tabs.setCurrentIndex(2)
+        self.scenario_label = QLabel()
+        self.scenario_label.setTextFormat(Qt.TextFormat.RichText)
+        self.scenario_label.setWordWrap(True)     # pinned series wrap instead of widening the window
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.scenario_label)
+        layout.addWidget(self.tabs, 1)
+        self._frame: Frame | None = None
+        self._stale: set[str] = set()
+        self.tabs.currentChanged.connect(self._on_tabs_current_changed)
+
+    def show_frame(self, frame: Frame) -> None:
+        """Draw ``frame`` on the plot on screen; the others are drawn when shown."""
+        self._frame = frame
+        self._stale = set(self.plots)
+        current = self.tabs.currentWidget()
+        if isinstance(current, ChartPlot):
+            self._draw(current)
+        self._show_scenario()
+
+    def flush(self) -> None:
+        """Bring every plot, shown or not, up to the last frame."""
+        for plot in self.plots.values():
+            self._draw(plot)
+
+    def apply_theme(self, theme: Theme) -> None:
+        self._theme = theme
+        for plot in self.plots.values():
+            plot.apply_theme(theme)
+        self._show_scenario()                  # its swatches take the new series colours
+
+    def _show_scenario(self) -> None:
+        frame = self._frame
+        if frame is None:
+            return
+        series = self._theme.series
+        swatch = f"<span style='color:{self._theme.current['main']}'>■</span>"
+        pinned = "".join(f" &nbsp; <span style='color:{series[p.pin_id % len(series)]}'>■</span> {p.label}"
+                         for p, _ in frame.pinned)
+        self.scenario_label.setText(f"{swatch} <b>{frame.scenario.label}</b>{pinned}")
+
+    def _draw(self, plot: ChartPlot) -> None:
+        frame = self._frame
+        if frame is None or plot.chart_key not in self._stale:
+            return
+        self._stale.discard(plot.chart_key)
+        pinned = [PinnedChart(p.pin_id, p.label, charts[plot.chart_key]) for p, charts in frame.pinned]
+        plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=frame.scenario.label)
+
+    def _on_tabs_current_changed(self, index: int) -> None:
+        plot = self.tabs.widget(index)
+        if isinstance(plot, ChartPlot):
+            self._draw(plot)
