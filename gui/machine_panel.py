@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.io import presets
+from rooflab.core.predict.roofline import balance
 from rooflab.core.values.machine import MachineProfile
 from rooflab.gui import units
 from rooflab.gui.state import AppState
@@ -211,7 +212,7 @@ class MachinePanel(QWidget):
         for w in widgets:
             w.blockSignals(False)
         self.balance.setText(
-            f"<b>Balance C / B = {units.fmt(m.balance, 'FLOP/byte')}</b> ({m.default_dtype}): work with fewer "
+            f"<b>Balance C / B = {units.fmt(balance(m), 'FLOP/byte')}</b> ({m.default_dtype}): work with fewer "
             "FLOPs per byte than this is bandwidth-bound on this machine.")
         self.balance.setToolTip("Machine balance = peak FLOP/s ÷ bandwidth: the intensity where the roofline bends.")
         lines = [f"<b>{k}</b>: {v}" for k, v in m.sources.items()]

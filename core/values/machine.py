@@ -94,11 +94,6 @@ class MachineProfile:
         return self.peak_flops[self.default_dtype]
 
     @property
-    def balance(self) -> float:
-        """FLOP per byte where the roof turns from memory- to compute-bound (default dtype)."""
-        return self.flops() / self.bandwidth
-
-    @property
     def effective_bandwidth(self) -> float:
         return self.bandwidth * self.efficiency.bandwidth
 

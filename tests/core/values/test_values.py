@@ -8,6 +8,7 @@ import math
 import pytest
 
 from rooflab.core.errors import SpecError
+from rooflab.core.predict.roofline import balance
 from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.quant import bytes_per_value, kv_bytes_per_value, tensor_bytes
 from rooflab.core.values.workload import Workload
@@ -41,7 +42,7 @@ def test_machine_round_trip_and_immutability():
         m.bandwidth = 2.0  # type: ignore[misc]
     with pytest.raises(TypeError):
         m.peak_flops["fp16"] = 0  # type: ignore[index]
-    assert m.balance == 1000.0
+    assert balance(m) == 1000.0
 
 
 @pytest.mark.parametrize("data", [{}, {"name": "x", "bandwidth": "fast", "peak_flops": {}, "memory": 1},
