@@ -30,6 +30,16 @@ def _ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def _depths(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected integers >= 0, got {text!r}")
+    return values
+
+
 def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``measure machine``, ``measure model`` and ``measure import`` to ``subparsers``."""
     measure = subparsers.add_parser("measure", help="measure this machine or time a model, then calibrate")
@@ -43,20 +53,37 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-save", action="store_true", help="do not keep the result as the 'measured' machine")
 
-    p = sub.add_parser("model", help="time prefill, decode and batched decode; fit the efficiency")
-    p.add_argument("model", metavar="MODEL", help="model folder, config.json, .gguf file or catalogue key")
-    p.add_argument("--random-weights", action="store_true",
-                   help="build random weights from the config even when the folder has weights "
-                        "(timing does not depend on weight values)")
-    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32")
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--prompts", type=_ints, default=(1, 16, 64, 256, 1024), help="prefill lengths, e.g. 1,16,256")
-    p.add_argument("--contexts", type=_ints, default=(2, 256), help="contexts of the batched sweep")
-    p.add_argument("--batches", type=_ints, default=(1, 2, 4, 8, 16), help="batch sizes of the batched sweep")
-    p.add_argument("--repeats", type=int, default=3, help="runs per prompt (the best is kept)")
-    p.add_argument("--steps", type=int, default=8, help="decode steps timed after each prompt")
+    p = sub.add_parser("model", help="time prefill, decode and batched decode; fit the efficiency",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("model", metavar="MODEL", help="a .gguf file, model folder, config.json or catalogue key")
+    p.add_argument("--engine", choices=("llamacpp", "llama-bench", "torch"), default=None,
+                   help="what runs the model (default: llamacpp for a GGUF or catalogue entry, torch for "
+                        "a Hugging Face folder or config.json)")
+    p.add_argument("--weights", metavar="FORMAT", default=None,
+                   help="weight format of a config-defined model for llama.cpp (q4_k_m, q8_0, ...)")
+    p.add_argument("--synthetic", action="store_true",
+                   help="llama.cpp: time a random-weight GGUF of the tensor table even for a GGUF file")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
+    p.add_argument("--prompts", type=_ints, default=None,
+                   help="prompt lengths (default: llamacpp 64,256,512; llama-bench 512; torch 1,16,64,256,1024)")
+    p.add_argument("--depths", type=_depths, default=None,
+                   help="llama.cpp: tokens already cached before timing generation (default 0,512,2048)")
+    p.add_argument("--contexts", type=_ints, default=None,
+                   help="contexts of the batched sweep (default: llamacpp 512, torch 2,256)")
+    p.add_argument("--batches", type=_ints, default=None, help="batch sizes of the batched sweep (default 1,2,4,8)")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each point (best and median kept)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="decode steps timed at each depth or after each prompt (default: llamacpp 16, torch 8)")
     p.add_argument("--experiments", default="prefill,decode,batch", help="any of prefill,decode,batch")
+    p.add_argument("--kv-type", default="f16", help="llama.cpp: KV cache type (f16, q8_0, q4_0, ...)")
+    p.add_argument("--flash-attention", choices=("on", "off", "auto"), default="auto", help="llama.cpp: -fa")
+    p.add_argument("--gpu-layers", type=int, default=0, help="llama.cpp: layers on the GPU (-ngl)")
+    p.add_argument("--llama-bench", metavar="PATH", default=None,
+                   help="llama-bench: the binary or its folder (default: found on PATH)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="torch: compute dtype")
+    p.add_argument("--device", default="cpu", help="torch: cpu, cuda, cuda:N or mps")
+    p.add_argument("--random-weights", action="store_true",
+                   help="torch: build random weights from the config even when the folder has weights")
     p.add_argument("--machine", default=None,
                    help="profile to predict with (default: the measured one, measured now if missing)")
     p.add_argument("--json", action="store_true")
@@ -160,27 +187,25 @@ def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> An
 
 
 def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
-    from rooflab.core.measure.model import ModelPlan, measure_model_blocking
-    from rooflab.core.measure.workflow import after_model_run
+    from rooflab.core.jobs import run_job
+    from rooflab.core.measure.engine import default_engine
+    from rooflab.core.measure.workflow import after_engine_run
 
-    experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip())
-    plan = ModelPlan(dtype=args.dtype, device=args.device, threads=args.threads, prompts=args.prompts,
-                     contexts=args.contexts, batches=args.batches, repeats=args.repeats,
-                     decode_steps=args.steps, experiments=experiments, random_weights=args.random_weights)
+    engine = args.engine or default_engine(args.model)
     machine = _reference_machine(args.machine, args.device, cancel)
     status = _Status()
-    run = measure_model_blocking(args.model, plan, cancel, on_progress=status)
+    run = run_job(_engine_job(engine, args, cancel), status)
     status.done()
-    done = after_model_run(run, machine, source=str(args.model), keep=not args.no_save)
+    done = after_engine_run(run, machine, source=str(args.model), keep=not args.no_save)
     _warn_not_kept(done)
     cal = done.calibration
     if args.json:
-        _print_json({"model": run.label, "model_key": done.model_key, "machine": machine.name,
-                     "machine_key": done.machine_key, "measurement": run.record(), "calibration": cal.to_dict(),
+        _print_json({"model": run.label, "model_key": done.model_key, "engine": run.engine,
+                     "settings": run.settings.to_dict(), "machine": machine.name, "machine_key": done.machine_key,
+                     "measurement": run.record(), "calibration": cal.to_dict(),
                      "gaps": [dataclasses.asdict(g) for g in done.gaps]})
         return 0
-    print(f"{run.label}: {run.dtype} on {run.device_name}, {run.threads} threads, torch {run.torch_version}, "
-          f"{'random weights' if run.random_weights else 'real weights'} (key {done.model_key})")
+    print(f"{run.label}: {run.settings.label} (key {done.model_key})")
     _print_points(cal)
     _print_fit(cal, machine)
     print("  what sits between the ceiling and the measurement:")
@@ -193,17 +218,72 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     return 0
 
 
+def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> Any:
+    """The measurement generator for ``engine`` with the command line's sweep and settings."""
+    from rooflab.core.measure import engine as engines
+
+    experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip())
+    if engine == "torch":
+        from rooflab.core.measure.model import ModelPlan
+
+        plan = ModelPlan(dtype=args.dtype, device=args.device, threads=args.threads, repeats=args.repeats,
+                         experiments=experiments, random_weights=args.random_weights,
+                         **_given(args, prompts="prompts", contexts="contexts", batches="batches",
+                                  decode_steps="steps"))
+        return engines.measure_in_torch(args.model, plan, cancel)
+    from rooflab.core.io import load_model
+
+    spec = load_model(args.model, weights=args.weights)
+    flash = {"on": True, "off": False, "auto": None}[args.flash_attention]
+    if engine == "llamacpp":
+        from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+
+        lplan = LlamaCppPlan(threads=args.threads, gpu_layers=args.gpu_layers, flash_attention=flash,
+                             cache_type_k=args.kv_type, cache_type_v=args.kv_type, repeats=args.repeats,
+                             experiments=experiments,
+                             **_given(args, prompts="prompts", depths="depths", contexts="contexts",
+                                      batches="batches", gen_tokens="steps"))
+        return engines.measure_in_llamacpp(spec, args.model, lplan, cancel, synthetic=args.synthetic)
+    from rooflab.core.measure.llamabench_run import (
+        BatchedBenchPlan,
+        EngineOptions,
+        LlamaBenchPlan,
+        find_binary,
+    )
+
+    options = EngineOptions(threads=args.threads, gpu_layers=args.gpu_layers, flash_attention=bool(flash),
+                            cache_type_k=args.kv_type, cache_type_v=args.kv_type)
+    bench = LlamaBenchPlan(model=str(args.model), repetitions=args.repeats, options=options,
+                           prompts=args.prompts or (512,) if "prefill" in experiments else (),
+                           gen=(args.steps or 128) if "decode" in experiments else 0,
+                           **_given(args, depths="depths"))
+    batched = None
+    if "batch" in experiments:
+        batched = BatchedBenchPlan(model=str(args.model), options=options,
+                                   prompts=args.contexts or (512,), **_given(args, batches="batches"))
+    binary = find_binary("llama-bench", args.llama_bench)
+    batched_binary = str(find_binary("llama-batched-bench", binary.parent)) if batched is not None else None
+    return engines.measure_in_llamabench(spec, args.model, bench, batched, binary=str(binary),
+                                         batched_binary=batched_binary, synthetic=args.synthetic, cancel=cancel)
+
+
+def _given(args: argparse.Namespace, **fields: str) -> dict[str, Any]:
+    """Plan fields for the options the user gave (the rest keep each plan's own defaults)."""
+    return {field: getattr(args, option) for field, option in fields.items() if getattr(args, option) is not None}
+
+
 def _warn_not_kept(done: Calibrated) -> None:
     if done.keep_error:
         print(f"rooflab: warning: could not keep the measurement: {done.keep_error}", file=sys.stderr)
 
 
 def _print_points(cal: Any) -> None:
-    print(f"  {'pass':<8} {'prompt':>6} {'context':>7} {'batch':>5} {'measured ms':>11} {'ceiling ms':>10} "
-          f"{'calibrated':>10} {'error':>7}")
+    print(f"  {'pass':<8} {'prompt':>6} {'context':>7} {'batch':>5} {'measured ms':>11} {'spread':>7} "
+          f"{'ceiling ms':>10} {'calibrated':>10} {'fit error':>9}")
     for p, before, after in zip(cal.points, cal.predicted_before, cal.predicted_after, strict=True):
         print(f"  {p.kind:<8} {p.prompt:>6} {p.context:>7} {p.batch:>5} {p.seconds * 1e3:>11.2f} "
-              f"{before * 1e3:>10.2f} {after * 1e3:>10.2f} {abs(after - p.seconds) / p.seconds:>7.1%}")
+              f"{p.spread:>7.1%} {before * 1e3:>10.2f} {after * 1e3:>10.2f} "
+              f"{abs(after - p.seconds) / p.seconds:>9.1%}")
 
 
 def _print_fit(cal: Any, machine: Any) -> None:

@@ -1,6 +1,7 @@
-"""Per-user folders: profiles and settings in the config dir, measurements in the data dir.
+"""Per-user folders: profiles and settings in the config dir, measurements in the data dir,
+generated model files in the cache dir.
 
-ROOFLAB_CONFIG_DIR and ROOFLAB_DATA_DIR override them (tests, portable installs)."""
+ROOFLAB_CONFIG_DIR, ROOFLAB_DATA_DIR and ROOFLAB_CACHE_DIR override them (tests, portable installs)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,9 @@ def data_dir() -> Path:
 def profiles_dir() -> Path:
     """User machine profiles, one JSON file each, beside the presets."""
     return config_dir() / "machines"
+
+
+def cache_dir() -> Path:
+    """Files rooflab can make again (random-weight GGUFs written for measuring)."""
+    override = os.environ.get("ROOFLAB_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir("rooflab", appauthor=False))

@@ -248,10 +248,15 @@ def calibrate(spec: ModelSpec, machine: MachineProfile, points: Iterable[Measure
     bandwidth factor cannot be told apart (both add a constant), so without a probe the
     bandwidth factor absorbs it. compute_from: which kinds fit the compute factor (prefill:
     long prompts reach the peak that big multiplies do; small batched steps do not).
-    Factors with no evidence keep ``machine``'s values."""
+    Factors with no evidence keep ``machine``'s values. Points of different engines or engine
+    settings are never fitted together (SpecError)."""
     pts = tuple(points)
     if not pts:
         raise SpecError("calibration needs at least one measured point")
+    engines = sorted({p.engine_key for p in pts})
+    if len(engines) > 1:
+        raise SpecError(f"the points come from {len(engines)} engines or settings ({'; '.join(engines)}): "
+                        "fit each apart")
     dtype = dtype or machine.default_dtype
     prior = machine.efficiency
     notes: list[str] = []

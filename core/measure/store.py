@@ -95,15 +95,35 @@ def measured_models(machine: str | None = None) -> list[tuple[str, str]]:
 
 # --- calibrations ----------------------------------------------------------------------------
 
-def _calibration_path(model: str, machine: str) -> Path:
-    return data_dir() / "calibrations" / _slug(model) / f"{_slug(machine)}.json"
+def _calibration_path(model: str, machine: str, engine: str = "") -> Path:
+    """One fit per model, machine and engine settings (``EngineSettings.key``; "" for fits kept
+    before settings were recorded)."""
+    name = _slug(machine) + (f"@{_slug(engine)}" if engine else "")
+    return data_dir() / "calibrations" / _slug(model) / f"{name}.json"
 
 
-def save_calibration(model: str, machine: str, calibration: Calibration, *, source: str = "") -> Path:
-    """Keep ``calibration`` as the fit for ``model`` on ``machine`` (replacing the last one).
-    ``source`` (the model's path) lets ``load_calibration`` find it by path as well."""
-    return write_record(_calibration_path(model, machine), {"model": model, "machine": machine, "source": _absolute(source),
-                                                      "calibration": calibration.to_dict()})
+def _calibration_paths(model: str, machine: str) -> list[Path]:
+    """Every fit kept for ``model`` ("*" for any) on ``machine``, newest first."""
+    folder = data_dir() / "calibrations"
+    found = [*folder.glob(f"{model}/{_slug(machine)}.json"), *folder.glob(f"{model}/{_slug(machine)}@*.json")]
+    return sorted(found, key=_mtime, reverse=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def save_calibration(model: str, machine: str, calibration: Calibration, *, source: str = "",
+                     engine: str = "") -> Path:
+    """Keep ``calibration`` as the fit for ``model`` on ``machine`` with the engine settings
+    ``engine`` (replacing the last one of the same three). ``source`` (the model's path) lets
+    ``load_calibration`` find it by path as well."""
+    return write_record(_calibration_path(model, machine, engine),
+                        {"model": model, "machine": machine, "engine": engine, "source": _absolute(source),
+                         "calibration": calibration.to_dict()})
 
 
 def _absolute(source: str) -> str:
@@ -127,15 +147,20 @@ def _same_source(a: str, b: str) -> bool:
         return False
 
 
-def load_calibration_record(model: str, machine: str) -> Calibration | None:
-    data = read_record(_calibration_path(model, machine))
-    if data is None:
-        return None
-    try:
-        return Calibration.from_dict(data["calibration"])
-    except (KeyError, SpecError) as exc:
-        set_aside(_calibration_path(model, machine), str(exc))
-        return None
+def load_calibration_record(model: str, machine: str, engine: str | None = None) -> Calibration | None:
+    """The fit kept for ``model`` on ``machine`` with engine settings ``engine`` (None: the
+    newest of any engine), None when there is none."""
+    paths = [_calibration_path(model, machine, engine)] if engine is not None else _calibration_paths(_slug(model),
+                                                                                                         machine)
+    for path in paths:
+        data = read_record(path)
+        if data is None:
+            continue
+        try:
+            return Calibration.from_dict(data["calibration"])
+        except (KeyError, TypeError, SpecError) as exc:
+            set_aside(path, str(exc))
+    return None
 
 
 def load_calibration(model: str, machine: str) -> Efficiency | None:
@@ -144,7 +169,7 @@ def load_calibration(model: str, machine: str) -> Efficiency | None:
     found = load_calibration_record(model, machine)
     if found is not None:
         return found.efficiency
-    for path in sorted((data_dir() / "calibrations").glob(f"*/{_slug(machine)}.json")):
+    for path in _calibration_paths("*", machine):
         data = read_record(path)
         if data and model and _same_source(str(data.get("source", "")), model):
             try:

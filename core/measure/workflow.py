@@ -1,6 +1,6 @@
 """What happens after a measurement, written once for the window and the command line:
 
-- measured points (a torch run or an imported benchmark file): calibrate against the machine,
+- measured points (a run in llama.cpp, llama-bench or torch, or an imported benchmark file): calibrate against the machine,
   keep the points and the fit in the store, explain the gap between ceiling and measurement;
 - a machine measurement: make its profile and keep it as "this machine, measured".
 
@@ -16,9 +16,9 @@ from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure import store
 from rooflab.core.measure.calibrate import Calibration, calibrate
+from rooflab.core.measure.engine import EngineRun
 from rooflab.core.measure.gaps import Gap, explain
 from rooflab.core.measure.machine_result import MachineMeasurement
-from rooflab.core.measure.model import ModelMeasurement
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
@@ -60,7 +60,7 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
     if keep:
         try:
             store.save_measurement(key, mkey, points, meta, label=label, source=source)
-            store.save_calibration(key, mkey, cal, source=source)
+            store.save_calibration(key, mkey, cal, source=source, engine=points[0].engine_key)
             kept = True
         except OSError as exc:
             error = str(exc)
@@ -68,9 +68,9 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
                       machine_key=mkey, notes=tuple(notes), kept=kept, keep_error=error)
 
 
-def after_model_run(run: ModelMeasurement, machine: MachineProfile, *, source: str,
-                    keep: bool = True) -> Calibrated:
-    """``calibrate_and_keep`` for a torch timing run of the model at ``source``."""
+def after_engine_run(run: EngineRun, machine: MachineProfile, *, source: str,
+                     keep: bool = True) -> Calibrated:
+    """``calibrate_and_keep`` for a timing run of the model at ``source`` in any engine."""
     return calibrate_and_keep(run.spec, machine, run.points, meta=run.record(), label=run.label, source=source,
                               kv_type=run.kv_type, dtype=run.dtype, overhead=run.overhead, notes=run.notes,
                               keep=keep)

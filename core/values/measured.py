@@ -77,7 +77,7 @@ class EngineSettings:
         head = f"{self.engine} {self.version}".strip()
         bits = [self.device]
         if self.threads:
-            bits.append(f"{self.threads} threads")
+            bits.append(f"{self.threads} thread{'s' if self.threads != 1 else ''}")
         if self.gpu_layers:
             bits.append(f"ngl {self.gpu_layers}")
         if self.flash_attention:

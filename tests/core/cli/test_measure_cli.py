@@ -33,8 +33,8 @@ def test_measure_model_json_saves_points_and_fit(tmp_path: Path, capsys, monkeyp
     monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
     config = tmp_path / "config.json"
     config.write_text(json.dumps(TINY))
-    calls = spy(monkeypatch, "after_model_run")
-    status = main(["measure", "model", str(config), "--prompts", "1,32", "--contexts", "4", "--batches", "1,2",
+    calls = spy(monkeypatch, "after_engine_run")
+    status = main(["measure", "model", str(config), "--engine", "torch", "--prompts", "1,32", "--contexts", "4", "--batches", "1,2",
                    "--repeats", "1", "--steps", "2", "--threads", "1", "--machine", "reference-cpu", "--json"])
     assert status == 0
     out = json.loads(capsys.readouterr().out)
@@ -126,3 +126,75 @@ def test_predict_on_measured_machine(tmp_path: Path, capsys, monkeypatch):
                                                peak_flops={"fp32": 3e11}, default_dtype="fp32", memory=16e9))
     assert main(["predict", "--model", "qwen3-0.6b", "--machine", "measured", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["machine"]["bandwidth_gb_per_s"] == 20
+
+
+LLAMA_SWEEP = ["--prompts", "8,32", "--depths", "0,32", "--contexts", "16", "--batches", "1,2", "--repeats", "1",
+               "--steps", "2", "--threads", "1", "--machine", "reference-cpu", "--json"]
+
+
+def _tiny_gguf(tmp_path: Path) -> Path:
+    from rooflab.core.io import load_model
+    from rooflab.core.measure.gguf_synth import write_synthetic_gguf_blocking
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dict(TINY, tie_word_embeddings=False)))
+    return write_synthetic_gguf_blocking(load_model(config, weights="q8_0"), tmp_path / "tiny-q8_0.gguf")
+
+
+def test_a_gguf_is_measured_in_llamacpp_on_the_users_own_file(tmp_path: Path, capsys, monkeypatch):
+    pytest.importorskip("llama_cpp")
+    from rooflab.core.io import load_model
+
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(tmp_path / "cache"))
+    gguf = _tiny_gguf(tmp_path)
+    before = gguf.read_bytes()
+    calls = spy(monkeypatch, "after_engine_run")
+    assert main(["measure", "model", str(gguf), *LLAMA_SWEEP]) == 0           # llama.cpp is the default
+    out = json.loads(capsys.readouterr().out)
+    ((args, kwargs, done),) = calls
+    assert out["engine"] == "llamacpp" and out["settings"]["engine"] == "llama.cpp"
+    assert out["settings"]["threads"] == 1 and out["settings"]["kv_type"] == "f16"
+    points = out["measurement"]["points"]
+    assert [p["kind"] for p in points] == ["prefill", "prefill", "decode", "decode", "batch", "batch"]
+    assert all(p["settings"] == out["settings"] for p in points)
+    # the points belong to the file itself: same model key, no stand-in written, file untouched
+    assert out["model_key"] == store.model_key(load_model(gguf)) == done.model_key
+    assert not (tmp_path / "cache").exists() and gguf.read_bytes() == before
+    assert out["calibration"] == done.calibration.to_dict()
+    runs = store.load_measurements(done.model_key, done.machine_key)
+    assert runs[-1]["points"][0].settings is not None and runs[-1]["points"][0].engine_key.startswith("llama.cpp")
+
+
+def test_a_config_is_measured_in_llamacpp_through_a_generated_gguf(tmp_path: Path, capsys, monkeypatch):
+    pytest.importorskip("llama_cpp")
+    from rooflab.core.io import load_model
+
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(tmp_path / "cache"))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(TINY))
+    args = ["measure", "model", str(config), "--engine", "llamacpp", "--weights", "q8_0", *LLAMA_SWEEP]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model_key"] == store.model_key(load_model(config, weights="q8_0"))
+    written = list((tmp_path / "cache" / "synthetic").glob("*.gguf"))
+    assert len(written) == 1 and any("random-weight GGUF" in n for n in out["measurement"]["notes"])
+    stamp = written[0].stat().st_mtime_ns
+    assert main(args) == 0                                                    # the second run reuses it
+    assert written[0].stat().st_mtime_ns == stamp
+
+
+def test_points_of_two_engines_are_never_fitted_together(tmp_path: Path):
+    from rooflab.core.errors import SpecError
+    from rooflab.core.io import load_model
+    from rooflab.core.measure.calibrate import calibrate
+    from rooflab.core.values.measured import EngineSettings, MeasuredPoint
+
+    spec = load_model("qwen3-0.6b")
+    a = EngineSettings(engine="llama.cpp", threads=2)
+    b = EngineSettings(engine="torch", threads=2, dtype="fp32")
+    points = [MeasuredPoint(kind="decode", prompt=1, context=c, batch=1, seconds=0.05, settings=s)
+              for c, s in ((10, a), (100, a), (10, b))]
+    with pytest.raises(SpecError, match="2 engines or settings"):
+        calibrate(spec, presets.load_machine("reference-cpu"), points)
