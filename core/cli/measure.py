@@ -84,6 +84,8 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="torch: cpu, cuda, cuda:N or mps")
     p.add_argument("--random-weights", action="store_true",
                    help="torch: build random weights from the config even when the folder has weights")
+    p.add_argument("--include-disturbed", action="store_true",
+                   help="fit points whose repeats disagreed or during which the load rose, too")
     p.add_argument("--machine", default=None,
                    help="profile to predict with (default: the measured one, measured now if missing)")
     p.add_argument("--json", action="store_true")
@@ -196,7 +198,8 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     status = _Status()
     run = run_job(_engine_job(engine, args, cancel), status)
     status.done()
-    done = after_engine_run(run, machine, source=str(args.model), keep=not args.no_save)
+    done = after_engine_run(run, machine, source=str(args.model), keep=not args.no_save,
+                            include_disturbed=args.include_disturbed)
     _warn_not_kept(done)
     cal = done.calibration
     if args.json:
@@ -207,6 +210,10 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
         return 0
     print(f"{run.label}: {run.settings.label} (key {done.model_key})")
     _print_points(cal)
+    for p in run.points:
+        if p.disturbed and p not in cal.points:
+            print(f"  ! {p.kind} prompt {p.prompt} context {p.context} batch {p.batch}: "
+                  f"{p.seconds * 1e3:.2f} ms, left out ({p.disturbed})")
     _print_fit(cal, machine)
     print("  what sits between the ceiling and the measurement:")
     for g in done.gaps:

@@ -240,7 +240,7 @@ def _fit_compute(w: _Work, mask: NDArray[np.bool_], memory_seconds: Array, overh
 
 def calibrate(spec: ModelSpec, machine: MachineProfile, points: Iterable[MeasuredPoint], *,
               kv_type: str = "f16", dtype: str | None = None, overhead: float | None = None,
-              compute_from: tuple[str, ...] = ("prefill",)) -> Calibration:
+              compute_from: tuple[str, ...] = ("prefill",), include_disturbed: bool = False) -> Calibration:
     """Fit ``machine``'s efficiency to ``points`` measured on ``spec``.
 
     overhead: seconds per pass measured separately (``measure.model``'s overhead probe), or
@@ -249,17 +249,27 @@ def calibrate(spec: ModelSpec, machine: MachineProfile, points: Iterable[Measure
     bandwidth factor absorbs it. compute_from: which kinds fit the compute factor (prefill:
     long prompts reach the peak that big multiplies do; small batched steps do not).
     Factors with no evidence keep ``machine``'s values. Points of different engines or engine
-    settings are never fitted together (SpecError)."""
+    settings are never fitted together (SpecError). Points marked disturbed are left out (with a
+    note) unless ``include_disturbed``."""
     pts = tuple(points)
     if not pts:
         raise SpecError("calibration needs at least one measured point")
+    notes: list[str] = []
+    if not include_disturbed:
+        left_out = [p for p in pts if p.disturbed]
+        pts = tuple(p for p in pts if not p.disturbed)
+        if not pts:
+            raise SpecError(f"all {len(left_out)} points were disturbed ({left_out[0].disturbed}): measure again "
+                            "on a quieter machine, or include them")
+        if left_out:
+            notes.append(f"{len(left_out)} disturbed point(s) left out of the fit: "
+                         + "; ".join(f"{p.kind} {p.prompt}/{p.context}/{p.batch}: {p.disturbed}" for p in left_out[:4]))
     engines = sorted({p.engine_key for p in pts})
     if len(engines) > 1:
         raise SpecError(f"the points come from {len(engines)} engines or settings ({'; '.join(engines)}): "
                         "fit each apart")
     dtype = dtype or machine.default_dtype
     prior = machine.efficiency
-    notes: list[str] = []
     fitted: list[str] = []
     bandwidth, peak = machine.bandwidth, machine.flops(dtype)
     w = _work(spec, pts, kv_type)

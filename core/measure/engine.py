@@ -17,14 +17,17 @@ import os
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rooflab.core.errors import MeasurementError
 from rooflab.core.files.paths import cache_dir
 from rooflab.core.io import takes_weights
 from rooflab.core.jobs import CancelFlag, Progress
+from rooflab.core.measure.trust import judge, load_average
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
+
+R = TypeVar("R")
 
 #: Engine keys and what the window calls them.
 ENGINES: dict[str, str] = {
@@ -108,13 +111,14 @@ def measure_in_llamacpp(spec: ModelSpec, ref: object, plan: Any = None, cancel: 
     from rooflab.core.measure.store import model_key
 
     path = yield from gguf_for(spec, ref, synthetic=synthetic, cancel=cancel)
-    run = yield from measure_llamacpp(path, plan, cancel, available)
+    run, judged = yield from _judging(measure_llamacpp(path, plan, cancel, available))
     notes = list(run.notes)
     if path != Path(os.fspath(str(ref))).expanduser():
         notes.append(f"measured on a random-weight GGUF of the same tensor table ({path})")
     if model_key(run.spec) != model_key(spec):
         raise MeasurementError(f"the GGUF llama.cpp ran ({path}) is not the model on screen ({spec.name})")
-    return EngineRun(engine="llamacpp", label=spec.name, spec=spec, points=run.points, settings=run.settings,
+    return EngineRun(engine="llamacpp", label=spec.name, spec=spec, points=_apply(run.points, judged),
+                     settings=run.settings,
                      kv_type=run.settings.kv_type.split("/")[0], notes=tuple(notes), meta=_meta(run.record()))
 
 
@@ -127,12 +131,13 @@ def measure_in_llamabench(spec: ModelSpec, ref: object, plan: Any, batched: Any 
     from rooflab.core.measure.llamabench_run import run_batched_bench, run_llama_bench
 
     path = yield from gguf_for(spec, ref, synthetic=synthetic, cancel=cancel)
-    run = yield from run_llama_bench(dataclasses.replace(plan, model=str(path)), binary, cancel)
-    points = list(run.points)
+    run, judged = yield from _judging(run_llama_bench(dataclasses.replace(plan, model=str(path)), binary, cancel))
+    points = list(_apply(run.points, judged))
     meta: dict[str, Any] = {"argv": list(run.argv), "binary": str(run.binary), "seconds": run.seconds}
     if batched is not None:
-        more = yield from run_batched_bench(dataclasses.replace(batched, model=str(path)), batched_binary, cancel)
-        points += more.points
+        more, judged = yield from _judging(run_batched_bench(dataclasses.replace(batched, model=str(path)),
+                                                             batched_binary, cancel))
+        points += _apply(more.points, judged)
         meta["batched_argv"] = list(more.argv)
     settings = run.settings
     return EngineRun(engine="llama-bench", label=spec.name, spec=spec, points=tuple(points), settings=settings,
@@ -145,10 +150,10 @@ def measure_in_torch(ref: object, plan: Any = None, cancel: CancelFlag = None, *
     to the model as it ran (its dtype), not to a quantised file of the same shape."""
     from rooflab.core.measure.model import measure_model
 
-    run = yield from measure_model(ref, plan, cancel, available)  # type: ignore[arg-type]
+    run, judged = yield from _judging(measure_model(ref, plan, cancel, available))  # type: ignore[arg-type]
     settings = EngineSettings(engine="torch", version=run.torch_version, device=run.device,
                               threads=run.threads, kv_type=run.kv_type, dtype=run.dtype)
-    points = tuple(dataclasses.replace(p, settings=settings) for p in run.points)
+    points = tuple(dataclasses.replace(p, settings=settings) for p in _apply(run.points, judged))
     return EngineRun(engine="torch", label=run.label, spec=run.spec, points=points, settings=settings,
                      kv_type=run.kv_type, dtype=run.dtype, overhead=run.overhead, notes=run.notes,
                      meta=_meta(run.record()))
@@ -157,3 +162,28 @@ def measure_in_torch(ref: object, plan: Any = None, cancel: CancelFlag = None, *
 def _meta(record: dict[str, Any]) -> dict[str, Any]:
     """An engine's record less what ``EngineRun.record`` writes itself."""
     return {k: v for k, v in record.items() if k not in ("points", "settings", "label", "notes")}
+
+
+def _judging(job: Generator[Progress, None, R]) -> Generator[Progress, None, tuple[R, dict[int, MeasuredPoint]]]:
+    """Run ``job``, judging each point it measures (``trust.judge``) as it arrives: the
+    progress shows the judged point; returns the job's result and the judged points by the
+    identity of the ones the job made. Closing this closes ``job`` (its handles are freed)."""
+    start = load_average()
+    judged: dict[int, MeasuredPoint] = {}
+    try:
+        while True:
+            try:
+                progress = next(job)
+            except StopIteration as stop:
+                return stop.value, judged
+            if isinstance(progress.sample, MeasuredPoint):
+                point = judge(progress.sample, start, load_average())
+                judged[id(progress.sample)] = point
+                progress = dataclasses.replace(progress, sample=point)
+            yield progress
+    finally:
+        job.close()
+
+
+def _apply(points: tuple[MeasuredPoint, ...], judged: dict[int, MeasuredPoint]) -> tuple[MeasuredPoint, ...]:
+    return tuple(judged.get(id(p), p) for p in points)

@@ -46,15 +46,18 @@ class Calibrated:
 def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequence[MeasuredPoint], *,
                        meta: Mapping[str, Any], label: str, source: str, kv_type: str,
                        dtype: str | None = None, overhead: float | None = None,
-                       notes: Iterable[str] = (), keep: bool = True) -> Calibrated:
+                       notes: Iterable[str] = (), keep: bool = True,
+                       include_disturbed: bool = False) -> Calibrated:
     """Fit ``machine``'s efficiency to ``points`` of ``spec``, keep points and fit in the store
     (unless ``keep`` is False), and explain the gaps.
 
     meta: the run's circumstances, stored beside the points. source: the model's path or
     catalogue key, so ``predict --calibrated`` finds the fit by it. kv_type, dtype: as the
     points ran; overhead: seconds per pass measured apart (None: fitted). A store that cannot
-    be written is reported in ``keep_error``, not raised: the fit is still worth showing."""
-    cal = calibrate(spec, machine, points, kv_type=kv_type, dtype=dtype, overhead=overhead)
+    be written is reported in ``keep_error``, not raised: the fit is still worth showing.
+    include_disturbed: fit points the measurement marked disturbed too (all are stored)."""
+    cal = calibrate(spec, machine, points, kv_type=kv_type, dtype=dtype, overhead=overhead,
+                    include_disturbed=include_disturbed)
     key, mkey = store.model_key(spec), store.machine_key(machine)
     kept, error = False, ""
     if keep:
@@ -68,12 +71,12 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
                       machine_key=mkey, notes=tuple(notes), kept=kept, keep_error=error)
 
 
-def after_engine_run(run: EngineRun, machine: MachineProfile, *, source: str,
-                     keep: bool = True) -> Calibrated:
+def after_engine_run(run: EngineRun, machine: MachineProfile, *, source: str, keep: bool = True,
+                     include_disturbed: bool = False) -> Calibrated:
     """``calibrate_and_keep`` for a timing run of the model at ``source`` in any engine."""
     return calibrate_and_keep(run.spec, machine, run.points, meta=run.record(), label=run.label, source=source,
                               kv_type=run.kv_type, dtype=run.dtype, overhead=run.overhead, notes=run.notes,
-                              keep=keep)
+                              keep=keep, include_disturbed=include_disturbed)
 
 
 def after_import(bench: BenchImport, spec: ModelSpec, machine: MachineProfile, *, source: str,

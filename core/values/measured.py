@@ -108,7 +108,9 @@ class MeasuredPoint:
     """One timed pass. ``prompt``: tokens each sequence feeds the pass (1 for decode);
     ``context``: tokens already cached; ``seconds``: the best repeat; ``median``: the median
     repeat (0 when unknown); ``source``: who measured it ("torch 2.13 cpu fp32", "llama-bench");
-    ``settings``: the engine and its settings (None for points saved before they were recorded)."""
+    ``settings``: the engine and its settings (None for points saved before they were recorded);
+    ``disturbed``: why the measuring code distrusts the point (a wide spread between repeats, a
+    load average that rose while it ran), "" for a clean point."""
 
     kind: str
     prompt: int
@@ -119,6 +121,7 @@ class MeasuredPoint:
     repeats: int = 1
     source: str = ""
     settings: EngineSettings | None = None
+    disturbed: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -154,6 +157,8 @@ class MeasuredPoint:
         out = dataclasses.asdict(self)
         if self.settings is None:
             del out["settings"]
+        if not self.disturbed:
+            del out["disturbed"]
         return out
 
     @classmethod
@@ -166,6 +171,7 @@ class MeasuredPoint:
             return cls(kind=str(data["kind"]), prompt=int(data["prompt"]), context=int(data["context"]),
                        batch=int(data["batch"]), seconds=float(data["seconds"]),
                        median=float(data.get("median", 0.0)), repeats=int(data.get("repeats", 1)),
-                       source=str(data.get("source", "")), settings=settings)
+                       source=str(data.get("source", "")), settings=settings,
+                       disturbed=str(data.get("disturbed", ""))[:500])
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise SpecError(f"measured point is malformed: {exc!r}") from exc

@@ -40,7 +40,8 @@ def test_measure_model_json_saves_points_and_fit(tmp_path: Path, capsys, monkeyp
     out = json.loads(capsys.readouterr().out)
     # the workflow the window runs too (tests/gui/test_measure_panel.py), once, and what it made is printed
     ((args, kwargs, done),) = calls
-    assert args[1].key == "reference-cpu" and kwargs == {"source": str(config), "keep": True}
+    assert args[1].key == "reference-cpu"
+    assert kwargs == {"source": str(config), "keep": True, "include_disturbed": False}
     assert out["calibration"] == done.calibration.to_dict() and out["model_key"] == done.model_key
     kinds = [p["kind"] for p in out["measurement"]["points"]]
     assert kinds == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
