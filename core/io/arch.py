@@ -6,6 +6,23 @@ and gpt-oss: p = 2, even layers slide; gemma3: p = 6, five local then one global
 
 from __future__ import annotations
 
+# Hugging Face model_type -> llama.cpp architecture (GGUF names pass through unchanged)
+_LLAMA_CPP_NAMES: dict[str, str] = {
+    "llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen2_moe": "qwen2moe",
+    "qwen3": "qwen3", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3",
+    "gemma3_text": "gemma3", "gpt_oss": "gpt-oss", "phi3": "phi3", "olmo2": "olmo2", "olmoe": "olmoe",
+    "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "granite": "granite", "exaone4": "exaone4",
+}
+
+
+def llama_cpp_name(architecture: str) -> str:
+    """The llama.cpp spelling of an architecture named either way ("qwen3_moe" -> "qwen3moe",
+    "gemma3_text" -> "gemma3", "mistral" -> "llama"); other names pass through, lower-cased. One
+    model read from its config.json and from its GGUF gets one name."""
+    name = architecture.lower()
+    return _LLAMA_CPP_NAMES.get(name, name)
+
+
 # architecture (GGUF spelling and HF model_type) -> period of the sliding pattern
 _PERIODS: dict[str, int] = {
     "gemma2": 2,

@@ -25,19 +25,13 @@ from gguf.constants import (
 )
 
 from rooflab.core.errors import SpecError
+from rooflab.core.io.arch import llama_cpp_name
 from rooflab.core.values.model import ModelSpec, Tensor
 from rooflab.core.values.quant import type_by_name
 
 ALIGNMENT = GGUF_DEFAULT_ALIGNMENT          # bytes; what llama.cpp expects when no key says otherwise
 MIN_VOCAB = 5                               # <unk>, <s>, </s>, <|endoftext|> and one ordinary token
 
-# Hugging Face model_type -> llama.cpp architecture (GGUF names pass through unchanged)
-_ARCHITECTURES: dict[str, str] = {
-    "llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen2_moe": "qwen2moe",
-    "qwen3": "qwen3", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3",
-    "gemma3_text": "gemma3", "gpt_oss": "gpt-oss", "phi3": "phi3", "olmo2": "olmo2", "olmoe": "olmoe",
-    "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "granite": "granite", "exaone4": "exaone4",
-}
 _LLAMA_CPP_ARCHITECTURES: frozenset[str] = frozenset(MODEL_ARCH_NAMES.values())
 
 _SCALAR_FORMATS: dict[GGUFValueType, str] = {
@@ -79,7 +73,7 @@ def _per_layer(key: str, values: Sequence[int]) -> Field:
 
 def llama_cpp_architecture(spec: ModelSpec) -> str:
     """The llama.cpp architecture name for ``spec`` ("qwen3_moe" -> "qwen3moe")."""
-    arch = _ARCHITECTURES.get(spec.architecture.lower(), spec.architecture.lower())
+    arch = llama_cpp_name(spec.architecture)
     if arch not in _LLAMA_CPP_ARCHITECTURES:
         raise SpecError(f"{spec.name}: architecture {spec.architecture!r} is not one llama.cpp knows")
     return arch

@@ -22,6 +22,7 @@ from typing import Any
 from rooflab.core.errors import SpecError
 from rooflab.core.files.paths import data_dir
 from rooflab.core.files.records import read_record, set_aside, write_record
+from rooflab.core.io.arch import llama_cpp_name
 from rooflab.core.measure.calibrate import Calibration
 from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
@@ -43,7 +44,7 @@ def model_key(spec: ModelSpec) -> str:
     shape = (spec.layers, spec.hidden, spec.vocab, layout.heads, layout.kv_heads, layout.head_dim_k,
              layout.head_dim_v, spec.experts, spec.experts_used, round(spec.params_total, -4), f"{per_param:.2f}")
     digest = hashlib.sha1(repr(shape).encode()).hexdigest()[:12]
-    family = re.sub(r"[^a-z0-9]+", "", spec.architecture.lower()) or "model"
+    family = re.sub(r"[^a-z0-9]+", "", llama_cpp_name(spec.architecture)) or "model"
     return f"{family}-{digest}"
 
 

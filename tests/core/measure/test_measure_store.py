@@ -118,3 +118,17 @@ def test_default_folder_is_the_platform_data_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     presets.save_measured_machine(profile())
     assert (tmp_path / "xdg" / "rooflab" / "machines" / "measured.json").is_file()
+
+
+@pytest.mark.parametrize("name", ["gemma3", "qwen3_moe", "gpt_oss", "mistral"])
+def test_a_config_and_the_gguf_written_from_it_share_a_model_key(tmp_path, name):
+    """gemma3_text is gemma3 in a GGUF and mistral is llama: the key follows llama.cpp's name,
+    so points measured on a generated GGUF land on the config's curves."""
+    from rooflab.core.io.gguf import read_gguf
+    from tests.factories.llm_configs import random_gguf, small_configs, spec_of, weights_for
+
+    configs = small_configs()
+    config = configs.get(name) or dict(configs["llama"], model_type="mistral")
+    weights = weights_for(name)
+    gguf = read_gguf(random_gguf(tmp_path / f"{name}.gguf", config, weights))
+    assert store.model_key(gguf) == store.model_key(spec_of(config, weights))

@@ -1,0 +1,93 @@
+"""llama.cpp on this machine against rooflab's ceiling: random-weight GGUFs of three shapes (dense,
+sliding-window, mixture of experts) in Q4_K_M and Q8_0, timed in process through the same code
+the window and `rooflab measure model --engine llamacpp` use.
+
+For every point: the measured rate (best of the repeats), the spread of the repeats, the ceiling
+rooflab predicts for the same pass on this machine's measured profile (efficiency 1.0), and
+their ratio (measured / ceiling: the share of the ceiling llama.cpp reaches). The load average
+before and after the run is printed: read the figures against it.
+
+    python benchmarks/bench_llamacpp.py [--threads N] [--quick]
+
+The GGUFs are written to a temporary folder and removed afterwards (about 100-200 MB each)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rooflab.core.io.hf import spec_from_config
+from rooflab.core.io.presets import load_measured_machine
+from rooflab.core.jobs import run_job
+from rooflab.core.measure.calibrate import predict_points
+from rooflab.core.measure.engine import measure_in_llamacpp
+from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+from rooflab.core.values.machine import MachineProfile
+
+BASE = dict(hidden_size=768, num_hidden_layers=8, num_attention_heads=12, num_key_value_heads=4, head_dim=64,
+            intermediate_size=2048, vocab_size=32000, max_position_embeddings=8192, tie_word_embeddings=False)
+SHAPES = {
+    "dense (llama)": dict(BASE, model_type="llama"),
+    "sliding window (gemma3, 512)": dict(BASE, model_type="gemma3_text", sliding_window=512, num_hidden_layers=12),
+    "mixture of experts (qwen3-moe, 4 of 32)": dict(BASE, model_type="qwen3_moe", num_experts=32,
+                                                    num_experts_per_tok=4, moe_intermediate_size=512),
+}
+FORMATS = ("q4_k_m", "q8_0")
+
+
+def machine_profile(threads: int | None) -> MachineProfile:
+    """The measured profile of this machine (measured now, quickly, when none is kept)."""
+    stored = load_measured_machine()
+    if stored is not None:
+        return stored
+    from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+
+    print("no measured machine kept: measuring bandwidth and matmul peaks first", file=sys.stderr)
+    run = measure_machine_blocking(MachinePlan(threads=threads, repeats=3, experiments=("bandwidth", "matmul")))
+    return run.profile(fallback=None)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--quick", action="store_true", help="one format, fewer points")
+    args = parser.parse_args()
+    plan = LlamaCppPlan(threads=args.threads, prompts=(64, 256) if args.quick else (64, 256, 1024),
+                        depths=(0, 1024) if args.quick else (0, 1024, 4096), gen_tokens=16, contexts=(512,),
+                        batches=(1, 4) if args.quick else (1, 4, 16), batch_steps=8, repeats=3)
+    machine = machine_profile(args.threads)
+    load0 = os.getloadavg()
+    print(f"machine: {machine.name}: {machine.bandwidth / 1e9:.1f} GB/s, "
+          f"{machine.flops() / 1e9:.0f} GFLOP/s {machine.default_dtype} (the ceiling's figures)")
+    print(f"llama.cpp threads {args.threads}; load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rooflab-bench-") as folder:
+        os.environ["ROOFLAB_CACHE_DIR"] = folder          # the random-weight GGUFs go here, and go
+        for shape, config in SHAPES.items():
+            for weights in FORMATS[:1] if args.quick else FORMATS:
+                spec = spec_from_config(config, weights=weights, name=f"{shape} {weights.upper()}")
+                run = run_job(measure_in_llamacpp(spec, spec, plan, synthetic=True))
+                ceiling = predict_points(spec, machine, run.points, kv_type=run.kv_type)
+                print(f"\n{spec.name}: {spec.weight_bytes / 1e6:.0f} MB of weights, {run.settings.label}")
+                print(f"  {'pass':<8} {'prompt':>6} {'context':>7} {'batch':>5} {'measured tok/s':>14} "
+                      f"{'spread':>7} {'ceiling tok/s':>13} {'measured/ceiling':>16}")
+                for point, predicted in zip(run.points, ceiling, strict=True):
+                    rate_ceiling = point.batch * point.prompt / predicted
+                    flag = "  disturbed" if point.disturbed else ""
+                    print(f"  {point.kind:<8} {point.prompt:>6} {point.context:>7} {point.batch:>5} "
+                          f"{point.rate:>14.1f} {point.spread:>7.1%} {rate_ceiling:>13.1f} "
+                          f"{point.rate / rate_ceiling:>16.1%}{flag}")
+                for written in Path(folder).rglob("*.gguf"):
+                    written.unlink()
+    load1 = os.getloadavg()
+    print(f"\nload average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}; "
+          f"{time.perf_counter() - began:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
