@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from rooflab.core import __version__
+from rooflab.core.cli.args import int_list, positive
 from rooflab.core.errors import RooflabError, SpecError
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -30,33 +31,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
-    """A parser of comma-separated whole numbers in [low, high] ("1e3" is 1000; "2.5" is refused)."""
-
-    def parse(text: str) -> tuple[int, ...]:
-        try:
-            numbers = [float(x) for x in text.replace(" ", "").split(",") if x]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-        if not numbers:
-            raise argparse.ArgumentTypeError("expected at least one value, got none")
-        if not all(n.is_integer() and low <= n <= high for n in numbers):
-            raise argparse.ArgumentTypeError(f"values must be integers in [{low:,}, {high:,}], got {text!r}")
-        return tuple(int(n) for n in numbers)
-
-    return parse
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
 def add_model_options(p: argparse.ArgumentParser, *, positional: bool = False, required: bool = True) -> None:
     if positional:
         p.add_argument("model", metavar="MODEL", help="a .gguf file, config.json, model folder or catalogue key")
@@ -71,14 +45,14 @@ def add_model_options(p: argparse.ArgumentParser, *, positional: bool = False, r
 def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument("--machine", required=required, metavar="MACHINE",
                    help="a preset key, a saved profile, 'measured', or a profile .json path")
-    p.add_argument("--bandwidth", type=_positive, metavar="GB/s", help="override memory bandwidth")
-    p.add_argument("--peak-tflops", type=_positive, metavar="T", help="override peak TFLOP/s (compute dtype)")
-    p.add_argument("--memory-gb", type=_positive, metavar="G", help="override memory size (10^9 bytes)")
+    p.add_argument("--bandwidth", type=positive, metavar="GB/s", help="override memory bandwidth")
+    p.add_argument("--peak-tflops", type=positive, metavar="T", help="override peak TFLOP/s (compute dtype)")
+    p.add_argument("--memory-gb", type=positive, metavar="G", help="override memory size (10^9 bytes)")
     p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE", type=str.lower,
                    help="compute dtype whose peak applies (fp32, fp16, bf16, ...); default: the machine's")
-    p.add_argument("--bandwidth-efficiency", type=_positive, metavar="F",
+    p.add_argument("--bandwidth-efficiency", type=positive, metavar="F",
                    help="share of the bandwidth an engine reaches (predictions are ceilings at 1.0)")
-    p.add_argument("--compute-efficiency", type=_positive, metavar="F",
+    p.add_argument("--compute-efficiency", type=positive, metavar="F",
                    help="share of the peak FLOP/s an engine reaches")
     p.add_argument("--step-overhead-ms", type=float, metavar="MS", help="fixed time added to every forward pass")
     p.add_argument("--calibrated", action="store_true",
@@ -113,11 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(p)
     add_machine_options(p)
     add_workload_options(p)
-    p.add_argument("--contexts", type=_int_list(0, MAX_TOKENS),
+    p.add_argument("--contexts", type=int_list(0, MAX_TOKENS),
                    help="contexts for the decode table (default 0,4096,32768)")
-    p.add_argument("--batches", type=_int_list(1, MAX_BATCH),
+    p.add_argument("--batches", type=int_list(1, MAX_BATCH),
                    help="batch sizes for the decode table (default 1,4,16,64)")
-    p.add_argument("--prompts", type=_int_list(1, MAX_TOKENS), help="prompt lengths for the prefill table")
+    p.add_argument("--prompts", type=int_list(1, MAX_TOKENS), help="prompt lengths for the prefill table")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
     out.add_argument("--csv", action="store_true", help="decode and prefill rows as CSV")

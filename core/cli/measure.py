@@ -10,34 +10,16 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from rooflab.core.cli.args import int_list
 from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.io import presets
 from rooflab.core.jobs import CancelToken, Progress
+from rooflab.core.values.workload import MAX_TOKENS
 
 if TYPE_CHECKING:
     from rooflab.core.measure.workflow import Calibrated
 
 GB = 1e9
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.replace(" ", "").split(",") if x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
-def _depths(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.replace(" ", "").split(",") if x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected integers >= 0, got {text!r}")
-    return values
 
 
 def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -64,13 +46,13 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--synthetic", action="store_true",
                    help="llama.cpp: time a random-weight GGUF of the tensor table even for a GGUF file")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
-    p.add_argument("--prompts", type=_ints, default=None,
+    p.add_argument("--prompts", type=int_list(1, MAX_TOKENS), default=None,
                    help="prompt lengths (default: llamacpp 64,256,512; llama-bench 512; torch 1,16,64,256,1024)")
-    p.add_argument("--depths", type=_depths, default=None,
+    p.add_argument("--depths", type=int_list(0, MAX_TOKENS), default=None,
                    help="llama.cpp: tokens already cached before timing generation (default 0,512,2048)")
-    p.add_argument("--contexts", type=_ints, default=None,
+    p.add_argument("--contexts", type=int_list(0, MAX_TOKENS), default=None,
                    help="contexts of the batched sweep (default: llamacpp 512, torch 2,256)")
-    p.add_argument("--batches", type=_ints, default=None, help="batch sizes of the batched sweep (default 1,2,4,8)")
+    p.add_argument("--batches", type=int_list(1, MAX_TOKENS), default=None, help="batch sizes of the batched sweep (default 1,2,4,8)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each point (best and median kept)")
     p.add_argument("--steps", type=int, default=None,
                    help="decode steps timed at each depth or after each prompt (default: llamacpp 16, torch 8)")

@@ -45,7 +45,10 @@ def test_measure_model_json_saves_points_and_fit(tmp_path: Path, capsys, monkeyp
     assert out["calibration"] == done.calibration.to_dict() and out["model_key"] == done.model_key
     kinds = [p["kind"] for p in out["measurement"]["points"]]
     assert kinds == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
-    assert out["calibration"]["after"]["all"]["count"] == 6
+    # every clean point is fitted; one whose two decode steps spread over 20 % on this shared
+    # machine is kept out (tests/core/measure/test_trust.py), and stored all the same
+    clean = [p for p in out["measurement"]["points"] if not p.get("disturbed")]
+    assert out["calibration"]["after"]["all"]["count"] == len(clean) >= 1
     assert {g["contributor"] for g in out["gaps"]} >= {"Bandwidth below the profile's figure"}
     key, machine = out["model_key"], out["machine_key"]
     assert store.load_calibration(key, machine) is not None
