@@ -35,8 +35,7 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-save", action="store_true", help="do not keep the result as the 'measured' machine")
 
-    p = sub.add_parser("model", help="time prefill, decode and batched decode; fit the efficiency",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser("model", help="time prefill, decode and batched decode; fit the efficiency")
     p.add_argument("model", metavar="MODEL", help="a .gguf file, model folder, config.json or catalogue key")
     p.add_argument("--engine", choices=("llamacpp", "llama-bench", "torch"), default=None,
                    help="what runs the model (default: llamacpp for a GGUF or catalogue entry, torch for "
@@ -52,18 +51,18 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="llama.cpp: tokens already cached before timing generation (default 0,512,2048)")
     p.add_argument("--contexts", type=int_list(0, MAX_TOKENS), default=None,
                    help="contexts of the batched sweep (default: llamacpp 512, torch 2,256)")
-    p.add_argument("--batches", type=int_list(1, MAX_TOKENS), default=None, help="batch sizes of the batched sweep (default 1,2,4,8)")
-    p.add_argument("--repeats", type=int, default=3, help="runs of each point (best and median kept)")
+    p.add_argument("--batches", type=int_list(1, MAX_TOKENS), default=None, help="batch sizes of the batched sweep (default: llamacpp 1,2,4,8; torch 1,2,4,8,16)")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each point, best and median kept (default 3)")
     p.add_argument("--steps", type=int, default=None,
                    help="decode steps timed at each depth or after each prompt (default: llamacpp 16, torch 8)")
-    p.add_argument("--experiments", default="prefill,decode,batch", help="any of prefill,decode,batch")
-    p.add_argument("--kv-type", default="f16", help="llama.cpp: KV cache type (f16, q8_0, q4_0, ...)")
-    p.add_argument("--flash-attention", choices=("on", "off", "auto"), default="auto", help="llama.cpp: -fa")
-    p.add_argument("--gpu-layers", type=int, default=0, help="llama.cpp: layers on the GPU (-ngl)")
+    p.add_argument("--experiments", default="prefill,decode,batch", help="any of prefill,decode,batch (default: all three)")
+    p.add_argument("--kv-type", default="f16", help="llama.cpp: KV cache type, f16, q8_0, q4_0, ... (default f16)")
+    p.add_argument("--flash-attention", choices=("on", "off", "auto"), default="auto", help="llama.cpp: flash attention, -fa (default auto)")
+    p.add_argument("--gpu-layers", type=int, default=0, help="llama.cpp: layers on the GPU, -ngl (default 0)")
     p.add_argument("--llama-bench", metavar="PATH", default=None,
                    help="llama-bench: the binary or its folder (default: found on PATH)")
-    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="torch: compute dtype")
-    p.add_argument("--device", default="cpu", help="torch: cpu, cuda, cuda:N or mps")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="torch: compute dtype (default fp32)")
+    p.add_argument("--device", default="cpu", help="torch: cpu, cuda, cuda:N or mps (default cpu)")
     p.add_argument("--random-weights", action="store_true",
                    help="torch: build random weights from the config even when the folder has weights")
     p.add_argument("--include-disturbed", action="store_true",
