@@ -84,7 +84,7 @@ class MainWindow(QMainWindow):
         self.plot_tabs = self.plot_panel.tabs
         self.scenario_label = self.plot_panel.scenario_label
         self.measure_panel = MeasurePanel()
-        self.measure = MeasureController(state, self.plots, self.measure_panel, self)
+        self.measure = MeasureController(state, self.plots, self.measure_panel, self, settings=self.settings)
         self.opener = OpenModelController(state, self.settings, self.model_panel, self)
         self.left_tabs = QTabWidget()
         self._build_layout()

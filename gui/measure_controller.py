@@ -3,7 +3,10 @@ opening a model and measuring never cancel each other), hands the points to the 
 arrive, then runs the after-measurement workflow that the command line runs too
 (``rooflab.core.measure.workflow``) and shows its result on the ``MeasurePanel``.
 
-It also brings back what was kept for the model and machine on screen, when either changes."""
+The model on screen is the user's: timing it in any engine never replaces it, its weight format
+or the workload's cache type. Points are drawn one series per engine and settings (the newest
+run of each), the series fitted last first. It also brings back what was kept for the model
+and machine on screen, when either changes."""
 
 from __future__ import annotations
 
@@ -15,22 +18,24 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.io import presets
+from rooflab.core.io import presets, takes_weights
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.core.jobs import Progress
 from rooflab.core.measure import store, workflow
 from rooflab.core.measure.calibrate import Calibration
+from rooflab.core.measure.engine import ENGINES, EngineRun, default_engine
 from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
-from rooflab.core.measure.model import ModelMeasurement
+from rooflab.core.measure.overlays import MeasuredSeries, series_by_engine
 from rooflab.core.measure.workflow import Calibrated
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui import measure_overlays as overlays
 from rooflab.gui.jobs import JobController, report_unexpected
-from rooflab.gui.measure_jobs import import_job
+from rooflab.gui.measure_jobs import import_job, llamabench_job
 from rooflab.gui.measure_panel import MeasurePanel
-from rooflab.gui.measure_results import results_html
+from rooflab.gui.measure_results import estimate_text, results_html
 from rooflab.gui.plots import ChartPlot
+from rooflab.gui.settings import Settings
 from rooflab.gui.state import AppState
 from rooflab.gui.units import fmt
 
@@ -44,25 +49,35 @@ class MeasureController(QObject):
     machine_measured = Signal(object)       # the MachineProfile "this machine, measured", once kept
 
     def __init__(self, state: AppState, plots: Mapping[str, ChartPlot], view: MeasurePanel,
-                 parent: QObject | None = None) -> None:
+                 parent: QObject | None = None, *, settings: Settings | None = None) -> None:
         super().__init__(parent)
         self._state = state
         self._plots = plots
+        self._settings = settings or Settings()
         self.view = view
         self.jobs = JobController(self)
         self.memory_limit: float | None = None     # bytes to plan against (None: ask the device)
-        self.points: list[MeasuredPoint] = []
         self.samples: list[RooflineSample] = []
-        self.calibration: Calibration | None = None
+        self.calibration: Calibration | None = None  # the fit of ``series[0]``
+        self._stored: list[list[MeasuredPoint]] = []  # runs kept for the model and machine, oldest first
+        self._live: list[MeasuredPoint] = []       # the points of the model job running
+        self._drawn: dict[str, overlays.Shape] = {}
         self._measured_name = ""                   # the measured machine's name, while it is kept
         self._shown_for: tuple[str, str] = ("", "")  # (model key, machine name) the points belong to
         self._source = ""                          # the model's path or key when the job started
         self._kind = ""                            # "machine", "model" or "import": the job running
+        self._default_engine = default_engine(self._engine_ref())
+        self._kv_type = state.workload.kv_type
+        self._written: tuple[object, float] = (None, 0.0)   # (model, bytes of its random-weight GGUF)
         self._redraw = QTimer(self)
         self._redraw.setSingleShot(True)
         self._redraw.setInterval(80)
+        view.set_engine(self._default_engine)
+        view.set_kv_type(self._kv_type)
+        view.bench_path.setText(self._settings.llama_bench)
         self._connect()
         self._load_stored()
+        self._refresh_engine()
 
     def _connect(self) -> None:
         v = self.view
@@ -71,6 +86,9 @@ class MeasureController(QObject):
         v.import_button.clicked.connect(self._on_import_button_clicked)
         v.cancel_button.clicked.connect(self._on_cancel_button_clicked)
         v.apply_button.clicked.connect(self._on_apply_button_clicked)
+        v.bench_browse.clicked.connect(self._on_bench_browse_clicked)
+        v.bench_path.editingFinished.connect(self._on_bench_path_editing_finished)
+        v.plan_edited.connect(self._on_view_plan_edited)
         self.jobs.started.connect(self._on_jobs_started)
         self.jobs.yielded.connect(self._on_jobs_yielded)
         self.jobs.returned.connect(self._on_jobs_returned)
@@ -79,28 +97,73 @@ class MeasureController(QObject):
         self.jobs.finished.connect(self._on_jobs_finished)
         self._state.model_changed.connect(self._on_state_model_changed)
         self._state.machine_changed.connect(self._on_state_machine_changed)
+        self._state.workload_changed.connect(self._on_state_workload_changed)
         self._state.changed.connect(self._on_state_changed)
         self._redraw.timeout.connect(self._on_redraw_timeout)
 
-    # -- starting jobs --------------------------------------------------------------------------
+    # -- what is measured -------------------------------------------------------------------------
+    @property
+    def series(self) -> list[MeasuredSeries]:
+        """One series per engine and settings, the newest run of each; the running job's first."""
+        return series_by_engine([*self._stored, self._live])
+
+    @property
+    def points(self) -> list[MeasuredPoint]:
+        """The points of the newest series (the one ``calibration`` was fitted to)."""
+        found = self.series
+        return list(found[0].points) if found else []
+
     def model_ref(self) -> Any:
-        """What to time: the file or folder on screen when there is one, else its ModelSpec."""
+        """What torch times: the file or folder on screen when there is one, else its ModelSpec."""
         ref = self._state.model_ref
         return ref if ref and Path(ref).exists() else self._state.model
 
+    def _engine_ref(self) -> Any:
+        """What llama.cpp is given: the path or catalogue key on screen, else its ModelSpec."""
+        return self._state.model_ref or self._state.model
+
+    def _synthetic(self) -> bool:
+        """Whether llama.cpp must run a random-weight GGUF of the model on screen rather than the
+        file: the file is shown in another weight format than its own."""
+        return bool(self._state.model_weights)
+
+    def _own_gguf(self) -> bool:
+        """Whether llama.cpp runs the user's own GGUF file (else one written for the model)."""
+        ref = self._state.model_ref
+        path = Path(ref).expanduser() if ref else None
+        return bool(path and path.is_file() and not takes_weights(path) and not self._synthetic())
+
+    # -- starting jobs --------------------------------------------------------------------------
     def measure_machine(self) -> None:
         from rooflab.core.measure.machine import measure_machine
 
         self._start(functools.partial(measure_machine, self.view.machine_plan()), "machine")
 
     def measure_model(self) -> None:
-        from rooflab.core.measure.model import measure_model
-
-        plan = self.view.model_plan()
-        self._start(functools.partial(measure_model, self.model_ref(), plan, available=self.memory_limit), "model")
-        self.points = []              # after the start: a superseded job's end may reload the kept ones
+        """Time the model on screen in the chosen engine; RooflabError (shown by the caller)
+        when the controls or the engine cannot start."""
+        self._start(self._model_job(self.view.engine_key()), "model")
+        self._live = []
         self.calibration = None
-        overlays.clear_points(self._plots)
+        self._draw_points()
+
+    def _model_job(self, engine: str) -> Any:
+        from rooflab.core.measure import engine as engines
+
+        spec, ref = self._state.model, self._engine_ref()
+        if engine == "llamacpp":
+            return functools.partial(engines.measure_in_llamacpp, spec, ref, self.view.llamacpp_plan(),
+                                     synthetic=self._synthetic(), available=self.memory_limit)
+        if engine == "llama-bench":
+            # the plans name the GGUF; the job puts the file it runs (the user's or one written) in its place
+            bench, batched = self.view.llamabench_plans(ref if isinstance(ref, str) else spec.source or spec.name)
+            job, warnings = llamabench_job(spec, ref, bench, batched, bench_path=self.view.bench_path_text(),
+                                           synthetic=self._synthetic())
+            for warning in warnings:
+                self.message.emit(warning, "warning")
+            return job
+        return functools.partial(engines.measure_in_torch, self.model_ref(), self.view.model_plan(),
+                                 available=self.memory_limit)
 
     def import_file(self, path: str) -> None:
         self._start(functools.partial(import_job, path), "import")
@@ -143,6 +206,53 @@ class MeasureController(QObject):
         if self.calibration is not None:
             self._state.update_machine(efficiency=self.calibration.efficiency)
 
+    def _on_bench_browse_clicked(self) -> None:
+        path = self.view.ask_bench_binary()
+        if path:
+            self.view.bench_path.setText(path)
+            self._on_bench_path_editing_finished()
+
+    def _on_bench_path_editing_finished(self) -> None:
+        self._settings.llama_bench = self.view.bench_path_text()
+        self._refresh_engine()
+
+    def _on_view_plan_edited(self) -> None:
+        self._refresh_engine()
+
+    def _refresh_engine(self) -> None:
+        """Show which llama-bench would run (or why none can) and what a llama.cpp run needs."""
+        engine = self.view.engine_key()
+        if engine == "llama-bench":
+            from rooflab.core.measure.llamabench_plan import find_binary
+
+            try:
+                found = find_binary("llama-bench", self.view.bench_path_text() or None)
+            except RooflabError as exc:
+                self.view.show_bench_status(str(exc), found=False)
+            else:
+                self.view.show_bench_status(f"Runs {found}", found=True)
+        self.view.show_estimate(self._estimate() if engine == "llamacpp" else "")
+
+    def _estimate(self) -> str:
+        from rooflab.core.measure.gguf_synth import synthetic_gguf_bytes
+        from rooflab.core.measure.llamacpp_plan import llamacpp_memory
+        from rooflab.core.measure.sysinfo import system_memory_available
+
+        spec = self._state.model
+        try:
+            estimate = llamacpp_memory(spec, self.view.llamacpp_plan())
+            if self._own_gguf():
+                written = None
+            elif self._written[0] is spec:
+                written = self._written[1]
+            else:                 # tens of ms for a large model: once per model, not per keystroke
+                written = float(synthetic_gguf_bytes(spec))
+                self._written = (spec, written)
+        except RooflabError:
+            return ""             # a bad field: the click says which
+        available = system_memory_available() if self.memory_limit is None else self.memory_limit
+        return estimate_text(estimate, available, written)
+
     # -- the job's signals ----------------------------------------------------------------------
     def _on_jobs_started(self) -> None:
         self.view.show_running(True)
@@ -151,8 +261,8 @@ class MeasureController(QObject):
         self.view.show_progress(progress)
         if progress.sample is None:
             return
-        if self._kind == "model":
-            self.points.append(progress.sample)      # a model job's samples are MeasuredPoints
+        if self._kind == "model" and isinstance(progress.sample, MeasuredPoint):
+            self._live.append(progress.sample)
             self.sample_measured.emit(progress.sample)
             self._draw_points()
         elif self._kind == "machine" and isinstance(progress.sample, RooflineSample):
@@ -160,16 +270,18 @@ class MeasureController(QObject):
             self.sample_measured.emit(progress.sample)
             self._draw_samples()
 
-    def _on_jobs_returned(self, result: object) -> None:
+    def _on_jobs_returned(self, result: Any) -> None:
         done = {"machine": self._machine_done, "model": self._model_done, "import": self._import_done}[self._kind]
         try:
             done(result)
         except RooflabError as exc:
+            self._drop_live()
             self._show_error(str(exc))
             return
         self.view.show_done()
 
     def _on_jobs_errored(self, exc: BaseException) -> None:
+        self._drop_live()
         if isinstance(exc, RooflabError):
             self._show_error(str(exc))
         else:
@@ -177,11 +289,18 @@ class MeasureController(QObject):
             report_unexpected(exc)
 
     def _on_jobs_aborted(self) -> None:
+        self._drop_live()
         self.view.step.setText("Cancelled")
 
     def _on_jobs_finished(self) -> None:
         self.view.show_running(False)
         self._reload_if_moved()      # a model or machine picked while the job ran
+
+    def _drop_live(self) -> None:
+        """A run that did not finish leaves no point behind: none is kept, fitted or drawn."""
+        if self._live:
+            self._live = []
+            self._draw_points()
 
     def _show_error(self, text: str) -> None:
         self.view.show_error(text)
@@ -199,29 +318,31 @@ class MeasureController(QObject):
         self.message.emit(f"Machine measured: {fmt(profile.bandwidth, 'B/s')} bandwidth, "
                           f"saved as {profile.name!r}", "info")
 
-    def _model_done(self, run: ModelMeasurement) -> None:
-        done = workflow.after_model_run(run, self._state.machine, source=self._source)
+    def _model_done(self, run: EngineRun) -> None:
+        done = workflow.after_engine_run(run, self._state.machine, source=self._source,
+                                         include_disturbed=self.view.include_disturbed.isChecked())
+        self._stored.append(list(run.points))
+        self._live = []
         if store.model_key(self._state.model) != done.model_key:
-            self.message.emit(f"Showing the model as it ran: {run.spec.name} in {run.dtype}", "info")
-            self._state.set_model(run.spec, self._source)
-        workload = self._state.workload
-        if (workload.kv_type, workload.compute_dtype) != (run.kv_type, run.dtype):
-            self._state.update_workload(kv_type=run.kv_type, compute_dtype=run.dtype)
-        self._show_calibrated(done)
+            # torch times a transformers copy (fp32, bf16): its points are that model's, kept with it
+            ran = f"{run.label} in {run.dtype}" if run.dtype else run.label
+            self.message.emit(f"{ENGINES.get(run.engine, run.engine)} ran {ran}, not {self._state.model.name} as "
+                              "shown: its points and fit are kept with the model as it ran", "info")
+        self._show_calibrated(done, engine=run.settings.label)
 
     def _import_done(self, bench: BenchImport) -> None:
-        self.points = list(bench.points)
         for warning in bench.warnings:
             self.message.emit(warning, "warning")
         # kept like a run's fit (and 'rooflab measure import''s): it comes back with the model
         # and 'rooflab predict --calibrated' finds it
-        self._show_calibrated(workflow.after_import(bench, self._state.model, self._state.machine,
-                                                    source=self._source))
+        done = workflow.after_import(bench, self._state.model, self._state.machine, source=self._source)
+        self._stored.append(list(bench.points))
+        self._show_calibrated(done)
 
-    def _show_calibrated(self, done: Calibrated) -> None:
+    def _show_calibrated(self, done: Calibrated, engine: str = "") -> None:
         if done.keep_error:
             self.message.emit(f"Could not keep the measurement: {done.keep_error}", "warning")
-        self._set_calibration(done.calibration, html=results_html(done.calibration, done.gaps, done.notes))
+        self._set_calibration(done.calibration, html=results_html(done.calibration, done.gaps, done.notes, engine))
 
     def _set_calibration(self, cal: Calibration, *, html: str) -> None:
         self.calibration = cal
@@ -232,13 +353,16 @@ class MeasureController(QObject):
 
     # -- what was kept ----------------------------------------------------------------------------
     def _load_stored(self) -> None:
-        """Earlier measurements of the model on screen, on this machine, drawn again."""
+        """Earlier measurements of the model on screen, on this machine, drawn again: the newest
+        run of each engine and settings, and the fit of the newest of them."""
         from rooflab.core.measure.gaps import explain
 
         spec, machine = self._state.model, self._state.machine
-        runs = store.load_measurements(store.model_key(spec), store.machine_key(machine))
-        self.points = list(runs[-1]["points"]) if runs else []
-        record = store.load_calibration_record(store.model_key(spec), store.machine_key(machine))
+        key, mkey = store.model_key(spec), store.machine_key(machine)
+        self._stored = [list(run["points"]) for run in store.load_measurements(key, mkey)]
+        self._live = []
+        series = self.series
+        record = store.load_calibration_record(key, mkey, engine=series[0].key) if series else None
         raw = presets.load_machine_measurement()
         measured = presets.load_measured_machine()
         self._measured_name = measured.name if measured is not None else ""
@@ -247,12 +371,13 @@ class MeasureController(QObject):
                 self.samples = list(MachineMeasurement.from_dict(raw).roofline)
             except RooflabError:
                 self.samples = []
-        overlays.clear_points(self._plots)
-        if record is not None and self.points:
-            self._set_calibration(record, html=results_html(record, explain(spec, record), ()))
+        if record is not None:
+            settings = series[0].settings
+            self._set_calibration(record, html=results_html(record, explain(spec, record), (),
+                                                            settings.label if settings else ""))
         else:
             self.calibration = None
-            self.view.show_results("Earlier measurement shown." if self.points else "No measurement yet.",
+            self.view.show_results("Earlier measurement shown." if series else "No measurement yet.",
                                    can_apply=False)
             self._draw_points()
         self._draw_samples()
@@ -269,10 +394,21 @@ class MeasureController(QObject):
             self._load_stored()
 
     def _on_state_model_changed(self, _spec: object) -> None:
+        # the engine follows the model unless the user chose another one for the last model
+        default = default_engine(self._engine_ref())
+        if self.view.engine_key() == self._default_engine and not self.jobs.busy:
+            self.view.set_engine(default)
+        self._default_engine = default
         self._reload_if_moved()
+        self._refresh_engine()
 
     def _on_state_machine_changed(self, _machine: object) -> None:
         self._reload_if_moved()
+
+    def _on_state_workload_changed(self, workload: Any) -> None:
+        if workload.kv_type != self._kv_type:        # the cache type to measure follows the workload's
+            self._kv_type = workload.kv_type
+            self.view.set_kv_type(workload.kv_type)
 
     def _on_state_changed(self) -> None:
         self._redraw.start()
@@ -284,7 +420,7 @@ class MeasureController(QObject):
     # -- drawing ----------------------------------------------------------------------------------
     def _draw_points(self) -> None:
         try:
-            overlays.draw_points(self._plots, self._state, self.points, self.calibration)
+            self._drawn = overlays.draw_series(self._plots, self._state, self.series, self.calibration, self._drawn)
         except RooflabError as exc:
             self.message.emit(f"Cannot draw the measured points: {exc}", "warning")
 

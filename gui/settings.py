@@ -34,6 +34,7 @@ class Settings:
     geometry: str = ""                    # QWidget.saveGeometry(), base64
     window_state: str = ""
     report_dir: str = ""
+    llama_bench: str = ""                 # the user's llama-bench (file or folder; "" = found on PATH)
 
     def add_recent(self, ref: str) -> None:
         self.recent = [ref, *(r for r in self.recent if r != ref)][:MAX_RECENT]

@@ -1,13 +1,18 @@
 """Measured points and calibrated predictions as ``Curve``s for the plots' measured-series API,
 keyed by (chart, panel). Pure functions of value objects, so the window only hands them on.
 
-Each measured curve carries, per point, its ratio to the prediction for the same pass (same
-prompt, context and batch) on the machine given, shown on hover as "measured / predicted"."""
+Points of different engines or settings are never mixed: ``series_by_engine`` makes one
+``MeasuredSeries`` per ``EngineSettings.key`` (the newest run that holds the key), each drawn as
+its own layer with a short legend text (``series_label``). Each measured curve carries, per
+point, its ratio to the prediction for the same pass (same prompt, context and batch) on the
+machine given, shown on hover as "measured / predicted", and the spread of its repeats."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,72 +22,165 @@ from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.report.chart_types import Curve, Scenario
 from rooflab.core.report.charts import BATCHING, DECODE, PREFILL, ROOFLINE, build_charts
 from rooflab.core.values.machine import MachineProfile
-from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
 Overlay = dict[tuple[str, str], list[Curve]]
 RATIO = "measured / predicted"
+SPREAD = "spread %"             # (median - best) / best of the point's repeats, in per cent
+UNNAMED = "measured"            # the label of points that recorded no engine settings
+ALL_LAYERS = 999                # llama.cpp's -ngl for "every layer" (a row's -1 reads as 999)
 
 
-def _points_curve(key: str, label: str, x: Sequence[float], y: Sequence[float], ratio: Sequence[float], *,
-                  x_name: str, x_unit: str, y_name: str, y_unit: str) -> Curve:
+# --- series: one per engine and its settings ---------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasuredSeries:
+    """The points of one engine with one set of settings, from the newest run that measured
+    with them. ``key``: ``EngineSettings.key`` ("" for points that recorded none); ``label``:
+    the legend text (``series_label``)."""
+
+    key: str
+    label: str
+    points: tuple[MeasuredPoint, ...]
+
+    @property
+    def settings(self) -> EngineSettings | None:
+        return next((p.settings for p in self.points if p.settings is not None), None)
+
+    @property
+    def engine(self) -> str:
+        """The engine's name ("llama.cpp", "torch", ...), "" when the points recorded none."""
+        settings = self.settings
+        return settings.engine if settings is not None else ""
+
+    @property
+    def kv_type(self) -> str | None:
+        """The cache type the passes ran with (K's, when K and V differ); None when unknown."""
+        settings = self.settings
+        return settings.kv_type.split("/")[0] if settings is not None else None
+
+    @property
+    def dtype(self) -> str | None:
+        """The compute dtype of an engine that converts the weights (torch); None otherwise."""
+        settings = self.settings
+        return settings.dtype or None if settings is not None else None
+
+
+def series_label(settings: EngineSettings | None) -> str:
+    """A legend text short enough for a plot's legend: "llama.cpp, 2 threads, FA, kv f16",
+    "torch, 1 thread, kv f32, fp32", "llama-bench, cuda, FA, kv q8_0". No version, no device
+    when it is the CPU, and neither threads nor layers when every layer ran on the GPU (the
+    full ``EngineSettings.label`` is shown with the results). Every other setting the ``key``
+    holds is named, so series differ in label as they differ in key."""
+    if settings is None:
+        return UNNAMED
+    bits = [settings.engine]
+    offloaded = settings.device != "cpu" and settings.gpu_layers >= ALL_LAYERS
+    if settings.device != "cpu":
+        bits.append(settings.device)
+    if settings.threads and not offloaded:
+        bits.append(f"{settings.threads} thread{'s' if settings.threads != 1 else ''}")
+    if settings.gpu_layers and not offloaded:
+        bits.append(f"ngl {settings.gpu_layers}")
+    if settings.cpu_moe:
+        bits.append(f"cpu-moe {settings.cpu_moe}")
+    if settings.flash_attention:
+        bits.append("FA")
+    bits.append(f"kv {settings.kv_type}")
+    if settings.dtype:
+        bits.append(settings.dtype)
+    return ", ".join(bits)
+
+
+def series_by_engine(runs: Sequence[Sequence[MeasuredPoint]]) -> list[MeasuredSeries]:
+    """One series per engine key, from ``runs`` (oldest first, as the store keeps them): each
+    key's points come from the newest run that holds it, never merged across runs. Newest
+    first: the newest run's keys (in the order its points name them), then older ones."""
+    found: dict[str, MeasuredSeries] = {}
+    for run in reversed(runs):
+        for key in dict.fromkeys(p.engine_key for p in run):
+            if key not in found:
+                points = tuple(p for p in run if p.engine_key == key)
+                found[key] = MeasuredSeries(key=key, label=series_label(points[0].settings), points=points)
+    return list(found.values())
+
+
+# --- measured curves -----------------------------------------------------------------------------
+
+def _points_curve(key: str, label: str, points: Sequence[MeasuredPoint], x: Sequence[float], y: Sequence[float],
+                  ratio: Sequence[float], *, x_name: str, x_unit: str, y_name: str, y_unit: str) -> Curve:
+    spread = [100.0 * p.spread for p in points]
     return Curve(key=key, label=label, x=np.asarray(x, dtype=float), y=np.asarray(y, dtype=float), x_name=x_name,
                  x_unit=x_unit, y_name=y_name, y_unit=y_unit, kind="points", role="measured",
-                 extras={RATIO: np.asarray(ratio, dtype=float)})
+                 extras={RATIO: np.asarray(ratio, dtype=float), SPREAD: np.asarray(spread, dtype=float)})
+
+
+def _first_setting(points: Sequence[MeasuredPoint], name: str) -> str:
+    """A setting of the first point that recorded settings ("" when none did)."""
+    settings = next((p.settings for p in points if p.settings is not None), None)
+    return str(getattr(settings, name)) if settings is not None else ""
 
 
 def measured_curves(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: MachineProfile,
-                    workload: Workload, *, kv_type: str | None = None,
-                    dtype: str | None = None) -> Overlay:
+                    workload: Workload, *, kv_type: str | None = None, dtype: str | None = None,
+                    label: str = "") -> Overlay:
     """Prefill points on Prefill/TTFT (time and rate), decode steps at the workload's batch on
     Decode vs context (time and rate), batched steps on Batching (per sequence and total, one
-    series per context), and every pass on the Roofline at the intensity the engine counts."""
+    series per context), and every pass on the Roofline at the intensity the engine counts.
+
+    kv_type, dtype: as the passes ran, for the "measured / predicted" ratio (None: the points'
+    own settings, else the workload's). label: the series' legend text; a curve that is the
+    series' only one on its panel is labelled with it (a plot's legend then names it once),
+    the others ("per seq.", "total" on Batching) are labelled by what sets them apart."""
     out: Overlay = {}
     if not points:
         return out
-    kv = kv_type or workload.kv_type
-    predicted = predict_points(spec, machine, points, kv_type=kv, dtype=dtype or workload.compute_dtype)
+    kv = kv_type or _first_setting(points, "kv_type").split("/")[0] or workload.kv_type
+    compute = dtype or _first_setting(points, "dtype") or workload.compute_dtype
+    predicted = predict_points(spec, machine, points, kv_type=kv, dtype=compute)
     ratio = [p.seconds / q for p, q in zip(points, predicted, strict=True)]
     pre = [(p, r) for p, r in zip(points, ratio, strict=True) if p.kind == "prefill" and p.batch == 1]
     if pre:
-        x = [p.prompt for p, _ in pre]
-        r = [q for _, q in pre]
-        out[(PREFILL, "ttft")] = [_points_curve("measured_ttft", "TTFT", x, [p.seconds for p, _ in pre], r,
+        pts, r = [p for p, _ in pre], [q for _, q in pre]
+        x = [p.prompt for p in pts]
+        out[(PREFILL, "ttft")] = [_points_curve("measured_ttft", label or "TTFT", pts, x, [p.seconds for p in pts], r,
                                                 x_name="prompt", x_unit="tokens", y_name="TTFT", y_unit="s")]
-        out[(PREFILL, "rate")] = [_points_curve("measured_rate", "prompt tokens/s", x,
-                                                [p.rate for p, _ in pre], r, x_name="prompt", x_unit="tokens",
-                                                y_name="prompt rate", y_unit="tokens/s")]
+        out[(PREFILL, "rate")] = [_points_curve("measured_rate", label or "tokens/s", pts, x, [p.rate for p in pts], r,
+                                                x_name="prompt", x_unit="tokens", y_name="prompt rate",
+                                                y_unit="tokens/s")]
     dec = [(p, r) for p, r in zip(points, ratio, strict=True) if p.is_decode and p.batch == workload.batch]
     if dec:
-        x = [p.context for p, _ in dec]
-        r = [q for _, q in dec]
-        out[(DECODE, "step")] = [_points_curve("measured_step", "time per token", x,
-                                               [p.seconds for p, _ in dec], r, x_name="context", x_unit="tokens",
-                                               y_name="time per token", y_unit="s")]
-        out[(DECODE, "rate")] = [_points_curve("measured_rate", "tokens/s", x,
-                                               [1.0 / p.seconds for p, _ in dec], r, x_name="context",
-                                               x_unit="tokens", y_name="decode rate", y_unit="tokens/s")]
+        pts, r = [p for p, _ in dec], [q for _, q in dec]
+        x = [p.context for p in pts]
+        out[(DECODE, "step")] = [_points_curve("measured_step", label or "TPOT", pts, x, [p.seconds for p in pts], r,
+                                               x_name="context", x_unit="tokens", y_name="time per token",
+                                               y_unit="s")]
+        out[(DECODE, "rate")] = [_points_curve("measured_rate", label or "tokens/s", pts, x, [1.0 / p.seconds for p in pts],
+                                               r, x_name="context", x_unit="tokens", y_name="decode rate",
+                                               y_unit="tokens/s")]
     batch = [(p, r) for p, r in zip(points, ratio, strict=True) if p.kind == "batch"]
+    contexts = sorted({p.context for p, _ in batch})
     curves = []
-    for context in sorted({p.context for p, _ in batch}):
+    for context in contexts:
         group = [(p, r) for p, r in batch if p.context == context]
-        x = [p.batch for p, _ in group]
-        r = [q for _, q in group]
-        curves += [_points_curve(f"measured_per_sequence_{context}", f"per sequence, context {context}", x,
-                                 [1.0 / p.seconds for p, _ in group], r, x_name="batch", x_unit="sequences",
+        pts, r = [p for p, _ in group], [q for _, q in group]
+        x = [p.batch for p in pts]
+        at = f" @{context}" if len(contexts) > 1 else ""
+        curves += [_points_curve(f"measured_per_sequence_{context}", f"per seq.{at}", pts, x,
+                                 [1.0 / p.seconds for p in pts], r, x_name="batch", x_unit="sequences",
                                  y_name="decode rate", y_unit="tokens/s"),
-                   _points_curve(f"measured_total_{context}", f"total, context {context}", x,
-                                 [p.batch / p.seconds for p, _ in group], r, x_name="batch", x_unit="sequences",
-                                 y_name="decode rate", y_unit="tokens/s")]
+                   _points_curve(f"measured_total_{context}", f"total{at}", pts, x, [p.batch / p.seconds for p in pts],
+                                 r, x_name="batch", x_unit="sequences", y_name="decode rate", y_unit="tokens/s")]
     if curves:
         out[(BATCHING, "rate")] = curves
-    out[(ROOFLINE, "roofline")] = [_roofline_of(points, spec, machine, workload, ratio, kv)]
+    out[(ROOFLINE, "roofline")] = [_roofline_of(points, spec, machine, workload, ratio, kv, label or "passes")]
     return out
 
 
 def _roofline_of(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: MachineProfile, workload: Workload,
-                 ratio: Sequence[float], kv_type: str) -> Curve:
+                 ratio: Sequence[float], kv_type: str, label: str) -> Curve:
     """Each pass at intensity = FLOPs / bytes (as the engine counts them), achieved = FLOPs / s."""
     wl = dataclasses.replace(workload, kv_type=kv_type)
     plain = dataclasses.replace(machine, efficiency=dataclasses.replace(machine.efficiency, kv_read_factor=1.0))
@@ -94,8 +192,8 @@ def _roofline_of(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: Mach
             work = decode_pass(spec, plain, wl, context=p.context, batch=p.batch)
         x.append(float(work.intensity))
         y.append(float(work.flops) / p.seconds)
-    return _points_curve("measured_passes", "forward passes", x, y, ratio, x_name="intensity", x_unit="FLOP/byte",
-                         y_name="achieved", y_unit="FLOP/s")
+    return _points_curve("measured_passes", label, points, x, y, ratio, x_name="intensity",
+                         x_unit="FLOP/byte", y_name="achieved", y_unit="FLOP/s")
 
 
 def roofline_samples_curve(samples: Sequence[RooflineSample], label: str = "multiplies") -> Overlay:
@@ -117,6 +215,21 @@ _CALIBRATED = ((PREFILL, "ttft", ("ttft",)), (PREFILL, "rate", ("prompt_rate",))
                (ROOFLINE, "roofline", ("effective_roof",)))
 
 
+def calibrated_label(series: MeasuredSeries | None) -> str:
+    """The legend text of the prediction calibrated to ``series``' fit: "llama.cpp fit"
+    ("calibrated" for points that recorded no engine)."""
+    engine = series.engine if series is not None else ""
+    return f"{engine} fit" if engine else "calibrated"
+
+
+_ASIDE = re.compile(r"\s*\([^)]*\)$")      # " (slower clock)": the prediction's own legend says it
+_SHORT = {"effective_roof": "roof"}         # "roof at the machine's efficiency": the fit is that efficiency
+
+
+def _calibrated_label(curve: Curve) -> str:
+    return _SHORT.get(curve.key, _ASIDE.sub("", curve.label))
+
+
 def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Workload) -> Overlay:
     """The main predicted curves of each chart, redrawn with the calibrated machine."""
     charts = build_charts(Scenario(model=spec, machine=calibrated, workload=workload))
@@ -124,6 +237,6 @@ def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Wor
     for chart, panel, keys in _CALIBRATED:
         found = [c for c in charts[chart].panel(panel).curves if c.key in keys]
         if found:
-            out[(chart, panel)] = [dataclasses.replace(c, key=f"calibrated_{c.key}", label=c.label,
+            out[(chart, panel)] = [dataclasses.replace(c, key=f"calibrated_{c.key}", label=_calibrated_label(c),
                                                        role="calibrated") for c in found]
     return out

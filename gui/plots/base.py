@@ -275,7 +275,9 @@ class ChartPlot(QWidget):
 def _describe_point(drawn: Drawn, i: int) -> str:
     c, layer = drawn.curve, drawn.layer
     x, y = float(c.x[i]), float(c.y[i])
-    text = f"{c.label}: {units.fmt(y, c.y_unit)} at {c.x_name} {units.fmt(x, c.x_unit)}"
+    # a series that is its layer's only curve (label = the layer's) is named once, by the layer
+    what = f"{c.label}:" if c.label != layer.label else c.y_name
+    text = f"{what} {units.fmt(y, c.y_unit)} at {c.x_name} {units.fmt(x, c.x_unit)}"
     for name, values in c.extras.items():
         text += f" · {name} {units.significant(float(values[i]))}"
     return f"{layer.label} — {text}"

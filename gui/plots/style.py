@@ -92,4 +92,6 @@ def legend_name(layer: Layer, curve: Curve) -> str | None:
         if curve.kind == "points":
             return None
         return layer.label if curve.role == "main" else f"{curve.label}: {layer.label}"
+    if curve.label == layer.label:      # a series that is the layer's only curve on its panel
+        return layer.label
     return f"{layer.label}: {curve.label}"

@@ -7,6 +7,7 @@ widgets show."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from rooflab.core.measure import workflow
 from rooflab.core.values.measured import MeasuredPoint
+from rooflab.gui.measure_overlays import measured_layer
 
 
 def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[tuple, dict]]:
@@ -49,7 +51,7 @@ def tiny_window(window, tiny_config: Path, monkeypatch, tmp_path):
 
 def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monkeypatch):
     panel, ctl = tiny_window.measure_panel, tiny_window.measure
-    calls = spy(monkeypatch, "after_model_run")
+    calls = spy(monkeypatch, "after_engine_run")
     arrived: list[object] = []
     ctl.sample_measured.connect(arrived.append)
     with qtbot.waitSignal(ctl.calibrated, timeout=60_000) as fit:
@@ -59,22 +61,50 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monke
     assert [p.kind for p in points] == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
     # the workflow 'rooflab measure model' runs too (tests/core/cli/test_measure_cli.py)
     ((args, kwargs),) = calls
-    assert list(args[0].points) == points and args[1] is tiny_window.state.machine
-    assert kwargs == {"source": str(tiny_window.state.model_ref)}
-    assert fit.args[0].after["all"].count == 6
+    # torch stamps its settings on the points once the run ends (live points carry none yet)
+    assert [dataclasses.replace(p, settings=None) for p in args[0].points] == points
+    assert args[1] is tiny_window.state.machine and args[0].engine == "torch"
+    assert kwargs == {"source": str(tiny_window.state.model_ref), "include_disturbed": False}
+    # a point the machine's load disturbed (the suite runs on every core) stays out of the fit
+    assert fit.args[0].after["all"].count == sum(not p.disturbed for p in args[0].points) >= 3
     assert "Calibration" in panel.results.text() and "TTFT" in panel.results.text()
     assert panel.step.text() == "Done" and panel.progress.value() == 1000
     assert panel.apply_button.isEnabled() and panel.model_button.isEnabled()
     tiny_window.flush_plots()
-    measured = tiny_window.plots["prefill"].curve("ttft", "measured_ttft", layer="measured")
+    (series,) = ctl.series                                   # one engine, one set of settings
+    layer = measured_layer(series.key)
+    assert series.label.startswith("torch, 1 thread") and series.points == args[0].points
+    measured = tiny_window.plots["prefill"].curve("ttft", "measured_ttft", layer=layer)
     assert list(measured.x) == [1.0, 8.0] and "measured / predicted" in measured.extras
-    assert tiny_window.plots["batching"].curve("rate", "measured_per_sequence_4", layer="measured").x.size == 2
+    assert tiny_window.plots["batching"].curve("rate", "measured_per_sequence_4", layer=layer).x.size == 2
     assert tiny_window.plots["decode"].curve("step", "calibrated_step", layer="calibrated").y.size > 10
     files = tiny_window.save_report(tmp_path / "report")
     assert any("measured" in p.name for p in files.csvs)            # measured series go into the report
     # control -> model: applying the fit changes the machine on screen
     panel.apply_button.click()
     assert tiny_window.state.machine.efficiency == ctl.calibration.efficiency
+
+
+def test_a_torch_run_of_another_format_keeps_the_model_on_screen(qtbot, tiny_window, tiny_config):
+    from rooflab.core.io import load_model
+    from rooflab.core.measure import store
+
+    state, panel, ctl = tiny_window.state, tiny_window.measure_panel, tiny_window.measure
+    state.set_model(load_model(tiny_config, weights="q8_0"), str(tiny_config), "q8_0")
+    state.update_workload(kv_type="q8_0")
+    assert panel.engine_key() == "torch"
+    panel.use_batch.setChecked(False)
+    messages: list[tuple[str, str]] = []
+    ctl.message.connect(lambda text, level: messages.append((text, level)))
+    before = (state.model, state.workload, state.model_ref, state.model_weights)
+    with qtbot.waitSignal(ctl.jobs.returned, timeout=60_000) as returned:
+        panel.model_button.click()
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=10_000)
+    run = returned.args[0]
+    assert run.dtype == "fp32" and store.model_key(run.spec) != store.model_key(state.model)
+    # torch ran an fp32 copy: said so, and the Q8_0 model, its cache type and its file stay on screen
+    assert (state.model, state.workload, state.model_ref, state.model_weights) == before
+    assert any("torch" in text and "fp32" in text and level == "info" for text, level in messages)
 
 
 def test_cancel_stops_the_run_inside_a_forward_pass(qtbot, tiny_window):
