@@ -86,11 +86,15 @@ def gguf_for(spec: ModelSpec, ref: object, *, synthetic: bool = False,
     """The GGUF llama.cpp should run for ``spec``: the user's own file when ``ref`` is one (and
     ``synthetic`` is False), else a random-weight GGUF of ``spec``'s tensor table, written once
     and reused while it has the expected size."""
+    from rooflab.core.io.gguf import read_gguf
     from rooflab.core.measure.gguf_synth import synthetic_gguf_bytes, write_synthetic_gguf
+    from rooflab.core.measure.store import model_key
 
     if not isinstance(ref, ModelSpec):
         path = Path(os.fspath(str(ref))).expanduser()
-        if not synthetic and path.is_file() and not takes_weights(path):
+        # the user's own file, unless it is not the model on screen (a weight format chosen
+        # on top of it): then a file of the model on screen is written
+        if not synthetic and path.is_file() and not takes_weights(path) and model_key(read_gguf(path)) == model_key(spec):
             return path
     target = synthetic_gguf_path(spec)
     try:
@@ -106,10 +110,15 @@ def measure_in_llamacpp(spec: ModelSpec, ref: object, plan: Any = None, cancel: 
                         synthetic: bool = False, available: float | None = None,
                         ) -> Generator[Progress, None, EngineRun]:
     """Time ``spec`` (opened from ``ref``) in llama.cpp, in process, with ``plan`` (a
-    ``LlamaCppPlan``)."""
-    from rooflab.core.measure.llamacpp import measure_llamacpp
+    ``LlamaCppPlan``). A run that would not fit in memory is refused before any GGUF is written."""
+    from rooflab.core.measure.llamacpp import check_memory, llamacpp_memory, measure_llamacpp
+    from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
     from rooflab.core.measure.store import model_key
+    from rooflab.core.measure.sysinfo import system_memory_available
 
+    plan = plan or LlamaCppPlan()
+    if not plan.gpu_layers:          # host memory only: a GPU's is not known here (the run notes it)
+        check_memory(llamacpp_memory(spec, plan), system_memory_available() if available is None else available)
     path = yield from gguf_for(spec, ref, synthetic=synthetic, cancel=cancel)
     run, judged = yield from _judging(measure_llamacpp(path, plan, cancel, available))
     notes = list(run.notes)

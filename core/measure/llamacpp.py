@@ -43,8 +43,8 @@ from rooflab.core.measure.sysinfo import system_memory_available
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
-__all__ = ["EXPERIMENTS", "LlamaCppMeasurement", "LlamaCppPlan", "llamacpp_memory", "measure_llamacpp",
-           "measure_llamacpp_blocking"]
+__all__ = ["EXPERIMENTS", "LlamaCppMeasurement", "LlamaCppPlan", "check_memory", "llamacpp_memory",
+           "measure_llamacpp", "measure_llamacpp_blocking"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,7 +111,7 @@ def measure_llamacpp(path: str | os.PathLike[str], plan: LlamaCppPlan | None = N
         notes.append(f"{device} memory was not checked before loading")
     estimate = llamacpp_memory(spec, plan)
     if device == "cpu":
-        _check_memory(estimate, system_memory_available() if available is None else available)
+        check_memory(estimate, system_memory_available() if available is None else available)
     check_cancel(cancel)
     threads = plan.threads or default_threads()
     yield Progress(step="load", message=f"loading {os.path.basename(path)} into llama.cpp", fraction=0.0)
@@ -137,7 +137,7 @@ def measure_llamacpp(path: str | os.PathLike[str], plan: LlamaCppPlan | None = N
         notes=tuple(notes), seconds=time.perf_counter() - start)
 
 
-def _check_memory(estimate: MemoryEstimate, available: float | None) -> None:
+def check_memory(estimate: MemoryEstimate, available: float | None) -> None:
     """Refuse a run that would need more than ``HEADROOM`` of the free memory (unknown: go)."""
     if available is not None and estimate.total > HEADROOM * available:
         raise MeasurementError(

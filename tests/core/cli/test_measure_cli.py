@@ -204,3 +204,29 @@ def test_points_of_two_engines_are_never_fitted_together(tmp_path: Path):
               for c, s in ((10, a), (100, a), (10, b))]
     with pytest.raises(SpecError, match="2 engines or settings"):
         calibrate(spec, presets.load_machine("reference-cpu"), points)
+
+
+def test_a_run_that_would_not_fit_is_refused_before_a_gguf_is_written(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(tmp_path / "cache"))
+    # Qwen3-8B in Q8_0 (8.7 GB) and its cache: no random-weight file may be started for it
+    monkeypatch.setattr("rooflab.core.measure.sysinfo.system_memory_available", lambda: 2e9)
+    assert main(["measure", "model", "qwen3-8b-q4_k_m", "--engine", "llamacpp", "--weights", "q8_0",
+                 "--machine", "reference-cpu"]) == 2
+    assert "not enough memory for llama.cpp" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_gguf_viewed_in_another_weight_format_is_measured_in_that_format(tmp_path: Path, capsys, monkeypatch):
+    pytest.importorskip("llama_cpp")
+    from rooflab.core.io import load_model
+    from rooflab.core.measure.engine import gguf_for
+    from rooflab.core.jobs import run_job
+
+    monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(tmp_path / "cache"))
+    gguf = _tiny_gguf(tmp_path)
+    own = load_model(gguf)
+    assert run_job(gguf_for(own, gguf)) == gguf                         # the file itself
+    config = tmp_path / "config.json"
+    other = load_model(config, weights="q4_0")                          # the same shape, another format
+    written = run_job(gguf_for(other, gguf))
+    assert written != gguf and written.parent == tmp_path / "cache" / "synthetic"
