@@ -32,7 +32,7 @@ def results_html(cal: Calibration, gaps: Iterable[Any], notes: Iterable[str], en
     rows.append("<b>Between the ceiling and the measurement</b>")
     for g in gaps:
         mark = "●" if g.applies else "○"
-        share = f" — {g.share:.0%} of the reference step's gap" if g.seconds else ""
+        share = f" — {g.share:.0%} of the reference step's gap" if g.seconds and g.share else ""
         rows.append(f"{mark} <i>{html.escape(g.contributor)}</i>{share}: {html.escape(g.evidence)}")
     rows += [f"<small>{html.escape(n)}</small>" for n in [*notes, *cal.notes]]
     return "<br>".join(rows)

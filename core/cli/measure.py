@@ -199,7 +199,7 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     print("  what sits between the ceiling and the measurement:")
     for g in done.gaps:
         mark = "*" if g.applies else "-"
-        share = f" {g.share:5.0%} of the step's gap" if g.seconds else ""
+        share = f" {g.share:5.0%} of the step's gap" if g.seconds and g.share else ""
         print(f"   {mark} {g.contributor}{share}: {g.evidence}")
     for note in done.notes + cal.notes:
         print(f"  note: {note}")

@@ -14,6 +14,7 @@ prefill and the largest batch instead. No torch here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,10 @@ class Gap:
     evidence: str
 
 
+#: A decode step within this share of its ceiling has no gap worth sharing out among contributors.
+MIN_GAP = 0.02
+
+
 def _reference(points: Sequence[MeasuredPoint]) -> int | None:
     """Index of the decode step at the shortest context (batch 1 preferred)."""
     best = None
@@ -62,7 +67,8 @@ def explain(spec: ModelSpec, cal: Calibration, machine_run: MachineMeasurement |
         p = cal.points[ref]
         w, k = (float(x) for x in work.decode_bytes(spec, p.context, p.batch, cal.kv_type, 1.0))
         ceiling = cal.predicted_before[ref]
-        gap = max(p.seconds - ceiling, 1e-12)
+        # a step at (or under) its ceiling leaves nothing to share out: shares would divide by ~0
+        gap = p.seconds - ceiling if p.seconds - ceiling > MIN_GAP * p.seconds else math.inf
         bandwidth_s = (w + k) * (1.0 / (b * eff.bandwidth) - 1.0 / b)
         cache_s = (eff.kv_read_factor - 1.0) * k / (b * eff.bandwidth)
         rest = p.seconds - cal.predicted_after[ref]
@@ -107,9 +113,13 @@ def _cache_gap(spec: ModelSpec, cal: Calibration, cache_s: float, gap: float) ->
     attention = float(work.kv_bytes(spec, hi.context, cal.kv_type) - work.kv_bytes(spec, lo.context, cal.kv_type))
     expected = attention / cal.effective_bandwidth
     measured = hi.seconds - lo.seconds
-    evidence = (f"from context {lo.context} to {hi.context} a step grew by {measured * 1e3:.1f} ms; reading the "
-                f"extra {attention / 1e6:.0f} MB of cache once explains {expected * 1e3:.1f} ms; fitted "
-                f"kv_read_factor {kv:.2f} (2 would be a cache copied every step, as torch.cat in a dynamic cache does)")
+    change = f"grew by {measured * 1e3:.2f} ms" if measured >= 0 else f"shrank by {-measured * 1e3:.2f} ms (noise)"
+    torch = any(p.settings is None or p.settings.engine == "torch" for p, _ in decode)
+    meaning = ("2 would be a cache copied every step, as torch.cat in transformers' dynamic cache does" if torch
+               else "1 is each cached byte read once per step; more is attention's own work per cached token")
+    evidence = (f"from context {lo.context} to {hi.context} a step {change}; reading the extra "
+                f"{attention / 1e6:.0f} MB of cache once explains {expected * 1e3:.2f} ms; fitted "
+                f"kv_read_factor {kv:.2f} ({meaning})")
     return Gap(contributor="Engine moves more cache bytes than attention reads", seconds=cache_s,
                share=cache_s / gap, applies=kv > 1.2, evidence=evidence)
 

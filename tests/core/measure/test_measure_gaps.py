@@ -53,3 +53,22 @@ def test_compute_side_contributors(calibration):
     assert not gaps["Weights split across two memories"].applies
     ordered = explain(spec, cal)
     assert [g.applies for g in ordered] == sorted((g.applies for g in ordered), reverse=True)
+
+
+def test_a_step_at_its_ceiling_shares_out_no_gap():
+    """Measured at (or faster than) the ceiling: no contributor gets a share of a gap of ~0 s
+    (it used to read '673464560 % of the step's gap'), and a step that got shorter at a longer
+    context says it shrank, with llama.cpp's meaning of the cache factor, not torch's."""
+    from rooflab.core.values.measured import EngineSettings
+
+    spec = load_model("qwen3-0.6b")
+    machine = MachineProfile(name="cpu", bandwidth=40e9, peak_flops={"fp32": 2e11}, memory=16e9, default_dtype="fp32")
+    llama = EngineSettings(engine="llama.cpp", threads=2)
+    pts = [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=1.0, settings=llama) for t in (8, 1024)]
+    ceiling = predict_points(spec, machine, pts)
+    pts = [dataclasses.replace(pts[0], seconds=float(ceiling[0]) * 0.99),
+           dataclasses.replace(pts[1], seconds=float(ceiling[0]) * 0.98)]
+    gaps = {g.contributor: g for g in explain(spec, calibrate(spec, machine, pts))}
+    assert all(abs(g.share) <= 1.0 for g in gaps.values())
+    cache = gaps["Engine moves more cache bytes than attention reads"].evidence
+    assert "shrank by" in cache and "torch.cat" not in cache
