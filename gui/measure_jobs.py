@@ -29,20 +29,15 @@ def llamabench_job(spec: ModelSpec, ref: object, bench: Any, batched: Any, *, be
     it. MeasurementError, before anything starts, when there is no llama-bench; without a
     llama-batched-bench the batched sweep is left out, with a warning."""
     from rooflab.core.measure.engine import measure_in_llamabench
-    from rooflab.core.measure.llamabench_plan import find_binary
+    from rooflab.core.measure.llamabench_plan import find_tools
 
     if bench is None:
         raise MeasurementError("llama-bench times prompts and generation: tick the prompt sweep or the "
                                "generation at each depth too (batched decode runs after them)")
-    binary = find_binary("llama-bench", bench_path or None)
-    warnings: list[str] = []
-    batched_binary = None
-    if batched is not None:
-        try:
-            batched_binary = find_binary("llama-batched-bench", binary.parent)
-        except MeasurementError as exc:
-            warnings.append(f"Batched decode not measured: {exc}")
-            batched = None
+    binary, batched_binary, warning = find_tools(bench_path or None, batched=batched is not None)
+    warnings = [warning[0].upper() + warning[1:]] if warning else []
+    if batched_binary is None:
+        batched = None
 
     def job(cancel: CancelToken) -> Generator[Progress, None, Any]:
         return measure_in_llamabench(spec, ref, bench, batched, binary=str(binary),

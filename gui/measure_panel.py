@@ -289,25 +289,19 @@ class MeasurePanel(QWidget):
         """(LlamaBenchPlan, BatchedBenchPlan or None) for the GGUF ``model`` (the job puts the
         file it runs in their place), as ``rooflab measure model --engine llama-bench`` maps
         its options; SpecError or MeasurementError names a bad field."""
-        from rooflab.core.measure.llamabench_plan import BatchedBenchPlan, EngineOptions, LlamaBenchPlan
+        from rooflab.core.measure.llamabench_plan import EngineOptions, sweep_plans
 
         chosen = self.experiments()
         kv = self.kv_type.currentText()
         options = EngineOptions(threads=self.threads.value() or None, gpu_layers=self.gpu_layers.value(),
                                 flash_attention=bool(FLASH[self.flash_attention.currentText()]),
                                 cache_type_k=kv, cache_type_v=kv)
-        prompts = positive_ints(self.prompts.text(), "prompts") if "prefill" in chosen else ()
-        bench = None
-        if "prefill" in chosen or "decode" in chosen:
-            bench = LlamaBenchPlan(model=model, prompts=prompts, gen=BENCH_GEN if "decode" in chosen else 0,
-                                   depths=positive_ints(self.depths.text(), "depths", low=0),
-                                   repetitions=self.repeats.value(), options=options)
-        batched = None
-        if "batch" in chosen:
-            batched = BatchedBenchPlan(model=model, options=options,
-                                       prompts=positive_ints(self.contexts.text(), "contexts"),
-                                       batches=positive_ints(self.batches.text(), "batches"))
-        return bench, batched
+        return sweep_plans(
+            model=model, experiments=chosen, options=options, repetitions=self.repeats.value(), gen=BENCH_GEN,
+            prompts=positive_ints(self.prompts.text(), "prompts") if "prefill" in chosen else (512,),
+            depths=positive_ints(self.depths.text(), "depths", low=0),
+            contexts=positive_ints(self.contexts.text(), "contexts") if "batch" in chosen else (512,),
+            batches=positive_ints(self.batches.text(), "batches") if "batch" in chosen else (1,))
 
     def bench_path_text(self) -> str:
         """The llama-bench path typed ("" for the one on PATH)."""

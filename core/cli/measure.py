@@ -232,27 +232,21 @@ def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> A
                              **_given(args, prompts="prompts", depths="depths", contexts="contexts",
                                       batches="batches", gen_tokens="steps"))
         return engines.measure_in_llamacpp(spec, args.model, lplan, cancel, synthetic=args.synthetic)
-    from rooflab.core.measure.llamabench_run import (
-        BatchedBenchPlan,
-        EngineOptions,
-        LlamaBenchPlan,
-        find_binary,
-    )
+    from rooflab.core.measure.llamabench_plan import EngineOptions, find_tools, sweep_plans
 
     options = EngineOptions(threads=args.threads, gpu_layers=args.gpu_layers, flash_attention=bool(flash),
                             cache_type_k=args.kv_type, cache_type_v=args.kv_type)
-    bench = LlamaBenchPlan(model=str(args.model), repetitions=args.repeats, options=options,
-                           prompts=args.prompts or (512,) if "prefill" in experiments else (),
-                           gen=(args.steps or 128) if "decode" in experiments else 0,
-                           **_given(args, depths="depths"))
-    batched = None
-    if "batch" in experiments:
-        batched = BatchedBenchPlan(model=str(args.model), options=options,
-                                   prompts=args.contexts or (512,), **_given(args, batches="batches"))
-    binary = find_binary("llama-bench", args.llama_bench)
-    batched_binary = str(find_binary("llama-batched-bench", binary.parent)) if batched is not None else None
-    return engines.measure_in_llamabench(spec, args.model, bench, batched, binary=str(binary),
-                                         batched_binary=batched_binary, synthetic=args.synthetic, cancel=cancel)
+    bench, batched = sweep_plans(model=str(args.model), experiments=experiments, repetitions=args.repeats,
+                                 options=options, **_given(args, prompts="prompts", depths="depths", gen="steps",
+                                                           contexts="contexts", batches="batches"))
+    if bench is None:
+        raise MeasurementError("llama-bench times prompts and generation: add prefill or decode to --experiments")
+    binary, batched_binary, warning = find_tools(args.llama_bench, batched=batched is not None)
+    if warning:
+        print(f"rooflab: warning: {warning}", file=sys.stderr)
+    return engines.measure_in_llamabench(spec, args.model, bench, batched if batched_binary else None,
+                                         binary=str(binary), batched_binary=str(batched_binary or ""),
+                                         synthetic=args.synthetic, cancel=cancel)
 
 
 def _given(args: argparse.Namespace, **fields: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """A child process that can always be stopped: it runs in its own session (so in its own process
-group), its stdout and stderr are read line by line on two small threads and handed over through
-a bounded queue, every line is capped in length, and stopping ends the whole group (SIGTERM, then
+group), its stdout and stderr are read line by line (on POSIX by one thread that polls both pipes
+and takes stderr first, so a log line written before a row is handed over before it; elsewhere by
+a thread per pipe) and handed over through a bounded queue, every line is capped in length, and stopping ends the whole group (SIGTERM, then
 SIGKILL after a grace period) and reaps the child.
 
 The child is reaped only in ``stop``: until then its process-group id cannot be reused, so a
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import queue
+import selectors
 import signal
 import subprocess
 import threading
@@ -63,9 +65,12 @@ class ChildProcess:
                                           start_new_session=_POSIX, creationflags=flags)
         except OSError as exc:
             raise MeasurementError(f"{self.name} could not be started: {exc.strerror or exc}") from exc
-        self._threads = [threading.Thread(target=self._read, args=(stream, name), daemon=True,
-                                          name=f"{self.name} {name}")
-                         for stream, name in ((self._proc.stdout, "out"), (self._proc.stderr, "err"))]
+        if _POSIX:
+            self._threads = [threading.Thread(target=self._pump, daemon=True, name=f"{self.name} output")]
+        else:
+            self._threads = [threading.Thread(target=self._read, args=(stream, name), daemon=True,
+                                              name=f"{self.name} {name}")
+                             for stream, name in ((self._proc.stdout, "out"), (self._proc.stderr, "err"))]
         for thread in self._threads:
             thread.start()
 
@@ -80,6 +85,60 @@ class ChildProcess:
         return self._proc.pid
 
     # --- reading ---------------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Read both pipes on one thread; when both have data, stderr's goes first (the order
+        the child wrote them in, for a child that logs before it prints)."""
+        names = {"out": self._proc.stdout, "err": self._proc.stderr}
+        pending = {name: bytearray() for name in names}
+        skipping = dict.fromkeys(names, False)
+        selector = selectors.DefaultSelector()
+        for name, stream in names.items():
+            if stream is not None:
+                selector.register(stream.fileno(), selectors.EVENT_READ, name)
+        open_names = {key.data for key in selector.get_map().values()}
+        try:
+            while open_names and not self._stopping.is_set():
+                ready = sorted(selector.select(timeout=0.1), key=lambda event: event[0].data != "err")
+                for key, _ in ready:
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        self._feed(key.data, chunk, pending, skipping)
+                        continue
+                    selector.unregister(key.fd)
+                    open_names.discard(key.data)
+                    if pending[key.data] and not skipping[key.data]:
+                        self._put(Line(key.data, pending[key.data].decode("utf-8", "replace").rstrip("\r")))
+                    self._put(Line(key.data, eof=True))
+        except (OSError, ValueError):
+            pass                                # a pipe was closed under us: the end of it
+        finally:
+            selector.close()
+            for name in open_names:
+                self._put(Line(name, eof=True))
+
+    def _feed(self, name: str, chunk: bytes, pending: dict[str, bytearray], skipping: dict[str, bool]) -> None:
+        """Split ``chunk`` into lines for ``name``; a line past the cap is handed over as its start
+        (marked overlong) and the rest of it skipped."""
+        buffer = pending[name]
+        buffer += chunk
+        while True:
+            end = buffer.find(b"\n")
+            if end < 0:
+                if len(buffer) > self._max_line and not skipping[name]:
+                    self._put(Line(name, buffer[:800].decode("utf-8", "replace")[:200], overlong=True))
+                    skipping[name] = True
+                if skipping[name]:
+                    buffer.clear()
+                return
+            line = bytes(buffer[:end])
+            del buffer[:end + 1]
+            if skipping[name]:
+                skipping[name] = False
+            elif len(line) > self._max_line:
+                self._put(Line(name, line[:800].decode("utf-8", "replace")[:200], overlong=True))
+            else:
+                self._put(Line(name, line.decode("utf-8", "replace").rstrip("\r")))
 
     def _read(self, stream: IO[bytes] | None, name: str) -> None:
         try:

@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -288,3 +288,41 @@ def batched_bench_argv(binary: BenchBinary, plan: BatchedBenchPlan) -> list[str]
             "-npp", _csv(plan.prompts), "-ntg", _csv(plan.gen), "-npl", _csv(plan.batches)]
     argv += ["-pps"] if plan.shared_prompt else []
     return argv + _option_args(binary, plan.options, flash) + ["--output-format", "jsonl"]
+
+
+# --- one mapping from a sweep to the two tools' plans, for the window and the command line ------
+
+#: Tokens llama-bench generates at each depth (-n) when the sweep does not say.
+DEFAULT_GEN = 32
+
+
+def sweep_plans(*, model: str, experiments: Sequence[str], prompts: Sequence[int] = (512,),
+                depths: Sequence[int] = (0,), gen: int = DEFAULT_GEN, contexts: Sequence[int] = (512,),
+                batches: Sequence[int] = (1, 2, 4, 8), repetitions: int = 5,
+                options: EngineOptions | None = None) -> tuple[LlamaBenchPlan | None, BatchedBenchPlan | None]:
+    """(llama-bench plan, llama-batched-bench plan) for a sweep: prompts for "prefill" (-p),
+    ``gen`` tokens at each depth for "decode" (-n, -d), and ``batches`` sequences at each of
+    ``contexts`` for "batch" (-npp, -npl). None where the sweep asks nothing of a tool."""
+    options = options or EngineOptions()
+    bench = None
+    if "prefill" in experiments or "decode" in experiments:
+        bench = LlamaBenchPlan(model=model, prompts=tuple(prompts) if "prefill" in experiments else (),
+                               gen=gen if "decode" in experiments else 0, depths=tuple(depths),
+                               repetitions=repetitions, options=options)
+    batched = None
+    if "batch" in experiments:
+        batched = BatchedBenchPlan(model=model, prompts=tuple(contexts), batches=tuple(batches), options=options)
+    return bench, batched
+
+
+def find_tools(path: str | os.PathLike[str] | None = None, *, batched: bool = True) -> tuple[Path, Path | None, str]:
+    """(llama-bench, llama-batched-bench beside it or None, a warning): MeasurementError when
+    there is no llama-bench (``path``: the binary, its folder, or None for PATH); without a
+    llama-batched-bench the batched sweep is left out, and the warning says so."""
+    binary = find_binary("llama-bench", path)
+    if not batched:
+        return binary, None, ""
+    try:
+        return binary, find_binary("llama-batched-bench", binary.parent), ""
+    except MeasurementError as exc:
+        return binary, None, f"batched decode not measured: {exc}"

@@ -146,6 +146,10 @@ def _stream(binary: BenchBinary, argv: list[str], model: str, expected: int, opt
                 settings = point.settings or settings
                 yield Progress(step=binary.tool, message=_describe(point), fraction=fraction, sample=point)
         code = child.finish(cancel=cancel)
+    # stdout and stderr are read on two threads, so a row can be parsed before the log line
+    # that names the device or build: what the log said by the end applies to every point
+    points = [replace(p, settings=_with_log(p.settings, base)) if p.settings else p for p in points]
+    settings = _with_log(settings, base)
     if code != 0:
         raise BenchRunError(f"{name} {_status(code)} after {rows} of {expected} rows: {_last_error(errors)}", points)
     if not points:
@@ -180,6 +184,13 @@ def _row(name: str, text: str, overlong: bool, noise: list[str],
 def _kv(options: EngineOptions) -> str:
     k, v = options.cache_type_k, options.cache_type_v
     return k if k == v else f"{k}/{v}"
+
+
+def _with_log(settings: EngineSettings, log: EngineSettings) -> EngineSettings:
+    """``settings`` with the version and device the log (``log``) named where the row left them
+    unset."""
+    return replace(settings, version=settings.version or log.version,
+                   device=log.device if settings.device == "cpu" else settings.device)
 
 
 def _from_log(settings: EngineSettings, text: str) -> EngineSettings:
