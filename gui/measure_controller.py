@@ -18,22 +18,22 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.io import presets, takes_weights
+from rooflab.core.io import takes_weights
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.core.jobs import Progress
 from rooflab.core.measure import store, workflow
 from rooflab.core.measure.calibrate import Calibration
-from rooflab.core.measure.engine import ENGINES, EngineRun, default_engine
+from rooflab.core.measure.engine import ENGINES, EngineRun, default_engine, measure_in_torch
 from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
 from rooflab.core.measure.overlays import MeasuredSeries, series_by_engine
 from rooflab.core.measure.workflow import Calibrated
 from rooflab.core.values.measured import MeasuredPoint
+from rooflab.gui import measure_jobs
 from rooflab.gui import measure_overlays as overlays
 from rooflab.gui.jobs import JobController, report_unexpected
-from rooflab.gui.measure_jobs import import_job, llamabench_job
 from rooflab.gui.measure_panel import MeasurePanel
-from rooflab.gui.measure_results import estimate_text, results_html
+from rooflab.gui.measure_results import results_html
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.settings import Settings
 from rooflab.gui.state import AppState
@@ -68,7 +68,7 @@ class MeasureController(QObject):
         self._kind = ""                            # "machine", "model" or "import": the job running
         self._default_engine = default_engine(self._engine_ref())
         self._kv_type = state.workload.kv_type
-        self._written: tuple[object, float] = (None, 0.0)   # (model, bytes of its random-weight GGUF)
+        self._written: tuple[object, float | None] = (None, 0.0)   # (model, bytes of its random-weight GGUF)
         self._redraw = QTimer(self)
         self._redraw.setSingleShot(True)
         self._redraw.setInterval(80)
@@ -148,25 +148,17 @@ class MeasureController(QObject):
         self._draw_points()
 
     def _model_job(self, engine: str) -> Any:
-        from rooflab.core.measure import engine as engines
-
-        spec, ref = self._state.model, self._engine_ref()
-        if engine == "llamacpp":
-            return functools.partial(engines.measure_in_llamacpp, spec, ref, self.view.llamacpp_plan(),
-                                     synthetic=self._synthetic(), available=self.memory_limit)
-        if engine == "llama-bench":
-            # the plans name the GGUF; the job puts the file it runs (the user's or one written) in its place
-            bench, batched = self.view.llamabench_plans(ref if isinstance(ref, str) else spec.source or spec.name)
-            job, warnings = llamabench_job(spec, ref, bench, batched, bench_path=self.view.bench_path_text(),
-                                           synthetic=self._synthetic())
-            for warning in warnings:
-                self.message.emit(warning, "warning")
-            return job
-        return functools.partial(engines.measure_in_torch, self.model_ref(), self.view.model_plan(),
-                                 available=self.memory_limit)
+        if engine == "torch":
+            return functools.partial(measure_in_torch, self.model_ref(), self.view.model_plan(),
+                                     available=self.memory_limit)
+        job, warnings = measure_jobs.engine_job(engine, self._state.model, self._engine_ref(), self.view,
+                                   synthetic=self._synthetic(), available=self.memory_limit)
+        for warning in warnings:
+            self.message.emit(warning, "warning")
+        return job
 
     def import_file(self, path: str) -> None:
-        self._start(functools.partial(import_job, path), "import")
+        self._start(functools.partial(measure_jobs.import_job, path), "import")
 
     def _start(self, job: Any, kind: str) -> None:
         self.jobs.start(job)          # a job still running ends (aborted) before this one starts
@@ -223,35 +215,17 @@ class MeasureController(QObject):
         """Show which llama-bench would run (or why none can) and what a llama.cpp run needs."""
         engine = self.view.engine_key()
         if engine == "llama-bench":
-            from rooflab.core.measure.llamabench_plan import find_binary
-
-            try:
-                found = find_binary("llama-bench", self.view.bench_path_text() or None)
-            except RooflabError as exc:
-                self.view.show_bench_status(str(exc), found=False)
-            else:
-                self.view.show_bench_status(f"Runs {found}", found=True)
+            text, found = measure_jobs.bench_status(self.view.bench_path_text())
+            self.view.show_bench_status(text, found=found)
         self.view.show_estimate(self._estimate() if engine == "llamacpp" else "")
 
     def _estimate(self) -> str:
-        from rooflab.core.measure.gguf_synth import synthetic_gguf_bytes
-        from rooflab.core.measure.llamacpp_plan import llamacpp_memory
-        from rooflab.core.measure.sysinfo import system_memory_available
-
         spec = self._state.model
-        try:
-            estimate = llamacpp_memory(spec, self.view.llamacpp_plan())
-            if self._own_gguf():
-                written = None
-            elif self._written[0] is spec:
-                written = self._written[1]
-            else:                 # tens of ms for a large model: once per model, not per keystroke
-                written = float(synthetic_gguf_bytes(spec))
-                self._written = (spec, written)
-        except RooflabError:
-            return ""             # a bad field: the click says which
-        available = system_memory_available() if self.memory_limit is None else self.memory_limit
-        return estimate_text(estimate, available, written)
+        if not self._own_gguf() and self._written[0] is not spec:
+            # tens of ms for a large model: once per model, not per keystroke
+            self._written = (spec, measure_jobs.synthetic_size(spec))
+        return measure_jobs.llamacpp_estimate(spec, self.view, written=None if self._own_gguf() else self._written[1],
+                                 available=self.memory_limit)
 
     # -- the job's signals ----------------------------------------------------------------------
     def _on_jobs_started(self) -> None:
@@ -363,14 +337,7 @@ class MeasureController(QObject):
         self._live = []
         series = self.series
         record = store.load_calibration_record(key, mkey, engine=series[0].key) if series else None
-        raw = presets.load_machine_measurement()
-        measured = presets.load_measured_machine()
-        self._measured_name = measured.name if measured is not None else ""
-        if raw:
-            try:
-                self.samples = list(MachineMeasurement.from_dict(raw).roofline)
-            except RooflabError:
-                self.samples = []
+        self.samples, self._measured_name = measure_jobs.stored_machine_samples(self.samples)
         if record is not None:
             settings = series[0].settings
             self._set_calibration(record, html=results_html(record, explain(spec, record), (),

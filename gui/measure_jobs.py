@@ -4,11 +4,12 @@ lists. No Qt here."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
-from rooflab.core.errors import MeasurementError
+from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.jobs import CancelToken, Progress
 from rooflab.core.values.model import ModelSpec
@@ -58,3 +59,69 @@ def positive_ints(text: str, what: str, *, low: int = 1) -> tuple[int, ...]:
         kind = "positive whole numbers" if low == 1 else f"whole numbers >= {low}"
         raise MeasurementError(f"{what}: expected {kind}, got {text!r}")
     return values
+
+
+def engine_job(engine: str, spec: ModelSpec, ref: object, view: Any, *, synthetic: bool,
+               available: float | None) -> tuple[Any, list[str]]:
+    """(job, warnings) timing ``spec`` (on screen from ``ref``) in llama.cpp or the user's
+    llama-bench with the plan ``view`` (the Measure panel) reads from its controls."""
+    from rooflab.core.measure.engine import measure_in_llamacpp
+
+    if engine == "llamacpp":
+        return functools.partial(measure_in_llamacpp, spec, ref, view.llamacpp_plan(), synthetic=synthetic,
+                                 available=available), []
+    # the plans name the GGUF; the job puts the file it runs (the user's or one written) in its place
+    bench, batched = view.llamabench_plans(ref if isinstance(ref, str) else spec.source or spec.name)
+    return llamabench_job(spec, ref, bench, batched, bench_path=view.bench_path_text(), synthetic=synthetic)
+
+
+def synthetic_size(spec: ModelSpec) -> float | None:
+    """Bytes of the random-weight GGUF that would be written for ``spec`` (None: it cannot be)."""
+    from rooflab.core.measure.gguf_synth import synthetic_gguf_bytes
+
+    try:
+        return float(synthetic_gguf_bytes(spec))
+    except RooflabError:
+        return None
+
+
+def llamacpp_estimate(spec: ModelSpec, view: Any, *, written: float | None, available: float | None) -> str:
+    """What a llama.cpp run of ``spec`` with the plan on ``view`` needs, against the free memory
+    (``available``; None: ask the system), and the GGUF it writes first (``written`` bytes, None
+    for none); "" while a field is bad (the click says which)."""
+    from rooflab.core.measure.llamacpp_plan import llamacpp_memory
+    from rooflab.core.measure.sysinfo import system_memory_available
+    from rooflab.gui.measure_results import estimate_text
+
+    try:
+        estimate = llamacpp_memory(spec, view.llamacpp_plan())
+    except RooflabError:
+        return ""
+    return estimate_text(estimate, system_memory_available() if available is None else available, written)
+
+
+def stored_machine_samples(current: list[Any]) -> tuple[list[Any], str]:
+    """(the kept machine measurement's roofline samples, the measured machine's name): what
+    was measured of this machine, drawn beside its own roof. ``current`` when none is kept."""
+    from rooflab.core.io import presets
+    from rooflab.core.measure.machine_result import MachineMeasurement
+
+    raw = presets.load_machine_measurement()
+    measured = presets.load_measured_machine()
+    samples = current
+    if raw:
+        try:
+            samples = list(MachineMeasurement.from_dict(raw).roofline)
+        except RooflabError:
+            samples = []
+    return samples, measured.name if measured is not None else ""
+
+
+def bench_status(path: str) -> tuple[str, bool]:
+    """(what the Measure tab says about the llama-bench that would run, whether there is one)."""
+    from rooflab.core.measure.llamabench_plan import find_binary
+
+    try:
+        return f"Runs {find_binary('llama-bench', path or None)}", True
+    except RooflabError as exc:
+        return str(exc), False

@@ -168,7 +168,7 @@ def test_worker_error_is_one_line_in_the_window(qtbot, tiny_window, tmp_path):
 def test_a_bug_in_a_job_reaches_the_excepthook(qtbot, tiny_window, monkeypatch):
     import sys
 
-    from rooflab.gui import measure_controller
+    from rooflab.gui import measure_jobs
 
     def broken(path, cancel):
         raise ZeroDivisionError("a bug")
@@ -176,7 +176,7 @@ def test_a_bug_in_a_job_reaches_the_excepthook(qtbot, tiny_window, monkeypatch):
 
     hooked: list[BaseException] = []
     monkeypatch.setattr(sys, "excepthook", lambda kind, exc, tb: hooked.append(exc))
-    monkeypatch.setattr(measure_controller, "import_job", broken)
+    monkeypatch.setattr(measure_jobs, "import_job", broken)
     panel, ctl = tiny_window.measure_panel, tiny_window.measure
     with qtbot.waitSignal(ctl.jobs.finished, timeout=10_000):
         ctl.import_file("whatever.json")
