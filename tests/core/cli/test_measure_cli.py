@@ -219,8 +219,8 @@ def test_a_run_that_would_not_fit_is_refused_before_a_gguf_is_written(tmp_path: 
 def test_a_gguf_viewed_in_another_weight_format_is_measured_in_that_format(tmp_path: Path, capsys, monkeypatch):
     pytest.importorskip("llama_cpp")
     from rooflab.core.io import load_model
-    from rooflab.core.measure.engine import gguf_for
     from rooflab.core.jobs import run_job
+    from rooflab.core.measure.engine import gguf_for
 
     monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(tmp_path / "cache"))
     gguf = _tiny_gguf(tmp_path)
