@@ -59,6 +59,8 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--kv-type", default="f16", help="llama.cpp: KV cache type, f16, q8_0, q4_0, ... (default f16)")
     p.add_argument("--flash-attention", choices=("on", "off", "auto"), default="auto", help="llama.cpp: flash attention, -fa (default auto)")
     p.add_argument("--gpu-layers", type=int, default=0, help="llama.cpp: layers on the GPU, -ngl (default 0)")
+    p.add_argument("--cpu-moe", type=int, default=0, metavar="N",
+                   help="llama-bench: keep the experts of the first N layers on the CPU, -ncmoe (default 0)")
     p.add_argument("--llama-bench", metavar="PATH", default=None,
                    help="llama-bench: the binary or its folder (default: found on PATH)")
     p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="torch: compute dtype (default fp32)")
@@ -226,6 +228,9 @@ def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> A
     if engine == "llamacpp":
         from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
 
+        if args.cpu_moe:
+            # llama-cpp-python 0.3.36 leaves llama.cpp's tensor buffer overrides unexposed
+            raise MeasurementError("--cpu-moe needs llama.cpp's own tools here: use --engine llama-bench")
         lplan = LlamaCppPlan(threads=args.threads, gpu_layers=args.gpu_layers, flash_attention=flash,
                              cache_type_k=args.kv_type, cache_type_v=args.kv_type, repeats=args.repeats,
                              experiments=experiments,
@@ -234,8 +239,8 @@ def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> A
         return engines.measure_in_llamacpp(spec, args.model, lplan, cancel, synthetic=args.synthetic)
     from rooflab.core.measure.llamabench_plan import EngineOptions, find_tools, sweep_plans
 
-    options = EngineOptions(threads=args.threads, gpu_layers=args.gpu_layers, flash_attention=bool(flash),
-                            cache_type_k=args.kv_type, cache_type_v=args.kv_type)
+    options = EngineOptions(threads=args.threads, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
+                            flash_attention=bool(flash), cache_type_k=args.kv_type, cache_type_v=args.kv_type)
     bench, batched = sweep_plans(model=str(args.model), experiments=experiments, repetitions=args.repeats,
                                  options=options, **_given(args, prompts="prompts", depths="depths", gen="steps",
                                                            contexts="contexts", batches="batches"))

@@ -230,3 +230,37 @@ def test_a_gguf_viewed_in_another_weight_format_is_measured_in_that_format(tmp_p
     other = load_model(config, weights="q4_0")                          # the same shape, another format
     written = run_job(gguf_for(other, gguf))
     assert written != gguf and written.parent == tmp_path / "cache" / "synthetic"
+
+
+def test_the_users_llama_bench_is_driven_from_the_command_line(tmp_path: Path, capsys, monkeypatch):
+    """--engine llama-bench runs the tool found at --llama-bench on the user's GGUF, with the
+    command line's sweep and settings, and its streamed rows become the fitted points."""
+    from tests.factories.llama_tools import BATCHED_HELP, BATCHED_ROW, PP_ROW, TG_ROW, fake_tool, row_lines
+
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    gguf = _tiny_gguf(tmp_path)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    # what the tools print when run as asked: 2 threads, the CPU, 3 layers' experts kept there
+    cpu = {"backends": "CPU", "n_gpu_layers": 0, "n_threads": 2, "flash_attn": 0, "n_cpu_moe": 3}
+    bench = fake_tool(tools, row_lines({**PP_ROW, **cpu}, {**TG_ROW, **cpu}))
+    batched = {**BATCHED_ROW, "n_gpu_layers": 0, "n_threads": 2, "n_threads_batch": 2, "flash_attn": 0}
+    fake_tool(tools, row_lines(batched), name="llama-batched-bench", help_text=BATCHED_HELP)
+    assert main(["measure", "model", str(gguf), "--engine", "llama-bench", "--llama-bench", str(bench),
+                 "--threads", "2", "--cpu-moe", "3", "--prompts", "512", "--steps", "128", "--contexts", "2048",
+                 "--batches", "16", "--repeats", "2", "--machine", "reference-cpu", "--json",
+                 "--include-disturbed"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    argv = json.loads((tools / "argv.json").read_text())                   # the last tool's: batched
+    assert ["-t", "2"] == argv[argv.index("-t"):argv.index("-t") + 2] and "-ncmoe" in argv
+    kinds = [p["kind"] for p in out["measurement"]["points"]]
+    assert kinds == ["prefill", "decode", "prefill", "batch"] and out["engine"] == "llama-bench"
+    assert out["settings"]["engine"] == "llama-bench" and out["settings"]["cpu_moe"] == 3
+
+
+def test_cpu_moe_in_process_is_refused_in_one_line(tmp_path: Path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(TINY))
+    assert main(["measure", "model", str(config), "--engine", "llamacpp", "--weights", "q8_0", "--cpu-moe", "2",
+                 "--machine", "reference-cpu"]) == 2
+    assert "--engine llama-bench" in capsys.readouterr().err

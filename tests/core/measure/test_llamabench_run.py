@@ -3,13 +3,7 @@ a run against an executable fake that replays real JSONL rows with delays (point
 cancel ends the whole process group, a crash keeps earlier points and gives one line, garbage
 gives a clear error). A last test drives the real llama-bench when one is on PATH.
 
-The rows are llama.cpp's own examples. LLAMA_BENCH_ROWS: the JSON section of
-tools/llama-bench/README.md in ggml-org/llama.cpp (build 5163, commit 8cf427ff, RTX 4080;
-"JSONL prints the same objects as JSON, one complete object per line"); OLD_ROW: the same
-README's JSONL section as of that build (flash_attn still a boolean, no n_cpu_moe). The
-llama-batched-bench row follows the JSONL format string of tools/batched-bench/batched-bench.cpp,
-with the numbers of a published run ("n_kv_max = 36864 ... | 2048 | 128 | 16 | 34816 | 29.142 |
-1124.43 | 10.031 | 204.17 | 39.173 | 888.79 |")."""
+The fake tool and llama.cpp's own example rows it replays: tests/factories/llama_tools.py."""
 
 from __future__ import annotations
 
@@ -17,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -39,110 +32,20 @@ from rooflab.core.measure.llamabench_run import (
     run_batched_bench,
     run_llama_bench,
 )
+from tests.factories.llama_tools import (
+    BATCHED_HELP,
+    BATCHED_ROW,
+    BENCH_HELP,
+    OLD_BATCHED_HELP,
+    OLD_BENCH_HELP,
+    OLD_ROW,
+    PP_ROW,
+    TG_ROW,
+    fake_tool,
+    row_lines,
+)
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are #! scripts and use process groups")
-
-_COMMON = {"build_commit": "8cf427ff", "build_number": 5163, "cpu_info": "AMD Ryzen 7 7800X3D 8-Core Processor",
-           "gpu_info": "NVIDIA GeForce RTX 4080", "backends": "CUDA",
-           "model_filename": "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", "model_type": "qwen2 7B Q4_K - Medium",
-           "model_size": 4677120000, "model_n_params": 7615616512, "n_batch": 2048, "n_ubatch": 512,
-           "n_threads": 8, "cpu_mask": "0x0", "cpu_strict": False, "poll": 50, "type_k": "f16", "type_v": "f16",
-           "n_gpu_layers": -1, "n_cpu_moe": 0, "split_mode": "layer", "main_gpu": 0, "no_kv_offload": False,
-           "flash_attn": -1, "devices": "auto", "tensor_split": "0.00", "tensor_buft_overrides": "none",
-           "use_mmap": True, "use_direct_io": False, "embeddings": False, "no_op_offload": 0, "no_host": False,
-           "repack": True, "fit_target": 0, "fit_min_ctx": 0}
-PP_ROW = {**_COMMON, "n_prompt": 512, "n_gen": 0, "n_depth": 0, "test_time": "2025-04-24T11:58:50Z",
-          "avg_ns": 72135640, "stddev_ns": 1453752, "avg_ts": 7100.002165, "stddev_ts": 140.341520,
-          "samples_ns": [74601900, 71632900, 71745200, 71952700, 70745500],
-          "samples_ts": [6863.1, 7147.55, 7136.37, 7115.79, 7237.21]}
-TG_ROW = {**_COMMON, "n_prompt": 0, "n_gen": 128, "n_depth": 0, "test_time": "2025-04-24T11:58:51Z",
-          "avg_ns": 1076767880, "stddev_ns": 9449585, "avg_ts": 118.881588, "stddev_ts": 1.041811,
-          "samples_ns": [1075361300, 1065089400, 1071761200, 1081934900, 1089692600],
-          "samples_ts": [119.03, 120.178, 119.43, 118.307, 117.464]}
-OLD_ROW = {"build_commit": "8cf427ff", "build_number": 5163, "cpu_info": "AMD Ryzen 7 7800X3D 8-Core Processor",
-           "gpu_info": "NVIDIA GeForce RTX 4080", "backends": "CUDA",
-           "model_filename": "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", "model_type": "qwen2 7B Q4_K - Medium",
-           "model_size": 4677120000, "model_n_params": 7615616512, "n_batch": 2048, "n_ubatch": 512,
-           "n_threads": 8, "cpu_mask": "0x0", "cpu_strict": False, "poll": 50, "type_k": "f16", "type_v": "f16",
-           "n_gpu_layers": 99, "split_mode": "layer", "main_gpu": 0, "no_kv_offload": False, "flash_attn": False,
-           "tensor_split": "0.00", "use_mmap": True, "embeddings": False, "n_prompt": 0, "n_gen": 128,
-           "n_depth": 0, "test_time": "2025-04-24T11:59:33Z", "avg_ns": 1068078400, "stddev_ns": 6279455,
-           "avg_ts": 119.844681, "stddev_ts": 0.699739,
-           "samples_ns": [1066331700, 1064864900, 1079042600, 1063328400, 1066824400],
-           "samples_ts": [120.038, 120.203, 118.624, 120.377, 119.982]}
-BATCHED_ROW = {"n_kv_max": 36864, "n_batch": 2048, "n_ubatch": 2048, "flash_attn": 1, "is_pp_shared": 0,
-               "n_gpu_layers": -1, "n_threads": 28, "n_threads_batch": 28, "pp": 2048, "tg": 128, "pl": 16,
-               "n_kv": 34816, "t_pp": 29.142, "speed_pp": 1124.43, "t_tg": 10.031, "speed_tg": 204.17,
-               "t": 39.173, "speed": 888.79}
-
-# what --help lists, trimmed to the lines that matter (tools/llama-bench/README.md "Syntax")
-BENCH_HELP = """usage: llama-bench [options]
-  -o, --output <csv|json|jsonl|md|sql>      output format printed to stdout (default: md)
-  -p, --n-prompt <n>                        (default: 512)
-  -n, --n-gen <n>                           (default: 128)
-  -d, --n-depth <n>                         (default: 0)
-  -ngl, --n-gpu-layers <n>                  (default: -1)
-  -ncmoe, --n-cpu-moe <n>                   (default: 0)
-  -fa, --flash-attn <on|off|auto>           (default: auto)"""
-OLD_BENCH_HELP = """usage: ./llama-bench [options]
-  -o, --output <csv|json|jsonl|md|sql>      (default: md)
-  -p, --n-prompt <n>                        (default: 512)
-  -fa, --flash-attn <0|1>                   (default: 0)"""
-BATCHED_HELP = """-fa,   --flash-attn [on|off|auto]       set Flash Attention use ('on', 'off', or 'auto', default: 'auto')
--ncmoe, --n-cpu-moe N                    keep the MoE weights of the first N layers in the CPU
---output-format {md,jsonl}               output format for batched-bench results (default: md)"""
-OLD_BATCHED_HELP = """-fa,   --flash-attn                     enable Flash Attention (default: disabled)
---output-format {md,jsonl}               output format for batched-bench results (default: md)"""
-
-
-# --- the fake tool ------------------------------------------------------------------------------
-
-_FAKE = '''#!{python}
-import json, os, signal, subprocess, sys, time
-S = json.loads({scenario!r})
-args = sys.argv[1:]
-if "--help" in args:
-    print(S["help"])
-    sys.exit(0)
-if "--version" in args:
-    print("version: 5163 (8cf427ff)", file=sys.stderr)
-    sys.exit(0)
-open(S["dir"] + "/argv.json", "w").write(json.dumps(args))
-open(S["dir"] + "/pid", "w").write(str(os.getpid()))
-if S.get("ignore_term"):
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-if S.get("grandchild"):
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    open(S["dir"] + "/grandchild", "w").write(str(child.pid))
-for kind, value in S["steps"]:
-    if kind == "sleep":
-        time.sleep(value)
-    elif kind == "out":
-        sys.stdout.write(value)
-        sys.stdout.flush()
-    elif kind == "err":
-        sys.stderr.write(value + "\\n")
-        sys.stderr.flush()
-    elif kind == "exit":
-        sys.exit(value)
-    elif kind == "signal":
-        os.kill(os.getpid(), value)
-'''
-
-
-def _fake(tmp_path: Path, steps: list, *, name: str = "llama-bench", help_text: str = BENCH_HELP,
-          **extra: object) -> Path:
-    """An executable that behaves like llama.cpp's tool: --help, --version, then ``steps``."""
-    scenario = json.dumps({"dir": str(tmp_path), "help": help_text, "steps": steps, **extra})
-    path = tmp_path / name
-    path.write_text(_FAKE.format(python=sys.executable, scenario=scenario), encoding="utf-8")
-    path.chmod(0o755)
-    return path
-
-
-def _rows(*rows: dict) -> list:
-    return [["out", json.dumps(r) + "\n"] for r in rows]
-
 
 @pytest.fixture
 def model(tmp_path: Path) -> Path:
@@ -261,7 +164,7 @@ def test_find_binary(tmp_path, monkeypatch):
     plain.write_text("not executable")
     with pytest.raises(MeasurementError, match="not an executable file"):
         find_binary("llama-bench", plain)
-    fake = _fake(tmp_path, [])
+    fake = fake_tool(tmp_path, [])
     assert find_binary("llama-bench", fake) == fake
     assert find_binary("llama-bench", tmp_path) == fake          # a build/bin folder
     with pytest.raises(MeasurementError, match="holds no executable llama-batched-bench"):
@@ -276,10 +179,10 @@ def test_find_binary(tmp_path, monkeypatch):
 
 
 def test_probe_reads_help_and_version(tmp_path):
-    bench = probe_binary(_fake(tmp_path, []))
+    bench = probe_binary(fake_tool(tmp_path, []))
     assert bench.tool == "llama-bench" and bench.version == ""       # llama-bench's rows carry it
     assert bench.supports("--n-depth") and bench.supports("-ncmoe") and not bench.supports("--no-such")
-    batched = probe_binary(_fake(tmp_path, [], name="llama-batched-bench", help_text=BATCHED_HELP))
+    batched = probe_binary(fake_tool(tmp_path, [], name="llama-batched-bench", help_text=BATCHED_HELP))
     assert batched.tool == "llama-batched-bench"
     assert batched.version == "b5163 (8cf427ff)"
 
@@ -287,8 +190,8 @@ def test_probe_reads_help_and_version(tmp_path):
 # --- running ------------------------------------------------------------------------------------
 
 def test_points_stream_while_the_tool_runs(tmp_path, model):
-    steps = [["err", "load_backend: loaded CUDA backend"], *_rows(PP_ROW), ["sleep", 1.0], *_rows(TG_ROW, OLD_ROW)]
-    job = run_llama_bench(LlamaBenchPlan(model=str(model), prompts=(512,), gen=128), _fake(tmp_path, steps))
+    steps = [["err", "load_backend: loaded CUDA backend"], *row_lines(PP_ROW), ["sleep", 1.0], *row_lines(TG_ROW, OLD_ROW)]
+    job = run_llama_bench(LlamaBenchPlan(model=str(model), prompts=(512,), gen=128), fake_tool(tmp_path, steps))
     first = next(p for p in job if p.sample is not None)
     pid = int((tmp_path / "pid").read_text())
     assert not _gone(pid), "the first point must arrive while llama-bench still runs"
@@ -307,9 +210,9 @@ def test_points_stream_while_the_tool_runs(tmp_path, model):
 
 
 def test_cancel_ends_the_process_group_promptly(tmp_path, model):
-    steps = [*_rows(PP_ROW), ["sleep", 60]]
+    steps = [*row_lines(PP_ROW), ["sleep", 60]]
     cancel = threading.Event()
-    job = run_llama_bench(LlamaBenchPlan(model=str(model)), _fake(tmp_path, steps, grandchild=True,
+    job = run_llama_bench(LlamaBenchPlan(model=str(model)), fake_tool(tmp_path, steps, grandchild=True,
                                                                   ignore_term=True), cancel)
     assert next(p for p in job if p.sample is not None).sample.kind == "prefill"
     pid, grandchild = int((tmp_path / "pid").read_text()), int((tmp_path / "grandchild").read_text())
@@ -326,7 +229,7 @@ def test_cancel_ends_the_process_group_promptly(tmp_path, model):
 
 def test_a_process_left_holding_the_output_does_not_hang_the_run(tmp_path, model):
     # the tool exits, but a process it started keeps its stdout open: the run still ends
-    fake = _fake(tmp_path, [*_rows(PP_ROW, TG_ROW), ["exit", 0]], grandchild=True)
+    fake = fake_tool(tmp_path, [*row_lines(PP_ROW, TG_ROW), ["exit", 0]], grandchild=True)
     started = time.monotonic()
     points, run = _samples(run_llama_bench(LlamaBenchPlan(model=str(model)), fake))
     assert len(points) == 2 and time.monotonic() - started < 8
@@ -334,7 +237,7 @@ def test_a_process_left_holding_the_output_does_not_hang_the_run(tmp_path, model
 
 
 def test_closing_the_job_also_ends_the_tool(tmp_path, model):
-    job = run_llama_bench(LlamaBenchPlan(model=str(model)), _fake(tmp_path, [*_rows(PP_ROW), ["sleep", 60]]))
+    job = run_llama_bench(LlamaBenchPlan(model=str(model)), fake_tool(tmp_path, [*row_lines(PP_ROW), ["sleep", 60]]))
     next(p for p in job if p.sample is not None)
     pid = int((tmp_path / "pid").read_text())
     job.close()                                                       # a window that drops the job
@@ -349,7 +252,7 @@ def test_closing_the_job_also_ends_the_tool(tmp_path, model):
 ])
 def test_a_crash_keeps_the_points_and_gives_one_line(tmp_path, model, tail, status):
     seen: list = []
-    job = run_llama_bench(LlamaBenchPlan(model=str(model)), _fake(tmp_path, [*_rows(PP_ROW), *tail]))
+    job = run_llama_bench(LlamaBenchPlan(model=str(model)), fake_tool(tmp_path, [*row_lines(PP_ROW), *tail]))
     with pytest.raises(BenchRunError) as info:
         run_job(job, seen.append)
     message = str(info.value)
@@ -369,7 +272,7 @@ def test_a_crash_keeps_the_points_and_gives_one_line(tmp_path, model, tail, stat
 ])
 def test_garbage_output_gives_a_clear_error(tmp_path, model, steps, reason):
     ending = [] if steps[-1][0] == "exit" else [["sleep", 30]]      # garbage, then hang
-    job = run_llama_bench(LlamaBenchPlan(model=str(model)), _fake(tmp_path, [*steps, *ending]))
+    job = run_llama_bench(LlamaBenchPlan(model=str(model)), fake_tool(tmp_path, [*steps, *ending]))
     started = time.monotonic()
     with pytest.raises(BenchRunError, match=reason) as info:
         run_job(job)
@@ -380,16 +283,16 @@ def test_garbage_output_gives_a_clear_error(tmp_path, model, steps, reason):
 
 def test_a_missing_model_is_refused_before_running(tmp_path):
     with pytest.raises(MeasurementError, match="no such model file"):
-        run_job(run_llama_bench(LlamaBenchPlan(model=str(tmp_path / "none.gguf")), _fake(tmp_path, [])))
+        run_job(run_llama_bench(LlamaBenchPlan(model=str(tmp_path / "none.gguf")), fake_tool(tmp_path, [])))
     assert not (tmp_path / "pid").exists()
 
 
 def test_batched_bench_rows_give_prefill_and_batch_points(tmp_path, model):
     steps = [["err", "build: 5163 (8cf427ff) with cc (GCC) 13.2.0 for x86_64-linux-gnu"],
              ["err", "llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce RTX 4080) - 15000 MiB free"],
-             ["out", "\n"], *_rows(BATCHED_ROW), ["sleep", 0.2], *_rows({**BATCHED_ROW, "pl": 1, "n_kv": 2176}),
+             ["out", "\n"], *row_lines(BATCHED_ROW), ["sleep", 0.2], *row_lines({**BATCHED_ROW, "pl": 1, "n_kv": 2176}),
              ["out", "\n\n"]]
-    fake = _fake(tmp_path, steps, name="llama-batched-bench", help_text=BATCHED_HELP)
+    fake = fake_tool(tmp_path, steps, name="llama-batched-bench", help_text=BATCHED_HELP)
     plan = BatchedBenchPlan(model=str(model), prompts=(2048,), gen=(128,), batches=(16, 1))
     points, run = _samples(run_batched_bench(plan, fake))
     assert [(p.kind, p.batch) for p in points] == [("prefill", 16), ("batch", 16), ("prefill", 1), ("batch", 1)]
