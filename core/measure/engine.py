@@ -122,7 +122,7 @@ def measure_in_llamacpp(spec: ModelSpec, ref: object, plan: Any = None, cancel: 
     path = yield from gguf_for(spec, ref, synthetic=synthetic, cancel=cancel)
     run, judged = yield from _judging(measure_llamacpp(path, plan, cancel, available))
     notes = list(run.notes)
-    if path != Path(os.fspath(str(ref))).expanduser():
+    if path == synthetic_gguf_path(spec):
         notes.append(f"measured on a random-weight GGUF of the same tensor table ({path})")
     if model_key(run.spec) != model_key(spec):
         raise MeasurementError(f"the GGUF llama.cpp ran ({path}) is not the model on screen ({spec.name})")
