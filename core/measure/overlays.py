@@ -30,7 +30,6 @@ Overlay = dict[tuple[str, str], list[Curve]]
 RATIO = "measured / predicted"
 SPREAD = "spread %"             # (median - best) / best of the point's repeats, in per cent
 UNNAMED = "measured"            # the label of points that recorded no engine settings
-ALL_LAYERS = 999                # llama.cpp's -ngl for "every layer" (a row's -1 reads as 999)
 
 
 # --- series: one per engine and its settings ---------------------------------------------------
@@ -74,24 +73,7 @@ def series_label(settings: EngineSettings | None) -> str:
     when it is the CPU, and neither threads nor layers when every layer ran on the GPU (the
     full ``EngineSettings.label`` is shown with the results). Every other setting the ``key``
     holds is named, so series differ in label as they differ in key."""
-    if settings is None:
-        return UNNAMED
-    bits = [settings.engine]
-    offloaded = settings.device != "cpu" and settings.gpu_layers >= ALL_LAYERS
-    if settings.device != "cpu":
-        bits.append(settings.device)
-    if settings.threads and not offloaded:
-        bits.append(f"{settings.threads} thread{'s' if settings.threads != 1 else ''}")
-    if settings.gpu_layers and not offloaded:
-        bits.append(f"ngl {settings.gpu_layers}")
-    if settings.cpu_moe:
-        bits.append(f"cpu-moe {settings.cpu_moe}")
-    if settings.flash_attention:
-        bits.append("FA")
-    bits.append(f"kv {settings.kv_type}")
-    if settings.dtype:
-        bits.append(settings.dtype)
-    return ", ".join(bits)
+    return UNNAMED if settings is None else settings.legend
 
 
 def series_by_engine(runs: Sequence[Sequence[MeasuredPoint]]) -> list[MeasuredSeries]:

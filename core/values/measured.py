@@ -14,9 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooflab.core.errors import SpecError
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
 
 KINDS: tuple[str, ...] = ("prefill", "decode", "batch")
+MAX_SECONDS = 1e6          # no one pass takes 11 days: a larger time is a unit or file error
+MAX_REPEATS = 1_000_000
 ENGINES: tuple[str, ...] = ("llama.cpp", "llama-bench", "torch", "imported")
+ALL_LAYERS = 999                # llama.cpp's -ngl for "every layer" (a row's -1 reads as 999)
+
+
+def _seconds(value: object) -> bool:
+    """A time a point may hold: a finite number in [0, MAX_SECONDS]."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and 0 <= value <= MAX_SECONDS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,19 +83,34 @@ class EngineSettings:
 
     @property
     def label(self) -> str:
-        """A short legend text: "llama.cpp b6500 cpu, 2 threads, kv f16"."""
-        head = f"{self.engine} {self.version}".strip()
-        bits = [self.device]
-        if self.threads:
+        """Everything that sets a timing apart, for the results: "llama.cpp 0.3.36 cpu,
+        2 threads, flash attention, kv f16"."""
+        return self._describe(short=False)
+
+    @property
+    def legend(self) -> str:
+        """The short form for a plot legend: "llama.cpp, 2 threads, FA, kv f16": no version, the
+        device only off the CPU, no threads or layer count when every layer is on the GPU; every
+        other setting the ``key`` holds is named, so series differ in legend as they differ in key."""
+        return self._describe(short=True)
+
+    def _describe(self, *, short: bool) -> str:
+        offloaded = short and self.device != "cpu" and self.gpu_layers >= ALL_LAYERS
+        bits = [] if short and self.device == "cpu" else [self.device]
+        if self.threads and not offloaded:
             bits.append(f"{self.threads} thread{'s' if self.threads != 1 else ''}")
-        if self.gpu_layers:
+        if self.gpu_layers and not offloaded:
             bits.append(f"ngl {self.gpu_layers}")
+        if self.cpu_moe:
+            bits.append(f"cpu-moe {self.cpu_moe}")
         if self.flash_attention:
-            bits.append("flash attention")
+            bits.append("FA" if short else "flash attention")
         bits.append(f"kv {self.kv_type}")
         if self.dtype:
             bits.append(self.dtype)
-        return f"{head} {', '.join(bits)}"
+        if short:
+            return ", ".join([self.engine, *bits])
+        return f"{f'{self.engine} {self.version}'.strip()} {', '.join(bits)}"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -125,14 +150,16 @@ class MeasuredPoint:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise SpecError(f"point.kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        for name in ("prompt", "batch"):
-            if getattr(self, name) < 1:
-                raise SpecError(f"point.{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.context < 0:
-            raise SpecError(f"point.context must be >= 0, got {self.context!r}")
-        if not (math.isfinite(self.seconds) and self.seconds > 0):
-            raise SpecError(f"point.seconds must be > 0, got {self.seconds!r}")
+            raise SpecError(f"point.kind must be one of {', '.join(KINDS)}, got {self.kind!r}"[:200])
+        for name, low, high in (("prompt", 1, MAX_TOKENS), ("context", 0, MAX_TOKENS), ("batch", 1, MAX_BATCH),
+                                ("repeats", 1, MAX_REPEATS)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise SpecError(f"point.{name} must be a whole number in [{low:,}, {high:,}], got {value!r}"[:200])
+        if not _seconds(self.seconds) or self.seconds <= 0:
+            raise SpecError(f"point.seconds must be in (0, {MAX_SECONDS:,.0f}], got {self.seconds!r}"[:200])
+        if not _seconds(self.median):
+            raise SpecError(f"point.median must be in [0, {MAX_SECONDS:,.0f}], got {self.median!r}"[:200])
 
     @property
     def is_decode(self) -> bool:
