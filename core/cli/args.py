@@ -23,12 +23,18 @@ def int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
     return parse
 
 
-def positive(text: str) -> float:
-    """A finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+def number_in(low: float, high: float, unit: str = "") -> Callable[[str], float]:
+    """A parser of one number in [low, high] (``unit`` names it in the message): a value
+    outside would overflow or underflow the predictions (1e-308 GB/s makes every time inf)."""
+    shown = f" {unit}" if unit else ""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not low <= value <= high:            # NaN fails both
+            raise argparse.ArgumentTypeError(f"must be between {low:,.10g} and {high:,.10g}{shown}, got {text!r}")
+        return value
+
+    return parse

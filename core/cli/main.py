@@ -13,14 +13,21 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from rooflab.core import __version__
-from rooflab.core.cli.args import int_list, positive
+from rooflab.core.cli.args import int_list, number_in
 from rooflab.core.errors import RooflabError, SpecError
-from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine import (
+    BANDWIDTH_RANGE,
+    FACTOR_RANGE,
+    FLOPS_RANGE,
+    MEMORY_RANGE,
+    MachineProfile,
+)
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 Handler = Callable[[argparse.Namespace], int]
 GB = 1e9
+MAX_GRID = 100_000          # decode rows (contexts x batches) and prefill rows one predict prints
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,16 +52,20 @@ def add_model_options(p: argparse.ArgumentParser, *, positional: bool = False, r
 def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument("--machine", required=required, metavar="MACHINE",
                    help="a preset key, a saved profile, 'measured', or a profile .json path")
-    p.add_argument("--bandwidth", type=positive, metavar="GB/s", help="override memory bandwidth")
-    p.add_argument("--peak-tflops", type=positive, metavar="T", help="override peak TFLOP/s (compute dtype)")
-    p.add_argument("--memory-gb", type=positive, metavar="G", help="override memory size (10^9 bytes)")
+    p.add_argument("--bandwidth", type=number_in(BANDWIDTH_RANGE[0] / GB, BANDWIDTH_RANGE[1] / GB, "GB/s"),
+                   metavar="GB/s", help="override memory bandwidth")
+    p.add_argument("--peak-tflops", type=number_in(FLOPS_RANGE[0] / 1e12, FLOPS_RANGE[1] / 1e12, "TFLOP/s"),
+                   metavar="T", help="override peak TFLOP/s (compute dtype)")
+    p.add_argument("--memory-gb", type=number_in(MEMORY_RANGE[0] / GB, MEMORY_RANGE[1] / GB, "GB"), metavar="G",
+                   help="override memory size (10^9 bytes)")
     p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE", type=str.lower,
                    help="compute dtype whose peak applies (fp32, fp16, bf16, ...); default: the machine's")
-    p.add_argument("--bandwidth-efficiency", type=positive, metavar="F",
+    p.add_argument("--bandwidth-efficiency", type=number_in(*FACTOR_RANGE), metavar="F",
                    help="share of the bandwidth an engine reaches (predictions are ceilings at 1.0)")
-    p.add_argument("--compute-efficiency", type=positive, metavar="F",
+    p.add_argument("--compute-efficiency", type=number_in(*FACTOR_RANGE), metavar="F",
                    help="share of the peak FLOP/s an engine reaches")
-    p.add_argument("--step-overhead-ms", type=float, metavar="MS", help="fixed time added to every forward pass")
+    p.add_argument("--step-overhead-ms", type=number_in(0, 59_999, "ms"), metavar="MS",
+                   help="fixed time added to every forward pass")
     p.add_argument("--calibrated", action="store_true",
                    help="apply efficiency factors fitted from this model's measurements on this machine")
 
@@ -206,6 +217,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     contexts = args.contexts or DEFAULT_CONTEXTS
     batches = args.batches or DEFAULT_BATCHES
     prompts = args.prompts or DEFAULT_PROMPTS
+    check_grid(contexts, batches, prompts)
     if args.json:
         print_json(predict_dict(spec, machine, workload, contexts, batches, prompts))
     elif args.csv:
@@ -213,6 +225,17 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     else:
         print(predict_text(spec, machine, workload, contexts, batches, prompts))
     return 0
+
+
+def check_grid(contexts: Sequence[int], batches: Sequence[int], prompts: Sequence[int]) -> None:
+    """SpecError when the tables asked for are too large to compute and print (12,000 contexts
+    x 12,000 batches is 144 million rows and several GB)."""
+    rows = len(contexts) * len(batches)
+    if rows > MAX_GRID:
+        raise SpecError(f"--contexts x --batches makes {len(contexts):,} x {len(batches):,} = {rows:,} decode rows; "
+                        f"at most {MAX_GRID:,} (give fewer values)")
+    if len(prompts) > MAX_GRID:
+        raise SpecError(f"--prompts has {len(prompts):,} values; at most {MAX_GRID:,}")
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -274,19 +297,44 @@ def main(argv: Sequence[str] | None = None, handlers: dict[str, Handler] | None 
         print(f"rooflab: error: '{args.command}' needs the desktop package (rooflab.gui)", file=sys.stderr)
         return 2
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()          # a full disk or a closed pipe shows here, not at exit
+        return code
     except RooflabError as exc:
-        print(f"rooflab: error: {exc}", file=sys.stderr)
+        _error_line(f"rooflab: error: {exc}")
         return 2
     except BrokenPipeError:  # `rooflab predict ... | head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_stdout()
         return 0
+    except OSError as exc:   # `rooflab predict ... > /dev/full`, a disk gone, a store that cannot be written
+        _discard_stdout()
+        where = f" ({exc.filename})" if exc.filename else ""
+        _error_line(f"rooflab: error: {exc.strerror or exc}{where}")
+        return 2
     except KeyboardInterrupt:
         print("rooflab: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
         print("rooflab: error: out of memory", file=sys.stderr)
         return 2
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so what is left in its buffer is not written again (and
+    fails again) as the interpreter exits."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _error_line(line: str) -> None:
+    """One line on stderr; silently nothing when stderr itself cannot be written."""
+    try:
+        print(line, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rooflab.core.files.safe_json import dumps_json
+from rooflab.core.io.textfile import printable
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import speculative
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
@@ -27,12 +28,8 @@ GB = 1e9
 
 
 def print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, allow_nan=False, default=_finite)
-    sys.stdout.write("\n")
-
-
-def _finite(value: Any) -> Any:
-    raise TypeError(f"not JSON serialisable: {value!r}")
+    """``obj`` as strict JSON on stdout: a non-finite number (which JSON cannot hold) is null."""
+    sys.stdout.write(dumps_json(obj, indent=2) + "\n")
 
 
 def _num(x: float) -> float | None:
@@ -104,7 +101,8 @@ def inspect_text(spec: ModelSpec, kv_type: str = "f16", tensors: bool = False) -
     if tensors:
         lines.append("")
         for t in spec.tensors:
-            lines.append(f"  {t.name:<40} {t.type_name:<8} {str(list(t.shape)):<24} {t.nbytes:>14,}  {t.role.value}")
+            lines.append(f"  {printable(t.name):<40} {printable(t.type_name):<8} {str(list(t.shape)):<24} "
+                         f"{t.nbytes:>14,}  {t.role.value}")
     for warning in spec.warnings:
         lines.append(f"warning: {warning}")
     return "\n".join(lines)

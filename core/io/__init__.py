@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from rooflab.core.errors import ModelFileError, ResourceError
+from rooflab.core.files.capped import path_kind
 from rooflab.core.values.model import ModelSpec
 
 
@@ -36,6 +37,9 @@ def load_model(ref: str | os.PathLike[str], *, weights: str | None = None) -> Mo
     entry = get_entry(text)
     if entry is not None:
         return load_entry(entry, weights)
+    kind = path_kind(path)
+    if kind:                        # a device, a pipe, a socket
+        raise ModelFileError(path, f"is {kind}, not a model file or folder")
     if os.sep in text or "/" in text or path.suffix:
         raise ModelFileError(path, "no such file or folder")
     raise ResourceError(f"unknown model {text!r}: not a file, folder or catalogue entry "

@@ -3,13 +3,13 @@ the provenance of every figure."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rooflab.core.errors import ResourceError, SpecError
+from rooflab.core.errors import ModelFileError, ResourceError, SpecError
 from rooflab.core.files.resources import resources_dir
+from rooflab.core.files.safe_json import read_json
 from rooflab.core.values.model import ModelSpec
 
 
@@ -31,13 +31,15 @@ def _models_dir() -> Path:
 
 def _read(path: Path) -> CatalogueEntry:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, what="a catalogue entry")
         return CatalogueEntry(key=str(data.get("key") or path.stem), name=str(data["name"]),
                               description=str(data.get("description", "")),
                               default_weights=str(data.get("weights", "bf16")),
                               header_bytes=int(data.get("header_bytes") or 0), config=dict(data["config"]),
                               sources=dict(data.get("sources") or {}), lesson=dict(data.get("lesson") or {}))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except ModelFileError as exc:
+        raise ResourceError(str(exc)) from exc
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ResourceError(f"{path}: bad catalogue entry ({exc})") from exc
 
 

@@ -23,6 +23,7 @@ from rooflab.core.io.gguf_header import (
     read_header,
 )
 from rooflab.core.io.roles import classify, layer_of
+from rooflab.core.io.textfile import printable, shown
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
 __all__ = ["GGUFHeader", "LargeArray", "TensorInfo", "read_gguf", "read_header"]
@@ -95,7 +96,7 @@ class _Interpreter:
         if not self.arch:
             self.warnings.append("no general.architecture: only the tensor table is known")
         elif self.arch not in KNOWN_ARCHITECTURES:
-            self.warnings.append(f"architecture {self.arch!r} is not one rooflab has checked; "
+            self.warnings.append(f"architecture {shown(self.arch)} is not one rooflab has checked; "
                                  "its attention and experts are read from the usual keys")
         tensors = tuple(_tensor(t) for t in header.tensors)
         if not tensors:
@@ -109,8 +110,8 @@ class _Interpreter:
         name = self.meta.get("general.name")
         attention = self.attention(layers, hidden)   # before the warnings are frozen
         return ModelSpec(
-            name=name if isinstance(name, str) and name else Path(header.path).stem,
-            architecture=self.arch or "unknown",
+            name=(printable(name) if isinstance(name, str) else "") or printable(Path(header.path).stem),
+            architecture=printable(self.arch, 100) or "unknown",
             source=header.path,
             tensors=tensors,
             attention=attention,
@@ -122,7 +123,7 @@ class _Interpreter:
             shared_experts=shared,
             context_length=self.integer(self.key("context_length")),
             weights_format=self.weights_format(tensors),
-            warnings=tuple(self.warnings),
+            warnings=tuple(printable(w, 500) for w in self.warnings),   # they quote keys from the file
             provenance=header.path,
             metadata=_display(self.meta),
         )
@@ -179,7 +180,7 @@ class _Interpreter:
             flags, known = default_sliding(self.arch, layers, window)
             if not known:
                 self.warnings.append(f"sliding_window {window} but no pattern known for "
-                                     f"{self.arch!r}: every layer is taken as full attention")
+                                     f"{shown(self.arch)}: every layer is taken as full attention")
             return tuple(flags)
         if isinstance(value, tuple):
             if len(value) != layers:

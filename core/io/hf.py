@@ -6,39 +6,31 @@ exactly from the safetensors headers (no weights are loaded)."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rooflab.core.errors import ModelFileError, SpecError
+from rooflab.core.files.capped import MissingFileError
+from rooflab.core.files.safe_json import JsonError, dumps_json, parse_json, read_json
 from rooflab.core.io.arch import default_sliding
 from rooflab.core.io.hf_tables import HFShape, normalise, tensor_shapes
 from rooflab.core.io.roles import classify, layer_of
-from rooflab.core.io.textfile import read_text_capped
+from rooflab.core.io.safetensors import StoredTensor as StoredTensor  # re-exported: torch_model builds them
+from rooflab.core.io.safetensors import read_safetensors
+from rooflab.core.io.textfile import printable, shown
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 from rooflab.core.values.quant import TensorSlot, recipe, tensor_bytes
 
 MAX_CONFIG_BYTES = 4 << 20          # a config.json is a few KB; refuse anything absurd
 WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
 CONFIG_KEY = "hf.config_json"       # ModelSpec.metadata entry holding the raw config
-MAX_SAFETENSORS_HEADER = 256 << 20  # the format's own cap is 100 MB
-_ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
-             "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "U16": 2, "U32": 4, "U64": 8,
-             "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75}
 
 
 def read_config(path: Path) -> dict[str, Any]:
     """Parse a config.json with a size cap; ModelFileError on any problem."""
-    text = read_text_capped(path, MAX_CONFIG_BYTES, "a config.json")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ModelFileError(path, f"is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    data = read_json(path, max_bytes=MAX_CONFIG_BYTES, what="a config.json")
     if not isinstance(data, dict):
         raise ModelFileError(path, "must hold a JSON object")
     return data
@@ -46,10 +38,10 @@ def read_config(path: Path) -> dict[str, Any]:
 
 def folder_config(folder: Path) -> dict[str, Any]:
     """The config.json of a model folder; ModelFileError when it has none."""
-    config_path = folder / "config.json"
-    if not config_path.is_file():
-        raise ModelFileError(folder, "folder has no config.json")
-    return read_config(config_path)
+    try:
+        return read_config(folder / "config.json")
+    except MissingFileError:
+        raise ModelFileError(folder, "folder has no config.json") from None
 
 
 def has_weight_files(folder: Path) -> bool:
@@ -64,8 +56,8 @@ def stored_config(spec: ModelSpec) -> dict[str, Any] | None:
     if not raw:
         return None
     try:
-        data = json.loads(raw)
-    except json.JSONDecodeError:
+        data = parse_json(raw)
+    except JsonError:
         return None
     return data if isinstance(data, dict) else None
 
@@ -98,9 +90,9 @@ def attention_layout(s: HFShape) -> tuple[AttentionLayout, list[str]]:
 def display_name(config: Mapping[str, Any], fallback: str = "") -> str:
     """A short name for a config: the last part of its ``_name_or_path``, else ``fallback``,
     else its model type."""
-    fallback = fallback or str(config.get("model_type") or "config")
+    fallback = printable(fallback or config.get("model_type") or "config")
     name = config.get("_name_or_path") or fallback
-    return str(name).rstrip("/").split("/")[-1] or fallback
+    return printable(str(name).rstrip("/").split("/")[-1]) or fallback
 
 
 def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: str = "",
@@ -135,43 +127,12 @@ def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: 
 
 def _config_metadata(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """Small scalar fields for display, plus the raw config (JSON) for builders of torch models."""
-    items = [(str(k), repr(v)) for k, v in config.items() if isinstance(v, (int, float, str, bool))]
-    items.append((CONFIG_KEY, json.dumps(config, sort_keys=True)))
+    items = [(printable(k), shown(v, 200)) for k, v in config.items() if isinstance(v, (int, float, str, bool))]
+    items.append((CONFIG_KEY, dumps_json(config, sort_keys=True)))
     return tuple(items)
 
 
 # --- safetensors ------------------------------------------------------------------------------
-
-def read_safetensors_header(path: Path) -> dict[str, Any]:
-    """The JSON header of a .safetensors file (8-byte little-endian length, then JSON)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(8)
-            if len(head) < 8:
-                raise ModelFileError(path, "truncated: no safetensors header length")
-            (length,) = struct.unpack("<Q", head)
-            size = os.fstat(handle.fileno()).st_size
-            if length > MAX_SAFETENSORS_HEADER or length > size - 8:
-                raise ModelFileError(path, f"safetensors header of {length} bytes is past the end or too large")
-            raw = handle.read(length)
-    except OSError as exc:
-        raise ModelFileError(path, f"cannot read ({exc.strerror or exc})") from exc
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(path, "safetensors header is not valid JSON") from exc
-    if not isinstance(header, dict):
-        raise ModelFileError(path, "safetensors header must be a JSON object")
-    for key, info in header.items():
-        if key == "__metadata__":
-            continue
-        if not isinstance(info, dict) or "data_offsets" not in info or "shape" not in info:
-            raise ModelFileError(path, f"tensor {key!r} has no shape or data_offsets")
-        begin, end = info["data_offsets"]
-        if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end <= size - 8 - length):
-            raise ModelFileError(path, f"tensor {key!r} data_offsets {info['data_offsets']} are outside the file")
-    return header
-
 
 _HF_ROLE_HINTS: tuple[tuple[str, Role], ...] = (
     ("embed_tokens", Role.EMBEDDING), ("wte", Role.EMBEDDING), ("word_embeddings", Role.EMBEDDING),
@@ -209,17 +170,6 @@ def _config_dtype(config: Mapping[str, Any]) -> str:
     return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, "bf16")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredTensor:
-    """One tensor as Hugging Face names and stores it: torch's shape order (row length last),
-    its element type (safetensors spelling: F32, BF16, ...) and its bytes."""
-
-    name: str
-    shape: tuple[int, ...]
-    type_name: str
-    nbytes: int
-
-
 def spec_from_stored(config: Mapping[str, Any], stored: Iterable[StoredTensor], *, name: str, source: str,
                      weights_format: str, file_bytes: int | None = None, warnings: Iterable[str] = (),
                      provenance: str = "", metadata: tuple[tuple[str, str], ...] = ()) -> ModelSpec:
@@ -243,13 +193,10 @@ def _spec_from_safetensors(folder: Path, config: Mapping[str, Any], files: list[
     stored: list[StoredTensor] = []
     seen: set[str] = set()
     for path in files:
-        for key, info in read_safetensors_header(path).items():
-            if key == "__metadata__" or key in seen:
-                continue
-            seen.add(key)
-            begin, end = info["data_offsets"]
-            stored.append(StoredTensor(name=key, shape=tuple(int(d) for d in info["shape"]),
-                                       type_name=str(info.get("dtype", "?")), nbytes=end - begin))
+        for tensor in read_safetensors(path):
+            if tensor.name not in seen:
+                seen.add(tensor.name)
+                stored.append(tensor)
     if not stored:
         raise ModelFileError(folder, "safetensors files hold no tensors")
     dtypes = sorted({t.type_name for t in stored})

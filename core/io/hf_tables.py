@@ -5,11 +5,13 @@ Only the readers (this module, hf.py and hf_build.py) know config.json spellings
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rooflab.core.errors import SpecError
+from rooflab.core.io.textfile import printable, shown
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,18 +59,103 @@ class HFShape:
     rope_freqs: bool = False       # llama 3 rope scaling stores its frequencies
 
 
-def _int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
+MAX_LAYERS = 10_000
+MAX_WIDTH = 1 << 24          # hidden, FFN and vocabulary sizes: the largest real ones are near 2**18
+MAX_HEADS = 1 << 14
+MAX_EXPERTS = 1 << 16
+MAX_FIELD = 1 << 40          # any other count (context length, window)
+
+
+def _int(cfg: Mapping[str, Any], *keys: str, default: int | None = None, low: int = 0,
+         high: int = MAX_FIELD) -> int:
+    """The first of ``keys`` present (not null) as a whole number in [low, high]."""
     for key in keys:
         value = cfg.get(key)
         if value is not None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-                raise SpecError(f"config field {key!r} must be an integer, got {value!r}")
-            if value < 0 or value > 1 << 40:
-                raise SpecError(f"config field {key!r} is out of range: {value!r}")
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or value != int(value)):
+                raise SpecError(f"config field {key!r} must be an integer, got {shown(value)}")
+            if not low <= value <= high:
+                raise SpecError(f"config field {key!r} is out of range: {shown(value)} (expected {low:,} to {high:,})")
             return int(value)
     if default is None:
         raise SpecError(f"config has none of the fields {', '.join(keys)}")
     return default
+
+
+def _model_type(cfg: Mapping[str, Any]) -> str:
+    """model_type, else the first of ``architectures`` ("Qwen3ForCausalLM"), lower-cased."""
+    model_type = cfg.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise SpecError(f"config field 'model_type' must be a name, got {shown(model_type)}")
+    if model_type:
+        return printable(model_type.lower(), 100)
+    archs = cfg.get("architectures")
+    if archs is None:
+        return "unknown"
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise SpecError(f"config field 'architectures' must be a list of names, got {shown(archs)}")
+    return printable(archs[0].lower(), 100) if archs else "unknown"
+
+
+def _layer_list(cfg: Mapping[str, Any], key: str, layers: int) -> list[int]:
+    """A list of layer numbers (mlp_only_layers), each in [0, layers)."""
+    value = cfg.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(_is_int(x) and 0 <= x < layers for x in value):
+        raise SpecError(f"config field {key!r} must be a list of layer numbers below {layers}, got {shown(value)}")
+    return [int(x) for x in value]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _layer_types(cfg: Mapping[str, Any], layers: int) -> tuple[str, ...]:
+    value = cfg.get("layer_types")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise SpecError(f"config field 'layer_types' must be a list of names, got {shown(value)}")
+    if value and len(value) != layers:
+        raise SpecError(f"config: layer_types has {len(value)} entries for {layers} layers")
+    return tuple(value)
+
+
+def _window(cfg: Mapping[str, Any]) -> int:
+    """sliding_window in tokens; 0 when absent, null, false or not a number (configs use all
+    of these for "none")."""
+    value = cfg.get("sliding_window")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return 0
+    return _int(cfg, "sliding_window")
+
+
+def _dense_layers(cfg: Mapping[str, Any], layers: int) -> frozenset[int]:
+    """MoE layers with a dense FFN: the first k (first_k_dense_replace), mlp_only_layers, and
+    those off the decoder_sparse_step. Counts are capped by the layer count, so a huge k
+    costs nothing."""
+    first_dense = min(_int(cfg, "first_k_dense_replace", default=0), layers)
+    dense = set(range(first_dense))
+    dense.update(_layer_list(cfg, "mlp_only_layers", layers))
+    step = _int(cfg, "decoder_sparse_step", default=1) or 1
+    if step > 1:
+        dense.update(i for i in range(layers) if (i + 1) % step)
+    return frozenset(dense)
+
+
+def _attention_counts(cfg: Mapping[str, Any], hidden: int, heads: int) -> tuple[int, int]:
+    """(kv_heads, head_dim), checked: 1 <= kv_heads <= heads, kv_heads divides heads (grouped
+    query attention shares each KV head among heads / kv_heads query heads), head_dim >= 1."""
+    kv_heads = _int(cfg, "num_key_value_heads", "n_head_kv", default=heads, high=MAX_HEADS)
+    if not 1 <= kv_heads <= heads or heads % kv_heads:
+        raise SpecError(f"config: num_key_value_heads {kv_heads} must be between 1 and num_attention_heads "
+                        f"{heads} and divide it")
+    head_dim = _int(cfg, "head_dim", default=hidden // heads, high=MAX_WIDTH)
+    if head_dim < 1:
+        raise SpecError(f"config: head_dim must be >= 1, got {head_dim} (hidden_size {hidden}, {heads} heads)")
+    return kv_heads, head_dim
 
 
 def normalise(raw: Mapping[str, Any]) -> HFShape:
@@ -79,65 +166,48 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
         merged.setdefault("model_type", cfg.get("model_type", ""))
         merged.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings"))
         cfg = merged
-    model_type = str(cfg.get("model_type") or "").lower()
-    if not model_type:
-        archs = cfg.get("architectures") or []
-        model_type = str(archs[0]).lower() if archs else "unknown"
+    model_type = _model_type(cfg)
     hidden = _int(cfg, "hidden_size", "n_embd", "d_model")
     layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
     heads = _int(cfg, "num_attention_heads", "n_head")
     if not hidden or not layers or not heads:
         raise SpecError("config: hidden_size, num_hidden_layers and num_attention_heads must be > 0")
-    if layers > 10_000 or hidden > 1 << 20 or heads > 1 << 14:
+    if layers > MAX_LAYERS or hidden > MAX_WIDTH or heads > MAX_HEADS:
         raise SpecError("config: layer, hidden or head count is implausibly large")
-    kv_heads = _int(cfg, "num_key_value_heads", "n_head_kv", default=heads)
-    head_dim = _int(cfg, "head_dim", default=hidden // heads)
+    kv_heads, head_dim = _attention_counts(cfg, hidden, heads)
     is_deepseek = model_type.startswith("deepseek")
-    experts = _int(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0)
+    experts = _int(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0, high=MAX_EXPERTS)
     experts_used = _int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
-                        default=0) if experts else 0
-    ffn = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
-    expert_ffn = _int(cfg, "moe_intermediate_size", default=ffn) if experts else 0
+                        default=0, high=experts) if experts else 0
+    ffn = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden, high=MAX_WIDTH)
+    expert_ffn = _int(cfg, "moe_intermediate_size", default=ffn, high=MAX_WIDTH) if experts else 0
     shared_ffn = 0
     if experts:
-        shared_ffn = _int(cfg, "shared_expert_intermediate_size", default=0)
+        shared_ffn = _int(cfg, "shared_expert_intermediate_size", default=0, high=MAX_WIDTH)
         if not shared_ffn and cfg.get("n_shared_experts"):
-            shared_ffn = _int(cfg, "n_shared_experts") * expert_ffn
-    dense: set[int] = set()
-    if experts:
-        first_dense = _int(cfg, "first_k_dense_replace", default=0)
-        dense.update(range(first_dense))
-        for layer in cfg.get("mlp_only_layers") or []:
-            dense.add(int(layer))
-        step = _int(cfg, "decoder_sparse_step", default=1) or 1
-        if step > 1:
-            dense.update(i for i in range(layers) if (i + 1) % step)
-    window = cfg.get("sliding_window")
-    window_int = int(window) if isinstance(window, (int, float)) and not isinstance(window, bool) and window > 0 else 0
-    use_sliding = cfg.get("use_sliding_window")
-    layer_types = tuple(str(x) for x in cfg.get("layer_types") or ())
-    if layer_types and len(layer_types) != layers:
-        raise SpecError(f"config: layer_types has {len(layer_types)} entries for {layers} layers")
+            shared_ffn = _int(cfg, "n_shared_experts", high=MAX_EXPERTS) * expert_ffn
+    vocab = _int(cfg, "vocab_size", "n_vocab", low=1, high=MAX_WIDTH)
     rope = cfg.get("rope_scaling") or {}
     rope_type = str(rope.get("rope_type") or rope.get("type") or "") if isinstance(rope, Mapping) else ""
     tied_default = model_type.startswith("gemma")
     tied = cfg.get("tie_word_embeddings")
+    use_sliding = cfg.get("use_sliding_window")
     return HFShape(
         model_type=model_type, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
-        head_dim=head_dim, v_head_dim=_int(cfg, "v_head_dim", default=head_dim),
-        ffn=ffn, vocab=_int(cfg, "vocab_size", "n_vocab"),
+        head_dim=head_dim, v_head_dim=_int(cfg, "v_head_dim", default=head_dim, high=MAX_WIDTH),
+        ffn=ffn, vocab=vocab,
         tied=tied_default if tied is None else bool(tied),
         experts=experts, experts_used=experts_used, expert_ffn=expert_ffn, shared_ffn=shared_ffn,
-        dense_layers=frozenset(dense),
-        sliding_window=window_int, layer_types=layer_types,
+        dense_layers=_dense_layers(cfg, layers) if experts else frozenset(),
+        sliding_window=_window(cfg), layer_types=_layer_types(cfg, layers),
         use_sliding=True if use_sliding is None else bool(use_sliding),
         context_length=_int(cfg, "max_position_embeddings", "n_positions", "seq_length", default=0),
         attention_bias=bool(cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe"))),
         qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"),
-        kv_lora_rank=_int(cfg, "kv_lora_rank", default=0) if is_deepseek else 0,
-        q_lora_rank=_int(cfg, "q_lora_rank", default=0) if is_deepseek else 0,
-        rope_dim=_int(cfg, "qk_rope_head_dim", default=0) if is_deepseek else 0,
-        nope_dim=_int(cfg, "qk_nope_head_dim", default=0) if is_deepseek else 0,
+        kv_lora_rank=_int(cfg, "kv_lora_rank", default=0, high=MAX_WIDTH) if is_deepseek else 0,
+        q_lora_rank=_int(cfg, "q_lora_rank", default=0, high=MAX_WIDTH) if is_deepseek else 0,
+        rope_dim=_int(cfg, "qk_rope_head_dim", default=0, high=MAX_WIDTH) if is_deepseek else 0,
+        nope_dim=_int(cfg, "qk_nope_head_dim", default=0, high=MAX_WIDTH) if is_deepseek else 0,
         post_norms=model_type.startswith("gemma2") or model_type.startswith("gemma3"),
         fused_qkv=model_type == "phi3",
         expert_bias=model_type == "gpt_oss", attention_sinks=model_type == "gpt_oss",

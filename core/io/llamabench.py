@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 import statistics
@@ -27,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from rooflab.core.errors import ModelFileError, SpecError
-from rooflab.core.io.textfile import read_text_capped
+from rooflab.core.files.safe_json import JsonError, parse_json
+from rooflab.core.io.textfile import printable, read_text_capped, shown
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
+from rooflab.core.values.workload import MAX_TOKENS
 
-MAX_BYTES = 64 << 20
+MAX_BYTES = 16 << 20          # thousands of rows are a few MB; parsed JSON takes 20-60x its text
 # llama-bench fields that, when they differ between rows, make separate series
 _SERIES_FIELDS = ("model_type", "backends", "n_threads", "n_gpu_layers", "n_batch", "n_ubatch", "type_k",
                   "flash_attn", "n_cpu_moe")
@@ -70,9 +71,9 @@ def parse_benchmark(text: str, name: str = "<text>") -> BenchImport:
         raise SpecError("the file is empty")
     if stripped.startswith("["):
         try:
-            rows = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+            rows = parse_json(stripped)
+        except JsonError as exc:
+            raise SpecError(str(exc)) from None
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise SpecError("a JSON benchmark file must be an array of objects")
         return _from_rows(rows, name)
@@ -83,8 +84,16 @@ def parse_benchmark(text: str, name: str = "<text>") -> BenchImport:
         return _from_rows(_jsonl(stripped), name)
     first = stripped.splitlines()[0]
     if "," in first and ("n_prompt" in first or "avg_ts" in first):
-        return _from_rows(list(csv.DictReader(io.StringIO(stripped))), name)
+        return _from_rows(_csv_rows(stripped), name)
     raise SpecError("not llama-bench output (JSON, JSONL, CSV or markdown) nor a llama-batched-bench table")
+
+
+def _csv_rows(text: str) -> list[dict[str, Any]]:
+    """The rows of a CSV table; csv's field limit (128 KB) and its other refusals are one line."""
+    try:
+        return list(csv.DictReader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise SpecError(f"not CSV llama-bench can have written ({str(exc)[:100]})") from None
 
 
 def _jsonl(text: str) -> list[dict[str, Any]]:
@@ -94,9 +103,9 @@ def _jsonl(text: str) -> list[dict[str, Any]]:
         if not line.startswith("{"):
             continue                         # batched-bench mixes log lines with its records
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"line {number} is not valid JSON ({exc.msg})") from exc
+            row = parse_json(line)
+        except JsonError as exc:
+            raise SpecError(f"line {number} {exc}") from None
         if not isinstance(row, dict):
             raise SpecError(f"line {number} is not a JSON object")
         rows.append(row)
@@ -111,11 +120,19 @@ def _number(row: Mapping[str, Any], key: str, default: float | None = None) -> f
         raise SpecError(f"a row has no {key!r}")
     try:
         number = float(value)
-    except (TypeError, ValueError):
-        raise SpecError(f"{key!r} is not a number: {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise SpecError(f"{key!r} is not a number: {shown(value)}") from None
     if not math.isfinite(number) or number < 0:
-        raise SpecError(f"{key!r} must be a finite number >= 0, got {value!r}")
+        raise SpecError(f"{key!r} must be a finite number >= 0, got {shown(value)}")
     return number
+
+
+def _count(row: Mapping[str, Any], key: str, default: float | None = None) -> int:
+    """A token or sequence count: a whole number no workload exceeds (MAX_TOKENS)."""
+    number = _number(row, key, default)
+    if number != int(number) or number > MAX_TOKENS:
+        raise SpecError(f"{key!r} must be a whole number up to {MAX_TOKENS:,}, got {shown(row.get(key))}")
+    return int(number)
 
 
 def _samples(row: Mapping[str, Any]) -> list[float]:
@@ -123,12 +140,12 @@ def _samples(row: Mapping[str, Any]) -> list[float]:
     raw = row.get("samples_ns")
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
+            raw = parse_json(raw)
+        except JsonError:
             return []
     if not isinstance(raw, list):
         return []
-    return [float(x) / 1e9 for x in raw if isinstance(x, (int, float)) and x > 0]
+    return [float(x) / 1e9 for x in raw if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0]
 
 
 # --- llama-bench rows (JSON, JSONL, CSV) --------------------------------------------------------
@@ -153,7 +170,7 @@ def _from_rows(rows: list[dict[str, Any]], name: str) -> BenchImport:
 
 def _skip_reason(row: Mapping[str, Any]) -> str:
     """Why a llama-bench row gives no point ("" when it gives one)."""
-    n_prompt, n_gen = int(_number(row, "n_prompt", 0.0)), int(_number(row, "n_gen", 0.0))
+    n_prompt, n_gen = _count(row, "n_prompt", 0.0), _count(row, "n_gen", 0.0)
     if n_prompt and n_gen:
         return f"pp{n_prompt}+tg{n_gen} row skipped: a combined run cannot be split into phases"
     if not (n_prompt or n_gen):
@@ -163,8 +180,8 @@ def _skip_reason(row: Mapping[str, Any]) -> str:
 
 def _bench_row_point(row: Mapping[str, Any], label: str) -> MeasuredPoint:
     """The prefill (pp) or per-step decode (tg) point of a usable llama-bench row."""
-    n_prompt, n_gen = int(_number(row, "n_prompt", 0.0)), int(_number(row, "n_gen", 0.0))
-    depth = int(_number(row, "n_depth", 0.0))
+    n_prompt, n_gen = _count(row, "n_prompt", 0.0), _count(row, "n_gen", 0.0)
+    depth = _count(row, "n_depth", 0.0)
     tokens = n_prompt or n_gen
     samples = _samples(row)
     if samples:
@@ -188,8 +205,8 @@ def _bench_row_point(row: Mapping[str, Any], label: str) -> MeasuredPoint:
 
 def _series_label(row: Mapping[str, Any], varying: Iterable[str]) -> str:
     model = str(row.get("model_filename") or row.get("model_type") or "model")
-    model = model.replace("\\", "/").split("/")[-1]
-    extras = [f"{f}={row.get(f)}" for f in varying if f != "model_type"]
+    model = printable(model.replace("\\", "/").split("/")[-1], 120)
+    extras = [f"{f}={printable(row.get(f), 40)}" for f in varying if f != "model_type"]
     return "llama-bench: " + model + (f" ({', '.join(extras)})" if extras else "")
 
 
@@ -201,10 +218,10 @@ def _result(name: str, tool: str, series: Mapping[str, list[MeasuredPoint]], row
     first = rows[0] if rows else {}
     keep = ("build_commit", "cpu_info", "gpu_info", "backends", "model_type", "model_size", "model_n_params",
             "n_threads", "n_gpu_layers", "type_k", "type_v", "n_batch", "n_ubatch", "flash_attn")
-    meta = {k: str(first[k]) for k in keep if k in first}
-    models = tuple(dict.fromkeys(str(r.get("model_filename") or r.get("model_type") or "") for r in rows
+    meta = {k: printable(first[k]) for k in keep if k in first}
+    models = tuple(dict.fromkeys(printable(r.get("model_filename") or r.get("model_type") or "") for r in rows
                                  if r.get("model_filename") or r.get("model_type")))
-    kv = str(first.get("type_k") or "f16").lower()
+    kv = printable(first.get("type_k") or "f16", 20).lower()
     return BenchImport(path=name, tool=tool, series={k: tuple(v) for k, v in series.items()}, models=models,
                        kv_type=kv, metadata=meta, warnings=tuple(dict.fromkeys(warnings)))
 
@@ -226,11 +243,11 @@ def _batched_point_pair(pp: int, tg: int, b: int, n_kv: int, t_pp: float, t_tg: 
 
 
 def _batched_row_points(row: Mapping[str, Any], label: str) -> list[MeasuredPoint]:
-    pp, tg, b = int(_number(row, "pp")), int(_number(row, "tg")), int(_number(row, "pl"))
+    pp, tg, b = _count(row, "pp"), _count(row, "tg"), _count(row, "pl")
     if b < 1:
         raise SpecError("pl (sequences) must be >= 1")
-    shared = bool(int(_number(row, "is_pp_shared", 0.0))) if "is_pp_shared" in row else None
-    return _batched_point_pair(pp, tg, b, int(_number(row, "n_kv", 0.0)), _number(row, "t_pp"),
+    shared = bool(_number(row, "is_pp_shared", 0.0)) if "is_pp_shared" in row else None
+    return _batched_point_pair(pp, tg, b, _count(row, "n_kv", 0.0), _number(row, "t_pp"),
                                _number(row, "t_tg"), shared, label)
 
 
@@ -260,7 +277,7 @@ def _markdown(text: str) -> list[list[str]]:
     return rows if len(rows) >= 2 else []
 
 
-_TEST = re.compile(r"^(pp|tg)\s*(\d+)(?:\s*@\s*d\s*(\d+))?$")
+_TEST = re.compile(r"^(pp|tg)\s*(\d{1,9})(?:\s*@\s*d\s*(\d{1,9}))?$")
 
 
 def _from_markdown(table: list[list[str]], name: str) -> BenchImport:
@@ -279,7 +296,8 @@ def _from_markdown(table: list[list[str]], name: str) -> BenchImport:
         test = cells[col["test"]].strip()
         match = _TEST.match(test)
         if not match:
-            warnings.append(f"test {test!r} skipped: only ppN and tgN (@ dN) rows can be split into phases")
+            warnings.append(f"test {shown(test, 40)} skipped: only ppN and tgN (@ dN) rows can be split into "
+                            "phases")
             continue
         rate = cells[col["t/s"]].split("±")[0].strip()
         tokens, depth = int(match.group(2)), int(match.group(3) or 0)
@@ -347,7 +365,7 @@ def _row_device(backends: str) -> str:
     for name in backends.split(","):
         key = name.strip().lower()
         if key and key not in _CPU_BACKENDS:
-            return _BACKEND_DEVICE.get(key, key)[:200]
+            return printable(_BACKEND_DEVICE.get(key, key))
     return "cpu"
 
 
@@ -372,9 +390,9 @@ def _row_settings(row: Mapping[str, Any], base: EngineSettings) -> EngineSetting
     found: dict[str, Any] = {}
     number, commit = _row_int(row, "build_number"), str(row.get("build_commit") or "").strip()
     if number is not None and commit:
-        found["version"] = f"b{number} ({commit})"[:200]            # as llama.cpp names its releases
+        found["version"] = printable(f"b{number} ({commit})")            # as llama.cpp names its releases
     elif number is not None or commit:
-        found["version"] = (f"b{number}" if number is not None else commit)[:200]
+        found["version"] = printable(f"b{number}" if number is not None else commit)
     if row.get("backends"):
         found["device"] = _row_device(str(row["backends"]))
     for key, name in (("n_threads", "threads"), ("n_cpu_moe", "cpu_moe"), ("n_batch", "batch_size"),
@@ -389,7 +407,7 @@ def _row_settings(row: Mapping[str, Any], base: EngineSettings) -> EngineSetting
         found["flash_attention"] = flash
     type_k, type_v = str(row.get("type_k") or "").lower(), str(row.get("type_v") or "").lower()
     if type_k:
-        found["kv_type"] = (type_k if type_v in ("", type_k) else f"{type_k}/{type_v}")[:200]
+        found["kv_type"] = printable(type_k if type_v in ("", type_k) else f"{type_k}/{type_v}")
     settings = replace(base, **found)
     if settings.device == "cpu" and settings.gpu_layers:
         settings = replace(settings, gpu_layers=0)    # a CPU build offloads nothing, whatever -ngl says

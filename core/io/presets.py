@@ -2,33 +2,48 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rooflab.core.errors import ResourceError, SpecError
+from rooflab.core.errors import ModelFileError, ResourceError, SpecError
 from rooflab.core.files.atomic import write_atomic
 from rooflab.core.files.paths import data_dir, profiles_dir
-from rooflab.core.files.records import read_record, set_aside, write_record
+from rooflab.core.files.records import load_record, read_record, write_record
 from rooflab.core.files.resources import resources_dir
+from rooflab.core.files.safe_json import dumps_json, read_json
+from rooflab.core.io.textfile import printable
 from rooflab.core.values.machine import MachineProfile
 
 MEASURED_KEY = "measured"
+MAX_PROFILE_BYTES = 1 << 20          # a profile is a few hundred bytes
+
+
+def _printable_profile(machine: MachineProfile) -> MachineProfile:
+    """``machine`` with the strings a file gave it made safe to print."""
+    return dataclasses.replace(
+        machine, name=printable(machine.name) or "machine", kind=printable(machine.kind, 20),
+        offload_name=printable(machine.offload_name), notes=printable(machine.notes, 2000),
+        sources={printable(k, 40): printable(v, 500) for k, v in machine.sources.items()})
+
+
+def profile_from_dict(data: Any, key: str = "") -> MachineProfile:
+    """A machine profile from parsed JSON (the preset file format); SpecError naming the bad
+    field, printable strings."""
+    if not isinstance(data, dict):
+        raise SpecError("a machine profile must be a JSON object")
+    return _printable_profile(MachineProfile.from_dict(data, key=slug(str(data.get("key") or key))))
 
 
 def _read_profile(path: Path, key: str) -> MachineProfile:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ResourceError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResourceError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(data, dict):
-        raise ResourceError(f"{path}: a machine profile must be a JSON object")
-    try:
-        return MachineProfile.from_dict(data, key=str(data.get("key") or key))
+        data = read_json(path, max_bytes=MAX_PROFILE_BYTES, what="a machine profile")
+        return profile_from_dict(data, key)
+    except ModelFileError as exc:
+        raise ResourceError(str(exc)) from exc
     except SpecError as exc:
         raise ResourceError(f"{path}: {exc}") from exc
 
@@ -91,7 +106,7 @@ def save_user_profile(machine: MachineProfile, key: str | None = None) -> Path:
     (file name) comes from ``key``, else the machine's key, else its name (``profile_key``)."""
     key = profile_key(key or machine.key or machine.name)
     data = {"key": key, **machine.to_dict()}
-    return write_atomic(profiles_dir() / f"{key}.json", json.dumps(data, indent=2) + "\n")
+    return write_atomic(profiles_dir() / f"{key}.json", dumps_json(data, indent=2) + "\n")
 
 
 def delete_user_profile(key: str) -> None:
@@ -105,9 +120,7 @@ def delete_user_profile(key: str) -> None:
 def load_machine(ref: str) -> MachineProfile:
     """A machine by preset key, user profile key, "measured", or a profile file path."""
     candidate = Path(ref).expanduser()
-    if ref.endswith(".json") or candidate.is_file():
-        if not candidate.is_file():
-            raise ResourceError(f"{ref}: no such machine profile file")
+    if ref.endswith(".json") or os.sep in ref or "/" in ref or candidate.is_file():
         return _read_profile(candidate, candidate.stem)
     key = ref.lower()
     if key == MEASURED_KEY:
@@ -138,14 +151,7 @@ def save_measured_machine(profile: MachineProfile, measurement: Mapping[str, Any
 
 def load_measured_machine() -> MachineProfile | None:
     """The last measured machine profile (key "measured"), None when there is none."""
-    data = read_record(_measured_path())
-    if data is None:
-        return None
-    try:
-        return MachineProfile.from_dict(data["profile"], key=MEASURED_KEY)
-    except (KeyError, TypeError, SpecError) as exc:
-        set_aside(_measured_path(), str(exc))
-        return None
+    return load_record(_measured_path(), lambda data: profile_from_dict(data["profile"], MEASURED_KEY))
 
 
 def load_machine_measurement() -> dict[str, Any] | None:

@@ -1,27 +1,48 @@
-"""Reading a small text file a user named (a config.json, a benchmark output) with a size cap,
-every OS and encoding failure turned into one ModelFileError line."""
+"""Text read from files: a small file a user named (a config.json, a benchmark output) read with
+a hard size cap, and the one function that makes a string from a file safe to print.
+
+Names in files (a GGUF's general.name, a config's model_type, a llama-bench model) are data,
+not trusted text: an escape sequence in one printed raw can retitle, clear or hijack the
+terminal. ``printable`` removes control characters wherever such a string enters a ModelSpec,
+a machine profile or an import result."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 from rooflab.core.errors import ModelFileError
+from rooflab.core.files.capped import read_capped
+
+# C0 and C1 controls and DEL, bidirectional overrides and isolates (which reorder what a
+# terminal shows); line breaks and tabs become spaces, the rest go
+_BREAKS = re.compile(r"[\t\n\v\f\r\x85\u2028\u2029]+")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+MAX_NAME = 200
+
+
+def printable(text: Any, limit: int = MAX_NAME) -> str:
+    """``text`` as one safe line: control characters removed, line breaks and tabs turned
+    into spaces, at most ``limit`` characters (an ellipsis marks a cut)."""
+    line = _CONTROLS.sub("", _BREAKS.sub(" ", str(text))).strip()
+    return line if len(line) <= limit else line[: max(limit - 1, 0)] + "…"
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value quoted for an error message (``repr``, so nothing in it is printed raw), cut to
+    ``limit`` characters: a 4 MB string in a config must not make a 4 MB message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def read_text_capped(path: Path, max_bytes: int, what: str) -> str:
-    """The UTF-8 text of ``path``; refuses files over ``max_bytes`` before reading them.
+    """The UTF-8 text of the regular file at ``path`` (a byte-order mark skipped), at most
+    ``max_bytes`` of it; one ModelFileError line for anything else.
 
     ``what`` names the expected kind of file in messages ("a config.json")."""
+    raw = read_capped(path, max_bytes, what)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ModelFileError(path, f"{size} bytes is too large for {what}")
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ModelFileError(path, "no such file") from None
-    except IsADirectoryError:
-        raise ModelFileError(path, f"is a folder, not {what}") from None
-    except OSError as exc:
-        raise ModelFileError(path, f"cannot read ({exc.strerror or exc})") from exc
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ModelFileError(path, "is not UTF-8 text") from exc
+        raise ModelFileError(path, f"is not UTF-8 text (byte {exc.start:,})") from None

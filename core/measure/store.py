@@ -4,9 +4,9 @@ ROOFLAB_DATA_DIR overrides it):
     measurements/<model key>/<machine key>.json  measured points, newest run last
     calibrations/<model key>/<machine key>.json  the latest fit
 
-Every write is atomic (a temporary file, then os.replace). A file that cannot be read is moved
-aside to ``<name>.corrupt-<time>`` and treated as absent, so a bad file costs its contents,
-never a crash. The model key is a digest of the model's structure and bytes per weight, so a
+Every write is atomic (a temporary file, then os.replace). A file that cannot be read, or
+that is JSON of the wrong shape, is moved aside to ``<name>.corrupt-<time>`` and treated as
+absent, so a bad file costs its contents, never a crash (``files.records``). The model key is a digest of the model's structure and bytes per weight, so a
 spec read from a config.json and one built from the torch model that ran agree."""
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rooflab.core.errors import SpecError
 from rooflab.core.files.paths import data_dir
-from rooflab.core.files.records import read_record, set_aside, write_record
+from rooflab.core.files.records import load_record, write_record
 from rooflab.core.io.arch import llama_cpp_name
 from rooflab.core.measure.calibrate import Calibration
 from rooflab.core.values.machine import Efficiency, MachineProfile
@@ -30,6 +29,7 @@ from rooflab.core.values.model import ModelSpec
 
 log = logging.getLogger(__name__)
 MAX_RUNS = 50            # measurement runs kept per model and machine
+Run = dict[str, Any]     # date (str), meta (dict), points (MeasuredPoints)
 
 
 def _slug(text: str) -> str:
@@ -62,29 +62,45 @@ def save_measurement(model: str, machine: str, points: Sequence[MeasuredPoint],
                      meta: Mapping[str, Any] | None = None, *, label: str = "", source: str = "") -> Path:
     """Append one run (points plus its circumstances) to the model's record on ``machine``."""
     path = _measurement_path(model, machine)
-    data = read_record(path) or {}
-    runs = list(data.get("runs", []))[-(MAX_RUNS - 1):]
+    old = load_record(path, _measurement_record) or ("", "", [])
+    runs = [_stored_run(run) for run in old[2]][-(MAX_RUNS - 1):]
     runs.append({"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": dict(meta or {}),
                  "points": [p.to_dict() for p in points]})
-    record = {"model": model, "machine": machine, "label": label or data.get("label", ""),
-              "source": _absolute(source) or data.get("source", ""), "runs": runs}
+    record = {"model": model, "machine": machine, "label": label or old[0], "source": _absolute(source) or old[1],
+              "runs": runs}
     return write_record(path, record)
 
 
-def load_measurements(model: str, machine: str) -> list[dict[str, Any]]:
+def _measurement_record(data: dict[str, Any]) -> tuple[str, str, list[Run]]:
+    """(label, source, runs) of a measurement record; raises (TypeError, SpecError, ...) on a
+    record of the wrong shape, which ``load_record`` then sets aside."""
+    runs = data.get("runs", [])
+    if not isinstance(runs, list):
+        raise TypeError(f"runs must be a list, not {type(runs).__name__}")
+    label, source = data.get("label", ""), data.get("source", "")
+    if not isinstance(label, str) or not isinstance(source, str):
+        raise TypeError("label and source must be text")
+    return label, source, [_run(run) for run in runs]
+
+
+def _run(raw: Any) -> Run:
+    if not isinstance(raw, dict):
+        raise TypeError(f"a run must be an object, not {type(raw).__name__}")
+    date, meta, points = raw.get("date", ""), raw.get("meta", {}), raw.get("points", [])
+    if not isinstance(date, str) or not isinstance(meta, dict) or not isinstance(points, list):
+        raise TypeError("a run needs a date (text), meta (an object) and points (a list)")
+    return {"date": date, "meta": meta, "points": [MeasuredPoint.from_dict(p) for p in points]}
+
+
+def _stored_run(run: Run) -> dict[str, Any]:
+    return {**run, "points": [p.to_dict() for p in run["points"]]}
+
+
+def load_measurements(model: str, machine: str) -> list[Run]:
     """Runs kept for ``model`` on ``machine``, oldest first: dicts with date, meta and points
-    (MeasuredPoint objects). Unreadable points are dropped with a log line."""
-    data = read_record(_measurement_path(model, machine))
-    out = []
-    for run in (data or {}).get("runs", []):
-        points = []
-        for raw in run.get("points", []):
-            try:
-                points.append(MeasuredPoint.from_dict(raw))
-            except SpecError as exc:
-                log.warning("dropped a stored point: %s", exc)
-        out.append({"date": run.get("date", ""), "meta": run.get("meta", {}), "points": points})
-    return out
+    (MeasuredPoint objects). A record of the wrong shape is set aside and gives no runs."""
+    found = load_record(_measurement_path(model, machine), _measurement_record)
+    return found[2] if found is not None else []
 
 
 def measured_models(machine: str | None = None) -> list[tuple[str, str]]:
@@ -154,14 +170,18 @@ def load_calibration_record(model: str, machine: str, engine: str | None = None)
     paths = [_calibration_path(model, machine, engine)] if engine is not None else _calibration_paths(_slug(model),
                                                                                                          machine)
     for path in paths:
-        data = read_record(path)
-        if data is None:
-            continue
-        try:
-            return Calibration.from_dict(data["calibration"])
-        except (KeyError, TypeError, SpecError) as exc:
-            set_aside(path, str(exc))
+        found = load_record(path, _calibration)
+        if found is not None:
+            return found[1]
     return None
+
+
+def _calibration(data: dict[str, Any]) -> tuple[str, Calibration]:
+    """(source, fit) of a calibration record; raises on a record of the wrong shape."""
+    source = data.get("source", "")
+    if not isinstance(source, str):
+        raise TypeError("source must be text")
+    return source, Calibration.from_dict(data["calibration"])
 
 
 def load_calibration(model: str, machine: str) -> Efficiency | None:
@@ -170,11 +190,10 @@ def load_calibration(model: str, machine: str) -> Efficiency | None:
     found = load_calibration_record(model, machine)
     if found is not None:
         return found.efficiency
+    if not model:
+        return None
     for path in _calibration_paths("*", machine):
-        data = read_record(path)
-        if data and model and _same_source(str(data.get("source", "")), model):
-            try:
-                return Calibration.from_dict(data["calibration"]).efficiency
-            except (KeyError, SpecError):
-                continue
+        stored = load_record(path, _calibration)
+        if stored is not None and _same_source(stored[0], model):
+            return stored[1].efficiency
     return None

@@ -12,9 +12,22 @@ from rooflab.core.errors import SpecError
 
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 
+# Physically sane ranges (SI units), far wider than any real machine, narrow enough that no
+# prediction over- or underflows: 1 MB/s to 10 PB/s, 1 MFLOP/s to 10 ZFLOP/s, 1 MB to 1 EB.
+BANDWIDTH_RANGE = (1e6, 1e16)            # bytes/s
+FLOPS_RANGE = (1e6, 1e22)                # FLOP/s
+MEMORY_RANGE = (1e6, 1e18)               # bytes
+FACTOR_RANGE = (1e-4, 100.0)             # efficiency factors (a fit clamps to 1e-4)
+
 
 def _positive(value: float) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def in_range(value: object, bounds: tuple[float, float]) -> bool:
+    """Whether ``value`` is a finite number in [low, high] (NaN and booleans are not)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and bounds[0] <= value <= bounds[1])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,8 +47,9 @@ class Efficiency:
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor"):
             value = getattr(self, name)
-            if not _positive(value) or value > 100:
-                raise SpecError(f"efficiency.{name} must be in (0, 100], got {value!r}")
+            if not in_range(value, FACTOR_RANGE):
+                raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
+                                f"got {value!r}")
         if not (math.isfinite(self.step_overhead) and 0 <= self.step_overhead < 60):
             raise SpecError(f"efficiency.step_overhead must be in [0, 60) s, got {self.step_overhead!r}")
 
@@ -70,20 +84,26 @@ class MachineProfile:
     def __post_init__(self) -> None:
         if not self.name:
             raise SpecError("machine: name must not be empty")
-        for name in ("bandwidth", "memory"):
-            if not _positive(getattr(self, name)):
-                raise SpecError(f"{self.name}: {name} must be > 0, got {getattr(self, name)!r}")
+        for name, bounds, unit in (("bandwidth", BANDWIDTH_RANGE, "bytes/s"), ("memory", MEMORY_RANGE, "bytes")):
+            value = getattr(self, name)
+            if not _positive(value):
+                raise SpecError(f"{self.name}: {name} must be > 0, got {value!r}")
+            if not in_range(value, bounds):
+                raise SpecError(f"{self.name}: {name} must be between {bounds[0]:g} and {bounds[1]:g} {unit}, "
+                                f"got {value!r}")
         if not self.peak_flops:
             raise SpecError(f"{self.name}: peak_flops needs at least one dtype")
         for dtype, value in self.peak_flops.items():
-            if not _positive(value):
-                raise SpecError(f"{self.name}: peak_flops[{dtype}] must be > 0, got {value!r}")
+            if not in_range(value, FLOPS_RANGE):
+                raise SpecError(f"{self.name}: peak_flops[{dtype}] must be between {FLOPS_RANGE[0]:g} and "
+                                f"{FLOPS_RANGE[1]:g} FLOP/s, got {value!r}")
         if self.default_dtype not in self.peak_flops:
             raise SpecError(f"{self.name}: default_dtype {self.default_dtype!r} has no peak_flops entry")
-        for name in ("offload_bandwidth", "offload_memory"):
+        for name, bounds in (("offload_bandwidth", BANDWIDTH_RANGE), ("offload_memory", MEMORY_RANGE)):
             value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise SpecError(f"{self.name}: {name} must be >= 0, got {value!r}")
+            if value != 0 and not in_range(value, bounds):
+                raise SpecError(f"{self.name}: {name} must be 0 (none) or between {bounds[0]:g} and "
+                                f"{bounds[1]:g}, got {value!r}")
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
@@ -125,32 +145,62 @@ class MachineProfile:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, key: str = "") -> MachineProfile:
         """Build from the preset file format; raises SpecError naming the bad field."""
-        try:
-            offload = data.get("offload") or {}
-            eff = data.get("efficiency") or {}
-            return cls(
-                name=str(data["name"]),
-                kind=str(data.get("kind", "gpu")),
-                bandwidth=float(data["bandwidth"]),
-                peak_flops={str(k): float(v) for k, v in dict(data["peak_flops"]).items()},
-                default_dtype=str(data.get("default_dtype", "fp16")),
-                memory=float(data["memory"]),
-                offload_name=str(offload.get("name", "")),
-                offload_bandwidth=float(offload.get("bandwidth", 0.0)),
-                offload_memory=float(offload.get("memory", 0.0)),
-                efficiency=Efficiency(
-                    bandwidth=float(eff.get("bandwidth", 1.0)),
-                    compute=float(eff.get("compute", 1.0)),
-                    step_overhead=float(eff.get("step_overhead", 0.0)),
-                    kv_read_factor=float(eff.get("kv_read_factor", 1.0)),
-                ),
-                sources={str(k): str(v) for k, v in dict(data.get("sources") or {}).items()},
-                notes=str(data.get("notes", "")),
-                key=key,
-            )
-        except KeyError as exc:
-            raise SpecError(f"machine profile is missing field {exc.args[0]!r}") from exc
-        except (TypeError, ValueError, AttributeError) as exc:
-            if isinstance(exc, SpecError):
-                raise
-            raise SpecError(f"machine profile has a bad value: {exc}") from exc
+        offload, eff = _section(data, "offload"), _section(data, "efficiency")
+        flops = data.get("peak_flops")
+        if not isinstance(flops, Mapping):
+            raise SpecError("machine profile field 'peak_flops' must be an object of dtype: FLOP/s"
+                            if flops is not None else "machine profile is missing field 'peak_flops'")
+        sources = data.get("sources") or {}
+        if not isinstance(sources, Mapping):
+            raise SpecError("machine profile field 'sources' must be an object")
+        return cls(
+            name=_text(data, "name", None),
+            kind=_text(data, "kind", "gpu"),
+            bandwidth=_number(data, "bandwidth", None),
+            peak_flops={str(k): _number(flops, k, None, f"peak_flops.{k}") for k in flops},
+            default_dtype=_text(data, "default_dtype", "fp16"),
+            memory=_number(data, "memory", None),
+            offload_name=_text(offload, "name", "", "offload.name"),
+            offload_bandwidth=_number(offload, "bandwidth", 0.0, "offload.bandwidth"),
+            offload_memory=_number(offload, "memory", 0.0, "offload.memory"),
+            efficiency=Efficiency(
+                bandwidth=_number(eff, "bandwidth", 1.0, "efficiency.bandwidth"),
+                compute=_number(eff, "compute", 1.0, "efficiency.compute"),
+                step_overhead=_number(eff, "step_overhead", 0.0, "efficiency.step_overhead"),
+                kv_read_factor=_number(eff, "kv_read_factor", 1.0, "efficiency.kv_read_factor"),
+            ),
+            sources={str(k): str(v) for k, v in sources.items()},
+            notes=_text(data, "notes", ""),
+            key=key,
+        )
+
+
+def _section(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = data.get(name) or {}
+    if not isinstance(value, Mapping):
+        raise SpecError(f"machine profile field {name!r} must be an object")
+    return value
+
+
+def _number(data: Mapping[str, Any], name: str, default: float | None, label: str = "") -> float:
+    """A number field (an int or float, not a bool or text), ``default`` when absent."""
+    value = data.get(name)
+    if value is None:
+        if default is None:
+            raise SpecError(f"machine profile is missing field {label or name!r}")
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecError(f"machine profile field {label or name!r} must be a number, got {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise SpecError(f"machine profile field {label or name!r} is out of range") from None
+
+
+def _text(data: Mapping[str, Any], name: str, default: str | None, label: str = "") -> str:
+    value = data.get(name)
+    if value is None:
+        if default is None:
+            raise SpecError(f"machine profile is missing field {label or name!r}")
+        return default
+    return str(value)

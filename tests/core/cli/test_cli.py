@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +217,91 @@ def test_predict_text_warns_past_trained_context(capsys):
     assert "warning: 102,304 tokens is past the 40,960 Qwen3-8B Q4_K_M was trained for" in out
     out = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark")[1]
     assert "trained for" not in out
+
+
+# --- numbers, grids and output (issue 11) ----------------------------------------------------------
+
+@pytest.mark.parametrize("option, value, fragment", [
+    ("--bandwidth", "1e-308", "between 0.001 and 10,000,000 GB/s"),      # printed inf, --json crashed
+    ("--bandwidth", "1e308", "between"),                                 # said "must be > 0, got inf"
+    ("--peak-tflops", "1e-308", "TFLOP/s"),
+    ("--peak-tflops", "1e308", "TFLOP/s"),
+    ("--memory-gb", "1e-308", "GB"),
+    ("--bandwidth", "nan", "between"),
+    ("--bandwidth-efficiency", "1e-308", "between"),
+    ("--compute-efficiency", "1e308", "between"),
+    ("--step-overhead-ms", "-1", "between"),
+    ("--step-overhead-ms", "inf", "between"),
+])
+def test_machine_numbers_outside_a_sane_range_are_refused(capsys, option, value, fragment):
+    with pytest.raises(SystemExit) as stop:
+        main(["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--json", option, value])
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and out == "" and err.count("\n") == 1
+    assert option in err and fragment in err
+
+
+def test_machine_numbers_at_the_range_ends_give_finite_json(capsys):
+    for extreme in (["--bandwidth", "0.001", "--peak-tflops", "0.000001"],
+                    ["--bandwidth", "1e7", "--peak-tflops", "1e10", "--memory-gb", "1e9"]):
+        code, out, err = run(capsys, "predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--json", *extreme)
+        assert code == 0, err
+        assert "Infinity" not in out and "NaN" not in out
+        json.loads(out)
+
+
+def test_grid_size_is_capped_with_a_clear_message(capsys):
+    many = ",".join(str(i) for i in range(12_000))
+    code, out, err = run(capsys, "predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090",
+                         "--contexts", many, "--batches", ",".join(str(i) for i in range(1, 12_001)))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "144,000,000 decode rows" in err and "at most 100,000" in err
+
+
+def test_print_json_never_emits_non_finite_numbers(capsys):
+    from rooflab.core.cli.output import print_json
+
+    print_json({"a": float("inf"), "b": [float("nan")], "c": 1.0})
+    assert json.loads(capsys.readouterr().out) == {"a": None, "b": [None], "c": 1.0}
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--contexts", ",".join(str(i) for i in range(2000))]])
+def test_output_to_a_full_disk_is_one_line(extra):
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "rooflab.core.cli.main", "predict", "--model", "qwen3-0.6b",
+                               "--machine", "rtx-4090", *extra], stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "No space left on device" in proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+def test_terminal_escapes_from_files_are_not_printed(tmp_path, capsys):
+    from tests.factories.gguf_files import llama_tensors, llm_meta, write_gguf
+
+    evil = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
+    meta = llm_meta("llama", layers=1, hidden=256, heads=2) | {"general.name": f"tiny{evil}"}
+    gguf = write_gguf(tmp_path / "tiny.gguf", "llama", llama_tensors(layers=1), meta)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": f"qwen3{evil}", "hidden_size": 256, "num_hidden_layers": 1,
+                                  "num_attention_heads": 4, "vocab_size": 1000}))
+    profile = tmp_path / "box.json"
+    profile.write_text(json.dumps({"name": f"box{evil}", "bandwidth": 1e11, "peak_flops": {"fp16": 1e13},
+                                   "memory": 1e10}))
+    for argv in (["inspect", str(gguf), "--tensors"], ["inspect", str(config)],
+                 ["predict", "--model", str(gguf), "--machine", str(profile)]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        assert not any(c in out + err for c in "\x1b\x07\x9b"), argv
+
+
+def test_measure_import_of_an_absurd_prompt_is_one_line(tmp_path, capsys):
+    from tests.factories.fuzz import BENCH_ROWS
+
+    rows = [{**r, "n_prompt": 1e300} if r["n_prompt"] else r for r in BENCH_ROWS]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(rows))
+    code, out, err = run(capsys, "measure", "import", str(path), "--model", "qwen3-0.6b", "--machine", "rtx-4090",
+                         "--json", "--no-save")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "n_prompt" in err

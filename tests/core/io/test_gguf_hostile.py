@@ -252,3 +252,12 @@ def test_fuzz_mutations_only_raise_model_file_error(tmp_path: Path) -> None:
     assert largest < 16 * len(original) + (256 << 10)
     assert slowest < 10.0
     assert outcomes["error"] > 100 and outcomes["ok"] > 0    # both paths exercised
+
+
+def test_terminal_escapes_in_name_and_architecture_are_stripped(tmp_path: Path) -> None:
+    evil = "\x1b]0;pwned\x07\x1b[2J\x9b31m\n"
+    meta = llm_meta("llama", layers=1, hidden=256, heads=2) | {"general.name": f"tiny{evil}model"}
+    spec = read_gguf(write_gguf(tmp_path / "named.gguf", "llama", llama_tensors(layers=1), meta))
+    assert spec.name == "tiny]0;pwned[2J31m model"
+    spec = read_gguf(write_gguf(tmp_path / "arch.gguf", f"mystery{evil}", llama_tensors(layers=1)))
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in spec.architecture + "".join(spec.warnings))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import stat
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +100,67 @@ def test_write_atomic_keeps_old_file_on_failure(tmp_path):
 def test_unknown_machine_lists_presets():
     with pytest.raises(ResourceError, match="dgx-spark"):
         load_machine("cray-1")
+
+
+# --- hostile profile files (issue 11) -------------------------------------------------------------
+
+PROFILE = {"name": "My box", "bandwidth": 100e9, "peak_flops": {"fp16": 1e13}, "memory": 32e9}
+
+
+def _profile_error(ref: str, *words: str) -> str:
+    with pytest.raises(ResourceError) as info:
+        load_machine(ref)
+    message = str(info.value)
+    assert "\n" not in message and len(message) < 500, message
+    for word in words:
+        assert word in message, message
+    return message
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+def test_special_files_as_a_profile_are_refused_by_kind(tmp_path):
+    (tmp_path / "dir.json").mkdir()
+    _profile_error(str(tmp_path / "dir.json"), "is a folder")
+    _profile_error(str(tmp_path) + "/", "is a folder")
+    os.symlink(tmp_path / "b.json", tmp_path / "a.json")
+    os.symlink(tmp_path / "a.json", tmp_path / "b.json")
+    _profile_error(str(tmp_path / "a.json"), "loop")
+    os.mkfifo(tmp_path / "pipe.json")
+    _profile_error(str(tmp_path / "pipe.json"), "named pipe")
+    _profile_error(str(tmp_path / "missing.json"), "no such file")
+
+
+@pytest.mark.skipif(not Path("/dev/stdin").exists(), reason="no /dev/stdin")
+def test_dev_stdin_as_a_profile_says_what_it_is():
+    if stat.S_ISREG(os.fstat(0).st_mode):
+        pytest.skip("stdin is a regular file here")
+    from rooflab.core.files.capped import kind_of
+
+    _profile_error("/dev/stdin", kind_of(os.fstat(0).st_mode))        # said "no such machine profile file"
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("[" * 100_000, "deeper"),
+    ('{"name": "x", "bandwidth": ' + "1" * 5000 + "}", "5,000 digits"),
+    ('{"name": "x", "bandwidth": NaN, "peak_flops": {"fp16": 1e13}, "memory": 1e9}', "NaN"),
+    (json.dumps({**PROFILE, "bandwidth": 1e-300}), "bandwidth"),
+    (json.dumps({**PROFILE, "peak_flops": {"fp16": 1e308}}), "peak_flops"),
+    (json.dumps({**PROFILE, "memory": [1]}), "memory"),
+])
+def test_hostile_profile_files_are_one_line(tmp_path, monkeypatch, text, word):
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    _profile_error(str(path), word)
+    monkeypatch.setenv("ROOFLAB_CONFIG_DIR", str(tmp_path / "config"))
+    (tmp_path / "config" / "machines").mkdir(parents=True)
+    (tmp_path / "config" / "machines" / "bad.json").write_text(text)
+    assert list_user_profiles() == [] and word in broken_user_profiles()[0]
+
+
+def test_terminal_escapes_in_a_profile_are_stripped(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**PROFILE, "name": "evil\x1b]0;pwned\x07\x1b[2J box", "key": "\x1b[2J",
+                                "notes": "a\nb\x1b[31m"}))
+    machine = load_machine(str(path))
+    for text in (machine.name, machine.key, machine.notes):
+        assert not any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in text), repr(text)

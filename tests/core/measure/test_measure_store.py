@@ -76,7 +76,7 @@ def test_model_key_is_structural():
     assert store.model_key(fp32).startswith("qwen3-")
 
 
-@pytest.mark.parametrize("content", ["{not json", "[]", '{"format": 99}', "\xff"])
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"format": 0}', '{"format": "2"}', "\xff"])
 def test_corrupt_files_are_set_aside(data, content):
     path = data / "machines" / "measured.json"
     path.parent.mkdir(parents=True)
@@ -132,3 +132,101 @@ def test_a_config_and_the_gguf_written_from_it_share_a_model_key(tmp_path, name)
     weights = weights_for(name)
     gguf = read_gguf(random_gguf(tmp_path / f"{name}.gguf", config, weights))
     assert store.model_key(gguf) == store.model_key(spec_of(config, weights))
+
+
+# --- hostile stored files (issue 11) --------------------------------------------------------------
+
+def _file(data: Path, relative: str, content: str) -> Path:
+    path = data / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+    return path
+
+
+def _set_aside(path: Path) -> bool:
+    return not path.exists() and bool(list(path.parent.glob(f"{path.name}.corrupt-*")))
+
+
+MEASUREMENT = "measurements/m-1/measured.json"
+CALIBRATION = "calibrations/m-1/measured.json"
+
+
+@pytest.mark.parametrize("runs", ["[1]", "5", '[{"points": 5}]', '[{"points": [1]}]', '[{"meta": [1], "points": []}]',
+                                  '[{"points": [{"kind": "decode", "prompt": 1e300, "context": 0, "batch": 1, '
+                                  '"seconds": 0.1}]}]'])
+def test_measurement_records_of_the_wrong_shape_are_set_aside(data, runs):
+    """runs: [1] once crashed the window at start-up and runs: 5 the next save."""
+    path = _file(data, MEASUREMENT, f'{{"format": 1, "runs": {runs}}}')
+    assert store.load_measurements("m-1", "measured") == []
+    assert _set_aside(path)
+    path = _file(data, MEASUREMENT, f'{{"format": 1, "runs": {runs}}}')
+    store.save_measurement("m-1", "measured", POINTS)
+    assert [r["points"] for r in store.load_measurements("m-1", "measured")] == [POINTS]
+
+
+def test_a_stored_point_with_an_infinite_prompt_sets_the_file_aside(data):
+    path = _file(data, MEASUREMENT, '{"format": 1, "runs": [{"points": [{"kind": "decode", "prompt": Infinity, '
+                                     '"context": 0, "batch": 1, "seconds": 0.1}]}]}')
+    assert store.load_measurements("m-1", "measured") == []
+    assert _set_aside(path)
+
+
+def _calibration_record() -> dict:
+    spec = load_model("qwen3-0.6b", weights="fp32")
+    points = [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=0.12 + t * 1e-5) for t in (4, 1000)]
+    cal = calibrate(spec, profile(), points, kv_type="f32", dtype="fp32")
+    return {"format": 1, "model": "m-1", "machine": "measured", "source": "/x/model.gguf",
+            "calibration": cal.to_dict()}
+
+
+@pytest.mark.parametrize("change", [{"before": [1]}, {"after": {"all": 5}}, {"points": 5}, {"efficiency": [1.0]},
+                                    {"predicted_before": [{"a": 1}]}, {"notes": 3}])
+def test_calibration_records_of_the_wrong_shape_are_set_aside(data, change):
+    record = _calibration_record()
+    record["calibration"].update(change)
+    path = _file(data, CALIBRATION, json.dumps(record))
+    assert store.load_calibration_record("m-1", "measured") is None
+    assert _set_aside(path)
+    _file(data, CALIBRATION, json.dumps({**record, "source": 5}))
+    assert store.load_calibration("/x/model.gguf", "measured") is None        # by source: the same
+
+
+def test_a_folder_where_a_store_file_belongs_is_set_aside(data):
+    (data / MEASUREMENT).mkdir(parents=True)
+    (data / CALIBRATION).mkdir(parents=True)
+    (data / "machines" / "measured.json").mkdir(parents=True)
+    assert store.load_measurements("m-1", "measured") == []
+    assert store.load_calibration_record("m-1", "measured") is None
+    assert presets.load_measured_machine() is None
+    for relative in (MEASUREMENT, CALIBRATION, "machines/measured.json"):
+        assert _set_aside(data / relative), relative
+    store.save_measurement("m-1", "measured", POINTS)
+    assert store.load_measurements("m-1", "measured")[0]["points"] == POINTS
+
+
+def test_a_record_from_a_newer_rooflab_is_kept_and_ignored(data):
+    path = _file(data, MEASUREMENT, '{"format": 2, "runs": {"a": "shape this rooflab does not know"}}')
+    assert store.load_measurements("m-1", "measured") == []
+    assert path.exists() and not list(path.parent.glob("*.corrupt-*"))
+    store.save_measurement("m-1", "measured", POINTS)         # kept beside, not overwritten
+    assert len(store.load_measurements("m-1", "measured")) == 1
+    (kept,) = path.parent.glob("measured.json.newer-*")
+    assert json.loads(kept.read_text())["format"] == 2
+
+
+def test_measured_machine_of_the_wrong_shape_is_set_aside(data):
+    path = _file(data, "machines/measured.json", '{"format": 1, "profile": [1]}')
+    assert presets.load_measured_machine() is None and _set_aside(path)
+    path = _file(data, "machines/measured.json", '{"format": 1, "profile": {"name": "x", "bandwidth": 1e-300, '
+                                                 '"peak_flops": {"fp32": 1e12}, "memory": 1e9, "default_dtype": "fp32"}}')
+    assert presets.load_measured_machine() is None and _set_aside(path)
+
+
+def test_fuzz_stored_files_never_raise(tmp_path):
+    from tests.factories.fuzz import run_surface, store_surface
+
+    tally = run_surface(store_surface(tmp_path / "seeds"), 200, tmp_path / "cases", seed=20250101)
+    assert not tally.crashes, "\n".join(tally.crashes[:5])
+    assert not tally.hangs, tally.hangs[:5]
+    assert tally.peak < 64 << 20 and tally.slowest < 10.0
+    assert tally.accepted > 20 and tally.errors > 5       # errors: load_machine refusing a mutated profile
