@@ -6,15 +6,17 @@ the old file went, so nothing the user saved is silently lost."""
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rooflab.core.errors import ModelFileError
 from rooflab.core.files.atomic import write_atomic
+from rooflab.core.files.capped import MissingFileError, UnreadableFileError
 from rooflab.core.files.paths import config_dir
+from rooflab.core.files.records import set_aside
+from rooflab.core.files.safe_json import dumps_json, read_json
 
 log = logging.getLogger(__name__)
 
@@ -69,24 +71,25 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
     notice naming the backup when the file was unreadable."""
     path = path or settings_path()
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        data = read_json(path, max_bytes=1 << 20, what="a settings file")
+    except MissingFileError:
         return Settings(), None
-    except OSError as exc:
-        return Settings(), f"Could not read settings ({exc.strerror or exc}); using defaults."
-    try:
-        return _check(json.loads(text)), None
-    except (ValueError, TypeError) as exc:
-        backup = path.with_name(f"{path.name}.corrupt-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    except UnreadableFileError as exc:
+        return Settings(), f"Could not read settings ({exc.reason}); using defaults."
+    except ModelFileError as exc:         # not UTF-8 or JSON, too deep, a folder or a pipe, too large
+        why = exc.reason
+    else:
         try:
-            path.replace(backup)
-        except OSError:
-            log.exception("could not back up %s", path)
-            return Settings(), f"Settings file {path} is unreadable ({exc}); using defaults."
-        return Settings(), (f"Settings file was unreadable ({exc}). It was kept as {backup.name} "
-                            "and rooflab started from default settings.")
+            return _check(data), None
+        except (ValueError, TypeError) as exc:
+            why = str(exc)
+    backup = set_aside(path, why)
+    if backup is None:
+        return Settings(), f"Settings file {path} is unreadable ({why}); using defaults."
+    return Settings(), (f"Settings file was unreadable ({why}). It was kept as {backup.name} "
+                        "and rooflab started from default settings.")
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> Path:
     data = {"version": SETTINGS_VERSION, **asdict(settings)}
-    return write_atomic(path or settings_path(), json.dumps(data, indent=2) + "\n")
+    return write_atomic(path or settings_path(), dumps_json(data, indent=2) + "\n")

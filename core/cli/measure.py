@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +13,7 @@ from rooflab.core.cli.args import int_list
 from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.io import presets
 from rooflab.core.jobs import CancelToken, Progress
-from rooflab.core.values.workload import MAX_TOKENS
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
 
 if TYPE_CHECKING:
     from rooflab.core.measure.workflow import Calibrated
@@ -51,7 +50,7 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="llama.cpp: tokens already cached before timing generation (default 0,512,2048)")
     p.add_argument("--contexts", type=int_list(0, MAX_TOKENS), default=None,
                    help="contexts of the batched sweep (default: llamacpp 512, torch 2,256)")
-    p.add_argument("--batches", type=int_list(1, MAX_TOKENS), default=None, help="batch sizes of the batched sweep (default: llamacpp 1,2,4,8; torch 1,2,4,8,16)")
+    p.add_argument("--batches", type=int_list(1, MAX_BATCH), default=None, help="batch sizes of the batched sweep (default: llamacpp 1,2,4,8; torch 1,2,4,8,16)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each point, best and median kept (default 3)")
     p.add_argument("--steps", type=int, default=None,
                    help="decode steps timed at each depth or after each prompt (default: llamacpp 16, torch 8)")
@@ -323,5 +322,6 @@ def _import(args: argparse.Namespace, cancel: CancelToken) -> int:
 
 
 def _print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, allow_nan=False, default=str)
-    sys.stdout.write("\n")
+    from rooflab.core.cli.output import print_json
+
+    print_json(obj)

@@ -28,7 +28,7 @@ from typing import Any
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.files.safe_json import JsonError, parse_json
 from rooflab.core.io.textfile import printable, read_text_capped, shown
-from rooflab.core.values.measured import EngineSettings, MeasuredPoint
+from rooflab.core.values.measured import ALL_LAYERS, EngineSettings, MeasuredPoint
 from rooflab.core.values.workload import MAX_TOKENS
 
 MAX_BYTES = 16 << 20          # thousands of rows are a few MB; parsed JSON takes 20-60x its text
@@ -401,7 +401,7 @@ def _row_settings(row: Mapping[str, Any], base: EngineSettings) -> EngineSetting
         if value is not None and 0 <= value <= 1_000_000:
             found[name] = value
         elif value is not None and name == "gpu_layers":
-            found[name] = 999        # -1: every layer (llama.cpp's default since Aug 2025), as -ngl 999
+            found[name] = ALL_LAYERS  # -1: every layer (llama.cpp's default since Aug 2025), as -ngl 999
     flash = _row_flag(row.get("flash_attn"))
     if flash is not None:
         found["flash_attention"] = flash

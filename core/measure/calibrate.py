@@ -170,7 +170,7 @@ class Calibration:
                        before={k: ErrorSummary(**v) for k, v in data.get("before", {}).items()},
                        after={k: ErrorSummary(**v) for k, v in data.get("after", {}).items()},
                        notes=tuple(data.get("notes", ())))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SpecError(f"calibration record is malformed: {exc!r}") from exc
 
 

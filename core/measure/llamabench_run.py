@@ -10,7 +10,6 @@ last error line, holding the points measured before. The plans and command lines
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflab.core.errors import MeasurementError, SpecError
+from rooflab.core.files.safe_json import JsonError, parse_json
 from rooflab.core.io.llamabench import points_from_row
 from rooflab.core.jobs import CancelFlag, Progress
 from rooflab.core.measure.child_process import MAX_LINE, ChildProcess
@@ -173,9 +173,9 @@ def _row(name: str, text: str, overlong: bool, noise: list[str],
                                     f"(the first: {noise[0]!r}); is it llama.cpp's benchmark?", points)
         return None
     try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BenchRunError(f"{name} printed a malformed JSONL row ({exc.msg}): {text[:80]!r}", points) from None
+        row = parse_json(text)
+    except JsonError as exc:
+        raise BenchRunError(f"{name} printed a malformed JSONL row ({exc}): {text[:80]!r}", points) from None
     if not isinstance(row, dict):
         raise BenchRunError(f"{name} printed a JSONL line that is not an object: {text[:80]!r}", points)
     return row

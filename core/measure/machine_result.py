@@ -132,5 +132,5 @@ class MachineMeasurement:
             fields["matmul"] = tuple(MatmulResult(**r) for r in fields.get("matmul", ()))
             fields["roofline"] = tuple(RooflineSample(**r) for r in fields.get("roofline", ()))
             return cls(**fields)
-        except (TypeError, AttributeError) as exc:
+        except (TypeError, AttributeError, ValueError) as exc:
             raise SpecError(f"machine measurement record is malformed: {exc}") from exc

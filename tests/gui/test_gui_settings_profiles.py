@@ -43,6 +43,27 @@ def test_corrupt_settings_are_backed_up_and_replaced(text):
     assert not path.exists()
 
 
+@pytest.mark.parametrize("raw", [b'{"theme": "dark\xf6"}', b"[" * 100_000 + b"]" * 100_000,
+                                 b'{"theme": ' + b"9" * 5000 + b"}"])
+def test_settings_that_used_to_stop_the_window_are_set_aside(raw):
+    """A non-UTF-8 byte, deep nesting or a 5,000-digit number: defaults and a notice, the bytes
+    kept beside (issue 11: only OSError was caught, so the window did not start)."""
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(raw)
+    settings, notice = load_settings()
+    assert settings == Settings() and notice and "settings.json.corrupt-" in notice
+    (backup,) = path.parent.glob("settings.json.corrupt-*")
+    assert backup.read_bytes() == raw and not path.exists()
+
+
+def test_a_settings_folder_is_set_aside_not_a_crash():
+    path = settings_path()
+    path.mkdir(parents=True)
+    settings, notice = load_settings()
+    assert settings == Settings() and notice and not path.exists()
+
+
 def test_corrupt_settings_notice_reaches_the_window(qtbot, monkeypatch):
     from rooflab.gui import app
 
