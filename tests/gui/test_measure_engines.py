@@ -16,25 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.measure import store, workflow
+from rooflab.core.measure import store
 from rooflab.core.values.defaults import DEFAULT_MODEL
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.measure_overlays import measured_layer
+from tests.factories.spies import spy
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: llama.cpp cannot run")
-
-
-def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[tuple, dict]]:
-    """Record each call of ``workflow.<name>``, still running it."""
-    calls: list[tuple[tuple, dict]] = []
-    real = getattr(workflow, name)
-
-    def recording(*args, **kwargs):
-        calls.append((args, kwargs))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(workflow, name, recording)
-    return calls
 
 
 @pytest.fixture
@@ -114,7 +102,7 @@ def test_llamacpp_measures_the_gguf_on_screen_and_keeps_it(qtbot, gguf_window, t
         "llama.cpp", 1, False, panel.kv_type.currentText())
     assert sorted(p.prompt for p in run.points if p.kind == "prefill") == [8, 32]
     # the workflow 'rooflab measure model' runs, once, for the user's own file
-    ((args, kwargs),) = calls
+    ((args, kwargs, _done),) = calls
     assert args[0] is run and args[1] is state.machine
     assert kwargs == {"source": str(tiny_gguf), "include_disturbed": False}
     assert run.spec is before[0]
@@ -282,7 +270,7 @@ def test_llama_bench_rows_stream_into_the_window(qtbot, gguf_window, tmp_path, m
         panel.model_button.click()
     qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=10_000)
     run = returned.args[0]
-    ((_args, kwargs),) = calls
+    ((_args, kwargs, _done),) = calls
     assert kwargs["include_disturbed"] is True
     # no llama-batched-bench beside it: the batches are left out, and the window says so
     assert any("llama-batched-bench" in text and level == "warning" for text, level in messages)

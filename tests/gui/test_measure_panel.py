@@ -14,22 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.measure import workflow
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.measure_overlays import measured_layer
-
-
-def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[tuple, dict]]:
-    """Record each call of ``workflow.<name>``, still running it."""
-    calls: list[tuple[tuple, dict]] = []
-    real = getattr(workflow, name)
-
-    def recording(*args, **kwargs):
-        calls.append((args, kwargs))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(workflow, name, recording)
-    return calls
+from tests.factories.spies import spy
 
 
 @pytest.fixture
@@ -63,7 +50,7 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monke
     points = [a for a in arrived if isinstance(a, MeasuredPoint)]
     assert [p.kind for p in points] == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
     # the workflow 'rooflab measure model' runs too (tests/core/cli/test_measure_cli.py)
-    ((args, kwargs),) = calls
+    ((args, kwargs, _done),) = calls
     # torch stamps its settings on the points once the run ends (live points carry none yet)
     assert [dataclasses.replace(p, settings=None) for p in args[0].points] == points
     assert args[1] is tiny_window.state.machine and args[0].engine == "torch"
@@ -209,7 +196,7 @@ def test_import_llama_bench(qtbot, tiny_window, tmp_path, monkeypatch):
         ctl.import_file(str(path))
     assert len(ctl.points) == 4
     # the workflow 'rooflab measure import --model' runs too (tests/core/cli/test_measure_cli.py)
-    ((args, kwargs),) = calls
+    ((args, kwargs, _done),) = calls
     assert args[0].path == str(path) and args[1] is tiny_window.state.model
     assert kwargs == {"source": str(tiny_window.state.model_ref)}
     tiny_window.flush_plots()

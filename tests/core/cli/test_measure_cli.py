@@ -9,24 +9,12 @@ import pytest
 
 from rooflab.core.cli.main import main
 from rooflab.core.io import presets
-from rooflab.core.measure import store, workflow
+from rooflab.core.measure import store
+from tests.factories.spies import spy
 
 TINY = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512,
         "tie_word_embeddings": True}
-
-
-def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[tuple, dict, object]]:
-    """Record each call of ``workflow.<name>`` (and what it returned), still running it."""
-    calls: list[tuple[tuple, dict, object]] = []
-    real = getattr(workflow, name)
-
-    def recording(*args, **kwargs):
-        calls.append((args, kwargs, result := real(*args, **kwargs)))
-        return result
-
-    monkeypatch.setattr(workflow, name, recording)
-    return calls
 
 
 def test_measure_model_json_saves_points_and_fit(tmp_path: Path, capsys, monkeypatch):
