@@ -113,11 +113,16 @@ class EtaTracker:
 def run_job(job: Generator[Progress, None, T], on_progress: Callable[[Progress], None] | None = None) -> T:
     """Drive a job to its end in this thread; hand every ``Progress`` to ``on_progress``.
 
-    Returns the generator's return value. A ``Cancelled`` or other error propagates."""
-    while True:
-        try:
-            item = next(job)
-        except StopIteration as stop:
-            return stop.value
-        if on_progress is not None:
-            on_progress(item)
+    Returns the generator's return value. A ``Cancelled`` or other error propagates; whatever
+    ends the drive (Ctrl+C in ``on_progress`` too), the job is closed, so its ``finally`` blocks
+    free what it holds (a llama.cpp model, a child process) at once."""
+    try:
+        while True:
+            try:
+                item = next(job)
+            except StopIteration as stop:
+                return stop.value
+            if on_progress is not None:
+                on_progress(item)
+    finally:
+        job.close()

@@ -102,3 +102,25 @@ def test_machine_run_is_kept_as_the_measured_machine(data):
     again = workflow.keep_machine_run(_machine_run(matmul=(), bandwidth=()), keep=False)
     assert again.peak_flops["fp32"] == 1e11 and again.bandwidth == 30e9
     assert presets.load_measured_machine() == profile            # keep=False left it alone
+
+
+def test_run_job_closes_the_job_when_its_listener_stops_it():
+    """Ctrl+C arrives in the progress line (the command line's listener): the job's finally
+    block still runs at once, so a llama.cpp model or a child process is freed then."""
+    from rooflab.core.jobs import Progress, run_job
+
+    freed: list[bool] = []
+
+    def job():
+        try:
+            while True:
+                yield Progress(step="work", message="working")
+        finally:
+            freed.append(True)
+
+    def interrupt(_progress: Progress) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_job(job(), interrupt)
+    assert freed == [True]
