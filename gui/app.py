@@ -9,13 +9,16 @@ import dataclasses
 import gc
 import logging
 import os
+import re
+import subprocess
 import sys
 import traceback
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEventLoop, Qt
+from PySide6.QtCore import QEventLoop, QLibraryInfo, Qt
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
@@ -35,15 +38,66 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# -- can a window open at all? --------------------------------------------------------------
+# Qt aborts the process (SIGABRT, exit 134) when no platform plugin loads, after advising a
+# reinstall that does not help; these checks run first, so the user gets one line instead.
+
+WAYS_AROUND = ("run `rooflab gui MODEL --screenshot FILE.png` to render the window to a file, "
+               "or set QT_QPA_PLATFORM=offscreen")
+
+
+def _debian_package(soname: str) -> str:
+    """``libxcb-icccm.so.4`` -> ``libxcb-icccm4``: Debian's naming rule for shared libraries
+    (a hyphen before the version when the name ends in a digit)."""
+    name, _, version = soname.partition(".so.")
+    version = version.split(".")[0]
+    return (f"{name}-{version}" if name[-1:].isdigit() else f"{name}{version}").lower()
+
+
+def missing_xcb_libraries() -> list[str]:
+    """The shared libraries Qt's xcb platform plugin needs and the system lacks (``ldd`` on the
+    plugin); empty when the plugin or ``ldd`` cannot be found (then Qt has the last word)."""
+    plugin = Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.PluginsPath)) / "platforms" / "libqxcb.so"
+    if not plugin.is_file():
+        return []
+    try:
+        out = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True, timeout=20,
+                             check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted(set(re.findall(r"^\s*(\S+) => not found", out, flags=re.MULTILINE)))
+
+
+def display_problem(environ: Mapping[str, str] | None = None, *, platform: str | None = None,
+                    missing_libraries: Callable[[], list[str]] = missing_xcb_libraries) -> str | None:
+    """Why a window cannot open here (one line, with the ways around it), or None. Only Linux
+    is checked, and only what Qt would pick by itself: a QT_QPA_PLATFORM other than xcb is
+    the user's choice, and a Wayland session may not need xcb's libraries."""
+    env = os.environ if environ is None else environ
+    if not (platform or sys.platform).startswith("linux"):
+        return None
+    chosen = env.get("QT_QPA_PLATFORM", "")
+    if chosen and not chosen.startswith("xcb"):
+        return None
+    if not chosen and not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
+        return f"no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset): {WAYS_AROUND}"
+    if not chosen and env.get("WAYLAND_DISPLAY"):
+        return None
+    missing = missing_libraries()
+    if not missing:
+        return None
+    packages = " ".join(dict.fromkeys(_debian_package(lib) for lib in missing))
+    return (f"the window needs system libraries that are missing ({', '.join(missing)}): "
+            f"on Debian/Ubuntu `sudo apt-get install {packages}`, or {WAYS_AROUND}")
+
+
 def make_app(*, headless: bool = False) -> QApplication:
     """The QApplication (created once). ``headless``: render offscreen when no display is
     there (reports, screenshots on a server)."""
     app = QApplication.instance()
     if isinstance(app, QApplication):
         return app
-    no_display = sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or
-                                                           os.environ.get("WAYLAND_DISPLAY"))
-    if headless and no_display:
+    if headless and display_problem() is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
     app = QApplication(sys.argv[:1])
@@ -157,6 +211,10 @@ def run_gui(args: argparse.Namespace) -> int:
     from rooflab.gui.main_window import MainWindow
 
     screenshot = getattr(args, "screenshot", None)
+    if not screenshot and QApplication.instance() is None:
+        problem = display_problem()
+        if problem is not None:
+            raise RooflabError(problem)
     app = make_app(headless=bool(screenshot))
     settings, notice = load_settings()
     notices = [notice] if notice else []

@@ -4,6 +4,7 @@ test ever opens a window on a desktop or touches the real user's settings and pr
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -20,6 +21,12 @@ for _var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HO
     os.environ[_var] = str(_SESSION_HOME / _var.lower())
 os.environ["ROOFLAB_CONFIG_DIR"] = str(_SESSION_HOME / "rooflab-config")
 os.environ["ROOFLAB_DATA_DIR"] = str(_SESSION_HOME / "rooflab-data")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the session's throwaway tree: every process that read this file (the xdist
+    controller and each worker) made its own, and each removes its own here, its last hook."""
+    shutil.rmtree(_SESSION_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

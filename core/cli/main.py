@@ -255,16 +255,24 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def _cmd_machines(args: argparse.Namespace) -> int:
     from rooflab.core.cli.output import machine_dict, print_json
-    from rooflab.core.io.presets import broken_user_profiles, list_presets, list_user_profiles
+    from rooflab.core.io.presets import (
+        broken_user_profiles,
+        list_presets,
+        list_user_profiles,
+        load_measured_machine,
+    )
     from rooflab.core.predict.roofline import balance
 
     presets, users = list_presets(), list_user_profiles()
+    measured = load_measured_machine()
+    extra = [measured] if measured is not None else []
     if args.json:
-        print_json([{**machine_dict(m), "key": m.key, "user": m in users} for m in presets + users])
+        print_json([{**machine_dict(m), "key": m.key, "user": m in users, "measured": m is measured}
+                    for m in presets + users + extra])
         return 0
     print(f"{'key':<20} {'GB/s':>7} {'TFLOP/s':>8} {'memory GB':>9} {'balance':>8}  name")
-    for m in presets + users:
-        tag = " (saved profile)" if m in users else ""
+    for m in presets + users + extra:
+        tag = " (measured)" if m is measured else " (saved profile)" if m in users else ""
         print(f"{m.key:<20} {m.bandwidth / GB:>7.1f} {m.flops() / 1e12:>8.2f} {m.memory / GB:>9.1f} "
               f"{balance(m):>8.1f}  {m.name}{tag}")
     for line in broken_user_profiles():

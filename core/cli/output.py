@@ -192,8 +192,16 @@ def predict_csv(spec: ModelSpec, machine: MachineProfile, workload: Workload, co
         writer.writeheader()
         table = "decode" if "batch" in rows[0] else "prefill"
         for row in rows:
-            writer.writerow({"table": table, **row})
+            writer.writerow({"table": table, **{k: _csv_cell(k, v) for k, v in row.items()}})
     return out.getvalue()
+
+
+def _csv_cell(key: str, value: Any) -> Any:
+    """Byte counts as whole numbers: ``4671768832``, not ``4671768832.0`` (an MoE step's expected
+    bytes are fractional; a byte is not)."""
+    if "bytes" in key.split("_") and isinstance(value, float) and math.isfinite(value):
+        return round(value)
+    return value
 
 
 def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],

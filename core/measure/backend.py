@@ -20,7 +20,9 @@ def require_torch() -> Any:
     try:
         import torch
     except ImportError as exc:
-        raise MeasurementError("measuring needs PyTorch: install torch (see packaging/dev.sh)") from exc
+        # what a wheel user can run: packaging/dev.sh exists only in a checkout
+        raise MeasurementError("measuring needs PyTorch: pip install torch transformers (a CPU-only torch: "
+                               "pip install torch --index-url https://download.pytorch.org/whl/cpu)") from exc
     return torch
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from rooflab.core import __version__
 from rooflab.core.predict.work import weight_bytes_read_per_token
 from rooflab.core.report.chart_types import Curve, Scenario
-from rooflab.core.report.summary import Summary, summary_rows
+from rooflab.core.report.summary import NEVER, Summary, summary_rows
 from rooflab.core.report.tables import grouped_rows
 from rooflab.core.values.model import ModelSpec
 
@@ -58,10 +58,18 @@ def header_lines(sc: Scenario, **context: str) -> list[str]:
         + f" FLOP/s | memory {number(m.memory)} B | offload {number(m.offload_bandwidth)} B/s, "
         f"{number(m.offload_memory)} B | efficiency bandwidth {eff.bandwidth}, compute {eff.compute}, "
         f"step_overhead {eff.step_overhead} s, kv_read_factor {eff.kv_read_factor}",
-        "workload: " + ", ".join(f"{f.name} {getattr(w, f.name)}" for f in fields(w)),
+        "workload: " + ", ".join(f"{f.name} {_workload_value(sc, f.name)}" for f in fields(w)),
     ]
     lines += [f"{key}: {value}" for key, value in context.items()]
     return lines
+
+
+def _workload_value(sc: Scenario, name: str) -> object:
+    """A workload field as the prediction used it: no compute dtype means the machine's default."""
+    value = getattr(sc.workload, name)
+    if name == "compute_dtype" and value is None:
+        return sc.machine.default_dtype
+    return value
 
 
 def _render(header: Sequence[str], columns: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -94,9 +102,16 @@ def curves_csv(curves: Sequence[Curve], header: Sequence[str]) -> str:
 
 
 def summary_csv(summary: Summary, header: Sequence[str]) -> str:
-    rows = [[name, value if isinstance(value, str) else number(value), unit]
-            for name, value, unit in summary_rows(summary)]
-    return _render(header, SUMMARY_COLUMNS, rows)
+    """One row per headline figure; the header block says how an unreached crossover reads."""
+    rows = [[name, _cell(value), unit] for name, value, unit in summary_rows(summary)]
+    note = f"value {NEVER}: a crossover no prompt length or batch reaches (the pass stays memory-bound)"
+    return _render([*header, note], SUMMARY_COLUMNS, rows)
+
+
+def _cell(value: float | int | str) -> str:
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int) else number(value)
 
 
 def tensors_csv(spec: ModelSpec, header: Sequence[str]) -> str:

@@ -3,6 +3,7 @@ straight from a prediction function, in SI units."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from rooflab.core.predict.batching import (
@@ -78,10 +79,23 @@ def summarise(sc: Scenario) -> Summary:
     )
 
 
-def summary_rows(s: Summary) -> list[tuple[str, float | str, str]]:
-    """(name, value, unit) rows for summary.csv, SI units."""
+NEVER = "never"       # summary.csv's value for a crossover no size reaches (the pass stays memory-bound)
+
+
+def _crossover(value: float) -> float | str:
+    return NEVER if math.isinf(value) else value
+
+
+def _byte_count(value: float) -> int | float:
+    """Bytes as a whole number (an MoE step's expected bytes are fractional; a byte is not)."""
+    return round(value) if math.isfinite(value) else value
+
+
+def summary_rows(s: Summary) -> list[tuple[str, float | int | str, str]]:
+    """(name, value, unit) rows for summary.csv, SI units; byte counts and sequence counts are
+    integers, and a crossover that is never reached is ``NEVER``."""
     e = s.estimate
-    rows: list[tuple[str, float | str, str]] = [
+    rows: list[tuple[str, float | int | str, str]] = [
         ("ttft", e.ttft, "s"), ("tpot", e.tpot, "s"), ("end_to_end", e.end_to_end, "s"),
         ("decode_ceiling", e.decode_ceiling, "tokens/s"), ("decode_rate", e.decode_rate, "tokens/s"),
         ("total_rate", e.total_rate, "tokens/s"), ("prompt_rate", e.prompt_rate, "tokens/s"),
@@ -90,11 +104,12 @@ def summary_rows(s: Summary) -> list[tuple[str, float | str, str]]:
         ("prefill_compute_seconds", s.prefill.compute_seconds, "s"),
         ("decode_memory_seconds", s.decode.memory_seconds, "s"),
         ("decode_compute_seconds", s.decode.compute_seconds, "s"),
-        ("decode_bytes_per_step", s.decode.bytes, "B"), ("kv_share", e.kv_share, "1"),
-        ("prefill_crossover", s.prefill_crossover, "tokens"), ("batch_crossover", s.batch_crossover, "sequences"),
-        ("max_batch_that_fits", float(s.max_batch), "sequences"), ("resident_bytes", s.resident_bytes, "B"),
-        ("cache_bytes", s.cache_bytes, "B"),
-        ("machine_memory", s.memory, "B"), ("fits", "yes" if s.fits else "no", ""),
+        ("decode_bytes_per_step", _byte_count(s.decode.bytes), "B"), ("kv_share", e.kv_share, "1"),
+        ("prefill_crossover", _crossover(s.prefill_crossover), "tokens"),
+        ("batch_crossover", _crossover(s.batch_crossover), "sequences"),
+        ("max_batch_that_fits", s.max_batch, "sequences"), ("resident_bytes", _byte_count(s.resident_bytes), "B"),
+        ("cache_bytes", _byte_count(s.cache_bytes), "B"),
+        ("machine_memory", _byte_count(s.memory), "B"), ("fits", "yes" if s.fits else "no", ""),
         ("balance", s.balance, "FLOP/byte"),
     ]
     if s.speculative is not None:

@@ -105,6 +105,16 @@ def test_predict_csv(capsys):
     assert [r["prompt"] for r in prefill] == ["1", "64"]
 
 
+def test_predict_csv_writes_byte_counts_as_integers(capsys):
+    code, out, _ = run(capsys, "predict", "--model", "qwen3-30b-a3b-q4_k_m", "--machine", "rtx-4090", "--csv",
+                       "--contexts", "0,1024", "--batches", "1,3", "--prompts", "1")
+    decode = list(csv.DictReader(io.StringIO(out.strip().split("\ntable,")[0])))
+    assert code == 0 and len(decode) == 4
+    for row in decode:
+        for key in ("bytes_per_step", "kv_bytes_per_step", "memory_bytes"):
+            assert row[key].isdigit(), (key, row[key])
+
+
 def test_predict_text(capsys):
     code, out, _ = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090")
     assert code == 0 and "TTFT" in out and "n* =" in out
@@ -119,6 +129,20 @@ def test_models_and_machines(capsys):
     assert {"dgx-spark", "ryzen-ai-max-395", "m4-max", "m4-pro", "rtx-5090", "rtx-4090", "a100-sxm-80gb",
             "h100-sxm", "desktop-ddr5"} <= keys
     assert run(capsys, "machines")[0] == 0 and run(capsys, "models")[0] == 0
+
+
+def test_machines_lists_the_measured_machine_marked_as_measured(capsys):
+    from rooflab.core.io.presets import save_measured_machine
+    from rooflab.core.values.machine import MachineProfile
+
+    assert all(not m["measured"] for m in json.loads(run(capsys, "machines", "--json")[1]))
+    save_measured_machine(MachineProfile(name="This machine, measured", key="measured", bandwidth=20e9,
+                                         peak_flops={"fp32": 3e11}, default_dtype="fp32", memory=16e9))
+    machines = json.loads(run(capsys, "machines", "--json")[1])
+    measured = [m for m in machines if m["measured"]]
+    assert [m["key"] for m in measured] == ["measured"] and measured[0]["bandwidth_gb_per_s"] == 20
+    line = [row for row in run(capsys, "machines")[1].splitlines() if row.startswith("measured ")]
+    assert len(line) == 1 and line[0].endswith("This machine, measured (measured)")
 
 
 @pytest.mark.parametrize("argv, fragment", [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 
 import pytest
 
@@ -70,6 +71,24 @@ def test_summary_and_tensor_tables(scenario):
     _, rows = _rows(tensors_csv(scenario.model, []))
     assert rows[0] == list(TENSOR_COLUMNS)
     assert len(rows) - 1 == len(scenario.model.tensors)
+
+
+def test_header_writes_the_dtype_the_prediction_used_not_none(scenario):
+    text = "\n".join(header_lines(scenario))
+    assert "None" not in text
+    assert f"compute_dtype {scenario.machine.default_dtype}" in text
+
+
+def test_summary_writes_never_for_an_unreached_crossover_and_whole_bytes(scenario):
+    summary = summarise(scenario)
+    assert math.isinf(summary.batch_crossover)       # a 100 TFLOP/s, 1 TB/s toy: balance 100
+    header, rows = _rows(summary_csv(summary, []))
+    values = {r[0]: r[1] for r in rows[1:]}
+    assert values["batch_crossover"] == "never" and "inf" not in values.values()
+    assert any("never" in line for line in header)
+    for key in ("decode_bytes_per_step", "resident_bytes", "cache_bytes", "machine_memory", "max_batch_that_fits"):
+        assert values[key].isdigit(), (key, values[key])
+    assert int(values["machine_memory"]) == scenario.machine.memory
 
 
 def test_tensor_rows_add_up_to_the_groups(moe_spec, dense_spec):
