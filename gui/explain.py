@@ -69,7 +69,8 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
              "TPOT = the mean decode step while the cache grows over the answer; one step = "
              "max((weights + batch × cache bytes) / bandwidth, batch × 2 × active parameters / compute)."),
         Line("end_to_end", "End to end", fmt(e.end_to_end, "s"), "",
-             f"TTFT plus {w.answer - 1:,} more steps of TPOT: the wait for a {w.answer:,}-token answer."
+             f"TTFT plus {_count(f'{w.answer - 1:,}', 'more step')} of TPOT: the wait for a "
+             f"{w.answer:,}-token answer."
              if w.answer > 1 else "TTFT alone: the prefill gives the only answer token, no decode step follows.",
              "end to end = TTFT + TPOT × (answer tokens − 1)."),
         Line("ceiling", "Decode ceiling", fmt(e.decode_ceiling, "tokens/s"), dec.bound,
@@ -103,7 +104,7 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     length = w.context + w.prompt + w.answer
     fit = "fits" if s.fits else "does NOT fit"
     if s.max_batch > 0:
-        most = f"at most {s.max_batch:,} such sequences fit."
+        most = f"at most {_count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
     elif spec.file_bytes > s.memory:
         most = f"the weights alone need more than the {fmt(s.memory, 'B')} there is."
     else:

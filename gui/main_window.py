@@ -38,7 +38,7 @@ from rooflab.gui.open_controller import Opened, OpenModelController
 from rooflab.gui.plot_tabs import PlotTabsPanel
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.recompute import Frame, RecomputeController
-from rooflab.gui.report import ReportFiles, write_report
+from rooflab.gui.report import ReportFiles, choose_report_folder, write_report
 from rooflab.gui.settings import Settings, save_settings
 from rooflab.gui.state import AppState
 from rooflab.gui.stopwatch_panel import StopwatchPanel
@@ -47,6 +47,13 @@ from rooflab.gui.widgets import MessageBar
 from rooflab.gui.workload_panel import WorkloadPanel
 
 log = logging.getLogger(__name__)
+
+
+def window_title(model: str, machine: str) -> str:
+    """"<model> on <machine> — rooflab". Qt appends the application's display name to a
+    title that does not already end with it (X11, Wayland, Windows): ending with it, the name
+    shows once everywhere."""
+    return f"{model} on {machine} — rooflab"
 
 
 def _scrolled(widget: QWidget) -> QScrollArea:
@@ -188,6 +195,10 @@ class MainWindow(QMainWindow):
         self.machine_panel.message.connect(self._on_panel_message)
         self.measure.message.connect(self._on_panel_message)
         self.measure.machine_measured.connect(self._on_measure_machine_measured)
+        # a read-out describes a point of the series on screen: it goes when the series does
+        self.state.model_changed.connect(self._on_state_scenario_changed)
+        self.state.machine_changed.connect(self._on_state_scenario_changed)
+        self.state.workload_changed.connect(self._on_state_scenario_changed)
         from PySide6.QtGui import QGuiApplication
 
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
@@ -248,11 +259,14 @@ class MainWindow(QMainWindow):
     # -- drawing ----------------------------------------------------------------------------
     def _on_recompute_recomputed(self, frame: Frame) -> None:
         self.plot_panel.show_frame(frame)
-        self.setWindowTitle(f"rooflab — {frame.scenario.model.name} on {frame.scenario.machine.name}")
+        self.setWindowTitle(window_title(frame.scenario.model.name, frame.scenario.machine.name))
         self.numbers.show_frame(frame)
         self.stopwatch.show_frame(frame)
         self.messages.clear("predict")
         self.redrawn.emit(frame)
+
+    def _on_state_scenario_changed(self, _value: object) -> None:
+        self.plot_panel.clear_readouts()
 
     def flush_plots(self) -> None:
         """Bring every plot, shown or not, up to the last frame."""
@@ -293,8 +307,8 @@ class MainWindow(QMainWindow):
         return files
 
     def _on_save_action_triggered(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Save report into folder", self.settings.report_dir)
-        if not folder:
+        folder = choose_report_folder(self, self.settings.report_dir)
+        if folder is None:
             return
         try:
             files = self.save_report(folder)

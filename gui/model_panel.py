@@ -205,7 +205,7 @@ class ModelPanel(QWidget):
         for row in grouped_rows(spec):
             group = row.group
             top = _Row([str(group.name), ", ".join(group.types)])
-            top.setText(SHAPE, f"{group.tensors} tensors")
+            top.setText(SHAPE, f"{group.tensors} tensor" + ("" if group.tensors == 1 else "s"))
             _numeric(top, PARAMS, group.params, units.fmt(group.params, "params"))
             _numeric(top, FILE_BYTES, group.bytes, units.fmt(group.bytes, "B"))
             _numeric(top, READ_BYTES, row.bytes_read_per_token, units.fmt(row.bytes_read_per_token, "B"))

@@ -52,6 +52,11 @@ class PlotTabsPanel(QWidget):
         for plot in self.plots.values():
             self._draw(plot)
 
+    def clear_readouts(self) -> None:
+        """Forget every hover read-out (the model, machine or workload it described changed)."""
+        for plot in self.plots.values():
+            plot.clear_readout()
+
     def apply_theme(self, theme: Theme) -> None:
         self._theme = theme
         for plot in self.plots.values():

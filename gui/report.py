@@ -12,6 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
+from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox, QWidget
 
 from rooflab.core import __version__
 from rooflab.core.errors import ReportError
@@ -36,6 +37,60 @@ class ReportFiles:
     @property
     def all(self) -> tuple[Path, ...]:
         return (*self.pngs, self.sheet, *self.csvs)
+
+
+class ReportFolderDialog(QFileDialog):
+    """Pick the report's folder or type a new one: Qt's folder dialog refuses a folder that does
+    not exist ("Directory not found"); this one offers to create it. Qt's own dialog, not the
+    platform's: only it lets ``accept`` ask first."""
+
+    def __init__(self, parent: QWidget | None, start: str | Path = "") -> None:
+        super().__init__(parent, "Save report into folder")
+        self.setFileMode(QFileDialog.FileMode.Directory)
+        self.setOptions(QFileDialog.Option.ShowDirsOnly | QFileDialog.Option.DontUseNativeDialog)
+        self.setLabelText(QFileDialog.DialogLabel.Accept, "Save here")
+        target = Path(start).expanduser() if str(start) else Path.home()
+        existing = next((p for p in (target, *target.parents) if p.is_dir()), Path.home())
+        self.setDirectory(str(existing))
+        if target != existing:
+            # the last report's folder has gone: offer it again (relative: Qt reads an absolute
+            # path to a missing file as relative to the dialog's folder)
+            self.selectFile(str(target.relative_to(existing)))
+
+    def chosen(self) -> Path | None:
+        files = self.selectedFiles()
+        return Path(files[0]).expanduser() if files and files[0] else None
+
+    def accept(self) -> None:
+        folder = self.chosen()
+        if folder is not None and not folder.exists() and not offer_to_create(self, folder):
+            return                              # stay open: the user may pick another
+        super().accept()
+
+
+def offer_to_create(parent: QWidget | None, folder: Path) -> bool:
+    """Ask whether to create ``folder``; True once it exists. A refusal or a failure (shown
+    to the user) leaves it absent and returns False."""
+    answer = QMessageBox.question(parent, "Create folder?", f"{folder} does not exist. Create it?",
+                                  QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                  QMessageBox.StandardButton.Yes)
+    if answer != QMessageBox.StandardButton.Yes:
+        return False
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        QMessageBox.warning(parent, "Cannot create folder", f"{folder}: {exc.strerror or exc}")
+        return False
+    return True
+
+
+def choose_report_folder(parent: QWidget | None, start: str | Path = "") -> Path | None:
+    """The folder to save a report into, created if the user named a new one; None on Cancel."""
+    dialog = ReportFolderDialog(parent, start)
+    try:
+        return dialog.chosen() if dialog.exec() == QDialog.DialogCode.Accepted else None
+    finally:
+        dialog.deleteLater()
 
 
 def _scenario_for(series: DrawnSeries, frame: Frame) -> Scenario:

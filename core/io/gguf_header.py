@@ -179,7 +179,9 @@ class _Parser:
     def preamble(self) -> int:
         magic = self.buf[:4]
         if magic != b"GGUF"[:len(magic)]:
-            raise ModelFileError(self.path, f"not a GGUF file (it starts with {magic!r})")
+            # in hex, not as a Python bytes literal (b'\xf6C_\xb7'), which means nothing to a user
+            raise ModelFileError(self.path, f"not a GGUF file (it starts with bytes {magic.hex(' ')}, "
+                                            'not "GGUF")')
         self.off = 4
         version = self.u32()
         if version & 0xFFFF == 0 and version:   # written on a big-endian machine

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QSize, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QPointF, QSize, Qt, Signal
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from rooflab.core.report.chart_types import Chart, Curve, Panel
 from rooflab.gui import units
@@ -32,6 +32,8 @@ from rooflab.gui.plots.style import Layer, LayerKind
 from rooflab.gui.theme import LIGHT, Theme
 
 HOVER_HINT = "Hover over a curve to read its values."
+_MARGINS = (6, 6, 12, 6)          # around the panels, px: left, top, right, bottom
+_SPACING = 6                      # between panels, px
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +67,10 @@ class ChartPlot(QWidget):
         self.theme = theme
         self.view = pg.GraphicsLayoutWidget()
         self.view.setAcceptDrops(False)            # file drops go to the window
-        self.view.ci.setContentsMargins(6, 6, 12, 6)
+        self.view.ci.setContentsMargins(*_MARGINS)
+        # spacing set, not left to the style: a layout asked for the style's spacing after a
+        # theme switch replaced the style crashed PySide6 (6 px is what the style gave)
+        self.view.ci.layout.setSpacing(_SPACING)
         self.readout = QLabel(HOVER_HINT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.info = QLabel("<u>How is this computed?</u>")
@@ -78,7 +83,13 @@ class ChartPlot(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self.view, 1)
+        # on a short screen the panels keep a readable height and scroll (see _fit_height)
+        self.scroll = QScrollArea()
+        self.scroll.setWidget(self.view)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        layout.addWidget(self.scroll, 1)
         layout.addWidget(self.bar)
         self._panels: dict[str, PanelView] = {}
         self._order: list[str] = []
@@ -184,6 +195,10 @@ class ChartPlot(QWidget):
             layout = self.layout()
             if layout is not None:
                 layout.activate()
+        # an axis learns how wide its tick labels are only when painted: paint once, let the
+        # axes widen, then paint what is kept (else a y-axis title overlaps its tick labels)
+        self.view.grab()
+        QCoreApplication.sendPostedEvents()
         return self.view.grab().toImage()
 
     def readout_at(self, panel: str, x: float, y: float, *, view_coords: bool = False) -> str:
@@ -210,6 +225,12 @@ class ChartPlot(QWidget):
         if text:
             self.hovered.emit(text)
         return text
+
+    def clear_readout(self) -> None:
+        """Back to the hint, with no hover dot: for when what the read-out described is gone."""
+        for view in self._panels.values():
+            view.hover_dot.setData([], [])
+        self.readout.setText(HOVER_HINT)
 
     # -- internals --------------------------------------------------------------------------
     def _arrange(self, panel_sets: Sequence[Sequence[Panel]]) -> None:
@@ -239,7 +260,19 @@ class ChartPlot(QWidget):
                 view = self._panels[key]
                 if (view.panel.x_unit, view.panel.log_x) == (first.panel.x_unit, first.panel.log_x):
                     view.plot.setXLink(first.plot)
+            for upper, lower in zip(order, [*order[1:], None], strict=True):
+                # a panel over one with the same x axis leaves the axis title to that one
+                below = self._panels[lower].panel if lower is not None else None
+                self._panels[upper].show_x_title(below is None or _x_axis(below) != _x_axis(self._panels[upper].panel))
             self._order = order
+
+    def _fit_height(self) -> None:
+        """Keep each panel tall enough for its y-axis title; the scroll area takes the rest."""
+        need = sum(self._panels[key].min_height() for key in self._order)
+        need += _MARGINS[1] + _MARGINS[3] + max(0, len(self._order) - 1) * _SPACING
+        for key in self._order:
+            self._panels[key].plot.setMinimumHeight(self._panels[key].min_height())
+        self.view.setMinimumHeight(int(need) + 4)
 
     def _set_extra(self, key: str, label: str, kind: LayerKind, index: int, panel: str,
                    curves: Sequence[Curve]) -> None:
@@ -261,6 +294,7 @@ class ChartPlot(QWidget):
     def _finish(self) -> None:
         for key in self._order:
             self._panels[key].frame()
+        self._fit_height()                   # after framing: the axis titles take their prefixes
         self.redrawn.emit()
 
     def _on_scene_mouse_moved(self, pos: QPointF) -> None:
@@ -270,6 +304,10 @@ class ChartPlot(QWidget):
                 point = vb.mapSceneToView(pos)
                 self.readout_at(key, point.x(), point.y(), view_coords=True)
                 return
+
+
+def _x_axis(panel: Panel) -> tuple[str, str, bool]:
+    return panel.x_label, panel.x_unit, panel.log_x
 
 
 def _describe_point(drawn: Drawn, i: int) -> str:

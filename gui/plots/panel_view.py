@@ -30,6 +30,10 @@ class Drawn:
     style_key: tuple[object, ...] = ()        # what the items' pens were made for
 
 
+# the least plot-box height, px, whatever the y-axis title: below it ticks crowd together
+MIN_BOX_HEIGHT = 110
+
+
 class PanelView:
     def __init__(self, panel: Panel, theme: Theme) -> None:
         self.key = panel.key
@@ -47,6 +51,7 @@ class PanelView:
         self.plot.addItem(self.hover_dot, ignoreBounds=True)
         self.stack_labels: list[str] = []
         self._legend_names: set[str] = set()
+        self._x_title = True
         self.theme = theme
         self.configure(panel)
         self.apply_theme(theme)
@@ -61,6 +66,7 @@ class PanelView:
         self.plot.setTitle(panel.title, size="10pt")
         self._bottom.set_unit(panel.x_label, panel.x_unit)
         self._left.set_unit(panel.y_label, panel.y_unit)
+        self._bottom.showLabel(self._x_title)
         self.plot.setLogMode(x=panel.log_x, y=panel.log_y)
         self.plot.showGrid(x=True, y=True, alpha=self.theme.grid_alpha)
 
@@ -72,6 +78,7 @@ class PanelView:
             axis.setTextPen(pg.mkPen(theme.foreground))
             axis.labelStyle = {"color": theme.foreground}
             axis.set_unit(axis.title, axis.unit)
+        self._bottom.showLabel(self._x_title)
         self.plot.titleLabel.setText(self.panel.title, color=theme.foreground, size="10pt")
         self.legend.setBrush(pg.mkBrush(QColorA(theme.background, 200)))
         self.legend.setLabelTextColor(theme.foreground)
@@ -79,6 +86,19 @@ class PanelView:
             # pyqtgraph stores the new colour but keeps the old text rendered: dark on dark
             label.setText(label.text)
         self.plot.showGrid(x=True, y=True, alpha=theme.grid_alpha)
+
+    def show_x_title(self, shown: bool) -> None:
+        """Show the x-axis title or not (a panel stacked over one with the same x axis
+        leaves it to that one: the space goes to the plot)."""
+        self._x_title = shown
+        self._bottom.showLabel(shown)
+
+    def min_height(self) -> float:
+        """The least height, px, at which the y-axis title fits beside the plot box: the
+        box as tall as the title is long, plus the panel title and the x axis."""
+        title = self._left.label.boundingRect().width() if self._left.label.isVisible() else 0.0
+        box = max(float(MIN_BOX_HEIGHT), title + 6.0)
+        return box + self.plot.titleLabel.minimumHeight() + self._bottom.minimumHeight() + 4.0
 
     # -- drawing ----------------------------------------------------------------------------
     def draw(self, layer: Layer, curves: Sequence[Curve], stack_slot: int = 0) -> None:

@@ -96,11 +96,11 @@ def test_report_into_a_folder_that_cannot_be_made_is_one_line(qapp, tmp_path, ca
 
 
 def test_save_report_failure_shows_in_the_window_and_keeps_everything(qtbot, window, tmp_path, monkeypatch):
-    from PySide6.QtWidgets import QFileDialog
+    from rooflab.gui import main_window
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(blocker / "report"))
+    monkeypatch.setattr(main_window, "choose_report_folder", lambda *a, **k: blocker / "report")
     before = (window.state.model, window.state.machine, window.state.workload)
     window.save_action.trigger()
     assert window.messages.level == "error" and "cannot write the report" in window.messages.text()
