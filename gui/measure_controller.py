@@ -89,6 +89,7 @@ class MeasureController(QObject):
         v.bench_browse.clicked.connect(self._on_bench_browse_clicked)
         v.bench_path.editingFinished.connect(self._on_bench_path_editing_finished)
         v.plan_edited.connect(self._on_view_plan_edited)
+        v.shown.connect(self._on_view_shown)
         self.jobs.started.connect(self._on_jobs_started)
         self.jobs.yielded.connect(self._on_jobs_yielded)
         self.jobs.returned.connect(self._on_jobs_returned)
@@ -211,8 +212,15 @@ class MeasureController(QObject):
     def _on_view_plan_edited(self) -> None:
         self._refresh_engine()
 
+    def _on_view_shown(self) -> None:
+        self._refresh_engine()
+
     def _refresh_engine(self) -> None:
-        """Show which llama-bench would run (or why none can) and what a llama.cpp run needs."""
+        """Show which llama-bench would run (or why none can) and what a llama.cpp run needs;
+        only while the tab is on screen (sizing a random-weight GGUF reads the whole vocabulary:
+        a quarter of a second for a large one, which no window start should pay)."""
+        if not self.view.isVisible():
+            return                    # brought up to date when shown
         engine = self.view.engine_key()
         if engine == "llama-bench":
             text, found = measure_jobs.bench_status(self.view.bench_path_text())

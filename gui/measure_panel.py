@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -67,6 +68,11 @@ class MeasurePanel(QWidget):
     """The Measure tab's widgets; see the module docstring."""
 
     plan_edited = Signal()           # a control that changes what the model measurement needs
+    shown = Signal()                 # the tab came on screen (what it shows is brought up to date then)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        self.shown.emit()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

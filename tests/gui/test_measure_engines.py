@@ -52,8 +52,17 @@ def quick(panel, **texts: str) -> None:
 @pytest.fixture
 def gguf_window(qtbot, window, tiny_gguf: Path):
     open_in(qtbot, window, str(tiny_gguf))
+    on_measure_tab(qtbot, window)
     yield window
     window.measure.shutdown()
+
+
+def on_measure_tab(qtbot, window) -> None:
+    """Show the window on its Measure tab, as a user reads it: the tab brings its estimate and
+    llama-bench line up to date when it comes on screen, not while hidden."""
+    window.show()
+    window.left_tabs.setCurrentIndex(window.left_tabs.count() - 1)
+    qtbot.waitUntil(window.measure_panel.isVisible, timeout=5_000)
 
 
 def legend_texts(plot) -> list[str]:
@@ -162,6 +171,7 @@ def test_a_config_model_runs_as_a_random_weight_gguf(qtbot, window, tiny_config,
     from rooflab.core.io import load_model
 
     state, panel, ctl = window.state, window.measure_panel, window.measure
+    on_measure_tab(qtbot, window)
     state.set_model(load_model(tiny_config, weights="q8_0"), str(tiny_config), "q8_0")
     assert panel.engine_key() == "torch"                # a Hugging Face config: torch by default
     assert shown(panel, panel.dtype) and not shown(panel, panel.kv_type)
@@ -340,6 +350,7 @@ def test_the_llama_bench_path_comes_from_the_settings(qtbot, state, tmp_path, mo
     fake = fake_llama_bench(tmp_path)
     win = MainWindow(state, Settings(llama_bench=str(fake)), persist=False)
     qtbot.addWidget(win)
+    on_measure_tab(qtbot, win)
     panel = win.measure_panel
     assert panel.bench_path.text() == str(fake)         # settings -> control
     panel.set_engine("llama-bench")
@@ -363,3 +374,21 @@ def test_grab_smoke_with_the_engine_controls(qtbot, window):
     for engine in ("llamacpp", "llama-bench", "torch"):
         panel.set_engine(engine)
         assert not panel.grab().isNull()
+
+
+def test_the_estimate_waits_for_the_measure_tab(qtbot, state, monkeypatch):
+    """Sizing the random-weight GGUF of a catalogue model reads its whole vocabulary (a quarter
+    of a second for Qwen3's 151,936 tokens): a window start does not pay it, the tab does."""
+    from rooflab.gui import measure_jobs
+    from rooflab.gui.main_window import MainWindow
+    from rooflab.gui.settings import Settings
+
+    sized: list[object] = []
+    real = measure_jobs.synthetic_size
+    monkeypatch.setattr(measure_jobs, "synthetic_size", lambda spec: sized.append(spec) or real(spec))
+    win = MainWindow(state, Settings(), persist=False)
+    qtbot.addWidget(win)
+    win.show()
+    assert sized == [] and win.measure_panel.estimate.text() == ""
+    on_measure_tab(qtbot, win)
+    assert sized == [state.model] and win.measure_panel.estimate.text().startswith("Needs about")
