@@ -547,3 +547,19 @@ def store_surface(root: Path) -> Surface:
             (folder / seed.name).write_bytes(seed.data)
 
     return Surface("stored files", seeds, _read_store, prepare)
+
+
+def one_line_error(read: Callable[[Path], Any], path: Path, *words: str) -> str:
+    """The message ``read(path)`` refuses ``path`` with: a ModelFileError of one line (under 500
+    characters) that names the file and contains each of ``words``."""
+    import pytest
+
+    from rooflab.core.errors import ModelFileError
+
+    with pytest.raises(ModelFileError) as info:
+        read(path)
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message and len(message) < 500, message
+    for word in words:
+        assert word in message, message
+    return message

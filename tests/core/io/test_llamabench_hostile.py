@@ -14,7 +14,15 @@ import pytest
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.io.llamabench import parse_benchmark, read_benchmark
 from rooflab.core.values.measured import MeasuredPoint
-from tests.factories.fuzz import BENCH_ROWS, ESCAPES, MARKDOWN, bench_csv, bench_surface, run_surface
+from tests.factories.fuzz import (
+    BENCH_ROWS,
+    ESCAPES,
+    MARKDOWN,
+    bench_csv,
+    bench_surface,
+    one_line_error,
+    run_surface,
+)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -24,13 +32,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def expect_error(path: Path, *words: str) -> str:
-    with pytest.raises(ModelFileError) as info:
-        read_benchmark(path)
-    message = str(info.value)
-    assert str(path) in message and "\n" not in message and len(message) < 500, message
-    for word in words:
-        assert word in message, message
-    return message
+    return one_line_error(read_benchmark, path, *words)
 
 
 def json_rows(**fields: str) -> str:
