@@ -6,7 +6,7 @@ is printed, and yield its points live, stamped with the engine settings the row 
 Cancel ends the tool's whole process group within about a second (``child_process``). A tool
 that fails mid-run raises ``BenchRunError``, one line naming the binary, its exit status and its
 last error line, holding the points measured before. The plans and command lines live in
-``llamabench_plan`` and are re-exported here."""
+``llamabench_plan``."""
 
 from __future__ import annotations
 
@@ -26,9 +26,6 @@ from rooflab.core.io.llamabench import points_from_row
 from rooflab.core.jobs import CancelFlag, Progress
 from rooflab.core.measure.child_process import MAX_LINE, ChildProcess
 from rooflab.core.measure.llamabench_plan import (
-    BATCHED_KV,
-    LLAMA_BENCH_KV,
-    TOOLS,
     BatchedBenchPlan,
     BenchBinary,
     EngineOptions,
@@ -40,12 +37,6 @@ from rooflab.core.measure.llamabench_plan import (
     version_in,
 )
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
-
-__all__ = [
-    "BATCHED_KV", "LLAMA_BENCH_KV", "TOOLS", "BatchedBenchPlan", "BenchBinary", "BenchRun", "BenchRunError",
-    "EngineOptions", "LlamaBenchPlan", "batched_bench_argv", "find_binary", "llama_bench_argv",
-    "probe_binary", "run_batched_bench", "run_llama_bench",
-]
 
 MAX_ROWS = 10_000               # rows one run may print; a sweep has tens
 MAX_NOISE = 1_000               # stdout lines that are not JSON (log lines) tolerated in one run

@@ -19,19 +19,17 @@ import pytest
 
 from rooflab.core.errors import Cancelled, MeasurementError, SpecError
 from rooflab.core.jobs import run_job
-from rooflab.core.measure.llamabench_run import (
+from rooflab.core.measure.llamabench_plan import (
     BatchedBenchPlan,
     BenchBinary,
-    BenchRunError,
     EngineOptions,
     LlamaBenchPlan,
     batched_bench_argv,
     find_binary,
     llama_bench_argv,
     probe_binary,
-    run_batched_bench,
-    run_llama_bench,
 )
+from rooflab.core.measure.llamabench_run import BenchRunError, run_batched_bench, run_llama_bench
 from tests.factories.llama_tools import (
     BATCHED_HELP,
     BATCHED_ROW,
