@@ -36,11 +36,6 @@ class CancelToken(threading.Event):
     def cancelled(self) -> bool:
         return self.is_set()
 
-    def check(self) -> None:
-        """Raise ``Cancelled`` when a stop was asked for."""
-        if self.is_set():
-            raise Cancelled("cancelled")
-
 
 #: What a job accepts as its stop signal: the job's ``CancelToken`` (any ``threading.Event``
 #: serves), or None (never stops).

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QObject
 
 from rooflab.core.errors import ModelFileError
-from rooflab.core.jobs import CancelToken, Progress
+from rooflab.core.jobs import CancelToken, Progress, check_cancel
 from rooflab.gui.jobs import JobController
 
 
@@ -161,7 +161,7 @@ def test_cancel_is_aborted_even_when_the_job_ends_with_cancelled(qtbot, jobs):
         while True:
             yield _p("working")
             cancel.wait(5)
-            cancel.check()                      # inside a long step: raises Cancelled
+            check_cancel(cancel)                # inside a long step: raises Cancelled
 
     record = _Recorder(jobs)
     with qtbot.waitSignal(jobs.yielded, timeout=5000):
