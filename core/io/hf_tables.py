@@ -55,7 +55,7 @@ class HFShape:
     fused_qkv: bool = False        # phi3
     expert_bias: bool = False      # gpt-oss
     attention_sinks: bool = False  # gpt-oss
-    router_bias: bool = False      # gpt-oss router bias, deepseek-v3 exp_probs_b
+    router_bias: bool = False      # gpt-oss router bias, deepseek-v3 / glm4_moe exp_probs_b
     rope_freqs: bool = False       # llama 3 rope scaling stores its frequencies
 
 
@@ -203,7 +203,8 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
         use_sliding=True if use_sliding is None else bool(use_sliding),
         context_length=_int(cfg, "max_position_embeddings", "n_positions", "seq_length", default=0),
         attention_bias=bool(cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe"))),
-        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"),
+        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2")
+        or (model_type == "glm4_moe" and bool(cfg.get("use_qk_norm"))),
         kv_lora_rank=_int(cfg, "kv_lora_rank", default=0, high=MAX_WIDTH) if is_deepseek else 0,
         q_lora_rank=_int(cfg, "q_lora_rank", default=0, high=MAX_WIDTH) if is_deepseek else 0,
         rope_dim=_int(cfg, "qk_rope_head_dim", default=0, high=MAX_WIDTH) if is_deepseek else 0,
@@ -211,7 +212,8 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
         post_norms=model_type.startswith("gemma2") or model_type.startswith("gemma3"),
         fused_qkv=model_type == "phi3",
         expert_bias=model_type == "gpt_oss", attention_sinks=model_type == "gpt_oss",
-        router_bias=model_type == "gpt_oss" or cfg.get("topk_method") == "noaux_tc",
+        # glm4_moe routes like deepseek-v3 (a score-correction bias) without saying so
+        router_bias=model_type in ("gpt_oss", "glm4_moe") or cfg.get("topk_method") == "noaux_tc",
         rope_freqs=rope_type == "llama3",
     )
 

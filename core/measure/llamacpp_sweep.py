@@ -99,8 +99,14 @@ class Sweep:
 
     # -- the experiments -------------------------------------------------------------------
     def _prefill(self) -> Iterator[Tick]:
-        """Each prompt into an empty cache, ``repeats`` times; time to the last logits."""
+        """Each prompt into an empty cache, ``repeats`` times; time to the last logits. With a
+        single repeat an untimed run of the same length goes first, so a new shape's first-call
+        cost (graph and buffer set-up) is never the only sample."""
         for n in self.plan.prompts:
+            if self.plan.repeats == 1 and self.plan.warmup:
+                yield Tick("prefill", f"prompt of {n} tokens: warm-up")
+                self.engine.clear()
+                self._fill(0, 0, n)
             times = []
             for run in range(self.plan.repeats):
                 yield Tick("prefill", f"prompt of {n} tokens: run {run + 1}")

@@ -2,7 +2,9 @@
 ROOFLAB_DATA_DIR overrides it):
 
     measurements/<model key>/<machine key>.json  measured points, newest run last
-    calibrations/<model key>/<machine key>.json  the latest fit
+    calibrations/<model key>/<machine key>.json  the latest fit of one model
+    engine-calibrations/<machine key>/<engine settings key>.json  the latest calibration of an
+        engine on the machine, which applies to any model
 
 Every write is atomic (a temporary file, then os.replace). A file that cannot be read, or
 that is JSON of the wrong shape, is moved aside to ``<name>.corrupt-<time>`` and treated as
@@ -23,6 +25,7 @@ from rooflab.core.files.paths import data_dir
 from rooflab.core.files.records import load_record, write_record
 from rooflab.core.io.arch import llama_cpp_name
 from rooflab.core.measure.calibrate import Calibration
+from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
@@ -197,3 +200,36 @@ def load_calibration(model: str, machine: str) -> Efficiency | None:
         if stored is not None and _same_source(stored[0], model):
             return stored[1].efficiency
     return None
+
+
+# --- calibrations of a machine and engine (any model) ----------------------------------------
+
+def _engine_calibration_path(machine: str, engine: str) -> Path:
+    return data_dir() / "engine-calibrations" / _slug(machine) / f"{_slug(engine)}.json"
+
+
+def save_engine_calibration(calibration: EngineCalibration) -> Path:
+    """Keep ``calibration`` as the one of its machine and engine settings (replacing the last)."""
+    return write_record(_engine_calibration_path(calibration.machine_key, calibration.engine_key),
+                        calibration.to_dict())
+
+
+def engine_calibrations(machine: str) -> list[EngineCalibration]:
+    """Every calibration kept for ``machine`` (a machine key), newest first. A record of the
+    wrong shape is set aside and skipped."""
+    folder = data_dir() / "engine-calibrations" / _slug(machine)
+    found = []
+    for path in sorted(folder.glob("*.json"), key=_mtime, reverse=True):
+        cal = load_record(path, EngineCalibration.from_dict)
+        if cal is not None:
+            found.append(cal)
+    return found
+
+
+def load_engine_calibration(machine: str, engine: str | None = None) -> EngineCalibration | None:
+    """The calibration of ``machine`` with engine settings ``engine`` (an ``EngineSettings.key``;
+    None: the newest of any engine), None when there is none."""
+    if engine is not None:
+        return load_record(_engine_calibration_path(machine, engine), EngineCalibration.from_dict)
+    found = engine_calibrations(machine)
+    return found[0] if found else None

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rooflab.core.errors import MeasurementError, SpecError
 from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure import store
@@ -43,6 +44,35 @@ class Calibrated:
     keep_error: str = ""
 
 
+#: Engines whose points were timed on this host (an imported file may come from anywhere).
+LOCAL_ENGINES = ("llama.cpp", "llama-bench", "torch")
+_DEVICE_KINDS = {"cpu": ("cpu", "unified")}
+
+
+def host_machine(on_screen: MachineProfile) -> MachineProfile | None:
+    """The profile a run on this host is fitted against: the machine on screen when it is this
+    machine as measured, else the measured profile kept before; None when this machine was
+    never measured. A preset on screen (an RTX 4090, say) is never it."""
+    if on_screen.key == presets.MEASURED_KEY:
+        return on_screen
+    return presets.load_measured_machine()
+
+
+def check_machine(points: Sequence[MeasuredPoint], machine: MachineProfile) -> None:
+    """Refuse to fit points timed on this host to a machine of another kind than the device
+    they ran on (a CPU run against a GPU's profile: MeasurementError). A CPU profile named on
+    purpose (``measure model --machine``) is the user's choice; the window always uses
+    ``host_machine``."""
+    settings = next((p.settings for p in points if p.settings is not None), None)
+    if settings is None or settings.engine not in LOCAL_ENGINES or machine.key == presets.MEASURED_KEY:
+        return
+    kinds = _DEVICE_KINDS.get(settings.device, ("gpu", "unified"))
+    if machine.kind not in kinds:
+        raise MeasurementError(
+            f"these points were measured here ({settings.engine} on {settings.device}), not on {machine.name}: "
+            "they are fitted to this machine as measured (measure it first: 'rooflab measure machine')")
+
+
 def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequence[MeasuredPoint], *,
                        meta: Mapping[str, Any], label: str, source: str, kv_type: str,
                        dtype: str | None = None, overhead: float | None = None,
@@ -56,6 +86,7 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
     points ran; overhead: seconds per pass measured apart (None: fitted). A store that cannot
     be written is reported in ``keep_error``, not raised: the fit is still worth showing.
     include_disturbed: fit points the measurement marked disturbed too (all are stored)."""
+    check_machine(points, machine)
     cal = calibrate(spec, machine, points, kv_type=kv_type, dtype=dtype, overhead=overhead,
                     include_disturbed=include_disturbed)
     key, mkey = store.model_key(spec), store.machine_key(machine)
@@ -79,10 +110,35 @@ def after_engine_run(run: EngineRun, machine: MachineProfile, *, source: str, ke
                               keep=keep, include_disturbed=include_disturbed)
 
 
+def _metadata_number(bench: BenchImport, key: str) -> float | None:
+    try:
+        value = float(bench.metadata.get(key, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def check_bench_model(bench: BenchImport, spec: ModelSpec) -> None:
+    """Refuse to fit a benchmark to a model it did not run: llama-bench records the model's
+    parameter count and tensor bytes, which must agree with ``spec``'s within 2 % and 5 %
+    (SpecError naming both). A file that records neither passes (nothing to check)."""
+    params, size = _metadata_number(bench, "model_n_params"), _metadata_number(bench, "model_size")
+    wrong = []
+    if params is not None and abs(params - spec.params_total) > 0.02 * spec.params_total:
+        wrong.append(f"{params / 1e9:.3g} B parameters (this model has {spec.params_total / 1e9:.3g} B)")
+    if size is not None and abs(size - spec.weight_bytes) > 0.05 * spec.weight_bytes:
+        wrong.append(f"{size / 1e9:.3g} GB of weights (this model has {spec.weight_bytes / 1e9:.3g} GB)")
+    if wrong:
+        ran = ", ".join(bench.models) or "its model"
+        raise SpecError(f"{bench.path}: the benchmark ran {ran} with {' and '.join(wrong)}, not {spec.name}: "
+                        "open the model it ran, then import it")
+
+
 def after_import(bench: BenchImport, spec: ModelSpec, machine: MachineProfile, *, source: str,
                  keep: bool = True) -> Calibrated:
     """``calibrate_and_keep`` for points read from llama.cpp benchmark output, which ran
-    ``spec`` (the model at ``source``) on ``machine``."""
+    ``spec`` (the model at ``source``) on ``machine`` (checked: ``check_bench_model``)."""
+    check_bench_model(bench, spec)
     return calibrate_and_keep(spec, machine, bench.points, meta={"tool": bench.tool, "file": bench.path,
                                                                  **bench.metadata},
                               label=spec.name, source=source, kv_type=bench.kv_type,

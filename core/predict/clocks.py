@@ -1,7 +1,9 @@
 """The two clocks of a forward pass and the one that sets its time.
 
 time = max(bytes / B_eff, FLOPs / C_eff) + overhead. With efficiency 1.0 and no overhead this
-is the lessons' ceiling; a calibrated machine turns it into an estimate."""
+is the lessons' ceiling; a calibrated machine turns it into an estimate (its efficiency may
+also say how far the two clocks overlap, and how a decode step's few-row multiplies compare
+with a prefill's: ``Efficiency.overlap``, ``Efficiency.decode_compute``)."""
 
 from __future__ import annotations
 
@@ -77,11 +79,23 @@ def memory_seconds(machine: MachineProfile, nbytes: ArrayLike, offload_fraction:
     return b * ((1.0 - offload_fraction) / fast + offload_fraction / slow)
 
 
+def combined_seconds(memory: ArrayLike, compute: ArrayLike, overlap: float = 1.0) -> Array:
+    """The time of a pass whose two clocks overlap by ``overlap`` (0..1) of the shorter one:
+    max(m, c) + (1 - overlap) x min(m, c). overlap 1 is the roofline's max (the ceiling);
+    0 the sum, an engine that streams and then computes."""
+    m, c = np.asarray(memory, dtype=np.float64), np.asarray(compute, dtype=np.float64)
+    if overlap >= 1.0:
+        return np.maximum(m, c)
+    return np.maximum(m, c) + (1.0 - overlap) * np.minimum(m, c)
+
+
 def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cache_bytes: Array,
-           flops: Array) -> Pass:
+           flops: Array, *, decode: bool = False) -> Pass:
+    eff = machine.efficiency
     mem = memory_seconds(machine, weight_bytes + cache_bytes, workload.offload_fraction)
-    comp = flops / machine.effective_flops(workload.compute_dtype)
-    seconds = np.maximum(mem, comp) + machine.efficiency.step_overhead
+    factor = eff.decode_compute_factor if decode else eff.compute
+    comp = flops / (machine.flops(workload.compute_dtype) * factor)
+    seconds = combined_seconds(mem, comp, eff.overlap) + eff.step_overhead
     w, c, f, m, k, s = np.broadcast_arrays(weight_bytes, cache_bytes, flops, mem, comp, seconds)
     return Pass(w, c, f, m, k, s)
 
@@ -95,7 +109,7 @@ def decode_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
     t = workload.context if context is None else context
     b = workload.batch if batch is None else batch
     weights, cache = work.decode_bytes(spec, t, b, workload.kv_type, machine.efficiency.kv_read_factor)
-    return _clock(machine, workload, weights, cache, work.decode_flops(spec, t, b))
+    return _clock(machine, workload, weights, cache, work.decode_flops(spec, t, b), decode=True)
 
 
 def prefill_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,

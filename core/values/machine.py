@@ -11,6 +11,8 @@ from typing import Any
 from rooflab.core.errors import SpecError
 
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+# llama.cpp back ends a device runs ("" = not stated; a "cpu" machine gets "cpu")
+BACKENDS: tuple[str, ...] = ("cuda", "metal", "rocm", "vulkan", "cpu")
 
 # Physically sane ranges (SI units), far wider than any real machine, narrow enough that no
 # prediction over- or underflows: 1 MB/s to 10 PB/s, 1 MFLOP/s to 10 ZFLOP/s, 1 MB to 1 EB.
@@ -36,26 +38,63 @@ class Efficiency:
 
     bandwidth, compute: factors applied to B and C. step_overhead: fixed seconds added to
     every forward pass (launches, synchronisation, Python). kv_read_factor: cache bytes moved
-    per byte attention must read (2.0 for an engine that copies its cache each step).
+    per byte attention must read (2.0 for an engine that copies its cache each step; a CPU
+    whose attention kernels run slower than memory shows as more). decode_compute: the factor
+    applied to C for a decode step's few-row multiplies (None: ``compute``, as a big prefill
+    multiply reaches). overlap: the share of the shorter clock (memory or compute) hidden under
+    the longer: 1 is the roofline's max(memory, compute), 0 their sum (an engine that streams
+    weights and computes one after the other).
     """
 
     bandwidth: float = 1.0
     compute: float = 1.0
     step_overhead: float = 0.0      # seconds
     kv_read_factor: float = 1.0
+    decode_compute: float | None = None
+    overlap: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("bandwidth", "compute", "kv_read_factor"):
+        for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute"):
             value = getattr(self, name)
-            if not in_range(value, FACTOR_RANGE):
+            if not (value is None and name == "decode_compute") and not in_range(value, FACTOR_RANGE):
                 raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
                                 f"got {value!r}")
         if not (math.isfinite(self.step_overhead) and 0 <= self.step_overhead < 60):
             raise SpecError(f"efficiency.step_overhead must be in [0, 60) s, got {self.step_overhead!r}")
+        if not in_range(self.overlap, (0.0, 1.0)):
+            raise SpecError(f"efficiency.overlap must be in [0, 1], got {self.overlap!r}")
 
     @property
     def is_identity(self) -> bool:
-        return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor) == (1, 1, 0, 1)
+        return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap) == \
+            (1, 1, 0, 1, 1) and self.decode_compute in (None, 1)
+
+    @property
+    def decode_compute_factor(self) -> float:
+        """The compute factor of a decode step."""
+        return self.compute if self.decode_compute is None else self.decode_compute
+
+    def to_dict(self) -> dict[str, Any]:
+        """The preset file's "efficiency" object (fields at their defaults left out)."""
+        out: dict[str, Any] = {"bandwidth": self.bandwidth, "compute": self.compute,
+                               "step_overhead": self.step_overhead, "kv_read_factor": self.kv_read_factor}
+        if self.decode_compute is not None:
+            out["decode_compute"] = self.decode_compute
+        if self.overlap != 1.0:
+            out["overlap"] = self.overlap
+        return out
+
+    @classmethod
+    def from_dict(cls, eff: Mapping[str, Any]) -> Efficiency:
+        """From the preset file's "efficiency" object; SpecError naming the bad field."""
+        decode = eff.get("decode_compute")
+        return cls(bandwidth=_number(eff, "bandwidth", 1.0, "efficiency.bandwidth"),
+                   compute=_number(eff, "compute", 1.0, "efficiency.compute"),
+                   step_overhead=_number(eff, "step_overhead", 0.0, "efficiency.step_overhead"),
+                   kv_read_factor=_number(eff, "kv_read_factor", 1.0, "efficiency.kv_read_factor"),
+                   decode_compute=None if decode is None else _number(eff, "decode_compute", 1.0,
+                                                                      "efficiency.decode_compute"),
+                   overlap=_number(eff, "overlap", 1.0, "efficiency.overlap"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +104,10 @@ class MachineProfile:
     bandwidth: bytes/s of the memory that holds the weights. peak_flops: FLOP/s per dtype
     ("fp32", "fp16", "bf16", ...), dense (no sparsity). memory: bytes usable for the model.
     offload_*: a second, slower memory (system RAM behind a GPU, say) for partial offload.
+    backend: the llama.cpp back end that runs on the device (one of ``BACKENDS``; empty means
+    not stated, and a "cpu" machine gets "cpu"). interconnect_bandwidth: bytes/s per direction
+    between two identical devices (NVLink, PCIe x16, ...), 0 = not stated; interconnect_name
+    says which link.
     """
 
     name: str
@@ -76,6 +119,9 @@ class MachineProfile:
     offload_memory: float = 0.0               # bytes
     offload_name: str = ""
     kind: str = "gpu"                         # "gpu", "cpu", "unified"
+    backend: str = ""                         # llama.cpp back end, one of BACKENDS
+    interconnect_bandwidth: float = 0.0       # bytes/s per direction, device to device
+    interconnect_name: str = ""
     efficiency: Efficiency = field(default_factory=Efficiency)
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
@@ -104,8 +150,29 @@ class MachineProfile:
             if value != 0 and not in_range(value, bounds):
                 raise SpecError(f"{self.name}: {name} must be 0 (none) or between {bounds[0]:g} and "
                                 f"{bounds[1]:g}, got {value!r}")
+        self._check_backend_and_link()
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    def _check_backend_and_link(self) -> None:
+        """Validate ``backend`` (stored lower-case; "cpu" when empty on a "cpu" machine) and
+        the interconnect."""
+        if not isinstance(self.backend, str):
+            raise SpecError(f"{self.name}: backend must be text, got {type(self.backend).__name__}")
+        backend = self.backend.strip().lower() or ("cpu" if self.kind == "cpu" else "")
+        if backend and backend not in BACKENDS:
+            raise SpecError(f"{self.name}: backend must be one of {', '.join(BACKENDS)} (or empty), "
+                            f"got {self.backend[:40]!r}")
+        object.__setattr__(self, "backend", backend)
+        value = self.interconnect_bandwidth
+        if value != 0 and not in_range(value, BANDWIDTH_RANGE):
+            raise SpecError(f"{self.name}: interconnect_bandwidth must be 0 (not stated) or between "
+                            f"{BANDWIDTH_RANGE[0]:g} and {BANDWIDTH_RANGE[1]:g} bytes/s, got {value!r}")
+        name = self.interconnect_name
+        # values cannot reach the readers' printable(): refuse what a terminal would act on
+        if not isinstance(name, str) or len(name) > 200 or any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in name):
+            raise SpecError(f"{self.name}: interconnect_name must be one line of printable text "
+                            "(200 characters at most)")
 
     def flops(self, dtype: str | None = None) -> float:
         """Peak FLOP/s for ``dtype`` (the default dtype when None or not listed)."""
@@ -124,20 +191,25 @@ class MachineProfile:
     def has_offload(self) -> bool:
         return self.offload_bandwidth > 0
 
+    @property
+    def has_interconnect(self) -> bool:
+        return self.interconnect_bandwidth > 0
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict in the preset file format (SI units)."""
         eff = self.efficiency
         return {
             "name": self.name,
             "kind": self.kind,
+            "backend": self.backend,
             "bandwidth": self.bandwidth,
             "peak_flops": dict(self.peak_flops),
             "default_dtype": self.default_dtype,
             "memory": self.memory,
             "offload": {"name": self.offload_name, "bandwidth": self.offload_bandwidth,
                         "memory": self.offload_memory},
-            "efficiency": {"bandwidth": eff.bandwidth, "compute": eff.compute,
-                           "step_overhead": eff.step_overhead, "kv_read_factor": eff.kv_read_factor},
+            "interconnect": {"name": self.interconnect_name, "bandwidth": self.interconnect_bandwidth},
+            "efficiency": eff.to_dict(),
             "sources": dict(self.sources),
             "notes": self.notes,
         }
@@ -146,6 +218,7 @@ class MachineProfile:
     def from_dict(cls, data: Mapping[str, Any], *, key: str = "") -> MachineProfile:
         """Build from the preset file format; raises SpecError naming the bad field."""
         offload, eff = _section(data, "offload"), _section(data, "efficiency")
+        link = _section(data, "interconnect")
         flops = data.get("peak_flops")
         if not isinstance(flops, Mapping):
             raise SpecError("machine profile field 'peak_flops' must be an object of dtype: FLOP/s"
@@ -156,6 +229,7 @@ class MachineProfile:
         return cls(
             name=_text(data, "name", None),
             kind=_text(data, "kind", "gpu"),
+            backend=_text(data, "backend", ""),
             bandwidth=_number(data, "bandwidth", None),
             peak_flops={str(k): _number(flops, k, None, f"peak_flops.{k}") for k in flops},
             default_dtype=_text(data, "default_dtype", "fp16"),
@@ -163,12 +237,9 @@ class MachineProfile:
             offload_name=_text(offload, "name", "", "offload.name"),
             offload_bandwidth=_number(offload, "bandwidth", 0.0, "offload.bandwidth"),
             offload_memory=_number(offload, "memory", 0.0, "offload.memory"),
-            efficiency=Efficiency(
-                bandwidth=_number(eff, "bandwidth", 1.0, "efficiency.bandwidth"),
-                compute=_number(eff, "compute", 1.0, "efficiency.compute"),
-                step_overhead=_number(eff, "step_overhead", 0.0, "efficiency.step_overhead"),
-                kv_read_factor=_number(eff, "kv_read_factor", 1.0, "efficiency.kv_read_factor"),
-            ),
+            interconnect_name=_text(link, "name", "", "interconnect.name"),
+            interconnect_bandwidth=_number(link, "bandwidth", 0.0, "interconnect.bandwidth"),
+            efficiency=Efficiency.from_dict(eff),
             sources={str(k): str(v) for k, v in sources.items()},
             notes=_text(data, "notes", ""),
             key=key,

@@ -1,0 +1,81 @@
+"""rooflab's own calibration models: random-weight models of several shapes and weight formats
+that ``rooflab measure calibrate`` times on this machine, so the fit sees what changes between
+models (depth and width, sliding-window attention, routed experts, the weight format) and can
+carry over to a model it never saw.
+
+Sizes are chosen for a small machine: each is 40-250 MB (more than a 32 MB last-level cache,
+so weights stream from memory as a real model's do) and a full sweep of one takes tens of
+seconds on two cores. Each model's sweep holds the short prompts, shallow depths and small
+batches the extrapolation check fits on and the long, deep and large ones it scores on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rooflab.core.io.hf import spec_from_config
+from rooflab.core.values.model import ModelSpec
+
+_VOCAB = 16000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CalibrationModel:
+    """One calibration model: a config.json (as Hugging Face writes it) and a weight format."""
+
+    key: str
+    description: str
+    config: dict[str, Any]
+    weights: str                 # recipe for llama.cpp (q4_k_m, q8_0); torch runs the config itself
+
+    def spec(self) -> ModelSpec:
+        return spec_from_config(self.config, weights=self.weights, name=f"calibration {self.key}",
+                                source=f"calibration:{self.key}")
+
+
+def _dense(model_type: str, hidden: int, layers: int, heads: int, kv_heads: int, ffn: int,
+           **more: Any) -> dict[str, Any]:
+    return {"model_type": model_type, "hidden_size": hidden, "num_hidden_layers": layers,
+            "num_attention_heads": heads, "num_key_value_heads": kv_heads, "intermediate_size": ffn,
+            "vocab_size": _VOCAB, "max_position_embeddings": 8192, "tie_word_embeddings": False, **more}
+
+
+_WIDE = _dense("llama", 1024, 12, 16, 4, 2816)
+_DEEP = _dense("qwen3", 768, 16, 12, 4, 2048, head_dim=64)
+_SLIDING = _dense("gemma3_text", 1024, 12, 8, 4, 2816, head_dim=128, sliding_window=128)
+_EXPERTS = _dense("qwen3_moe", 1024, 8, 16, 4, 2816, head_dim=64, moe_intermediate_size=512, num_experts=32,
+                  num_experts_per_tok=4)
+_FINE_EXPERTS = _dense("qwen3_moe", 768, 12, 12, 4, 2048, head_dim=64, moe_intermediate_size=256, num_experts=64,
+                       num_experts_per_tok=8)
+
+#: The llama.cpp set: two formats of two dense shapes (so leaving one model out still leaves
+#: its format in the fit), a sliding-window model and two mixtures of experts.
+LLAMACPP_MODELS: tuple[CalibrationModel, ...] = (
+    CalibrationModel(key="wide-q4_k_m", description="dense, 12 layers of 1024", config=_WIDE, weights="q4_k_m"),
+    CalibrationModel(key="deep-q4_k_m", description="dense, 16 layers of 768", config=_DEEP, weights="q4_k_m"),
+    CalibrationModel(key="wide-q8_0", description="dense, 12 layers of 1024", config=_WIDE, weights="q8_0"),
+    CalibrationModel(key="deep-q8_0", description="dense, 16 layers of 768", config=_DEEP, weights="q8_0"),
+    CalibrationModel(key="sliding-q4_k_m", description="sliding-window attention (128 tokens), 12 layers",
+                     config=_SLIDING, weights="q4_k_m"),
+    CalibrationModel(key="experts-q4_k_m", description="32 routed experts, 4 per token, 8 layers",
+                     config=_EXPERTS, weights="q4_k_m"),
+    CalibrationModel(key="fine-experts-q4_k_m", description="64 routed experts, 8 per token, 12 layers",
+                     config=_FINE_EXPERTS, weights="q4_k_m"),
+)
+
+#: The torch set: the same shapes, run by transformers at the compute dtype (smaller: torch in
+#: fp32 holds four bytes a weight).
+TORCH_MODELS: tuple[CalibrationModel, ...] = (
+    CalibrationModel(key="wide", description="dense, 8 layers of 768",
+                     config=_dense("llama", 768, 8, 12, 4, 2048), weights="fp32"),
+    CalibrationModel(key="deep", description="dense, 12 layers of 512",
+                     config=_dense("qwen3", 512, 12, 8, 4, 1536, head_dim=64), weights="fp32"),
+    CalibrationModel(key="experts", description="16 routed experts, 4 per token, 6 layers",
+                     config=_dense("qwen3_moe", 512, 6, 8, 4, 1536, head_dim=64, moe_intermediate_size=384,
+                                   num_experts=16, num_experts_per_tok=4), weights="fp32"),
+)
+
+
+def calibration_models(engine: str) -> tuple[CalibrationModel, ...]:
+    """The set for ``engine`` ("llamacpp" or "torch")."""
+    return TORCH_MODELS if engine == "torch" else LLAMACPP_MODELS

@@ -1,0 +1,164 @@
+"""``rooflab measure calibrate`` and the Measure tab's Calibrate button, in one job: measure this
+machine, time rooflab's calibration models in the chosen engine, fit one calibration of
+(machine, engine, settings) that applies to any model, score it out of sample and keep it.
+
+The job is a plain generator (``Progress`` with an overall fraction, cancel between points);
+torch and llama.cpp are imported only inside the measurements it runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from rooflab.core.errors import MeasurementError
+from rooflab.core.jobs import CancelFlag, Progress, check_cancel
+from rooflab.core.measure import store
+from rooflab.core.measure.calibration_models import CalibrationModel, calibration_models
+from rooflab.core.measure.engine import EngineRun, measure_in_llamacpp, measure_in_torch
+from rooflab.core.measure.transfer import ModelPoints, calibrate_engine
+from rooflab.core.values.calibration import EngineCalibration
+from rooflab.core.values.machine import MachineProfile
+
+ENGINE_LABELS = {"llamacpp": "llama.cpp", "torch": "torch"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CalibrationPlan:
+    """What ``run_calibration`` does: the engine ("llamacpp" or "torch"), its CPU threads
+    (None: the engine's choice), the torch dtype, whether to measure the machine first (else
+    the kept "measured" profile is used), repeats per point, and ``quick`` (three models,
+    shorter sweeps: a first look in about a minute)."""
+
+    engine: str = "llamacpp"
+    threads: int | None = None
+    dtype: str = "fp32"
+    measure_machine: bool = True
+    repeats: int = 3
+    quick: bool = False
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINE_LABELS:
+            raise MeasurementError(f"calibration engine must be one of {', '.join(ENGINE_LABELS)}, got {self.engine!r}")
+        if self.threads is not None and self.threads < 1:
+            raise MeasurementError(f"threads must be >= 1, got {self.threads}")
+        if self.repeats < 1:
+            raise MeasurementError(f"repeats must be >= 1, got {self.repeats}")
+
+    def models(self) -> tuple[CalibrationModel, ...]:
+        chosen = calibration_models(self.engine)
+        if self.quick:
+            # one of each format and shape kind: still leaves a model out per format
+            return tuple(m for m in chosen if m.key in ("wide-q4_k_m", "deep-q4_k_m", "wide-q8_0", "deep-q8_0",
+                                                        "wide", "deep"))
+        return chosen
+
+    def engine_plan(self) -> Any:
+        """The sweep each model gets: short prompts, shallow caches and small batches to fit
+        on, long, deep and large ones to score extrapolation on."""
+        if self.engine == "torch":
+            from rooflab.core.measure.model import ModelPlan
+
+            return ModelPlan(dtype=self.dtype, threads=self.threads, prompts=(16, 64, 256, 1024),
+                             decode_steps=8, repeats=self.repeats, contexts=(2, 1024) if not self.quick else (2,),
+                             batches=(1, 2, 4, 8, 16), random_weights=True)
+        from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+
+        return LlamaCppPlan(threads=self.threads, prompts=(32, 128, 512, 1024),
+                            depths=(0, 256, 1024, 2048) if not self.quick else (0, 1024, 2048), gen_tokens=8,
+                            contexts=(256,), batches=(1, 2, 4, 8, 16), batch_steps=4, repeats=self.repeats)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationRun:
+    """What ``run_calibration`` made: the calibration, the machine it belongs to, each
+    model's run, and whether it was kept (``keep_error``: why not)."""
+
+    calibration: EngineCalibration
+    machine: MachineProfile
+    runs: tuple[EngineRun, ...]
+    kept: bool = False
+    keep_error: str = ""
+
+
+def _machine(plan: CalibrationPlan, cancel: CancelFlag, keep: bool) -> Generator[Progress, None, MachineProfile]:
+    from rooflab.core.io import presets
+
+    if not plan.measure_machine:
+        machine = presets.load_measured_machine()
+        if machine is None:
+            raise MeasurementError("this machine has not been measured yet: run without --keep-machine")
+        return machine
+    from rooflab.core.measure.machine import MachinePlan, measure_machine
+    from rooflab.core.measure.workflow import keep_machine_run
+
+    yield Progress(step="machine", message="measuring this machine's bandwidth and peaks", fraction=0.0)
+    quick = MachinePlan(threads=plan.threads, repeats=3, experiments=("bandwidth", "matmul"))
+    run = yield from measure_machine(quick, cancel)
+    return keep_machine_run(run, keep=keep)
+
+
+def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = None, *,
+                    keep: bool = True) -> Generator[Progress, None, CalibrationRun]:
+    """Measure the machine, time every calibration model, fit and keep the calibration."""
+    plan = plan or CalibrationPlan()
+    machine = yield from _machine(plan, cancel, keep)
+    models = plan.models()
+    runs: list[EngineRun] = []
+    for i, model in enumerate(models):
+        check_cancel(cancel)
+        spec = model.spec()
+        job = (measure_in_torch(model.config, dataclasses.replace(plan.engine_plan()), cancel)
+               if plan.engine == "torch" else
+               measure_in_llamacpp(spec, spec, plan.engine_plan(), cancel, synthetic=True))
+        for progress in job_progress(job, i, len(models), model.key):
+            if isinstance(progress, EngineRun):
+                runs.append(progress)
+            else:
+                yield progress
+    yield Progress(step="fit", message="fitting and scoring the calibration", fraction=1.0)
+    points = [ModelPoints(key=m.key, spec=r.spec, points=r.points, kv_type=r.kv_type, dtype=r.dtype)
+              for m, r in zip(models, runs, strict=True)]
+    calibration = calibrate_engine(points, machine, engine_label=_label(runs[0]),
+                                   dtype=runs[0].dtype)
+    kept, error = False, ""
+    if keep:
+        try:
+            for run in runs:
+                store.save_measurement(store.model_key(run.spec), store.machine_key(machine), run.points,
+                                       run.record(), label=run.label, source="calibration")
+            store.save_engine_calibration(calibration)
+            kept = True
+        except OSError as exc:
+            error = str(exc)
+    return CalibrationRun(calibration=calibration, machine=machine, runs=tuple(runs), kept=kept, keep_error=error)
+
+
+def job_progress(job: Generator[Progress, None, EngineRun], index: int, count: int,
+                 key: str) -> Generator[Progress | EngineRun, None, None]:
+    """``job``'s progress scaled into model ``index`` of ``count``, then its result."""
+    try:
+        while True:
+            try:
+                progress = next(job)
+            except StopIteration as stop:
+                yield stop.value
+                return
+            share = (index + (progress.fraction or 0.0)) / count
+            yield dataclasses.replace(progress, fraction=share,
+                                      message=f"model {index + 1} of {count} ({key}): {progress.message}")
+    finally:
+        job.close()
+
+
+def _label(run: EngineRun) -> str:
+    s = run.settings
+    parts = [f"{s.engine} {s.version}".strip(), s.device]
+    if s.threads:
+        parts.append(f"{s.threads} thread{'s' if s.threads != 1 else ''}")
+    if s.dtype:
+        parts.append(s.dtype)
+    if s.flash_attention:
+        parts.append("flash attention")
+    return ", ".join(parts)

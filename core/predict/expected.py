@@ -1,0 +1,154 @@
+"""Expected figures: what a calibrated engine will do with a model it never ran.
+
+A calibration (``values.calibration.EngineCalibration``) holds the engine's rates by weight
+format on one machine. For a model, the rates mix by what the model is made of: a decode step
+spends W_f / bandwidth[f] on the bytes of each format class f, so the model's effective
+bandwidth is 1 / sum_f(share_f / bandwidth[f]) with share_f its share of the bytes one token
+reads; the FLOP rates mix the same way by share of the multiply-adds. The result is an
+``Efficiency`` for that model on that machine, so every clock, sweep and chart prices the
+expected figure with the same formulas as the ceiling. Replicates of the fit give the band."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rooflab.core.predict import work
+from rooflab.core.values.calibration import EngineCalibration, Rates, format_class
+from rooflab.core.values.machine import FACTOR_RANGE, Efficiency, MachineProfile
+from rooflab.core.values.model import ModelSpec, Role
+
+BAND = (16.0, 84.0)          # percentiles of the replicates: a one-sigma band
+MAX_REPLICATES = 24          # replicates priced per figure (the band's cost grows with them)
+
+
+def byte_shares(spec: ModelSpec) -> dict[str, float]:
+    """Share of the weight bytes one decode token reads, by format class (sums to 1)."""
+    read: dict[str, float] = defaultdict(float)
+    for t in spec.tensors:
+        read[format_class(t.type_name)] += work.bytes_read_per_token(spec, t.role, t.nbytes, t.row_bytes)
+    return _normalised(read)
+
+
+EXPERTS = "routed experts"      # the FLOP class of routed-expert multiplies, whatever their format
+
+
+def flop_shares(spec: ModelSpec) -> dict[str, float]:
+    """Share of the multiply-adds one token does, by the format class of the weights it
+    multiplies, routed experts apart (``EXPERTS``: many small multiplies, one per expert and
+    the tokens routed to it, run at their own rate): a routed expert counts used/count of its
+    parameters, an embedding lookup none (a tied embedding counts as the head)."""
+    done: dict[str, float] = defaultdict(float)
+    for t in spec.tensors:
+        if t.role is Role.EMBEDDING and not spec.tied_embeddings:
+            continue
+        if t.role is Role.EXPERTS:
+            done[EXPERTS] += t.params * spec.expert_fraction
+        else:
+            done[format_class(t.type_name)] += t.params
+    return _normalised(done)
+
+
+def _normalised(values: dict[str, float]) -> dict[str, float]:
+    total = sum(values.values())
+    if total <= 0:
+        return {"float": 1.0}
+    return {k: v / total for k, v in values.items() if v > 0}
+
+
+def _mixed(rates: Rates, kind: str, shares: dict[str, float], missing: set[str]) -> float:
+    """1 / sum(share / rate): the rate at which a mix of classes goes through."""
+    inverse = 0.0
+    for klass, share in shares.items():
+        rate, seen = rates.rate(kind, klass)
+        if not seen and share >= 0.02:
+            missing.add(klass)
+        inverse += share / rate
+    return 1.0 / inverse
+
+
+def _factor(value: float) -> float:
+    return float(min(FACTOR_RANGE[1], max(FACTOR_RANGE[0], value)))
+
+
+def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dtype: str | None = None,
+                   relative: bool = False, missing: set[str] | None = None) -> Efficiency:
+    """The ``Efficiency`` that makes ``machine``'s clocks price ``spec`` at ``rates``.
+
+    relative: the rates are factors of the machine's B and C (a back end's published
+    efficiency) rather than absolute bytes/s and FLOP/s. ``missing`` collects format classes
+    the rates do not cover (priced at the pooled rate)."""
+    missing = set() if missing is None else missing
+    b, c = machine.bandwidth, machine.flops(dtype)
+    scale_b, scale_c = (b, c) if relative else (1.0, 1.0)
+    bytes_, flops = byte_shares(spec), flop_shares(spec)
+    bandwidth = _mixed(rates, "bandwidth", bytes_, missing) * scale_b
+    prefill = _mixed(rates, "prefill_flops", flops, missing) * scale_c
+    decode = _mixed(rates, "decode_flops", flops, missing) * scale_c
+    cache = rates.cache_bandwidth * scale_b
+    return Efficiency(bandwidth=_factor(bandwidth / b), compute=_factor(prefill / c),
+                      decode_compute=_factor(decode / c), kv_read_factor=_factor(bandwidth / cache),
+                      step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers),
+                      overlap=rates.overlap)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expected:
+    """``machine`` as the calibrated engine runs ``spec``: the central profile, one per
+    replicate (for the band), and notes on what the calibration did not cover."""
+
+    calibration: EngineCalibration
+    machine: MachineProfile
+    replicas: tuple[MachineProfile, ...]
+    notes: tuple[str, ...] = ()
+
+    def band(self, figure: Callable[[MachineProfile], float]) -> tuple[float, float, float]:
+        """(central, low, high) of ``figure`` (a number priced on a machine): the central
+        profile's value and the 16th/84th percentiles over the replicates (the central value
+        twice when there are none)."""
+        central = float(figure(self.machine))
+        if not self.replicas:
+            return central, central, central
+        values = np.array([figure(m) for m in self.replicas], dtype=np.float64)
+        low, high = np.percentile(values, BAND)
+        return central, float(min(low, central)), float(max(high, central))
+
+    def curve_band(self, curve: Callable[[MachineProfile], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) arrays of ``curve`` over the replicates, point by point."""
+        central = np.asarray(curve(self.machine), dtype=np.float64)
+        if not self.replicas:
+            return central, central
+        stack = np.stack([np.asarray(curve(m), dtype=np.float64) for m in self.replicas])
+        low, high = np.percentile(stack, BAND, axis=0)
+        return np.minimum(low, central), np.maximum(high, central)
+
+
+def expected_for(spec: ModelSpec, machine: MachineProfile, calibration: EngineCalibration, *,
+                 dtype: str | None = None) -> Expected:
+    """What ``calibration`` expects of ``spec`` on ``machine``."""
+    relative = calibration.source == "public"
+    missing: set[str] = set()
+    central = efficiency_for(spec, machine, calibration.central, dtype=dtype, relative=relative, missing=missing)
+    if relative:
+        missing.clear()        # a back end's published factors hold for every format alike
+    replicas = tuple(dataclasses.replace(machine, efficiency=efficiency_for(spec, machine, r, dtype=dtype,
+                                                                            relative=relative))
+                     for r in _spread(calibration.replicates))
+    notes = [f"no {k} among the calibration models: priced at the mean rate of those that were"
+             if k == EXPERTS else
+             f"no {k} weights among the calibration models: priced at the mean rate of the formats that were"
+             for k in sorted(missing)]
+    return Expected(calibration=calibration, machine=dataclasses.replace(machine, efficiency=central),
+                    replicas=replicas, notes=tuple(notes))
+
+
+def _spread(replicates: Sequence[Rates]) -> Sequence[Rates]:
+    """At most ``MAX_REPLICATES`` of them, evenly spaced (deterministic)."""
+    if len(replicates) <= MAX_REPLICATES:
+        return replicates
+    step = len(replicates) / MAX_REPLICATES
+    return [replicates[int(i * step)] for i in range(MAX_REPLICATES)]

@@ -1,0 +1,121 @@
+"""Expected figures beside the ceiling, for the command line's JSON and CSV and for reports:
+the same sweeps priced on the calibrated profile, with the 16th-84th percentile band over the
+calibration's replicates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rooflab.core.predict.expected import Expected
+from rooflab.core.predict.request import request
+from rooflab.core.predict.sweep import decode_grid, prefill_sweep
+from rooflab.core.values.calibration import EngineCalibration
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
+
+
+def calibration_dict(cal: EngineCalibration, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """Where the expected figures come from: engine, settings, date, models, accuracy."""
+    return {"machine_key": cal.machine_key, "machine": cal.machine_name, "engine": cal.engine_label,
+            "engine_key": cal.engine_key, "settings": dict(cal.settings), "date": cal.date,
+            "models": list(cal.models), "source": cal.source,
+            "accuracy": {p: {k: a.to_dict() for k, a in v.items()} for p, v in cal.accuracy.items()
+                         if p != "in_sample"},
+            "fit_quality_in_sample": {k: a.to_dict() for k, a in cal.accuracy.get("in_sample", {}).items()},
+            "notes": [*cal.notes, *notes]}
+
+
+def _banded(name: str, central: np.ndarray, low: np.ndarray, high: np.ndarray, i: Any) -> dict[str, float]:
+    return {name: float(central[i]), f"{name}_low": float(low[i]), f"{name}_high": float(high[i])}
+
+
+def expected_decode_rows(spec: ModelSpec, ex: Expected, workload: Workload, contexts: Sequence[int],
+                         batches: Sequence[int]) -> list[dict[str, float]]:
+    """Per (context, batch), in ``decode_grid``'s order: expected seconds per step and rates,
+    each with _low / _high (the slow end of the seconds is the low end of the rates)."""
+    def seconds(m: MachineProfile) -> np.ndarray:
+        return decode_grid(spec, m, workload, contexts, batches).step_seconds
+
+    central = seconds(ex.machine)
+    low, high = ex.curve_band(seconds)
+    b = np.asarray(batches, dtype=np.float64).reshape(1, -1)
+    rows = []
+    for i in range(len(contexts)):
+        for j in range(len(batches)):
+            at = (i, j)
+            rows.append({**_banded("expected_seconds", central, low, high, at),
+                         **_banded("expected_tokens_per_second_per_sequence", 1 / central, 1 / high, 1 / low, at),
+                         **_banded("expected_tokens_per_second_total", b / central, b / high, b / low, at)})
+    return rows
+
+
+def expected_prefill_rows(spec: ModelSpec, ex: Expected, workload: Workload,
+                          prompts: Sequence[int]) -> list[dict[str, float]]:
+    """Per prompt length: expected seconds and prompt tokens/s, each with _low / _high."""
+    n = np.array([max(1, p) for p in prompts], dtype=np.float64)
+
+    def seconds(m: MachineProfile) -> np.ndarray:
+        return prefill_sweep(spec, m, workload, n).seconds
+
+    central = seconds(ex.machine)
+    low, high = ex.curve_band(seconds)
+    return [{**_banded("expected_seconds", central, low, high, i),
+             **_banded("expected_tokens_per_second", n / central, n / high, n / low, i)} for i in range(n.size)]
+
+
+def expected_request(spec: ModelSpec, ex: Expected, workload: Workload) -> dict[str, float]:
+    """TTFT, TPOT and end-to-end of the workload's request, expected, with bounds."""
+    out: dict[str, float] = {}
+    for name, pick in (("ttft_seconds", lambda e: e.ttft), ("tpot_seconds", lambda e: e.tpot),
+                       ("end_to_end_seconds", lambda e: e.end_to_end)):
+        central, low, high = ex.band(lambda m, p=pick: p(request(spec, m, workload)))
+        out |= {f"expected_{name}": central, f"expected_{name}_low": low, f"expected_{name}_high": high}
+    return out
+
+
+def with_expected(d: dict[str, Any], spec: ModelSpec, ex: Expected, workload: Workload, contexts: Sequence[int],
+                  batches: Sequence[int], prompts: Sequence[int]) -> dict[str, Any]:
+    """``d`` (``predict``'s JSON: request, decode rows, prefill rows) with each ceiling figure's
+    expected twin beside it, and where the expectation comes from."""
+    for row, more in zip(d["decode"], expected_decode_rows(spec, ex, workload, contexts, batches), strict=True):
+        row.update(more)
+    for row, more in zip(d["prefill"], expected_prefill_rows(spec, ex, workload, prompts), strict=True):
+        row.update(more)
+    d["request"].update(expected_request(spec, ex, workload))
+    d["calibration"] = calibration_dict(ex.calibration, ex.notes)
+    return d
+
+
+def expected_text(spec: ModelSpec, ex: Expected, workload: Workload) -> str:
+    """Lines for ``predict``'s text output: the expected request beside where it comes from."""
+    r = expected_request(spec, ex, workload)
+    cal = ex.calibration
+    origin = "published benchmarks of the back end" if cal.source == "public" else f"calibrated {cal.date[:10]}"
+    lines = [f"expected with {cal.engine_label} ({origin}):"]
+    for label, key, scale, unit in (("time to first token", "expected_ttft_seconds", 1e3, "ms"),
+                                    ("time per output token", "expected_tpot_seconds", 1e3, "ms")):
+        lines.append(f"  {label:<22} {r[key] * scale:10.2f} {unit}  (band {r[key + '_low'] * scale:.2f} .. "
+                     f"{r[key + '_high'] * scale:.2f})")
+    for phase, label in (("prefill", "prompt processing"), ("decode", "generation"), ("batch", "batched decode")):
+        phrase = accuracy_phrase(cal, phase)
+        if phrase:
+            lines.append(f"  {label}: {phrase}")
+    lines += [f"  note: {n}" for n in ex.notes]
+    return "\n".join(lines)
+
+
+def accuracy_phrase(cal: EngineCalibration, phase: str) -> str:
+    """"off by 9% (median, worst 21%) on models the calibration did not see" for ``phase``:
+    leave-one-model-out for a calibration timed here, leave-one-machine-out for a back end's
+    published factors; "" when there is no out-of-sample score for it. Never the in-sample fit."""
+    for protocol, what in (("leave_one_model_out", "models"), ("leave_one_machine_out", "machines")):
+        if cal.source == "public" and protocol == "leave_one_model_out":
+            continue
+        found = cal.accuracy.get(protocol, {}).get(phase)
+        if found is not None:
+            return f"off by {found.median:.0%} (median, worst {found.worst:.0%}) on {what} the calibration did not see"
+    return ""

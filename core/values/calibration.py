@@ -1,0 +1,218 @@
+"""A calibration of one (machine, engine, settings): the rates that engine reaches on that
+machine, by weight format, fitted from models it timed and applicable to any model.
+
+The model form (``measure.transfer`` fits it, ``predict.expected`` applies it) names each term
+after what it costs:
+
+- ``bandwidth[f]``: bytes/s at which the engine streams weights of format class f in a decode
+  step (a CPU dequantising K-quants does not stream like one reading Q8_0 or f16);
+- ``prefill_flops[f]`` / ``decode_flops[f]``: FLOP/s of a prefill's big multiplies and of a
+  decode step's few-row multiplies on weights of class f;
+- ``cache_bandwidth``: bytes/s at which a decode step's attention gets through the cache (an
+  attention kernel slower than memory shows as a rate below the memory's);
+- ``pass_seconds`` + ``layer_seconds`` x layers: the fixed cost of one forward pass;
+- ``overlap``: the share of the shorter clock (memory or compute) hidden under the longer.
+
+A format class the fit never saw takes the geometric mean of the classes it did (and says
+so). Replicates (the fit redone on resampled data) carry the uncertainty."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from rooflab.core.errors import SpecError
+
+#: ggml types grouped by how an engine handles them: one efficiency per group.
+_CLASSES: dict[str, tuple[str, ...]] = {
+    "float": ("F32", "F16", "BF16", "F64"),
+    "q8": ("Q8_0", "Q8_1", "Q8_K"),
+    "k-quant": ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+    "legacy": ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"),
+    "i-quant": ("IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_XS"),
+    "mxfp4": ("MXFP4",),
+    "ternary": ("TQ1_0", "TQ2_0"),
+}
+FORMAT_CLASS: dict[str, str] = {t: name for name, types in _CLASSES.items() for t in types}
+FORMAT_CLASSES: tuple[str, ...] = tuple(_CLASSES)
+
+
+def format_class(type_name: str) -> str:
+    """The efficiency group of a ggml type name ("Q4_K" -> "k-quant"); unknown types are
+    their own group (lower case)."""
+    return FORMAT_CLASS.get(type_name.upper(), type_name.lower())
+
+
+def _rates(data: Any, name: str) -> dict[str, float]:
+    if not isinstance(data, Mapping) or not data:
+        raise SpecError(f"calibration.{name} must be a non-empty object of format: rate")
+    return {str(k): _positive(v, f"{name}.{k}") for k, v in data.items()}
+
+
+def _positive(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise SpecError(f"calibration.{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _seconds(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 60:
+        raise SpecError(f"calibration.{name} must be in [0, 60) s, got {value!r}")
+    return float(value)
+
+
+def pooled(rates: Mapping[str, float]) -> float:
+    """The geometric mean of ``rates``: the stand-in for a class the fit did not see."""
+    return math.exp(sum(math.log(v) for v in rates.values()) / len(rates))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rates:
+    """One set of fitted rates (SI: bytes/s, FLOP/s, seconds)."""
+
+    bandwidth: Mapping[str, float]
+    prefill_flops: Mapping[str, float]
+    decode_flops: Mapping[str, float]
+    cache_bandwidth: float
+    pass_seconds: float = 0.0
+    layer_seconds: float = 0.0
+    overlap: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("bandwidth", "prefill_flops", "decode_flops"):
+            object.__setattr__(self, name, MappingProxyType(_rates(getattr(self, name), name)))
+        _positive(self.cache_bandwidth, "cache_bandwidth")
+        _seconds(self.pass_seconds, "pass_seconds")
+        _seconds(self.layer_seconds, "layer_seconds")
+        if isinstance(self.overlap, bool) or not isinstance(self.overlap, (int, float)) or not 0 <= self.overlap <= 1:
+            raise SpecError(f"calibration.overlap must be in [0, 1], got {self.overlap!r}")
+
+    def rate(self, kind: str, klass: str) -> tuple[float, bool]:
+        """(rate of ``kind`` for format class ``klass``, whether the fit saw that class)."""
+        table: Mapping[str, float] = getattr(self, kind)
+        if klass in table:
+            return table[klass], True
+        return pooled(table), False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bandwidth": dict(self.bandwidth), "prefill_flops": dict(self.prefill_flops),
+                "decode_flops": dict(self.decode_flops), "cache_bandwidth": self.cache_bandwidth,
+                "pass_seconds": self.pass_seconds, "layer_seconds": self.layer_seconds, "overlap": self.overlap}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Rates:
+        if not isinstance(data, Mapping):
+            raise SpecError("calibration rates must be an object")
+        try:
+            return cls(bandwidth=data["bandwidth"], prefill_flops=data["prefill_flops"],
+                       decode_flops=data["decode_flops"], cache_bandwidth=data["cache_bandwidth"],
+                       pass_seconds=data.get("pass_seconds", 0.0), layer_seconds=data.get("layer_seconds", 0.0),
+                       overlap=data.get("overlap", 1.0))
+        except KeyError as exc:
+            raise SpecError(f"calibration rates lack {exc}") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accuracy:
+    """Relative errors |measured - predicted| / measured of one phase under one protocol."""
+
+    median: float
+    worst: float
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"median": self.median, "worst": self.worst, "count": self.count}
+
+
+#: How accuracy is scored. Only the last two are accuracy; "in_sample" is fit quality.
+PROTOCOLS: tuple[str, ...] = ("in_sample", "leave_one_model_out", "extrapolation")
+PHASES: tuple[str, ...] = ("prefill", "decode", "batch")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineCalibration:
+    """The calibration of ``engine_key`` on ``machine_key``: central rates, replicates for the
+    uncertainty, where they came from and how well they predict what they did not see.
+
+    machine_bandwidth / machine_flops: the profile's B and C when fitted (factors are rates
+    over these). models: the calibration models timed. accuracy[protocol][phase]. source:
+    "measured" (timed here) or "public" (fitted to published benchmarks of a back end)."""
+
+    machine_key: str
+    machine_name: str
+    engine_key: str
+    engine_label: str
+    settings: Mapping[str, Any]
+    date: str
+    models: tuple[str, ...]
+    machine_bandwidth: float
+    machine_flops: float
+    central: Rates
+    replicates: tuple[Rates, ...] = ()
+    accuracy: Mapping[str, Mapping[str, Accuracy]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    source: str = "measured"
+    points: int = 0
+
+    def bands(self) -> list[tuple[str, str, float, float, float]]:
+        """(name, unit, central, low, high) of every fitted term: the central fit and the 16th
+        and 84th percentiles over the replicates (the central value when there are none)."""
+        rows: list[tuple[str, str, float, float, float]] = []
+        reps = self.replicates
+
+        def add(name: str, unit: str, get: Any) -> None:
+            central = float(get(self.central))
+            values = sorted(float(get(r)) for r in reps) or [central]
+            low = values[int(0.16 * (len(values) - 1))]
+            high = values[int(round(0.84 * (len(values) - 1)))]
+            rows.append((name, unit, central, min(low, central), max(high, central)))
+
+        for kind, label, unit in (("bandwidth", "weights streamed", "B/s"), ("prefill_flops", "prefill multiplies",
+                                                                             "FLOP/s"),
+                                  ("decode_flops", "decode multiplies", "FLOP/s")):
+            for klass in getattr(self.central, kind):
+                add(f"{label}, {klass}", unit, lambda r, k=kind, c=klass: r.rate(k, c)[0])
+        add("attention over the cache", "B/s", lambda r: r.cache_bandwidth)
+        add("fixed cost per pass", "s", lambda r: r.pass_seconds)
+        add("fixed cost per layer", "s", lambda r: r.layer_seconds)
+        add("overlap of memory and compute", "", lambda r: r.overlap)
+        return rows
+
+    def describe(self) -> str:
+        """One line: what ran, where, when, on what."""
+        return (f"{self.engine_label} on {self.machine_name}, calibrated {self.date[:10]} from "
+                f"{len(self.models)} model{'s' if len(self.models) != 1 else ''}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": 1, "machine_key": self.machine_key, "machine_name": self.machine_name,
+                "engine_key": self.engine_key, "engine_label": self.engine_label, "settings": dict(self.settings),
+                "date": self.date, "models": list(self.models), "machine_bandwidth": self.machine_bandwidth,
+                "machine_flops": self.machine_flops, "central": self.central.to_dict(),
+                "replicates": [r.to_dict() for r in self.replicates],
+                "accuracy": {p: {k: a.to_dict() for k, a in v.items()} for p, v in self.accuracy.items()},
+                "notes": list(self.notes), "source": self.source, "points": self.points}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> EngineCalibration:
+        """From ``to_dict``'s form; SpecError naming what is wrong."""
+        if not isinstance(data, Mapping):
+            raise SpecError("a calibration must be an object")
+        try:
+            accuracy = {str(p): {str(k): Accuracy(median=float(a["median"]), worst=float(a["worst"]),
+                                                  count=int(a["count"])) for k, a in v.items()}
+                        for p, v in dict(data.get("accuracy") or {}).items()}
+            return cls(machine_key=str(data["machine_key"]), machine_name=str(data["machine_name"]),
+                       engine_key=str(data["engine_key"]), engine_label=str(data["engine_label"]),
+                       settings=dict(data.get("settings") or {}), date=str(data["date"]),
+                       models=tuple(str(m) for m in data["models"]),
+                       machine_bandwidth=_positive(data["machine_bandwidth"], "machine_bandwidth"),
+                       machine_flops=_positive(data["machine_flops"], "machine_flops"),
+                       central=Rates.from_dict(data["central"]),
+                       replicates=tuple(Rates.from_dict(r) for r in data.get("replicates") or ()),
+                       accuracy=accuracy, notes=tuple(str(n) for n in data.get("notes") or ()),
+                       source=str(data.get("source", "measured")), points=int(data.get("points", 0)))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SpecError(f"calibration record is malformed: {exc!r}") from None

@@ -1,0 +1,140 @@
+"""Every machine preset's figures against the document it cites.
+
+The table holds each figure as its source states it, in the source's units: bandwidth in GB/s
+(10**9 bytes/s), device memory in GB as vendors mean it for memory (GiB, 2**30 bytes), peak
+FLOP/s dense (no sparsity) in TFLOP/s, and the device-to-device link in GB/s per direction.
+Where a datasheet gives only a sparse figure the table holds half of it, and where a figure is
+derived (cores x clock x per-core rate) the table holds the derivation's result; the preset's
+own ``sources`` text says which. A preset that gains a dtype needs a row here too."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab.core.io.presets import list_presets, load_machine
+from rooflab.core.values.machine import BACKENDS
+
+GB, GIB, TFLOPS = 1e9, 2**30, 1e12
+REL = 0.01          # 1 %: datasheets round to three or four figures
+
+# key: (document named first in the preset's sources, bandwidth GB/s, memory GB, {dtype: TFLOP/s},
+#       link GB/s per direction (0 = none stated), backend)
+DATASHEETS: dict[str, tuple[str, float, float, dict[str, float], float, str]] = {
+    # NVIDIA GeForce: FP16/BF16/FP8 tensor rates with FP32 accumulate
+    "rtx-3060-12gb": ("NVIDIA GeForce RTX 3060 family specifications", 360, 12,
+                      {"fp32": 3584 * 2 * 1.777e-3, "fp16": 28 * 512 * 1.777e-3, "bf16": 28 * 512 * 1.777e-3,
+                       "int8": 28 * 2048 * 1.777e-3}, 32, "cuda"),
+    "rtx-3090": ("NVIDIA Ampere GA102 GPU Architecture whitepaper", 936, 24,
+                 {"fp32": 35.6, "fp16": 71, "bf16": 71, "int8": 284}, 56.25, "cuda"),
+    "rtx-4060-ti-16gb": ("NVIDIA GeForce RTX 4060 Ti specifications", 288, 16,
+                         {"fp32": 4352 * 2 * 2.535e-3, "fp16": 34 * 512 * 2.535e-3, "bf16": 34 * 512 * 2.535e-3,
+                          "fp8": 353 / 4, "int8": 353 / 2}, 16, "cuda"),
+    "rtx-4080": ("NVIDIA Ada Lovelace GPU Architecture whitepaper", 716.8, 16,
+                 {"fp32": 48.7, "fp16": 97.5, "bf16": 97.5, "fp8": 194.9, "int8": 389.9}, 32, "cuda"),
+    "rtx-4090": ("lesson 'FLOPs, Bandwidth, and the Roofline Model'", 1008, 24,
+                 {"fp32": 82.6, "fp16": 165.2, "bf16": 165.2, "fp8": 330.3}, 32, "cuda"),
+    "rtx-5080": ("NVIDIA RTX Blackwell GPU Architecture whitepaper", 960, 16,
+                 {"fp32": 56.3, "fp16": 112.6, "bf16": 112.6, "fp8": 225.1}, 64, "cuda"),
+    "rtx-5090": ("lesson 'Prefill, Decode and Why Memory Bandwidth Rules'", 1792, 32,
+                 {"fp32": 104.8, "fp16": 209.5, "bf16": 209.5, "fp8": 419, "fp4": 838}, 64, "cuda"),
+    # NVIDIA workstation and data centre
+    "rtx-6000-ada": ("NVIDIA RTX 6000 Ada Generation datasheet", 960, 48,
+                     {"fp32": 91.1, "fp8": 1457 / 2, "int8": 1457 / 2, "fp16": 1457 / 4, "bf16": 1457 / 4}, 32, "cuda"),
+    "rtx-pro-6000-blackwell": ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet", 1792, 96,
+                               {"fp32": 125, "fp4": 4000 / 2, "fp8": 4000 / 4, "fp16": 4000 / 8, "bf16": 4000 / 8},
+                               64, "cuda"),
+    "l40s": ("NVIDIA L40S datasheet", 864, 48,
+             {"fp32": 91.6, "tf32": 183, "bf16": 362.05, "fp16": 362.05, "fp8": 733, "int8": 733}, 32, "cuda"),
+    "a100-pcie-40gb": ("NVIDIA A100 Tensor Core GPU datasheet", 1555, 40,
+                       {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312, "int8": 624}, 300, "cuda"),
+    "a100-pcie-80gb": ("NVIDIA A100 Tensor Core GPU datasheet", 1935, 80,
+                       {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312, "int8": 624}, 300, "cuda"),
+    "a100-sxm-80gb": ("lesson 'FLOPs, Bandwidth, and the Roofline Model'", 2039, 80,
+                      {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312, "int8": 624}, 300, "cuda"),
+    "h100-pcie": ("NVIDIA H100 Tensor Core GPU datasheet", 2000, 80,
+                  {"fp32": 51, "tf32": 756 / 2, "bf16": 1513 / 2, "fp16": 1513 / 2, "fp8": 3026 / 2,
+                   "int8": 3026 / 2}, 300, "cuda"),
+    "h100-nvl": ("NVIDIA H100 Tensor Core GPU datasheet", 3900, 94,
+                 {"fp32": 60, "tf32": 835 / 2, "bf16": 1671 / 2, "fp16": 1671 / 2, "fp8": 3341 / 2,
+                  "int8": 3341 / 2}, 300, "cuda"),
+    "h100-sxm": ("lesson 'FLOPs, Bandwidth, and the Roofline Model'", 3350, 80,
+                 {"fp32": 67, "tf32": 989 / 2, "bf16": 1979 / 2, "fp16": 1979 / 2, "fp8": 3958 / 2}, 450, "cuda"),
+    "h200": ("NVIDIA H200 Tensor Core GPU datasheet", 4800, 141,
+             {"fp32": 67, "tf32": 989 / 2, "bf16": 1979 / 2, "fp16": 1979 / 2, "fp8": 3958 / 2, "int8": 3958 / 2},
+             450, "cuda"),
+    "b200": ("NVIDIA DGX B200 datasheet", 64000 / 8, 1440 / 8,
+             {"fp4": 144000 / 8 / 2, "fp8": 72000 / 8 / 2, "fp16": 36000 / 8 / 2, "bf16": 36000 / 8 / 2}, 900, "cuda"),
+    "dgx-spark": ("lesson 'Prefill, Decode and Why Memory Bandwidth Rules'", 273, 128,
+                  {"fp4": 1000 / 2, "fp8": 1000 / 4, "fp16": 1000 / 8, "bf16": 1000 / 8, "fp32": 31}, 25, "cuda"),
+    "jetson-agx-orin-64gb": ("NVIDIA Jetson AGX Orin Series datasheet", 204.8, 64,
+                             {"fp32": 5.3, "int8": 170 / 2, "fp16": 170 / 4, "bf16": 170 / 4}, 1.25, "cuda"),
+    # AMD
+    "mi300x": ("AMD Instinct MI300X datasheet", 5300, 192,
+               {"fp32": 163.4, "tf32": 653.7, "fp16": 1307.4, "bf16": 1307.4, "fp8": 2614.9, "int8": 2614.9},
+               128 / 2, "rocm"),
+    "ryzen-ai-max-395": ("lesson 'Prefill, Decode and Why Memory Bandwidth Rules'", 256, 128,
+                         {"fp32": 40 * 64 * 2 * 2 * 2.9e-3, "fp16": 2 * 40 * 64 * 2 * 2 * 2.9e-3,
+                          "bf16": 2 * 40 * 64 * 2 * 2 * 2.9e-3}, 5, "vulkan"),
+    "ryzen-ai-max-390": ("AMD Ryzen AI Max series specifications", 256, 128,
+                         {"fp32": 32 * 64 * 2 * 2 * 2.8e-3, "fp16": 2 * 32 * 64 * 2 * 2 * 2.8e-3,
+                          "bf16": 2 * 32 * 64 * 2 * 2 * 2.8e-3}, 5, "vulkan"),
+    "ryzen-ai-max-385": ("AMD Ryzen AI Max series specifications", 256, 128,
+                         {"fp32": 32 * 64 * 2 * 2 * 2.8e-3, "fp16": 2 * 32 * 64 * 2 * 2 * 2.8e-3,
+                          "bf16": 2 * 32 * 64 * 2 * 2 * 2.8e-3}, 5, "vulkan"),
+    # Apple: M1 family from Apple's 2.6 TFLOPS for the 8-core M1, M2 from 27.2 for the 76-core M2 Ultra,
+    # M3 estimated (cores x 128 x 2 x 1.398 GHz)
+    "m1-pro": ("Apple M1 Pro press release", 200, 32, {"fp32": 2.6 * 2, "fp16": 2.6 * 2}, 5, "metal"),
+    "m1-max": ("Apple M1 Max press release", 400, 64, {"fp32": 2.6 * 4, "fp16": 2.6 * 4}, 5, "metal"),
+    "m1-ultra": ("Apple M1 Ultra press release", 800, 128, {"fp32": 2.6 * 8, "fp16": 2.6 * 8}, 5, "metal"),
+    "m2-pro": ("Apple M2 Pro press release", 200, 32, {"fp32": 27.2 * 19 / 76, "fp16": 27.2 * 19 / 76}, 5, "metal"),
+    "m2-max": ("Apple M2 Max press release", 400, 96, {"fp32": 27.2 / 2, "fp16": 27.2 / 2}, 5, "metal"),
+    "m2-ultra": ("Apple M2 Ultra press release", 800, 192, {"fp32": 27.2, "fp16": 27.2}, 5, "metal"),
+    "m3-pro": ("Apple MacBook Pro (M3 Pro) tech specs", 150, 36,
+               {"fp32": 18 * 256 * 1.398e-3, "fp16": 18 * 256 * 1.398e-3}, 5, "metal"),
+    "m3-max": ("Apple MacBook Pro (M3 Max", 400, 128,
+               {"fp32": 40 * 256 * 1.398e-3, "fp16": 40 * 256 * 1.398e-3}, 5, "metal"),
+    "m3-ultra": ("Apple Mac Studio (2025) press release", 819, 512,
+                 {"fp32": 80 * 256 * 1.398e-3, "fp16": 80 * 256 * 1.398e-3}, 10, "metal"),
+    "m4-pro": ("Apple: 273 GB/s", 273, 64, {"fp32": 8.5, "fp16": 8.5, "bf16": 8.5}, 10, "metal"),
+    "m4-max": ("Apple: 546 GB/s", 546, 128, {"fp32": 17, "fp16": 17, "bf16": 17}, 10, "metal"),
+    # CPUs
+    "desktop-ddr4": ("JEDEC DDR4-3200", 3200 * 8 * 2 / 1000, 32, {"fp32": 8 * 4 * 2 * 8 * 2 / 1000}, 0, "cpu"),
+    "desktop-ddr5": ("lesson 'FLOPs, Bandwidth, and the Roofline Model'", 5600 * 8 * 2 / 1000, 64,
+                     {"fp32": 1.024, "fp16": 1.024, "bf16": 1.024}, 0, "cpu"),
+    "epyc-9654": ("AMD EPYC 9004 series (Genoa) specifications", 4800 * 8 * 12 / 1000, 768,
+                  {"fp32": 96 * 2.4 * 2 * 8 * 2 / 1000}, 0, "cpu"),
+    "xeon-8480": ("Intel Xeon Platinum 8480+", 4800 * 8 * 8 / 1000, 512,
+                  {"fp32": 56 * 2.0 * 2 * 16 * 2 / 1000, "bf16": 56 * 2.0 * 1024 / 1000,
+                   "int8": 56 * 2.0 * 2048 / 1000}, 0, "cpu"),
+    "reference-cpu": ("roofline lesson example 7", 12.8, 32, {"fp32": 0.2}, 0, "cpu"),
+}
+
+
+def test_the_table_covers_every_preset():
+    assert sorted(DATASHEETS) == sorted(m.key for m in list_presets())
+
+
+@pytest.mark.parametrize("key", sorted(DATASHEETS))
+def test_preset_matches_its_datasheet(key):
+    document, bandwidth_gb, memory_gb, tflops, link_gb, backend = DATASHEETS[key]
+    m = load_machine(key)
+    cited = " ".join(m.sources.values())
+    assert document in cited, f"{key}: sources do not name {document!r}"
+    assert m.bandwidth == pytest.approx(bandwidth_gb * GB, rel=REL)
+    assert m.memory == memory_gb * GIB
+    assert set(m.peak_flops) == set(tflops), f"{key}: every dtype needs a datasheet row"
+    for dtype, figure in tflops.items():
+        assert m.peak_flops[dtype] == pytest.approx(figure * TFLOPS, rel=REL), (key, dtype)
+    assert m.interconnect_bandwidth == pytest.approx(link_gb * GB, rel=REL)
+    assert m.backend == backend
+
+
+@pytest.mark.parametrize("key", sorted(DATASHEETS))
+def test_preset_sources_every_figure(key):
+    m = load_machine(key)
+    assert m.backend in BACKENDS
+    for figure in ("bandwidth", "peak_flops", "memory", "offload", "backend"):
+        assert m.sources.get(figure, "").strip(), f"{key}: no source for {figure}"
+    assert m.has_offload
+    if m.has_interconnect:
+        assert m.interconnect_name and m.sources.get("interconnect"), key

@@ -1,0 +1,138 @@
+"""The calibration that carries over to models it never saw: recovered from points made with
+known rates, robust to an outlier, scored only on points the fit did not see, and refusing
+points of mixed engines."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from rooflab.core.errors import SpecError
+from rooflab.core.measure.calibration_models import LLAMACPP_MODELS
+from rooflab.core.measure.transfer import ModelPoints, calibrate_engine, predicted_seconds
+from rooflab.core.values.calibration import EngineCalibration, Rates
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.measured import EngineSettings, MeasuredPoint
+
+MACHINE = MachineProfile(name="this machine", bandwidth=40e9, peak_flops={"fp32": 200e9}, memory=24e9,
+                         default_dtype="fp32", kind="cpu", key="measured")
+SETTINGS = EngineSettings(engine="llama.cpp", version="test", threads=2, flash_attention=True)
+TRUTH = Rates(bandwidth={"k-quant": 30e9, "q8": 36e9, "float": 20e9},
+              prefill_flops={"k-quant": 220e9, "q8": 190e9, "routed experts": 110e9, "float": 100e9},
+              decode_flops={"k-quant": 150e9, "q8": 140e9, "routed experts": 120e9, "float": 100e9},
+              cache_bandwidth=6e9, pass_seconds=4e-4, layer_seconds=2e-5, overlap=0.0)
+
+
+def _plan() -> list[MeasuredPoint]:
+    pts = [MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=1.0, settings=SETTINGS)
+           for n in (32, 128, 512, 1024)]
+    pts += [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=1.0, settings=SETTINGS)
+            for t in (3, 259, 1027, 2051)]
+    pts += [MeasuredPoint(kind="batch", prompt=1, context=256, batch=b, seconds=1.0, settings=SETTINGS)
+            for b in (1, 2, 4, 8, 16)]
+    return pts
+
+
+def _models(truth: Rates = TRUTH, noise: float = 0.02, seed: int = 1, settings: EngineSettings = SETTINGS,
+            keys: tuple[str, ...] | None = None) -> list[ModelPoints]:
+    """Each calibration model's points priced with ``truth`` by the app's own path, times a
+    seeded log-normal noise of ``noise``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for m in LLAMACPP_MODELS:
+        if keys is not None and m.key not in keys:
+            continue
+        plan = [dataclasses.replace(p, settings=settings) for p in _plan()]
+        model = ModelPoints(key=m.key, spec=m.spec(), points=tuple(plan))
+        seconds = predicted_seconds(model, MACHINE, truth) * np.exp(rng.normal(0.0, noise, len(plan)))
+        out.append(dataclasses.replace(model, points=tuple(dataclasses.replace(p, seconds=float(s))
+                                                           for p, s in zip(plan, seconds, strict=True))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def fitted() -> EngineCalibration:
+    return calibrate_engine(_models(), MACHINE, engine_label="llama.cpp", replicates=12)
+
+
+def test_the_fit_recovers_the_rates_it_was_made_with(fitted):
+    c = fitted.central
+    assert c.overlap == 0.0
+    for klass in ("k-quant", "q8"):
+        assert c.bandwidth[klass] == pytest.approx(TRUTH.bandwidth[klass], rel=0.12)
+        assert c.prefill_flops[klass] == pytest.approx(TRUTH.prefill_flops[klass], rel=0.12)
+    assert c.prefill_flops["routed experts"] == pytest.approx(110e9, rel=0.2)
+    assert c.cache_bandwidth == pytest.approx(6e9, rel=0.15)
+    assert fitted.models == tuple(m.key for m in LLAMACPP_MODELS)
+    assert fitted.machine_key == "measured" and fitted.engine_key == SETTINGS.key
+
+
+def test_accuracy_is_scored_out_of_sample(fitted):
+    """With 2 % noise and the true model form, predictions of left-out models and of the long,
+    deep and large points stay near the noise."""
+    for protocol in ("leave_one_model_out", "extrapolation"):
+        for phase in ("prefill", "decode", "batch"):
+            assert fitted.accuracy[protocol][phase].median < 0.06, (protocol, phase)
+    assert fitted.accuracy["leave_one_model_out"]["decode"].count == 4 * len(LLAMACPP_MODELS)
+    # extrapolation scores only what the fit did not see: prompts of 1024, depth 2051, batches 8 and 16
+    assert fitted.accuracy["extrapolation"]["prefill"].count == len(LLAMACPP_MODELS)
+    assert fitted.accuracy["extrapolation"]["batch"].count == 2 * len(LLAMACPP_MODELS)
+
+
+def test_leaving_a_model_out_means_the_fit_never_sees_it():
+    """One model runs 40 % slower than the rest. Fitted with it, its points are partly
+    absorbed (a small in-sample error); left out, it is predicted from the others alone, so its
+    error is the whole 40 % gap (about 29 % of the measured time)."""
+    models = _models(noise=0.0)
+    odd = models[0]
+    models[0] = dataclasses.replace(odd, points=tuple(dataclasses.replace(p, seconds=p.seconds * 1.4)
+                                                     for p in odd.points))
+    cal = calibrate_engine(models, MACHINE, engine_label="llama.cpp", replicates=0)
+    lomo = cal.accuracy["leave_one_model_out"]["decode"]
+    assert lomo.worst == pytest.approx(0.4 / 1.4, abs=0.03)
+    assert cal.accuracy["in_sample"]["decode"].worst < lomo.worst
+
+
+def test_one_outlier_does_not_own_the_fit():
+    models = _models(noise=0.0)
+    pts = list(models[1].points)
+    pts[5] = dataclasses.replace(pts[5], seconds=pts[5].seconds * 5)       # a pass slowed by other load
+    models[1] = dataclasses.replace(models[1], points=tuple(pts))
+    cal = calibrate_engine(models, MACHINE, engine_label="llama.cpp", replicates=0)
+    assert cal.accuracy["in_sample"]["decode"].median < 0.02
+    assert cal.central.bandwidth["k-quant"] == pytest.approx(30e9, rel=0.05)
+
+
+def test_factors_come_with_a_band_and_repeated_calibrations_agree():
+    a = calibrate_engine(_models(seed=2), MACHINE, engine_label="llama.cpp", replicates=16, seed=3)
+    b = calibrate_engine(_models(seed=4), MACHINE, engine_label="llama.cpp", replicates=16, seed=5)
+    bands_a = {n: (lo, hi) for n, _, _, lo, hi in a.bands()}
+    for name, _unit, central, low, high in b.bands():
+        assert low <= central <= high
+        if name.startswith(("weights streamed", "prefill multiplies")):
+            lo, hi = bands_a[name]
+            # the two central values fall within each other's band widened by the noise
+            assert lo * 0.9 <= central <= hi * 1.1, name
+    assert len(a.replicates) == 16
+
+
+def test_disturbed_points_are_left_out_and_mixed_engines_refused():
+    models = _models(keys=("wide-q4_k_m", "wide-q8_0", "deep-q4_k_m"))
+    pts = list(models[0].points)
+    pts[0] = dataclasses.replace(pts[0], seconds=pts[0].seconds * 9, disturbed="load average rose")
+    models[0] = dataclasses.replace(models[0], points=tuple(pts))
+    cal = calibrate_engine(models, MACHINE, engine_label="llama.cpp", replicates=0)
+    assert any("disturbed" in n for n in cal.notes)
+    assert cal.points == 3 * 13 - 1
+    other = _models(settings=dataclasses.replace(SETTINGS, threads=1), keys=("deep-q8_0",))
+    with pytest.raises(SpecError, match="one engine"):
+        calibrate_engine([*models, *other], MACHINE, engine_label="llama.cpp", replicates=0)
+
+
+def test_a_calibration_record_round_trips(fitted):
+    again = EngineCalibration.from_dict(fitted.to_dict())
+    assert again.central == fitted.central and again.accuracy == fitted.accuracy
+    with pytest.raises(SpecError, match="malformed|calibration"):
+        EngineCalibration.from_dict({**fitted.to_dict(), "central": {"bandwidth": {"q8": -1}}})
