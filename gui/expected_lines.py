@@ -7,6 +7,7 @@ from __future__ import annotations
 from rooflab.core.predict.expected import Expected
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import accuracy_phrase, expected_request
+from rooflab.core.values.calibration import EngineCalibration
 from rooflab.gui.explain import Line
 from rooflab.gui.units import fmt
 
@@ -40,3 +41,26 @@ def expected_lines(sc: Scenario, ex: Expected) -> list[Line]:
                               f"from {origin}",
                      tooltip=tooltip))
     return rows
+
+
+def calibration_html(cal: EngineCalibration) -> str:
+    """The Measure tab's account of a calibration: what ran, the fitted terms with their band,
+    and its accuracy on points the fit did not see (the in-sample fit labelled as such)."""
+    from html import escape
+
+    def value(v: float, unit: str) -> str:
+        return fmt(v, unit) if unit else f"{v:.2f}"
+
+    rows = "".join(f"<tr><td>{escape(name)}</td><td align='right'>{value(c, unit)}</td>"
+                   f"<td>{value(lo, unit)} to {value(hi, unit)}</td></tr>" for name, unit, c, lo, hi in cal.bands())
+    acc = []
+    for protocol, label in (("leave_one_model_out", "models left out"), ("extrapolation", "extrapolated"),
+                            ("in_sample", "fit quality (in sample, not accuracy)")):
+        table = cal.accuracy.get(protocol, {})
+        cells = ", ".join(f"{phase} {a.median:.0%} (worst {a.worst:.0%})" for phase, a in table.items())
+        if cells:
+            acc.append(f"<li><b>{label}</b>: {cells}</li>")
+    return (f"<p><b>{escape(cal.describe())}</b><br>{escape(', '.join(cal.models))}: {cal.points} points.</p>"
+            f"<p>Error |predicted − measured| / measured, median:</p><ul>{''.join(acc)}</ul>"
+            f"<table><tr><th align='left'>term</th><th>value</th><th>band (16th–84th percentile)</th></tr>{rows}"
+            "</table>" + "".join(f"<p>{escape(n)}</p>" for n in cal.notes))

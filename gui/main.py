@@ -22,7 +22,20 @@ def run_report(args: argparse.Namespace) -> int:
     return run(args)
 
 
-HANDLERS = {"gui": run_gui, "report": run_report}
+def run_compare(args: argparse.Namespace) -> int:
+    """``rooflab compare``: the command line's table, plus compare.png with --out."""
+    from rooflab.core.cli.compare import run_compare as run
+
+    if not args.out:
+        return run(args)
+    from rooflab.gui.app import make_app
+    from rooflab.gui.compare_view import write_compare_png
+
+    make_app(headless=True)
+    return run(args, png=write_compare_png)
+
+
+HANDLERS = {"gui": run_gui, "report": run_report, "compare": run_compare}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,12 +25,15 @@ from PySide6.QtWidgets import (
 )
 
 from rooflab.core.errors import ReportError, RooflabError
+from rooflab.core.measure.overlays import expected_label
 from rooflab.core.values.workload import Workload
 from rooflab.gui import about
 from rooflab.gui.compare_panel import ComparePanel
+from rooflab.gui.compare_view import CompareTablePanel
 from rooflab.gui.dnd import DropController
 from rooflab.gui.machine_panel import MachinePanel
 from rooflab.gui.measure_controller import MeasureController
+from rooflab.gui.measure_overlays import Shape, draw_expected
 from rooflab.gui.measure_panel import MeasurePanel
 from rooflab.gui.model_panel import MODEL_FILTER, ModelPanel
 from rooflab.gui.numbers_panel import NumbersPanel
@@ -87,9 +90,12 @@ class MainWindow(QMainWindow):
         self.compare = ComparePanel(state, self.theme)
         self.stopwatch = StopwatchPanel()
         self.plot_panel = PlotTabsPanel(self.theme)
+        self._expected_drawn: Shape | None = None
         self.plots: dict[str, ChartPlot] = self.plot_panel.plots
         self.plot_tabs = self.plot_panel.tabs
         self.scenario_label = self.plot_panel.scenario_label
+        self.compare_view = CompareTablePanel(state, self.theme)     # models x machines, sortable
+        self.plot_tabs.addTab(self.compare_view, "Compare table")
         self.measure_panel = MeasurePanel()
         self.measure = MeasureController(state, self.plots, self.measure_panel, self, settings=self.settings)
         self.opener = OpenModelController(state, self.settings, self.model_panel, self)
@@ -195,6 +201,7 @@ class MainWindow(QMainWindow):
         self.machine_panel.message.connect(self._on_panel_message)
         self.measure.message.connect(self._on_panel_message)
         self.measure.machine_measured.connect(self._on_measure_machine_measured)
+        self.measure.engine_calibrated.connect(self._on_measure_engine_calibrated)
         # a read-out describes a point of the series on screen: it goes when the series does
         self.state.model_changed.connect(self._on_state_scenario_changed)
         self.state.machine_changed.connect(self._on_state_scenario_changed)
@@ -259,6 +266,8 @@ class MainWindow(QMainWindow):
     # -- drawing ----------------------------------------------------------------------------
     def _on_recompute_recomputed(self, frame: Frame) -> None:
         self.plot_panel.show_frame(frame)
+        label = expected_label(frame.expected) if frame.expected is not None else ""
+        self._expected_drawn = draw_expected(self.plots, frame.expected_curves, label, self._expected_drawn)
         self.setWindowTitle(window_title(frame.scenario.model.name, frame.scenario.machine.name))
         self.numbers.show_frame(frame)
         self.stopwatch.show_frame(frame)
@@ -274,6 +283,9 @@ class MainWindow(QMainWindow):
 
     def _on_recompute_failed(self, message: str) -> None:
         self.messages.show_message(f"Cannot predict this combination: {message}", "warning", "predict")
+
+    def _on_measure_engine_calibrated(self, _calibration: object) -> None:
+        self.recompute.forget_calibrations()      # every model on this machine gains its expected figures
 
     def _on_measure_machine_measured(self, _profile: object) -> None:
         self.machine_panel.refresh_picker()        # list "this machine, measured" to pick again
@@ -302,6 +314,8 @@ class MainWindow(QMainWindow):
             raise RooflabError("nothing to report: the current combination cannot be predicted")
         self.flush_plots()
         files = write_report(folder, list(self.plots.values()), frame)
+        if self.compare_view.controller.rows:       # the comparison table goes into the report too
+            self.compare_view.save(files.folder)
         self.settings.report_dir = str(files.folder)
         self.report_saved.emit(files)
         return files

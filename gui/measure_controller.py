@@ -17,13 +17,14 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from rooflab.core.errors import RooflabError
-from rooflab.core.io import takes_weights
+from rooflab.core.errors import MeasurementError, RooflabError
+from rooflab.core.io import presets, takes_weights
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.core.jobs import Progress
 from rooflab.core.measure import store, workflow
 from rooflab.core.measure.calibrate import Calibration
+from rooflab.core.measure.calibration_run import CalibrationRun
 from rooflab.core.measure.engine import ENGINES, EngineRun, default_engine, measure_in_torch
 from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
 from rooflab.core.measure.overlays import MeasuredSeries, series_by_engine
@@ -31,9 +32,10 @@ from rooflab.core.measure.workflow import Calibrated
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui import measure_jobs
 from rooflab.gui import measure_overlays as overlays
+from rooflab.gui.expected_lines import calibration_html
 from rooflab.gui.jobs import JobController, report_unexpected
 from rooflab.gui.measure_panel import MeasurePanel
-from rooflab.gui.measure_results import results_html
+from rooflab.gui.measure_results import machine_done_text, points_done_text, results_html
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.settings import Settings
 from rooflab.gui.state import AppState
@@ -47,6 +49,7 @@ class MeasureController(QObject):
     sample_measured = Signal(object)        # a MeasuredPoint or RooflineSample, as it arrives
     calibrated = Signal(object)             # a Calibration
     machine_measured = Signal(object)       # the MachineProfile "this machine, measured", once kept
+    engine_calibrated = Signal(object)      # an EngineCalibration of this machine, once fitted (and kept)
 
     def __init__(self, state: AppState, plots: Mapping[str, ChartPlot], view: MeasurePanel,
                  parent: QObject | None = None, *, settings: Settings | None = None) -> None:
@@ -66,6 +69,7 @@ class MeasureController(QObject):
         self._shown_for: tuple[str, str] = ("", "")  # (model key, machine name) the points belong to
         self._source = ""                          # the model's path or key when the job started
         self._kind = ""                            # "machine", "model" or "import": the job running
+        self._summary = "Done"                     # what the job found, for the status line
         self._default_engine = default_engine(self._engine_ref())
         self._kv_type = state.workload.kv_type
         self._written: tuple[object, float | None] = (None, 0.0)   # (model, bytes of its random-weight GGUF)
@@ -82,6 +86,7 @@ class MeasureController(QObject):
     def _connect(self) -> None:
         v = self.view
         v.machine_button.clicked.connect(self._on_machine_button_clicked)
+        v.calibrate_button.clicked.connect(self._on_calibrate_button_clicked)
         v.model_button.clicked.connect(self._on_model_button_clicked)
         v.import_button.clicked.connect(self._on_import_button_clicked)
         v.cancel_button.clicked.connect(self._on_cancel_button_clicked)
@@ -140,6 +145,18 @@ class MeasureController(QObject):
 
         self._start(functools.partial(measure_machine, self.view.machine_plan()), "machine")
 
+    def calibrate_machine(self) -> None:
+        """Measure this machine and calibrate the chosen engine (llama.cpp, or torch) on it for
+        every model; MeasurementError when the engine chosen cannot be calibrated."""
+        from rooflab.core.measure.calibration_run import CalibrationPlan, run_calibration
+
+        engine = self.view.engine_key()
+        if engine not in ("llamacpp", "torch"):
+            raise MeasurementError("calibration runs llama.cpp in process or torch: choose one of them as the engine")
+        plan = CalibrationPlan(engine=engine, threads=self.view.threads.value() or None,
+                               repeats=self.view.repeats.value(), measure_machine=self.view.remeasure.isChecked())
+        self._start(functools.partial(run_calibration, plan), "calibrate")
+
     def measure_model(self) -> None:
         """Time the model on screen in the chosen engine; RooflabError (shown by the caller)
         when the controls or the engine cannot start."""
@@ -176,6 +193,9 @@ class MeasureController(QObject):
     # -- the view's controls --------------------------------------------------------------------
     def _on_machine_button_clicked(self) -> None:
         self._guarded(self.measure_machine)
+
+    def _on_calibrate_button_clicked(self) -> None:
+        self._guarded(self.calibrate_machine)
 
     def _on_model_button_clicked(self) -> None:
         self._guarded(self.measure_model)
@@ -225,7 +245,8 @@ class MeasureController(QObject):
         if engine == "llama-bench":
             text, found = measure_jobs.bench_status(self.view.bench_path_text())
             self.view.show_bench_status(text, found=found)
-        self.view.show_estimate(self._estimate() if engine == "llamacpp" else "")
+        self.view.show_estimate(self._estimate() if engine == "llamacpp" else
+                                measure_jobs.torch_estimate(self._state.model, self.view) if engine == "torch" else "")
 
     def _estimate(self) -> str:
         spec = self._state.model
@@ -253,14 +274,15 @@ class MeasureController(QObject):
             self._draw_samples()
 
     def _on_jobs_returned(self, result: Any) -> None:
-        done = {"machine": self._machine_done, "model": self._model_done, "import": self._import_done}[self._kind]
+        done = {"machine": self._machine_done, "model": self._model_done, "import": self._import_done,
+                "calibrate": self._calibration_done}[self._kind]
         try:
             done(result)
         except RooflabError as exc:
             self._drop_live()
             self._show_error(str(exc))
             return
-        self.view.show_done()
+        self.view.show_done(self._summary)
 
     def _on_jobs_errored(self, exc: BaseException) -> None:
         self._drop_live()
@@ -299,12 +321,38 @@ class MeasureController(QObject):
             self._state.set_machine(profile)
         self.message.emit(f"Machine measured: {fmt(profile.bandwidth, 'B/s')} bandwidth, "
                           f"saved as {profile.name!r}", "info")
+        self._summary = machine_done_text(profile, presets.measured_machine_path())
+
+    def _calibration_done(self, run: CalibrationRun) -> None:
+        self.machine_measured.emit(run.machine)
+        if run.keep_error:
+            self.message.emit(f"Could not keep the calibration: {run.keep_error}", "warning")
+        self.engine_calibrated.emit(run.calibration)
+        if self.view.use_measured.isChecked():
+            self._state.set_machine(run.machine)
+        self.view.show_results(calibration_html(run.calibration), can_apply=False)
+        self._summary = f"Calibrated {run.calibration.engine_label} on this machine from {len(run.runs)} models"
 
     def _model_done(self, run: EngineRun) -> None:
-        done = workflow.after_engine_run(run, self._state.machine, source=self._source,
+        # the run was timed here: it is fitted to this machine as measured, never to a preset on
+        # screen, and the window moves to that machine to show it beside its own curves
+        machine = workflow.host_machine(self._state.machine)
+        if machine is None:
+            self._stored.append(list(run.points))
+            self._live = []
+            self._draw_points()
+            raise MeasurementError("timed, but not fitted: this machine has not been measured yet "
+                                   "(Measure this machine, then time the model again)")
+        done = workflow.after_engine_run(run, machine, source=self._source,
                                          include_disturbed=self.view.include_disturbed.isChecked())
-        self._stored.append(list(run.points))
+        if store.machine_key(self._state.machine) != done.machine_key:
+            self.message.emit(f"The model was timed on this machine, not on {self._state.machine.name}: "
+                              f"showing {machine.name}", "info")
+            self._state.set_machine(machine)        # brings this run back from the store with the others
+        else:
+            self._stored.append(list(run.points))
         self._live = []
+        self._summary = points_done_text(len(run.points), run.settings.legend)
         if store.model_key(self._state.model) != done.model_key:
             # torch times a transformers copy (fp32, bf16): its points are that model's, kept with it
             ran = f"{run.label} in {run.dtype}" if run.dtype else run.label
@@ -319,6 +367,7 @@ class MeasureController(QObject):
         # and 'rooflab predict --calibrated' finds it
         done = workflow.after_import(bench, self._state.model, self._state.machine, source=self._source)
         self._stored.append(list(bench.points))
+        self._summary = points_done_text(len(bench.points), bench.tool, imported=True)
         self._show_calibrated(done)
 
     def _show_calibrated(self, done: Calibrated, engine: str = "") -> None:

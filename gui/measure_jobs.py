@@ -100,6 +100,19 @@ def llamacpp_estimate(spec: ModelSpec, view: Any, *, written: float | None, avai
     return estimate_text(estimate, system_memory_available() if available is None else available, written)
 
 
+def torch_estimate(spec: ModelSpec, view: Any) -> str:
+    """How long a torch run of ``spec`` with the plan on ``view`` should take, said before it
+    starts; "" while a field is bad (the click says which)."""
+    from rooflab.core.measure.model import estimate_seconds
+    from rooflab.gui.measure_results import duration_text
+
+    try:
+        plan = view.model_plan()
+    except RooflabError:
+        return ""
+    return duration_text(estimate_seconds(spec, plan), plan.device)
+
+
 def stored_machine_samples(current: list[Any]) -> tuple[list[Any], str]:
     """(the kept machine measurement's roofline samples, the measured machine's name): what
     was measured of this machine, drawn beside its own roof. ``current`` when none is kept."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
+from rooflab.core.report.chart_types import distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
 from rooflab.gui.recompute import Frame
@@ -78,8 +79,12 @@ class PlotTabsPanel(QWidget):
         if frame is None or plot.chart_key not in self._stale:
             return
         self._stale.discard(plot.chart_key)
-        pinned = [PinnedChart(p.pin_id, p.label, charts[plot.chart_key]) for p, charts in frame.pinned]
-        plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=frame.scenario.label)
+        # legends name each series by what sets it apart (the line above names them in full)
+        labels = distinguishing_labels([frame.scenario.description,
+                                        *(p.scenario.description for p, _ in frame.pinned)])
+        pinned = [PinnedChart(p.pin_id, label, charts[plot.chart_key])
+                  for (p, charts), label in zip(frame.pinned, labels[1:], strict=True)]
+        plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])
 
     def _on_tabs_current_changed(self, index: int) -> None:
         plot = self.tabs.widget(index)

@@ -12,9 +12,13 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.errors import RooflabError
+from rooflab.core.measure.expectations import calibration_for
+from rooflab.core.measure.overlays import Overlay, expected_curves
+from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.charts import build_charts
 from rooflab.core.report.summary import Summary, summarise
+from rooflab.core.values.calibration import EngineCalibration
 from rooflab.gui.state import AppState, Pinned
 
 DEBOUNCE_MS = 8
@@ -28,6 +32,8 @@ class Frame:
     charts: dict[str, Chart]
     summary: Summary
     pinned: tuple[tuple[Pinned, dict[str, Chart]], ...]
+    expected: Expected | None = None        # what the machine's calibration expects, None without one
+    expected_curves: Overlay | None = None
 
 
 class RecomputeController(QObject):
@@ -42,6 +48,7 @@ class RecomputeController(QObject):
         self._timer.setInterval(delay_ms)
         self._timer.timeout.connect(self._on_timer_timeout)
         self._pinned_charts: dict[int, dict[str, Chart]] = {}
+        self._calibrations: dict[str, EngineCalibration | None] = {}
         self.frame: Frame | None = None
         state.changed.connect(self._on_state_changed)
 
@@ -56,6 +63,8 @@ class RecomputeController(QObject):
             sc = state.scenario
             summary = summarise(sc)
             charts = build_charts(sc, prefill_crossover=summary.prefill_crossover)
+            expected = self._expected(sc)
+            curves = expected_curves(sc.model, expected, sc.workload) if expected is not None else None
             pinned = []
             for p in state.pinned:
                 if p.pin_id not in self._pinned_charts:
@@ -66,9 +75,28 @@ class RecomputeController(QObject):
             return None
         live = {p.pin_id for p in state.pinned}
         self._pinned_charts = {k: v for k, v in self._pinned_charts.items() if k in live}
-        self.frame = Frame(scenario=sc, charts=charts, summary=summary, pinned=tuple(pinned))
+        self.frame = Frame(scenario=sc, charts=charts, summary=summary, pinned=tuple(pinned), expected=expected,
+                           expected_curves=curves)
         self.recomputed.emit(self.frame)
         return self.frame
+
+    def forget_calibrations(self) -> None:
+        """Look the machines' calibrations up again (one was made or removed), and redraw."""
+        self._calibrations.clear()
+        self.schedule()
+
+    def _expected(self, sc: Scenario) -> Expected | None:
+        """What the calibration of the scenario's machine expects of its model (looked up once
+        per machine; a machine whose efficiency was set by hand or by a model's own fit shows
+        that instead)."""
+        machine = sc.machine
+        if not machine.efficiency.is_identity:
+            return None
+        key = machine.key or machine.name
+        if key not in self._calibrations:
+            self._calibrations[key] = calibration_for(machine)
+        cal = self._calibrations[key]
+        return None if cal is None else expected_for(sc.model, machine, cal, dtype=sc.workload.compute_dtype)
 
     @property
     def pending(self) -> bool:

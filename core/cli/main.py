@@ -67,7 +67,9 @@ def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) ->
     p.add_argument("--step-overhead-ms", type=number_in(0, 59_999, "ms"), metavar="MS",
                    help="fixed time added to every forward pass")
     p.add_argument("--calibrated", action="store_true",
-                   help="apply efficiency factors fitted from this model's measurements on this machine")
+                   help="apply efficiency factors fitted from this model's own measurements on this machine")
+    p.add_argument("--ceiling-only", action="store_true",
+                   help="leave out the expected figures a calibration of the machine gives")
 
 
 def add_workload_options(p: argparse.ArgumentParser) -> None:
@@ -106,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
     out.add_argument("--csv", action="store_true", help="decode and prefill rows as CSV")
+    from rooflab.core.cli.placement import add_placement_options
+
+    add_placement_options(p)
+    from rooflab.core.cli.compare import add_compare_parser
+
+    add_compare_parser(sub)
 
     p = sub.add_parser("models", help="the built-in model catalogue")
     p.add_argument("--json", action="store_true")
@@ -208,7 +216,10 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
+    from rooflab.core.cli.placement import resolve_placed, with_placement
     from rooflab.core.io import load_model
+    from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.report.expected import expected_text, with_expected
     from rooflab.core.values.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_PROMPTS
 
     workload = resolve_workload(args)
@@ -218,12 +229,19 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     batches = args.batches or DEFAULT_BATCHES
     prompts = args.prompts or DEFAULT_PROMPTS
     check_grid(contexts, batches, prompts)
+    expected = None if args.calibrated or args.ceiling_only else expected_on(spec, machine,
+                                                                             dtype=workload.compute_dtype)
+    placed = resolve_placed(args, spec, machine, workload)     # auto-fit unless placement flags
     if args.json:
-        print_json(predict_dict(spec, machine, workload, contexts, batches, prompts))
+        d = with_placement(predict_dict(spec, machine, workload, contexts, batches, prompts), spec, machine,
+                           workload, placed, contexts, batches, prompts)
+        print_json(with_expected(d, spec, expected, workload, contexts, batches, prompts) if expected else d)
     elif args.csv:
         sys.stdout.write(predict_csv(spec, machine, workload, contexts, batches, prompts))
     else:
-        print(predict_text(spec, machine, workload, contexts, batches, prompts))
+        print(predict_text(spec, machine, workload, contexts, batches, prompts, placed=placed))
+        if expected is not None:
+            print(expected_text(spec, expected, workload))
     return 0
 
 
@@ -280,8 +298,15 @@ def _cmd_machines(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rooflab.core.cli.compare import run_compare
+
+    return run_compare(args)
+
+
 _COMMANDS: dict[str, Handler] = {
     "inspect": _cmd_inspect, "predict": _cmd_predict, "models": _cmd_models, "machines": _cmd_machines,
+    "compare": _cmd_compare,
 }
 
 

@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from rooflab.core.cli.args import int_list
+from rooflab.core.cli.calibrate import add_calibrate_parser, run_calibrate
 from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.io import presets
 from rooflab.core.jobs import CancelToken, Progress
@@ -24,7 +25,7 @@ GB = 1e9
 def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``measure machine``, ``measure model`` and ``measure import`` to ``subparsers``."""
     measure = subparsers.add_parser("measure", help="measure this machine or time a model, then calibrate")
-    sub = measure.add_subparsers(dest="measure_command", metavar="{machine,model,import}")
+    sub = measure.add_subparsers(dest="measure_command", metavar="{machine,model,calibrate,import}")
     sub.required = True
 
     p = sub.add_parser("machine", help="memory bandwidth, matmul peaks and an empirical roofline")
@@ -73,6 +74,8 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-save", action="store_true", help="keep neither points nor fit")
 
+    add_calibrate_parser(sub)
+
     p = sub.add_parser("import", help="read llama-bench / llama-batched-bench output")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--model", default=None, help="the model it ran, to predict and calibrate against")
@@ -85,9 +88,9 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run_measure(args: argparse.Namespace) -> int:
     """Run the ``measure`` subcommand in ``args``; returns the exit status."""
     command = getattr(args, "measure_command", None)
-    handler = {"machine": _machine, "model": _model, "import": _import}.get(command or "")
+    handler = {"machine": _machine, "model": _model, "import": _import, "calibrate": _calibrate}.get(command or "")
     if handler is None:
-        raise MeasurementError("measure needs a subcommand: machine, model or import")
+        raise MeasurementError("measure needs a subcommand: machine, model, calibrate or import")
     cancel = CancelToken()
     try:
         return handler(args, cancel)
@@ -150,6 +153,10 @@ def _machine(args: argparse.Namespace, cancel: CancelToken) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace, cancel: CancelToken) -> int:
+    return run_calibrate(args, cancel, _Status())
+
+
 def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> Any:
     """The profile predictions are compared with: --machine, else the stored measured one,
     else a quick measurement of this machine now (kept for next time)."""
@@ -200,8 +207,8 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     print("  what sits between the ceiling and the measurement:")
     for g in done.gaps:
         mark = "*" if g.applies else "-"
-        share = f" {g.share:5.0%} of the step's gap" if g.seconds and g.share else ""
-        print(f"   {mark} {g.contributor}{share}: {g.evidence}")
+        share = f" ({g.share_text})" if g.share_text else ""
+        print(f"   {mark} {g.contributor}{share}. {g.evidence}")
     for note in done.notes + cal.notes:
         print(f"  note: {note}")
     return 0

@@ -17,6 +17,7 @@ from rooflab.core.predict.speculative import speculative
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
 from rooflab.core.predict.work import weight_bytes_read_per_token
 from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.summary import summarise
 from rooflab.core.report.tables import grouped_rows
 from rooflab.core.report.text import long_duration
@@ -35,6 +36,12 @@ def print_json(obj: Any) -> None:
 def _num(x: float) -> float | None:
     """JSON has no infinity: an unreached crossover is null."""
     return None if not math.isfinite(x) else float(x)
+
+
+def _whole_bytes(x: float) -> int:
+    """A byte count as a whole number in JSON and CSV alike: ``4671768832``, not
+    ``4671768832.0`` (an MoE step's expected bytes are fractional; a byte is not)."""
+    return round(float(x))
 
 
 def inspect_dict(spec: ModelSpec, kv_type: str = "f16") -> dict[str, Any]:
@@ -133,15 +140,15 @@ def _decode_rows(spec: ModelSpec, machine: MachineProfile, workload: Workload,
         for j, b in enumerate(batches):
             rows.append({
                 "context": int(t), "batch": int(b),
-                "bytes_per_step": float(g.bytes_per_step[i, j]),
-                "kv_bytes_per_step": float(g.cache_bytes_per_step[i, j]),
+                "bytes_per_step": _whole_bytes(g.bytes_per_step[i, j]),
+                "kv_bytes_per_step": _whole_bytes(g.cache_bytes_per_step[i, j]),
                 "flops_per_step": float(g.flops_per_step[i, j]),
                 "step_seconds": float(g.step_seconds[i, j]),
                 "tokens_per_second_per_sequence": float(g.per_sequence[i, j]),
                 "tokens_per_second_total": float(g.total[i, j]),
                 "kv_share": float(g.kv_share[i, j]),
                 "experts_touched_per_layer": float(g.experts_touched[i, j]),
-                "memory_bytes": float(g.memory[i, j]),
+                "memory_bytes": _whole_bytes(g.memory[i, j]),
                 "fits": bool(g.fits[i, j]),
                 "bound": "compute" if g.compute_bound[i, j] else "memory",
             })
@@ -205,8 +212,14 @@ def _csv_cell(key: str, value: Any) -> Any:
 
 
 def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],
-                 batches: Sequence[int], prompts: Sequence[int]) -> str:
+                 batches: Sequence[int], prompts: Sequence[int], *, placed: PlacedSummary | None = None) -> str:
+    """The text report; with ``placed`` the headline, rows and fit are the placement's, and a model
+    that does not fit says so before any figure."""
     d = predict_dict(spec, machine, workload, contexts, batches, prompts)
+    if placed is not None:
+        from rooflab.core.cli.placement import with_placement
+
+        d = with_placement(d, spec, machine, workload, placed, contexts, batches, prompts)
     r = d["request"]
     eff = machine.efficiency
     lines = [
@@ -231,14 +244,24 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
         f"{'context':>8} {'batch':>6} {'per seq':>9} {'total':>9} {'GB/step':>8} {'KV %':>5} "
         f"{'memory GB':>10} {'fits':>5} {'bound':>8}" + (f" {'experts':>8}" if spec.is_moe else ""),
     ]
-    for row in d["decode"]:
+    decode_rows, prefill_rows = d["decode"], d["prefill"]
+    if placed is not None:
+        from rooflab.core.cli.placement import as_placed, placement_lines
+
+        if not placed.fits:
+            lines[3] = "does NOT fit, so none of these figures can be reached; " + lines[3]
+        lines[5] += " with every byte on the device and nothing reserved"
+        lines[2:2] = placement_lines(spec, machine, workload, placed)
+        decode_rows, prefill_rows = as_placed(decode_rows), as_placed(prefill_rows)
+        lines[-2] += ", as placed (memory: both memories, reserves and buffers included)"
+    for row in decode_rows:
         lines.append(
             f"{row['context']:>8,} {row['batch']:>6} {row['tokens_per_second_per_sequence']:>9.1f} "
             f"{row['tokens_per_second_total']:>9.0f} {row['bytes_per_step'] / GB:>8.2f} {100 * row['kv_share']:>5.0f} "
             f"{row['memory_bytes'] / GB:>10.1f} {'yes' if row['fits'] else 'NO':>5} {row['bound']:>8}"
             + (f" {row['experts_touched_per_layer']:>8.1f}" if spec.is_moe else ""))
     lines += ["", "prefill", f"{'prompt':>8} {'seconds':>10} {'tokens/s':>10} {'bound':>8}"]
-    for row in d["prefill"]:
+    for row in prefill_rows:
         lines.append(f"{row['prompt']:>8,} {row['seconds']:>10.4f} {row['tokens_per_second']:>10.0f} {row['bound']:>8}")
     if workload.draft_tokens:
         s = d["speculative"]

@@ -144,6 +144,11 @@ def _measured_path() -> Path:
     return data_dir() / "machines" / f"{MEASURED_KEY}.json"
 
 
+def measured_machine_path() -> Path:
+    """Where "this machine, measured" is kept (the window says so when a run ends)."""
+    return _measured_path()
+
+
 def save_measured_machine(profile: MachineProfile, measurement: Mapping[str, Any] | None = None) -> Path:
     """Keep ``profile`` as "this machine, measured", with the raw measurement beside it."""
     return write_record(_measured_path(), {"profile": profile.to_dict(), "measurement": dict(measurement or {})})

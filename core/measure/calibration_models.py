@@ -27,6 +27,7 @@ class CalibrationModel:
     description: str
     config: dict[str, Any]
     weights: str                 # recipe for llama.cpp (q4_k_m, q8_0); torch runs the config itself
+    quick: bool = True           # part of the quick set (``measure calibrate --quick``)
 
     def spec(self) -> ModelSpec:
         return spec_from_config(self.config, weights=self.weights, name=f"calibration {self.key}",
@@ -56,11 +57,11 @@ LLAMACPP_MODELS: tuple[CalibrationModel, ...] = (
     CalibrationModel(key="wide-q8_0", description="dense, 12 layers of 1024", config=_WIDE, weights="q8_0"),
     CalibrationModel(key="deep-q8_0", description="dense, 16 layers of 768", config=_DEEP, weights="q8_0"),
     CalibrationModel(key="sliding-q4_k_m", description="sliding-window attention (128 tokens), 12 layers",
-                     config=_SLIDING, weights="q4_k_m"),
+                     config=_SLIDING, weights="q4_k_m", quick=False),
     CalibrationModel(key="experts-q4_k_m", description="32 routed experts, 4 per token, 8 layers",
-                     config=_EXPERTS, weights="q4_k_m"),
+                     config=_EXPERTS, weights="q4_k_m", quick=False),
     CalibrationModel(key="fine-experts-q4_k_m", description="64 routed experts, 8 per token, 12 layers",
-                     config=_FINE_EXPERTS, weights="q4_k_m"),
+                     config=_FINE_EXPERTS, weights="q4_k_m", quick=False),
 )
 
 #: The torch set: the same shapes, run by transformers at the compute dtype (smaller: torch in
@@ -72,7 +73,7 @@ TORCH_MODELS: tuple[CalibrationModel, ...] = (
                      config=_dense("qwen3", 512, 12, 8, 4, 1536, head_dim=64), weights="fp32"),
     CalibrationModel(key="experts", description="16 routed experts, 4 per token, 6 layers",
                      config=_dense("qwen3_moe", 512, 6, 8, 4, 1536, head_dim=64, moe_intermediate_size=384,
-                                   num_experts=16, num_experts_per_tok=4), weights="fp32"),
+                                   num_experts=16, num_experts_per_tok=4), weights="fp32", quick=False),
 )
 
 

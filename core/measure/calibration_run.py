@@ -48,11 +48,8 @@ class CalibrationPlan:
 
     def models(self) -> tuple[CalibrationModel, ...]:
         chosen = calibration_models(self.engine)
-        if self.quick:
-            # one of each format and shape kind: still leaves a model out per format
-            return tuple(m for m in chosen if m.key in ("wide-q4_k_m", "deep-q4_k_m", "wide-q8_0", "deep-q8_0",
-                                                        "wide", "deep"))
-        return chosen
+        # quick: the dense shapes in each format (a model left out still leaves its format)
+        return tuple(m for m in chosen if m.quick) if self.quick else chosen
 
     def engine_plan(self) -> Any:
         """The sweep each model gets: short prompts, shallow caches and small batches to fit
@@ -105,6 +102,8 @@ def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = No
     plan = plan or CalibrationPlan()
     machine = yield from _machine(plan, cancel, keep)
     models = plan.models()
+    if len(models) < 2:
+        raise MeasurementError("a calibration needs at least two models (one is left out to score it)")
     runs: list[EngineRun] = []
     for i, model in enumerate(models):
         check_cancel(cancel)

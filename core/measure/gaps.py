@@ -23,6 +23,7 @@ import numpy as np
 from rooflab.core.measure.calibrate import Calibration
 from rooflab.core.measure.machine_result import MachineMeasurement
 from rooflab.core.predict import work
+from rooflab.core.report.text import count
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
@@ -39,6 +40,16 @@ class Gap:
     share: float
     applies: bool
     evidence: str
+
+    @property
+    def share_text(self) -> str:
+        """"83% of the reference step's gap", "offsets 19% of ..." for a term that shortens the
+        step, "" when it has no share (not a decode-step term, or one that rounds to 0%)."""
+        if not self.seconds or not math.isfinite(self.share) or round(abs(self.share) * 100) == 0:
+            return ""
+        if self.share < 0:
+            return f"offsets {-self.share:.0%} of the reference step's gap"
+        return f"{self.share:.0%} of the reference step's gap"
 
 
 #: A decode step within this share of its ceiling has no gap worth sharing out among contributors.
@@ -83,22 +94,22 @@ def explain(spec: ModelSpec, cal: Calibration, machine_run: MachineMeasurement |
         ]
     gaps += [_kernel_gap(spec, cal, machine_run), _small_multiply_gap(cal, machine_run),
              Gap(contributor="Weights split across two memories", seconds=0.0, share=0.0, applies=False,
-                 evidence="not in play: every weight was read from one memory in these runs")]
+                 evidence="Not in play: every weight was read from one memory in these runs.")]
     return sorted(gaps, key=lambda g: (not g.applies, -g.share))
 
 
 def _bandwidth_evidence(cal: Calibration, machine_run: MachineMeasurement | None) -> str:
     eff = cal.effective_bandwidth
-    text = (f"the decode steps' byte stream ran at {eff / GB:.1f} GB/s, {cal.efficiency.bandwidth:.0%} of the "
-            f"profile's {cal.bandwidth / GB:.1f} GB/s")
+    text = (f"Decode steps streamed their bytes at {eff / GB:.1f} GB/s: {cal.efficiency.bandwidth:.0%} of the "
+            f"profile's {cal.bandwidth / GB:.1f} GB/s.")
     if machine_run is not None:
         streams = ", ".join(f"{r.kernel} {r.best / GB:.1f}" for r in machine_run.bandwidth)
         if streams:
-            text += f"; streaming kernels reached {streams} GB/s"
+            text += f" Streaming kernels reached {streams} GB/s."
         single = [s for s in machine_run.roofline if s.m == 1]
         if single:
-            text += (f"; a one-row multiply (m = 1) streamed its matrix at "
-                     f"{single[0].bytes / single[0].seconds / GB:.1f} GB/s")
+            text += (f" A one-row multiply (m = 1) streamed its matrix at "
+                     f"{single[0].bytes / single[0].seconds / GB:.1f} GB/s.")
     return text
 
 
@@ -107,7 +118,7 @@ def _cache_gap(spec: ModelSpec, cal: Calibration, cache_s: float, gap: float) ->
     kv = cal.efficiency.kv_read_factor
     if len({p.context for p, _ in decode}) < 2:
         return Gap(contributor="Engine moves more cache bytes than attention reads", seconds=cache_s,
-                   share=cache_s / gap, applies=False, evidence="needs decode steps at two or more contexts")
+                   share=cache_s / gap, applies=False, evidence="Needs decode steps at two or more contexts.")
     lo = min(decode, key=lambda x: x[0].context)[0]
     hi = max(decode, key=lambda x: x[0].context)[0]
     attention = float(work.kv_bytes(spec, hi.context, cal.kv_type) - work.kv_bytes(spec, lo.context, cal.kv_type))
@@ -117,9 +128,9 @@ def _cache_gap(spec: ModelSpec, cal: Calibration, cache_s: float, gap: float) ->
     torch = any(p.settings is None or p.settings.engine == "torch" for p, _ in decode)
     meaning = ("2 would be a cache copied every step, as torch.cat in transformers' dynamic cache does" if torch
                else "1 is each cached byte read once per step; more is attention's own work per cached token")
-    evidence = (f"from context {lo.context} to {hi.context} a step {change}; reading the extra "
-                f"{attention / 1e6:.0f} MB of cache once explains {expected * 1e3:.2f} ms; fitted "
-                f"kv_read_factor {kv:.2f} ({meaning})")
+    evidence = (f"From context {lo.context:,} to {hi.context:,}, a step {change}. Reading the extra "
+                f"{attention / 1e6:.0f} MB of cache once would take {expected * 1e3:.2f} ms. Fitted "
+                f"kv_read_factor {kv:.2f} ({meaning}).")
     return Gap(contributor="Engine moves more cache bytes than attention reads", seconds=cache_s,
                share=cache_s / gap, applies=kv > 1.2, evidence=evidence)
 
@@ -127,18 +138,23 @@ def _cache_gap(spec: ModelSpec, cal: Calibration, cache_s: float, gap: float) ->
 def _overhead_evidence(spec: ModelSpec, cal: Calibration, p: MeasuredPoint) -> str:
     o = cal.efficiency.step_overhead
     if "step_overhead" not in cal.fitted:
-        return "not measured (no overhead probe): any fixed cost per pass is folded into the bandwidth factor"
+        return "Not measured (no overhead probe): any fixed cost per pass is folded into the bandwidth factor."
     per_layer = o / max(spec.layers, 1)
-    return (f"a same-depth model with tiny widths takes {o * 1e3:.2f} ms a step: {per_layer * 1e6:.0f} µs per "
-            f"layer, {o / p.seconds:.0%} of the {p.seconds * 1e3:.1f} ms step at context {p.context}")
+    return (f"A same-depth model with tiny widths takes {o * 1e3:.2f} ms a step: {per_layer * 1e6:.0f} µs per "
+            f"layer. That is {o / p.seconds:.0%} of the {p.seconds * 1e3:.1f} ms step at context {p.context:,}.")
 
 
 def _load_gap(cal: Calibration, rest: float, gap: float) -> Gap:
     spreads = np.array([p.spread for p in cal.points])
     median = float(np.median(spreads)) if spreads.size else 0.0
     worst = float(spreads.max()) if spreads.size else 0.0
-    evidence = (f"repeats of the same pass differed by a median {median:.0%} (worst {worst:.0%}); "
-                f"after the fit {rest * 1e3:+.1f} ms of the reference step is unexplained")
+    if abs(rest) < 5e-5:
+        left = "The fit explains the reference step in full."
+    elif rest > 0:
+        left = f"The fit leaves {rest * 1e3:.1f} ms of the reference step unexplained."
+    else:
+        left = f"The fit overshoots the reference step by {-rest * 1e3:.1f} ms."
+    evidence = f"Repeats of one pass differed by a median {median:.0%} (worst {worst:.0%}). {left}"
     return Gap(contributor="Other load on the machine, noise", seconds=rest, share=rest / gap,
                applies=median > 0.05 or abs(rest) > 0.1 * gap, evidence=evidence)
 
@@ -148,35 +164,38 @@ def _kernel_gap(spec: ModelSpec, cal: Calibration, machine_run: MachineMeasureme
     ec = cal.efficiency.compute
     quantised = any(t.type_name.upper().startswith(("Q", "IQ", "MXFP", "TQ")) for t in spec.tensors)
     if "compute" not in cal.fitted or not prefill:
-        text = "no compute-bound pass was measured, so the arithmetic rate was not fitted"
+        text = "No compute-bound pass was measured, so the arithmetic rate was not fitted."
         return Gap(contributor="Kernels and dequantisation", seconds=0.0, share=0.0, applies=False, evidence=text)
     longest = max(prefill, key=lambda p: p.prompt * p.batch)
     flops = float(work.prefill_flops(spec, longest.prompt, longest.context, longest.batch))
-    text = (f"the {longest.prompt}-token prefill ran {flops / longest.seconds / 1e9:.0f} GFLOP/s; the fit puts "
-            f"prefill arithmetic at {cal.effective_flops / 1e9:.0f} GFLOP/s, {ec:.0%} of the "
-            f"{cal.peak_flops / 1e9:.0f} GFLOP/s a large {cal.dtype} multiply reached")
-    if quantised:
-        text += "; quantised weights are unpacked inside every multiply, which costs arithmetic and bandwidth"
     extra = flops / cal.effective_flops - flops / cal.peak_flops
-    return Gap(contributor="Kernels and dequantisation", seconds=0.0, share=0.0, applies=ec < 0.8,
-               evidence=text + f" ({extra:.2f} s of that prefill)")
+    text = (f"The prefill of {count(longest.prompt, 'token')} ran at {flops / longest.seconds / 1e9:.0f} GFLOP/s. "
+            f"The fit puts prefill arithmetic at {cal.effective_flops / 1e9:.0f} GFLOP/s: {ec:.0%} of the "
+            f"{cal.peak_flops / 1e9:.0f} GFLOP/s a large {cal.dtype} multiply reached ({extra:.2f} s of that prefill).")
+    if quantised:
+        text += " Quantised weights are unpacked inside every multiply, which costs arithmetic and bandwidth."
+    return Gap(contributor="Kernels and dequantisation", seconds=0.0, share=0.0, applies=ec < 0.8, evidence=text)
 
 
 def _small_multiply_gap(cal: Calibration, machine_run: MachineMeasurement | None) -> Gap:
     batch = [(p, a) for p, a in zip(cal.points, cal.predicted_after, strict=True) if p.kind == "batch" and p.batch > 1]
     if not batch:
         return Gap(contributor="Small multiplies reach little of the peak", seconds=0.0, share=0.0, applies=False,
-                   evidence="no batched steps were measured")
+                   evidence="No batched steps were measured.")
     worst_p, worst_a = max(batch, key=lambda x: x[0].seconds / x[1])
     excess = worst_p.seconds / worst_a - 1.0
-    text = (f"a step for {worst_p.batch} sequences at context {worst_p.context} took {worst_p.seconds * 1e3:.1f} ms, "
-            f"{excess:+.0%} against the calibrated roof")
+    if round(abs(excess) * 100) == 0:
+        against = "as the calibrated roof predicts"
+    else:
+        against = f"{abs(excess):.0%} {'slower' if excess > 0 else 'faster'} than the calibrated roof predicts"
+    text = (f"A step for {count(worst_p.batch, 'sequence')} at context {worst_p.context:,} took "
+            f"{worst_p.seconds * 1e3:.1f} ms, {against}.")
     if machine_run is not None:
         near = [s for s in machine_run.roofline if s.m <= worst_p.batch]
         if near and machine_run.matmul:
             s = max(near, key=lambda s: s.m)
             peak = max(r.best for r in machine_run.matmul if r.dtype == s.dtype) if any(
                 r.dtype == s.dtype for r in machine_run.matmul) else max(r.best for r in machine_run.matmul)
-            text += f"; a {s.m}-row multiply reached {s.achieved / 1e9:.0f} GFLOP/s, {s.achieved / peak:.0%} of the peak"
+            text += f" A {s.m}-row multiply reached {s.achieved / 1e9:.0f} GFLOP/s, {s.achieved / peak:.0%} of the peak."
     return Gap(contributor="Small multiplies reach little of the peak", seconds=0.0, share=0.0,
                applies=excess > 0.15, evidence=text)

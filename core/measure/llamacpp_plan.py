@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from rooflab.core.errors import MeasurementError
 from rooflab.core.measure.budget import MemoryEstimate
-from rooflab.core.values.model import ModelSpec, Role
+from rooflab.core.predict.footprint import compute_buffer_bytes
+from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import KV_TYPES
 
 EXPERIMENTS: tuple[str, ...] = ("prefill", "decode", "batch")
@@ -117,15 +118,9 @@ def kv_cache_bytes(spec: ModelSpec, plan: LlamaCppPlan, tokens_per_seq: int, seq
 
 
 def compute_bytes(spec: ModelSpec, plan: LlamaCppPlan, tokens_per_seq: int) -> float:
-    """llama.cpp's compute buffer for one ubatch, erring high: fp32 logits, hidden states and
-    the feed-forward intermediate (times the experts each token uses) per token, and the
-    attention scores ubatch x context x heads that a pass without flash attention holds."""
-    ffn = max((max(t.shape[:2]) for t in spec.tensors
-               if t.role in (Role.FEED_FORWARD, Role.EXPERTS, Role.SHARED_EXPERTS) and len(t.shape) > 1),
-              default=4 * spec.hidden)
-    heads = max(spec.attention.heads, default=1)
-    per_token = spec.vocab + 8 * spec.hidden + 3 * ffn * max(1, spec.experts_used)
-    return 4.0 * plan.ubatch * (per_token + _padded(tokens_per_seq) * heads)
+    """llama.cpp's compute buffer for one ubatch, erring high (``compute_buffer_bytes``), with
+    the attention scores ubatch x context x heads that a pass without flash attention holds."""
+    return float(compute_buffer_bytes(spec, plan.ubatch, _padded(tokens_per_seq), attention_scores=True))
 
 
 def llamacpp_memory(spec: ModelSpec, plan: LlamaCppPlan) -> MemoryEstimate:

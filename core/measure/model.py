@@ -125,18 +125,43 @@ class ModelMeasurement:
                 "points": [p.to_dict() for p in self.points]}
 
 
-def _work_weights(spec: ModelSpec, plan: ModelPlan, device: str) -> list[float]:
-    """Relative cost of each planned unit, for the ETA: a pass costs the weight stream plus
-    its arithmetic at rough rates (20 GB/s and 100 GFLOP/s on a CPU, 25x that on a GPU)."""
-    fast = 1.0 if device == "cpu" else 25.0
-    stream = spec.weight_bytes / (20e9 * fast)
-    per_token = 2.0 * spec.params_per_token / (100e9 * fast)
+#: Rough rates of torch passes on a CPU (a GPU: 25x): two busy cores ran a 270M-parameter
+#: model's fp32 passes at about 20 GFLOP/s and its decode steps at 1.5-3 GB/s.
+CPU_STREAM, CPU_FLOPS, GPU_SPEED_UP = 5e9, 25e9, 25.0
+BUILD_RATE = 100e6          # bytes/s of weights built at random (or read) before the first pass
+
+
+def _work_weights(spec: ModelSpec, plan: ModelPlan, device: str, weight_bytes: float | None = None) -> list[float]:
+    """Seconds of each planned unit at the rough rates above: a pass costs the weight stream
+    (``weight_bytes``, the spec's when None) plus its arithmetic. The ETA uses them as weights."""
+    fast = 1.0 if device == "cpu" else GPU_SPEED_UP
+    stream = (spec.weight_bytes if weight_bytes is None else weight_bytes) / (CPU_STREAM * fast)
+    per_token = 2.0 * spec.params_per_token / (CPU_FLOPS * fast)
     units = []
     for n in plan.timed_prompts:
         units.append(plan.repeats * (stream + n * per_token + plan.timed_steps * stream))
     for t, b in plan.batch_grid:
         units.append(t * per_token + (plan.batch_steps + 1) * (stream + b * per_token))
     return units or [1.0]
+
+
+def estimate_seconds(spec: ModelSpec, plan: ModelPlan) -> float:
+    """Rough seconds a ``measure_model`` run of ``spec`` takes, shown before it starts: the
+    weights built (at ``BUILD_RATE``), a warm-up pass, each prompt's runs (at least ``repeats``,
+    more while under ``point_seconds``, up to ``max_repeats``) and the batched sweep, at the
+    rough rates of ``_work_weights``. Load, the overhead probe and thermal limits are left out;
+    the progress line's ETA corrects the guess as the run goes."""
+    weight_bytes = spec.params_total * backend.dtype_bytes(plan.dtype)
+    units = _work_weights(spec, plan, plan.device, weight_bytes)
+    prompts = len(plan.timed_prompts)
+    total = weight_bytes / BUILD_RATE + sum(units[prompts:])
+    for runs in units[:prompts]:
+        one = runs / plan.repeats
+        total += max(runs, min(plan.point_seconds, plan.max_repeats * one))
+    if plan.warmup:
+        total += _work_weights(spec, ModelPlan(prompts=(16,), experiments=("prefill",), repeats=1), plan.device,
+                               weight_bytes)[0]
+    return total
 
 
 def _source_label(point_source: str, plan: ModelPlan, device: str) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.expected import Expected
 from rooflab.core.report.chart_types import Curve, Scenario
 from rooflab.core.report.charts import BATCHING, DECODE, PREFILL, ROOFLINE, build_charts
 from rooflab.core.values.machine import MachineProfile
@@ -221,4 +222,38 @@ def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Wor
         if found:
             out[(chart, panel)] = [dataclasses.replace(c, key=f"calibrated_{c.key}", label=_calibrated_label(c),
                                                        role="calibrated") for c in found]
+    return out
+
+
+BAND_LOW, BAND_HIGH = "expected low", "expected high"     # Curve.extras of an expected curve's band
+BAND_REPLICAS = 8            # replicas priced per redraw for the window's band
+
+
+def expected_label(expected: Expected) -> str:
+    """The legend text of the expected curves: "expected, llama.cpp" (the engine calibrated)."""
+    engine = expected.calibration.engine_label.split(",")[0].split(" ")[0]
+    return f"expected, {engine}" if expected.calibration.source != "public" else f"expected, {engine} (published)"
+
+
+def expected_curves(spec: ModelSpec, expected: Expected, workload: Workload, *,
+                    replicas: int = BAND_REPLICAS) -> Overlay:
+    """The main predicted curves as the calibrated engine is expected to run them, each with its
+    band (the 16th-84th percentile over up to ``replicas`` of the calibration's replicates) in
+    its extras ``BAND_LOW`` / ``BAND_HIGH``, point by point."""
+    central = calibrated_curves(spec, expected.machine, workload)
+    reps = expected.replicas[:: max(1, len(expected.replicas) // replicas)][:replicas]
+    spread = [calibrated_curves(spec, m, workload) for m in reps]
+    out: Overlay = {}
+    for where, curves in central.items():
+        banded = []
+        for i, curve in enumerate(curves):
+            label = curve.label
+            ys = [s[where][i].y for s in spread if where in s and len(s[where]) > i and s[where][i].y.shape == curve.y.shape]
+            extras = dict(curve.extras)
+            if ys and curve.kind == "line":
+                low, high = np.percentile(np.stack(ys), (16.0, 84.0), axis=0)
+                extras |= {BAND_LOW: np.minimum(low, curve.y), BAND_HIGH: np.maximum(high, curve.y)}
+            banded.append(dataclasses.replace(curve, key=curve.key.replace("calibrated_", "expected_"), label=label,
+                                              extras=extras))
+        out[where] = banded
     return out

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.speculative import speculative
+from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -32,22 +36,43 @@ class RequestEstimate:
     speculative_speedup: float = 1.0   # the factor TPOT was divided by (1 without drafts)
 
 
-def request(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> RequestEstimate:
+class TimedPass(Protocol):
+    """What ``request`` reads of a pass: ``clocks.Pass`` or a placed pass (``offload``)."""
+
+    @property
+    def seconds(self) -> Array: ...
+
+    @property
+    def kv_share(self) -> Array: ...
+
+    def bound(self) -> str | list[str]: ...
+
+
+DecodeAt = Callable[[ArrayLike], TimedPass]     # context (tokens) -> one decode step at the batch
+
+
+def request(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
+            decode: DecodeAt | None = None, prefill: TimedPass | None = None) -> RequestEstimate:
     """TTFT = prefill(n_prompt); TPOT = mean decode step while the cache grows from
     context + prompt to context + prompt + answer - 1; end_to_end = TTFT + TPOT x (answer - 1).
 
     With speculative drafts (workload.draft_tokens > 0) TPOT is divided by the expected
     speed-up at the first decode step (``speculative``); the decode ceiling stays that of a
-    plain step. Queueing and tokenisation are left out."""
-    pre = prefill_pass(spec, machine, workload)
+    plain step. Queueing and tokenisation are left out.
+
+    ``decode`` (a step at a context) and ``prefill`` replace the one-memory clocks, for a
+    placed model (``offload.placed_request``); the speculative speed-up stays the one-memory
+    one."""
+    step: DecodeAt = decode or (lambda t: decode_pass(spec, machine, workload, context=t))
+    pre = prefill or prefill_pass(spec, machine, workload)
     start = workload.context + workload.prompt
     steps = workload.answer - 1
     if steps > 0:
         t = np.linspace(start, start + steps - 1, min(steps, _TPOT_SAMPLES))
-        tpot = float(np.mean(decode_pass(spec, machine, workload, context=t).seconds))
+        tpot = float(np.mean(step(t).seconds))
     else:
-        tpot = float(decode_pass(spec, machine, workload, context=start).seconds)
-    first = decode_pass(spec, machine, workload, context=start)
+        tpot = float(step(start).seconds)
+    first = step(start)
     speedup = 1.0
     if workload.draft_tokens:
         speedup = speculative(spec, machine, workload, context=start).speedup

@@ -34,3 +34,11 @@ def long_duration(seconds: float, digits: int = 3) -> str | None:
     if magnitude < 2 * DAY:
         return f"{significant(seconds / HOUR, digits)} h"
     return f"{significant(seconds / DAY, digits)} days"
+
+
+def count(amount: int | str, noun: str, plural: str = "") -> str:
+    """``amount`` and its noun, singular only for exactly one: ``count(1, "token") == "1 token"``,
+    ``count(2048, "token") == "2,048 tokens"``, ``count("1.94", "token") == "1.94 tokens"``.
+    ``amount`` may be text already formatted; ``plural`` when adding "s" is wrong."""
+    shown = amount if isinstance(amount, str) else f"{amount:,}"
+    return f"{shown} {noun if shown == '1' else plural or noun + 's'}"

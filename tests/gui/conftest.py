@@ -58,3 +58,13 @@ def write_tiny_config(folder: Path, name: str = "tiny-qwen3") -> Path:
 @pytest.fixture
 def tiny_config(tmp_path: Path) -> Path:
     return write_tiny_config(tmp_path / "tiny-qwen3")
+
+
+def save_this_machine() -> None:
+    """Keep a measured profile of this machine (a CPU): what a run timed here is fitted to."""
+    from rooflab.core.io import presets
+    from rooflab.core.values.machine import MachineProfile
+
+    presets.save_measured_machine(MachineProfile(name="this machine (measured)", bandwidth=30e9,
+                                                 peak_flops={"fp32": 150e9}, memory=16e9, default_dtype="fp32",
+                                                 kind="cpu", key="measured"))

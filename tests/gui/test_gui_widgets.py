@@ -152,7 +152,7 @@ def test_speculative_sentence_counts_in_words(qtbot, window):
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.state.update_workload(draft_tokens=1, acceptance=0.0)
     sentence = next(line.sentence for line in window.numbers.lines if line.key == "speculative")
-    assert sentence == "1 draft at 0 % acceptance yield 1 token per verify step, which costs 1 decode step."
+    assert sentence == "1 draft at 0 % acceptance yields 1 token per verify step. That step costs 1 decode step."
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.state.update_workload(draft_tokens=4, acceptance=1.0)
     sentence = next(line.sentence for line in window.numbers.lines if line.key == "speculative")

@@ -171,9 +171,9 @@ def test_legend_tells_apart_series_that_differ_only_at_the_end_of_their_label(qt
     with qtbot.waitSignal(window.redrawn, timeout=3000):
         window.state.update_workload(batch=2)
     view = window.plots["decode"].panel_view("rate")
-    pinned = [label.text for _sample, label in view.legend.items if "Qwen3" in label.text]
-    assert len(pinned) == 2 and len(set(pinned)) == 2, pinned        # both ended "RTX 4090 ·…"
-    assert pinned[0].endswith("batch 7") and pinned[1].endswith("batch 300")
+    pinned = [label.text for _sample, label in view.legend.items if "batch" in label.text]
+    # named by what differs: both used to read "Qwen3-8B Q4_K_M · NVID…RTX 4090 · …"
+    assert pinned == ["batch 7", "batch 300"], pinned
 
 
 def test_pinning_the_same_series_twice_adds_nothing(window):

@@ -21,6 +21,7 @@ from rooflab.core.values.defaults import DEFAULT_MODEL
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.measure_overlays import measured_layer
 from tests.factories.spies import spy
+from tests.gui.conftest import save_this_machine
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: llama.cpp cannot run")
 
@@ -51,6 +52,7 @@ def quick(panel, **texts: str) -> None:
 
 @pytest.fixture
 def gguf_window(qtbot, window, tiny_gguf: Path):
+    save_this_machine()
     open_in(qtbot, window, str(tiny_gguf))
     on_measure_tab(qtbot, window)
     yield window
@@ -101,7 +103,8 @@ def test_llamacpp_measures_the_gguf_on_screen_and_keeps_it(qtbot, gguf_window, t
         panel.model_button.click()
     qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=10_000)
     run = returned.args[0]
-    assert run.engine == "llamacpp" and panel.error.isHidden() and panel.step.text() == "Done"
+    assert run.engine == "llamacpp" and panel.error.isHidden()
+    assert panel.step.text().startswith(f"Measured 6 points with {run.settings.legend};")
     # every point arrived live, while the job ran, then came back in the run
     assert [p for p, _ in live] == list(run.points) and all(busy for _, busy in live)
     assert [p.kind for p in run.points] == ["prefill"] * 2 + ["decode"] * 2 + ["batch"] * 2
@@ -112,7 +115,7 @@ def test_llamacpp_measures_the_gguf_on_screen_and_keeps_it(qtbot, gguf_window, t
     assert sorted(p.prompt for p in run.points if p.kind == "prefill") == [8, 32]
     # the workflow 'rooflab measure model' runs, once, for the user's own file
     ((args, kwargs, _done),) = calls
-    assert args[0] is run and args[1] is state.machine
+    assert args[0] is run and args[1].key == state.machine.key == "measured"   # this machine, not the preset
     assert kwargs == {"source": str(tiny_gguf), "include_disturbed": False}
     assert run.spec is before[0]
     # the file stays the user's: same model, weight format, cache type and reference
@@ -171,6 +174,7 @@ def test_a_config_model_runs_as_a_random_weight_gguf(qtbot, window, tiny_config,
     from rooflab.core.io import load_model
 
     state, panel, ctl = window.state, window.measure_panel, window.measure
+    save_this_machine()
     on_measure_tab(qtbot, window)
     state.set_model(load_model(tiny_config, weights="q8_0"), str(tiny_config), "q8_0")
     assert panel.engine_key() == "torch"                # a Hugging Face config: torch by default

@@ -1,0 +1,161 @@
+"""``rooflab compare --models A,B --machines X,Y [--weights q4_k_m,q8_0] [--json|--csv] [--out DIR]``:
+models x machines x weight formats in one table (``report.compare``), each row placed as
+auto-fit places it. A bad name is one line and exit status 2, like every command.
+
+With ``--out`` the table is saved as compare.csv, and as compare.png when the desktop
+package hands ``run_compare`` a PNG writer (``rooflab.gui.main`` does)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rooflab.core.cli.args import int_list
+from rooflab.core.errors import ReportError, SpecError
+from rooflab.core.report.compare import CompareRow
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
+
+GB = 1e9
+MAX_ROWS = 1000
+PngWriter = Callable[[Path, Sequence[CompareRow]], Path]     # (path, rows) -> path written
+
+
+def names(text: str) -> tuple[str, ...]:
+    """Comma-separated names, blanks dropped."""
+    out = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one name")
+    return out
+
+
+def add_compare_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("compare", help="models x machines x weight formats in one table (auto-fit placement)")
+    p.add_argument("--models", required=True, type=names, metavar="A,B",
+                   help="catalogue keys, .gguf files, config.json files or model folders")
+    p.add_argument("--machines", required=True, type=names, metavar="X,Y",
+                   help="preset keys, saved profiles or profile .json paths")
+    p.add_argument("--weights", type=names, metavar="F,G",
+                   help="weight formats for config-defined models, e.g. q4_k_m,q8_0 (default: each model's own)")
+    p.add_argument("--prompt", type=int, default=None, help="prompt tokens (default 2048)")
+    p.add_argument("--answer", type=int, default=None, help="answer tokens (default 256)")
+    p.add_argument("--context", type=int, default=None, help="tokens already in the cache (default 0)")
+    p.add_argument("--batch", type=int, default=None, help="sequences decoded together (default 1)")
+    p.add_argument("--kv-type", default="f16", help="KV-cache type (default f16)")
+    p.add_argument("--depths", type=int_list(0, MAX_TOKENS), help="contexts of the decode-rate columns "
+                   "(default 0,4096,32768)")
+    p.add_argument("--ceiling-only", action="store_true", help="leave the expected columns empty")
+    p.add_argument("--out", metavar="DIR", help="also save compare.csv (and compare.png) in DIR")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
+    out.add_argument("--csv", action="store_true", help="the table as CSV")
+
+
+def compare_workload(args: argparse.Namespace) -> Workload:
+    """The workload the table is priced at (the defaults of ``rooflab predict``)."""
+    from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
+
+    batch = args.batch if args.batch is not None else d.batch
+    if not 1 <= batch <= MAX_BATCH:
+        raise SpecError(f"--batch must be in [1, {MAX_BATCH:,}], got {batch}")
+    return Workload(prompt=args.prompt if args.prompt is not None else d.prompt,
+                    answer=args.answer if args.answer is not None else d.answer,
+                    context=args.context if args.context is not None else d.context,
+                    batch=batch, kv_type=args.kv_type.lower())
+
+
+def entries(models: Sequence[str], machines: Sequence[str],
+            weights: Sequence[str] | None) -> list[tuple[ModelSpec, MachineProfile, str]]:
+    """(model, machine, weight format) for every combination, models read once per format.
+    Raises a RooflabError naming the first bad model, machine or format."""
+    from rooflab.core.io import load_model, takes_weights
+    from rooflab.core.io.presets import load_machine
+
+    rows = len(models) * len(machines) * max(1, len(weights or ()))
+    if rows > MAX_ROWS:
+        raise SpecError(f"{rows:,} rows asked for; at most {MAX_ROWS:,}")
+    hardware = [load_machine(m) for m in machines]
+    specs: list[tuple[ModelSpec, str]] = []
+    for ref in models:
+        formats: Sequence[str | None] = list(weights) if weights and takes_weights(ref) else [None]
+        for fmt in formats:
+            spec = load_model(ref, weights=fmt)
+            specs.append((spec, (fmt or spec.weights_format).upper()))
+    return [(spec, machine, fmt) for spec, fmt in specs for machine in hardware]
+
+
+def expected_machine(spec: ModelSpec, machine: MachineProfile) -> MachineProfile | None:
+    """The hook ``report.compare`` asks for expected figures: ``machine`` as the calibration that
+    applies to it (timed here, or published for its back end) expects it to run ``spec``."""
+    from rooflab.core.measure.expectations import expected_on
+
+    found = expected_on(spec, machine)
+    return None if found is None else found.machine
+
+
+def _time(x: float | None) -> str:
+    """Milliseconds under a second, then seconds; empty when the row has no figure."""
+    if x is None:
+        return ""
+    return f"{x * 1e3:,.1f} ms" if x < 1 else f"{x:,.2f} s"
+
+
+def _rate(x: float | None) -> str:
+    return "" if x is None else f"{x:,.1f}"
+
+
+def compare_text(rows: Sequence[CompareRow], depths: Sequence[int]) -> str:
+    """An aligned table (GB = 10^9 bytes, ms, tokens/s), the placement last, in words."""
+    table: list[list[str]] = [["model", "machine", "weights", "weights GB", "KV GB", "fits", "TTFT",
+                               "TPOT", "expected TPOT", *[f"tok/s @{d:,}" for d in depths], "max context",
+                               "tok/s/seq", "tok/s total", "placement"]]
+    for r in rows:
+        table.append([r.model, r.machine_key or r.machine, r.weights, f"{r.weight_bytes / GB:,.1f}",
+                      f"{r.kv_bytes / GB:,.2f}", "yes" if r.fits else "NO", _time(r.ttft), _time(r.tpot),
+                      _time(r.expected_tpot), *[_rate(v) for _, v in r.decode_rates],
+                      f"{r.largest_context:,}" if r.fits else "", _rate(r.per_sequence), _rate(r.total),
+                      r.placement + (f" ({r.flags})" if r.flags else "")])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    text = [("  ".join(c.ljust(w) if i in (0, 1, 2, 5, len(widths) - 1) else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip() for row in table]
+    return "\n".join(text)
+
+
+def run_compare(args: argparse.Namespace, *, png: PngWriter | None = None) -> int:
+    """Build, print and (with --out) save the table; ``png`` draws compare.png when given."""
+    from rooflab.core.cli.output import print_json
+    from rooflab.core.files.atomic import write_atomic
+    from rooflab.core.report.compare import DEPTHS, columns, compare_csv, compare_rows, row_dict
+
+    workload = compare_workload(args)
+    depths = tuple(args.depths or DEPTHS)
+    hook = None if args.ceiling_only else expected_machine
+    rows = compare_rows(entries(args.models, args.machines, args.weights), workload, depths=depths, expected=hook)
+    header = [f"rooflab compare: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, "
+              f"batch {workload.batch}, {workload.kv_type} cache; SI units; ceilings unless expected_*",
+              "placement: chosen by auto-fit (llama.cpp's -ngl / --n-cpu-moe); empty cells: does not fit"]
+    if args.json:
+        print_json({"workload": {"prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
+                                 "batch": workload.batch, "kv_type": workload.kv_type},
+                    "depths": list(depths), "columns": [{"key": k, "unit": u} for k, u in columns(depths)],
+                    "rows": [row_dict(r) for r in rows]})
+    elif args.csv:
+        sys.stdout.write(compare_csv(rows, header, depths))
+    else:
+        print(compare_text(rows, depths))
+    if args.out:
+        folder = Path(args.out).expanduser()
+        try:
+            written = [write_atomic(folder / "compare.csv", compare_csv(rows, header, depths))]
+            if png is not None:
+                written.append(png(folder / "compare.png", rows))
+        except OSError as exc:
+            raise ReportError(f"{folder}: cannot write the comparison there ({exc.strerror or exc})") from exc
+        for path in written:
+            print(f"saved {path}", file=sys.stderr)
+        if png is None:
+            print("compare.png needs the desktop package (rooflab.gui)", file=sys.stderr)
+    return 0

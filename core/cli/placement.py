@@ -1,0 +1,269 @@
+"""``rooflab predict``'s placement: the llama.cpp-style flags (--gpu-layers, --cpu-moe,
+--no-kv-offload) and the devices (--devices, --parallel, --interconnect), the stable JSON it
+adds (``placement``, ``fits``, ``communication_seconds_per_step``/``_per_token``) and the
+lines it adds to the text. Without placement flags rooflab chooses (auto-fit) and says so."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from rooflab.core.errors import SpecError
+from rooflab.core.predict.fit import largest_batch
+from rooflab.core.predict.footprint import MemoryUse, memory_grid
+from rooflab.core.predict.offload import placed_decode, placed_prefill
+from rooflab.core.predict.parallel import (
+    MAX_DEVICES,
+    MODES,
+    Parallel,
+    ParallelEstimate,
+    Scaling,
+    device_memory,
+    parallel_decode,
+    parallel_prefill,
+)
+from rooflab.core.predict.parallel import largest_batch as parallel_largest_batch
+from rooflab.core.predict.placement import MAX_LAYERS, Placement, experts_kept_on_host
+from rooflab.core.report.placed import PlacedSummary, placed_summary
+from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
+
+GB = 1e9
+SMALLER_WEIGHTS: tuple[str, ...] = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
+
+
+def count_in(low: int, high: int) -> Callable[[str], int]:
+    """A parser of one whole number in [low, high]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {text!r}")
+        return value
+
+    return parse
+
+
+def gb_per_s(text: str) -> float:
+    """--interconnect: GB/s in the machine profile's range."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GB/s, got {text!r}") from None
+    if not BANDWIDTH_RANGE[0] / GB <= value <= BANDWIDTH_RANGE[1] / GB:
+        raise argparse.ArgumentTypeError(f"must be between {BANDWIDTH_RANGE[0] / GB:g} and "
+                                         f"{BANDWIDTH_RANGE[1] / GB:g} GB/s, got {text!r}")
+    return value
+
+
+def add_placement_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("placement (llama.cpp's terms; without these rooflab chooses)")
+    g.add_argument("--gpu-layers", type=count_in(0, MAX_LAYERS), metavar="N",
+                   help="layers on the GPU, llama.cpp's -ngl (layers + 1 puts the output layer there too)")
+    g.add_argument("--cpu-moe", type=count_in(0, MAX_LAYERS), metavar="N",
+                   help="keep the routed experts of the first N layers in host memory (--n-cpu-moe)")
+    g.add_argument("--no-kv-offload", action="store_true", help="keep the KV cache in host memory (-nkvo)")
+    g.add_argument("--devices", type=count_in(1, MAX_DEVICES), default=1, metavar="N",
+                   help="identical devices sharing the model (default 1)")
+    g.add_argument("--parallel", choices=MODES, default="layer",
+                   help="how they share it: layer split (llama.cpp's default) or tensor parallel (vLLM)")
+    g.add_argument("--interconnect", type=gb_per_s, metavar="GB/s",
+                   help="link bandwidth per direction between devices (default: the preset's)")
+
+
+def _manual(args: argparse.Namespace, spec: ModelSpec) -> Placement | None:
+    if args.gpu_layers is None and args.cpu_moe is None and not args.no_kv_offload:
+        return None
+    gpu = spec.layers + 1 if args.gpu_layers is None else args.gpu_layers
+    return Placement(gpu_layers=gpu, cpu_moe=args.cpu_moe or 0, kv_on_device=not args.no_kv_offload)
+
+
+def alternatives(spec: ModelSpec, weights: Sequence[str] = SMALLER_WEIGHTS) -> dict[str, ModelSpec]:
+    """The same catalogue model at each of ``weights`` that is smaller than ``spec`` (none for a
+    model file, whose weights are what they are)."""
+    if not spec.source.startswith("catalogue:"):
+        return {}
+    from rooflab.core.io import load_model
+
+    key = spec.source.split(":", 1)[1]
+    out = {}
+    for name in weights:
+        other = load_model(key, weights=name)
+        if other.weight_bytes < spec.weight_bytes:
+            out[name] = other
+    return out
+
+
+def resolve_placed(args: argparse.Namespace, spec: ModelSpec, machine: MachineProfile,
+                   workload: Workload) -> PlacedSummary:
+    """The placed headline the flags ask for (auto-fit without them)."""
+    manual = _manual(args, spec)
+    parallel = None
+    if args.devices > 1:
+        if manual is not None:
+            raise SpecError("--gpu-layers, --cpu-moe and --no-kv-offload place a model on one device; "
+                            "with --devices every layer is on the devices")
+        link = None if args.interconnect is None else args.interconnect * GB
+        parallel = Parallel.on(machine, args.devices, args.parallel, link)
+    first = placed_summary(spec, machine, workload, placement=manual, parallel=parallel)
+    if parallel is None and (not first.fits or first.placement != Placement.all_on_device(spec)):
+        return placed_summary(spec, machine, workload, placement=manual, alternatives=alternatives(spec))
+    return first
+
+
+def _use(use: MemoryUse) -> dict[str, Any]:
+    return {"name": use.name, "bytes_placed": use.weights, "kv_bytes": use.kv,
+            "compute_buffer_bytes": use.compute_buffer, "reserve_bytes": use.reserve, "used_bytes": use.used,
+            "capacity_bytes": use.capacity, "fits": use.fits}
+
+
+def placement_dict(spec: ModelSpec, machine: MachineProfile, placed: PlacedSummary) -> dict[str, Any]:
+    """The JSON keys the placement adds: ``placement`` (per device and host: bytes placed, GPU
+    layers, experts on the CPU, KV location, compute buffer, reserve), ``fits`` and, with
+    more than one device, ``communication_seconds_per_step`` / ``_per_token``."""
+    fit, p = placed.fit, placed.placement
+    s = fit.memory.split
+    device = {**_use(fit.memory.device), "count": 1, "gpu_layers": p.gpu_layers,
+              "layers_computed": s.device.layers, "output_layer": s.device.output,
+              "experts_on_cpu_layers": experts_kept_on_host(spec, p)}
+    out: dict[str, Any] = {"placement": {
+        "chosen_by": placed.how, "description": fit.describe(spec, machine), "flags": p.flags(),
+        "gpu_layers": p.gpu_layers, "cpu_moe": p.cpu_moe, "kv_on_device": p.kv_on_device,
+        "kv_location": fit.memory.kv_location, "layers_total": spec.layers + 1,
+        "devices": [device], "host": {**_use(fit.memory.host), "layers_computed": s.host.layers,
+                                      "expert_layers_computed": s.host.expert_layers},
+        "suggestions": list(placed.suggestions)}, "fits": placed.fits}
+    if placed.parallel is not None:
+        par = placed.parallel
+        out["placement"]["devices"] = [{**_use(par.memory), "count": par.devices,
+                                        "gpu_layers": p.gpu_layers, "layers_computed": spec.layers,
+                                        "output_layer": True, "experts_on_cpu_layers": 0}]
+        out["placement"]["description"] = placed.headline(spec, machine)
+        out["communication_seconds_per_step"] = par.communication_seconds_per_step
+        out["communication_seconds_per_token"] = par.communication_seconds_per_token
+        if placed.scaling is not None:
+            out["parallel"] = _parallel_dict(par, placed.scaling)
+    return out
+
+
+def _parallel_dict(par: ParallelEstimate, grow: Scaling) -> dict[str, Any]:
+    link = par.parallel
+    return {"devices": par.devices, "mode": link.mode, "interconnect": link.link_name,
+            "interconnect_bytes_per_second": link.link_bandwidth, "link_latency_seconds": link.link_latency,
+            "prefill_communication_seconds": par.prefill_communication_seconds,
+            "best_devices": grow.best_devices, "crossover_devices": grow.crossover_devices,
+            "scaling": [{"devices": e.devices, "ttft_seconds": e.ttft, "tpot_seconds": e.tpot,
+                         "tokens_per_second_total": e.total_rate,
+                         "communication_seconds_per_step": e.communication_seconds_per_step,
+                         "communication_seconds_per_token": e.communication_seconds_per_token,
+                         "memory_bytes_per_device": e.memory.used, "fits": e.fits} for e in grow.estimates]}
+
+
+def with_placement(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, workload: Workload,
+                   placed: PlacedSummary, contexts: Sequence[int], batches: Sequence[int],
+                   prompts: Sequence[int]) -> dict[str, Any]:
+    """``predict_dict``'s object with the headline (``request``) taken from the placement, the
+    placement's own keys added, and each decode and prefill row given its figures as placed
+    under ``placed_*`` keys (the rows' other keys keep their one-memory meaning: every weight
+    and cache in the device's memory, no reserve)."""
+    est = placed.estimate
+    d["request"] = {"ttft_seconds": est.ttft, "tpot_seconds": est.tpot, "end_to_end_seconds": est.end_to_end,
+                    "prefill_bound": est.prefill_bound, "decode_bound": est.decode_bound,
+                    "decode_ceiling_tokens_per_second": est.decode_ceiling,
+                    "prompt_tokens_per_second": est.prompt_rate, "kv_share": est.kv_share}
+    d.update(placement_dict(spec, machine, placed))
+    d["placement"]["max_batch_that_fits"] = placed_largest_batch(spec, machine, workload, placed)
+    _rows(d, spec, machine, workload, placed, contexts, batches, prompts)
+    return d
+
+
+def _rows(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, workload: Workload, placed: PlacedSummary,
+          contexts: Sequence[int], batches: Sequence[int], prompts: Sequence[int]) -> None:
+    """Re-price the decode and prefill rows of ``d`` (same keys) on the placement."""
+    t = np.asarray(contexts, dtype=np.float64).reshape(-1, 1)
+    b = np.asarray(batches, dtype=np.float64).reshape(1, -1)
+    n = np.asarray(prompts, dtype=np.float64)
+    par = placed.parallel
+    if par is not None:
+        decode = parallel_decode(spec, machine, workload, par.parallel, context=t, batch=b)
+        step, bound = decode.seconds, decode.device.compute_bound
+        uses = [[device_memory(spec, machine, workload, par.parallel, length=int(x), batch=int(y))
+                 for y in batches] for x in contexts]
+        used = np.array([[u.used for u in row] for row in uses])
+        fits = np.array([[u.fits for u in row] for row in uses])
+    else:
+        placed_step = placed_decode(spec, machine, workload, placed.placement, context=t, batch=b)
+        step, bound = placed_step.seconds, placed_step.compute_bound
+        device, host, fits = memory_grid(spec, machine, workload, placed.placement, t, b)
+        used = device + host
+    step = np.broadcast_to(step, (len(contexts), len(batches)))
+    bound = np.broadcast_to(bound, step.shape)
+    rows = d["decode"]
+    for k, row in enumerate(rows):
+        i, j = divmod(k, len(batches))
+        row["placed_step_seconds"] = float(step[i, j])
+        row["placed_tokens_per_second_per_sequence"] = 1.0 / float(step[i, j])
+        row["placed_tokens_per_second_total"] = float(b[0, j]) / float(step[i, j])
+        row["placed_memory_bytes"] = float(used[i, j])
+        row["placed_fits"] = bool(fits[i, j])
+        row["placed_bound"] = "compute" if bound[i, j] else "memory"
+    pre = placed_prefill(spec, machine, workload, placed.placement, prompt=n, batch=1) if par is None else \
+        parallel_prefill(spec, machine, workload, par.parallel, prompt=n, batch=1)
+    bounds = pre.bound()
+    for k, row in enumerate(d["prefill"]):
+        row["placed_seconds"] = float(pre.seconds[k])
+        row["placed_tokens_per_second"] = float(n[k]) / float(pre.seconds[k])
+        row["placed_bound"] = bounds[k] if isinstance(bounds, list) else bounds
+
+
+def as_placed(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose ``placed_*`` figures stand in for the one-memory ones (what the text shows)."""
+    return [{**row, **{k.removeprefix("placed_"): v for k, v in row.items() if k.startswith("placed_")}}
+            for row in rows]
+
+
+def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload, placed: PlacedSummary) -> list[str]:
+    """The text headline's placement: how the model sits, each memory's bill, and what to change."""
+    lines = [f"placement: {placed.headline(spec, machine)}"]
+    largest = placed_largest_batch(spec, machine, workload, placed)
+    length = workload.context + workload.prompt + workload.answer
+    if placed.parallel is None:
+        words = ("GPU", "host") if machine.kind == "gpu" else ("memory", "2nd tier")
+        for word, use in zip(words, (placed.fit.memory.device, placed.fit.memory.host), strict=True):
+            if use.used > 0:
+                lines.append(f"  {word:<8} {use.used / GB:8.2f} of {use.capacity / GB:,.2f} GB: weights "
+                             f"{use.weights / GB:.2f}, KV {use.kv / GB:.2f}, compute buffer "
+                             f"{use.compute_buffer / GB:.2f}, reserve {use.reserve / GB:.2f}"
+                             + ("" if use.fits else "  OVERFLOWS"))
+    else:
+        par = placed.parallel
+        lines.append(f"  communication {par.communication_seconds_per_step * 1e3:.3f} ms per decode step "
+                     f"({par.communication_seconds_per_token * 1e3:.3f} ms per token), "
+                     f"{par.prefill_communication_seconds * 1e3:.1f} ms of the prefill")
+        if placed.scaling is not None:
+            grow = placed.scaling
+            lines.append("  devices " + ", ".join(
+                f"{e.devices}: TPOT {e.tpot * 1e3:.2f} ms (link {e.communication_seconds_per_step * 1e3:.2f})"
+                + ("" if e.fits else " does not fit") for e in grow.estimates))
+            cross = (f"communication reaches the compute time at {grow.crossover_devices} devices"
+                     if grow.crossover_devices else "communication stays below the compute time up to 64 devices")
+            lines.append(f"  lowest TPOT at {grow.best_devices} devices; {cross}")
+    lines.append(f"  as placed, {largest:,} sequence{'s' if largest != 1 else ''} of {length:,} tokens fit")
+    for s in placed.suggestions:
+        lines.append(f"  to fit: {s}")
+    return lines
+
+
+def placed_largest_batch(spec: ModelSpec, machine: MachineProfile, workload: Workload,
+                         placed: PlacedSummary) -> int:
+    """Most sequences of the workload's length the placement (or each of the devices) holds."""
+    if placed.parallel is None:
+        return largest_batch(spec, machine, workload, placed.placement)
+    return parallel_largest_batch(spec, machine, workload, placed.parallel.parallel)

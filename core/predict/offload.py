@@ -1,0 +1,236 @@
+"""A placed model's clocks: the device computes its part at its bandwidth and FLOP/s, the host
+computes the layers (and routed experts) in host memory at the host's, one after the other.
+
+    t_step = max(W_dev / B_dev, F_dev / C_dev) + max(W_host / B_host, F_host / C_host) + overhead
+
+This is the lessons' offload example (GPU time plus CPU time: each token passes through every
+layer in order, so the two parts add, no overlap), with each part's bytes and FLOPs from
+``work`` applied to the part's sub-model (``placement.split``): the experts' union for a batch,
+the cache of the layers whose cache sits there, attention's arithmetic where the cache is.
+
+The host's FLOP/s: a discrete GPU's preset states only the host memory's bandwidth, so the
+host computes at ``DEFAULT_HOST_FLOPS``, the lessons' 8-core desktop CPU (8 cores x 4 GHz x
+2 FMA units x 8 fp32 lanes x 2 FLOP = 1.024 TFLOP/s, roofline lesson example 5) - conservative
+next to a server CPU, and it matters only for prefill (decode on a host is bandwidth-bound,
+balance ~11 FLOP/byte). On a CPU or unified machine the second tier is read by the machine's
+own processor, at its own FLOP/s. Both scale by the machine's efficiency factors, and each
+part's two clocks combine as ``clocks`` combines them (a calibrated overlap, say).
+
+A pass of 32 tokens or more (a prompt, a large batch) may instead copy a host layer's weights
+to the GPU and multiply them there, as llama.cpp does by default (ggml-backend's
+``op_offload``, for batches of 32 or more): that part then takes max(W_host / B_link,
+F_host / C_dev), B_link the GPU's PCIe link (the interconnect when it is PCIe, else the host
+memory's rate: an NVLink card's offload tier states its PCIe rate). The faster of the two ways
+is taken, so the figure stays a ceiling.
+
+Left out: copying activations between the memories at each boundary (hidden x tokens x 4
+bytes over PCIe, microseconds) and any overlap of the two ways."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rooflab.core.errors import SpecError
+from rooflab.core.predict import work
+from rooflab.core.predict.clocks import Pass, combined_seconds, memory_seconds
+from rooflab.core.predict.placement import Part, Placement, has_host_tier, input_on_host, split
+from rooflab.core.predict.request import RequestEstimate, request
+from rooflab.core.predict.work import Array, Flags
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
+
+DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
+OP_OFFLOAD_MIN_TOKENS = 32         # llama.cpp copies host weights to the GPU for passes this large
+
+
+def host_flops(machine: MachineProfile, dtype: str | None = None) -> float:
+    """Peak FLOP/s the host computes its layers at: ``DEFAULT_HOST_FLOPS`` behind a discrete
+    GPU, the machine's own peak on a CPU or unified machine (efficiency not applied)."""
+    return DEFAULT_HOST_FLOPS if machine.kind == "gpu" else machine.flops(dtype)
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedPass:
+    """One pass of a placed model: the device's clocks, the host's, and their sum.
+
+    ``device`` and ``host`` are ``clocks.Pass``es whose ``seconds`` leave out the per-step
+    overhead; ``seconds`` = device + host + overhead. ``memory_seconds`` and
+    ``compute_seconds`` sum each clock over the two parts."""
+
+    device: Pass
+    host: Pass
+    seconds: Array
+
+    @property
+    def weight_bytes(self) -> Array:
+        return self.device.weight_bytes + self.host.weight_bytes
+
+    @property
+    def cache_bytes(self) -> Array:
+        return self.device.cache_bytes + self.host.cache_bytes
+
+    @property
+    def bytes(self) -> Array:
+        return self.weight_bytes + self.cache_bytes
+
+    @property
+    def flops(self) -> Array:
+        return self.device.flops + self.host.flops
+
+    @property
+    def memory_seconds(self) -> Array:
+        return self.device.memory_seconds + self.host.memory_seconds
+
+    @property
+    def compute_seconds(self) -> Array:
+        return self.device.compute_seconds + self.host.compute_seconds
+
+    @property
+    def host_seconds(self) -> Array:
+        """Seconds the host's part takes (0 when everything is on the device)."""
+        return self.host.seconds
+
+    @property
+    def compute_bound(self) -> Flags:
+        return self.compute_seconds > self.memory_seconds
+
+    @property
+    def kv_share(self) -> Array:
+        total = self.bytes
+        return np.divide(self.cache_bytes, total, out=np.zeros_like(total), where=total > 0)
+
+    def bound(self) -> str | list[str]:
+        """"compute" or "memory" (a list for a sweep), from the summed clocks."""
+        flags = np.asarray(self.compute_bound)
+        if flags.ndim == 0:
+            return "compute" if bool(flags) else "memory"
+        return ["compute" if f else "memory" for f in flags.ravel()]
+
+
+def _rows(spec: ModelSpec, part: Part, tokens: Array) -> Array:
+    """Embedding rows the input lookup reads here: tokens x one row (a tied head is read whole
+    as the head, so no rows, as in ``work.weight_bytes_read``)."""
+    if not part.embedding_rows or spec.tied_embeddings:
+        return np.zeros_like(tokens)
+    return tokens * spec.embedding_row_bytes
+
+
+def host_link_bandwidth(machine: MachineProfile) -> float:
+    """bytes/s at which host weights reach a discrete GPU: its PCIe interconnect when that is
+    what the preset names, at most the host memory's rate; the host memory's rate otherwise."""
+    link = machine.interconnect_bandwidth if "pcie" in machine.interconnect_name.lower() else 0.0
+    return min(link, machine.offload_bandwidth) if link > 0 else machine.offload_bandwidth
+
+
+def _clock(machine: MachineProfile, workload: Workload, weights: Array, cache: Array, flops: Array,
+           *, decode: bool) -> Pass:
+    """The device part's clocks, combined as ``clocks`` combines them (the efficiency's overlap
+    and decode compute factor; per-step overhead left to the caller)."""
+    eff = machine.efficiency
+    factor = eff.decode_compute_factor if decode else eff.compute
+    mem = memory_seconds(machine, weights + cache)
+    comp = flops / (machine.flops(workload.compute_dtype) * factor)
+    w, c, f, m, k = np.broadcast_arrays(weights, cache, flops, mem, comp)
+    return Pass(w, c, f, m, k, combined_seconds(m, k, eff.overlap))
+
+
+def _host_clock(machine: MachineProfile, workload: Workload, weights: Array, cache: Array, flops: Array,
+                tokens: Array, *, decode: bool) -> Pass:
+    """The host part's clocks: computed by the host at its bandwidth and FLOP/s, or, for a pass
+    of ``OP_OFFLOAD_MIN_TOKENS`` or more on a discrete GPU, streamed over the link to the GPU
+    when that is faster (see the module docstring)."""
+    eff = machine.efficiency
+    factor = eff.decode_compute_factor if decode else eff.compute
+    nbytes = weights + cache
+    if not bool(np.any(nbytes + flops > 0)):
+        zero = np.zeros_like(nbytes + flops + tokens)
+        return Pass(zero, zero, zero, zero, zero, zero)
+    if not has_host_tier(machine):
+        raise SpecError(f"{machine.name}: no host memory is stated, so every layer must be on the device")
+    mem = memory_seconds(machine, nbytes, 1.0)
+    comp = flops / (host_flops(machine, workload.compute_dtype) * factor)
+    if machine.kind == "gpu":
+        link = nbytes / (host_link_bandwidth(machine) * eff.bandwidth)
+        on_gpu = flops / (machine.flops(workload.compute_dtype) * factor)
+        streamed = (tokens >= OP_OFFLOAD_MIN_TOKENS) & \
+            (combined_seconds(link, on_gpu, eff.overlap) < combined_seconds(mem, comp, eff.overlap))
+        mem, comp = np.where(streamed, link, mem), np.where(streamed, on_gpu, comp)
+    w, c, f, m, k = np.broadcast_arrays(weights, cache, flops, mem, comp)
+    return Pass(w, c, f, m, k, combined_seconds(m, k, eff.overlap))
+
+
+def _placed(machine: MachineProfile, device: Pass, host: Pass) -> PlacedPass:
+    return PlacedPass(device=device, host=host,
+                      seconds=device.seconds + host.seconds + machine.efficiency.step_overhead)
+
+
+Work = tuple[Array, Array, Array]       # weight bytes, cache bytes, FLOPs of one part
+
+
+def _parts_work(spec: ModelSpec, machine: MachineProfile, placement: Placement, tokens: Array,
+                shape: tuple[int, ...], price: Callable[[ModelSpec], tuple[Array, Array, Array]]) -> tuple[Work, Work]:
+    """(device, host) work of one pass: ``price`` applied to each part's sub-model, broadcast
+    to ``shape``, the input lookup's embedding rows (``tokens`` of them) added where it sits."""
+    s = split(spec, placement, embedding_on_host=input_on_host(machine))
+    out = []
+    for part in (s.device, s.host):
+        zero = np.zeros(shape)
+        weights, cache, flops = price(part.spec) if part.spec is not None else (zero, zero, zero)
+        out.append((weights + _rows(spec, part, tokens + zero), cache + zero, flops + zero))
+    return out[0], out[1]
+
+
+def placed_decode(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
+                  context: ArrayLike | None = None, batch: ArrayLike | None = None) -> PlacedPass:
+    """One decode step of b sequences with ``context`` tokens cached (the workload's by default):
+    each part prices ``work.decode_bytes`` and ``work.decode_flops`` of its sub-model on its
+    memory; the input lookup adds b embedding rows."""
+    t = np.asarray(workload.context if context is None else context, dtype=np.float64)
+    b = np.asarray(workload.batch if batch is None else batch, dtype=np.float64)
+
+    def price(sub: ModelSpec) -> tuple[Array, Array, Array]:
+        weights, cache = work.decode_bytes(sub, t, b, workload.kv_type, machine.efficiency.kv_read_factor)
+        return weights, cache, work.decode_flops(sub, t, b)
+
+    shape = np.broadcast(t, b).shape
+    device, host = _parts_work(spec, machine, placement, b, shape, price)
+    return _placed(machine, _clock(machine, workload, *device, decode=True),
+                   _host_clock(machine, workload, *host, b + np.zeros(shape), decode=True))
+
+
+def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
+                   prompt: ArrayLike | None = None, context: ArrayLike | None = None,
+                   batch: ArrayLike | None = None) -> PlacedPass:
+    """A prefill of b prompts of n tokens after ``context``: each part prices
+    ``work.prefill_weight_and_cache_bytes`` and ``work.prefill_flops`` of its sub-model."""
+    n = np.asarray(workload.prompt if prompt is None else prompt, dtype=np.float64)
+    t = np.asarray(workload.context if context is None else context, dtype=np.float64)
+    b = np.asarray(workload.batch if batch is None else batch, dtype=np.float64)
+
+    def price(sub: ModelSpec) -> tuple[Array, Array, Array]:
+        weights, cache = work.prefill_weight_and_cache_bytes(sub, n, t, workload.kv_type, b)
+        return weights, cache, work.prefill_flops(sub, n, t, b)
+
+    shape = np.broadcast(n, t, b).shape
+    device, host = _parts_work(spec, machine, placement, n * b, shape, price)
+    return _placed(machine, _clock(machine, workload, *device, decode=False),
+                   _host_clock(machine, workload, *host, n * b + np.zeros(shape), decode=False))
+
+
+def placed_request(spec: ModelSpec, machine: MachineProfile, workload: Workload,
+                   placement: Placement) -> RequestEstimate:
+    """TTFT, TPOT and the rest of ``request`` for a placed model (``placed_decode``,
+    ``placed_prefill``); a model wholly on the device is ``request`` itself."""
+    if not split(spec, placement, embedding_on_host=input_on_host(machine)).on_host:
+        return request(spec, machine, workload)
+
+    def step(t: ArrayLike) -> PlacedPass:
+        return placed_decode(spec, machine, workload, placement, context=t)
+
+    return request(spec, machine, workload, decode=step,
+                   prefill=placed_prefill(spec, machine, workload, placement))

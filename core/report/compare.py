@@ -1,0 +1,171 @@
+"""The comparison table: models x machines x weight formats, each row placed as auto-fit places
+it, with memory, fit, the request's clocks, decode rates at several depths, the largest
+context and the batch's rates. SI units throughout; ``rooflab compare``, reports and the
+window's Compare view all build it here.
+
+``expected``: a hook (model, machine) -> the machine as a calibration expects it to run that
+model (``Expected.machine``), or None. The command line passes one that reads the store; the
+expected columns stay empty (None) without it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rooflab.core.predict.batching import cache_resident
+from rooflab.core.predict.fit import largest_context
+from rooflab.core.predict.offload import placed_decode, placed_request
+from rooflab.core.predict.placement import Placement, describe
+from rooflab.core.report.placed import placed_summary
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
+
+DEPTHS: tuple[int, ...] = (0, 4096, 32768)
+ExpectedHook = Callable[[ModelSpec, MachineProfile], MachineProfile | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompareRow:
+    """One row. Figures are None where they do not apply: the clocks of a model that does not
+    fit anywhere on the machine, the expected figures without a calibration."""
+
+    model: str
+    machine: str
+    machine_key: str
+    weights: str
+    weight_bytes: float                 # resident, all memories
+    kv_bytes: float                     # the batch's caches at full length
+    fits: bool
+    placement: str                      # in words, or what overflows
+    flags: str                          # llama.cpp's flags for it ("" when it does not fit)
+    device_used: float                  # bytes of the device's memory the placement uses
+    device_capacity: float
+    ttft: float | None                  # seconds
+    tpot: float | None
+    expected_ttft: float | None
+    expected_tpot: float | None
+    decode_rates: tuple[tuple[int, float | None], ...]     # (depth, tokens/s per sequence at batch 1)
+    largest_context: int                # tokens per sequence at the batch, this placement
+    per_sequence: float | None          # tokens/s each sequence of the batch sees
+    total: float | None                 # tokens/s over the batch
+
+
+def expected_clocks(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement,
+                    expected: ExpectedHook | None) -> tuple[float | None, float | None]:
+    """(TTFT, TPOT) a calibration expects for ``placement``: the same placed request on the
+    machine ``expected`` returns; (None, None) without a hook or a calibration."""
+    calibrated = expected(spec, machine) if expected is not None else None
+    if calibrated is None:
+        return None, None
+    est = placed_request(spec, calibrated, workload, placement)
+    return est.ttft, est.tpot
+
+
+def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *, weights: str = "",
+                depths: Sequence[int] = DEPTHS, expected: ExpectedHook | None = None) -> CompareRow:
+    """One row for ``spec`` on ``machine`` at ``workload``, placed by auto-fit."""
+    s = placed_summary(spec, machine, workload)
+    fit, est = s.fit, s.estimate
+    plan = fit.memory
+    ok = fit.fits
+    rates: list[tuple[int, float | None]] = []
+    for depth in depths:
+        step = placed_decode(spec, machine, workload, fit.placement, context=depth, batch=1)
+        rates.append((int(depth), 1.0 / float(step.seconds) if ok else None))
+    e_ttft, e_tpot = expected_clocks(spec, machine, workload, fit.placement, expected) if ok else (None, None)
+    length = workload.context + workload.prompt + workload.answer
+    return CompareRow(
+        model=spec.name, machine=machine.name, machine_key=machine.key, weights=weights or spec.weights_format,
+        weight_bytes=plan.device.weights + plan.host.weights,
+        kv_bytes=float(cache_resident(spec, length, workload.batch, workload.kv_type)),
+        fits=ok, placement=describe(spec, fit.placement, machine) if ok else fit.describe(spec, machine),
+        flags=fit.placement.flags() if ok else "", device_used=plan.device.used,
+        device_capacity=plan.device.capacity,
+        ttft=est.ttft if ok else None, tpot=est.tpot if ok else None,
+        expected_ttft=e_ttft, expected_tpot=e_tpot, decode_rates=tuple(rates),
+        largest_context=largest_context(spec, machine, workload, fit.placement) if ok else 0,
+        per_sequence=est.decode_rate if ok else None, total=est.total_rate if ok else None)
+
+
+def compare_rows(entries: Sequence[tuple[ModelSpec, MachineProfile, str]], workload: Workload, *,
+                 depths: Sequence[int] = DEPTHS, expected: ExpectedHook | None = None) -> list[CompareRow]:
+    """A row for each (model, machine, weight format) in order."""
+    return [compare_row(spec, machine, workload, weights=w, depths=depths, expected=expected)
+            for spec, machine, w in entries]
+
+
+def columns(depths: Sequence[int] = DEPTHS) -> list[tuple[str, str]]:
+    """(key, unit) of every column, in order; the keys are the CSV and JSON names."""
+    cols = [("model", ""), ("machine", ""), ("weights", ""), ("weight_bytes", "B"), ("kv_bytes", "B"),
+            ("fits", ""), ("placement", ""), ("flags", ""), ("device_used_bytes", "B"),
+            ("device_capacity_bytes", "B"), ("ttft_seconds", "s"), ("tpot_seconds", "s"),
+            ("expected_ttft_seconds", "s"), ("expected_tpot_seconds", "s")]
+    cols += [(f"decode_tokens_per_second_at_{d}", "tokens/s") for d in depths]
+    cols += [("largest_context_tokens", "tokens"), ("tokens_per_second_per_sequence", "tokens/s"),
+             ("tokens_per_second_total", "tokens/s")]
+    return cols
+
+
+def row_dict(row: CompareRow) -> dict[str, str | float | int | bool | None]:
+    """The row under ``columns``' keys (SI units; None where a figure does not apply)."""
+    d: dict[str, str | float | int | bool | None] = {
+        "model": row.model, "machine": row.machine, "weights": row.weights, "weight_bytes": row.weight_bytes,
+        "kv_bytes": row.kv_bytes, "fits": row.fits, "placement": row.placement, "flags": row.flags,
+        "device_used_bytes": row.device_used, "device_capacity_bytes": row.device_capacity,
+        "ttft_seconds": row.ttft, "tpot_seconds": row.tpot, "expected_ttft_seconds": row.expected_ttft,
+        "expected_tpot_seconds": row.expected_tpot}
+    for depth, rate in row.decode_rates:
+        d[f"decode_tokens_per_second_at_{depth}"] = rate
+    d.update({"largest_context_tokens": row.largest_context, "tokens_per_second_per_sequence": row.per_sequence,
+              "tokens_per_second_total": row.total})
+    return d
+
+
+def _cell(value: str | float | int | bool | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "inf" if value > 0 else ""
+        return str(round(value)) if value >= 1e6 and value.is_integer() else f"{value:.10g}"
+    return str(value)
+
+
+def compare_csv(rows: Sequence[CompareRow], header: Sequence[str] = (), depths: Sequence[int] = DEPTHS) -> str:
+    """The table as CSV: ``#`` header lines, a row of column keys, one line per row (empty
+    cells where a figure does not apply; byte counts whole)."""
+    out = io.StringIO()
+    for line in header:
+        out.write(f"# {line}\n")
+    keys = [k for k, _ in columns(depths)]
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(keys)
+    for row in rows:
+        d = row_dict(row)
+        writer.writerow([_cell(round(v) if k.endswith("bytes") and isinstance(v, float) else v)
+                         for k, v in ((k, d.get(k)) for k in keys)])
+    return out.getvalue()
+
+
+def distinguishing_labels(rows: Sequence[CompareRow]) -> list[str]:
+    """A short label per row made only of what differs between rows (model, machine, weight
+    format), so a legend or an axis keeps the part of a name that tells rows apart. The weight
+    format counts only where one model appears in more than one (else the model says it)."""
+    models = [r.model for r in rows]
+    machines = [r.machine_key or r.machine for r in rows]
+    weights = [r.weights for r in rows]
+    per_model: dict[str, set[str]] = {}
+    for m, w in zip(models, weights, strict=True):
+        per_model.setdefault(m, set()).add(w)
+    parts = [values for values in (models, machines) if len(set(values)) > 1]
+    if any(len(ws) > 1 for ws in per_model.values()):
+        parts.append(weights)
+    if not parts:
+        parts = [models]
+    return [" · ".join(p[i] for p in parts) for i in range(len(rows))]

@@ -1,0 +1,90 @@
+"""The headline of a placed model: the placement (chosen or given), its memory bill, the request
+figures for it (or for N devices), and what to change when it does not fit. ``rooflab
+predict``, ``rooflab compare`` and the window's Compare view all read it from here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rooflab.core.predict.fit import Fit, choose, placement_for_offload, suggestions
+from rooflab.core.predict.offload import placed_request
+from rooflab.core.predict.parallel import (
+    DEVICE_COUNTS,
+    Parallel,
+    ParallelEstimate,
+    Scaling,
+    parallel_estimate,
+    parallel_request,
+    scaling,
+)
+from rooflab.core.predict.placement import Placement
+from rooflab.core.predict.request import RequestEstimate
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
+
+HOW = ("auto", "manual", "offload")     # who chose: auto-fit, the user's flags, --offload's share
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlacedSummary:
+    """The headline figures of (model, machine, workload) as placed. ``estimate`` is the
+    request on the placement (on ``parallel``'s devices when there are several: then ``fit``
+    describes one device and ``parallel_estimate`` carries the link's time)."""
+
+    fit: Fit
+    how: str
+    estimate: RequestEstimate
+    parallel: ParallelEstimate | None = None
+    scaling: Scaling | None = None
+    suggestions: tuple[str, ...] = ()
+
+    @property
+    def fits(self) -> bool:
+        return self.parallel.fits if self.parallel is not None else self.fit.fits
+
+    @property
+    def placement(self) -> Placement:
+        return self.fit.placement
+
+    def headline(self, spec: ModelSpec, machine: MachineProfile) -> str:
+        """One line: how the model sits and whether it runs at all."""
+        if self.parallel is not None:
+            p = self.parallel.parallel
+            state = "fits" if self.fits else "does NOT fit"
+            return (f"{state} on {p.devices} x {machine.name} ({p.mode} parallel over "
+                    f"{p.link_name or 'the link'}, {p.link_bandwidth / 1e9:,.0f} GB/s per direction): "
+                    f"{self.parallel.memory.used / 1e9:,.1f} of {self.parallel.memory.capacity / 1e9:,.1f} GB "
+                    "per device")
+        who = {"auto": "chosen by rooflab (auto-fit)", "manual": "as given",
+               "offload": "from --offload's share of the bytes"}[self.how]
+        line = self.fit.describe(spec, machine)
+        if self.fit.fits:
+            line += f" ({self.placement.flags()})"
+        return f"{line}; placement {who}"
+
+
+def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
+                   placement: Placement | None = None, parallel: Parallel | None = None,
+                   alternatives: Mapping[str, ModelSpec] | None = None,
+                   scaling_counts: tuple[int, ...] = DEVICE_COUNTS) -> PlacedSummary:
+    """The placed headline: ``placement`` as given, else the workload's ``offload_fraction``
+    as layers when set, else auto-fit's choice; on ``parallel``'s devices when more than one
+    (every layer on the devices, shared as its mode says, and the scaling over
+    ``scaling_counts``)."""
+    if parallel is not None and parallel.devices > 1:
+        estimate = parallel_estimate(spec, machine, workload, parallel)
+        par = parallel_request(spec, machine, workload, parallel)
+        grow = scaling(spec, machine, workload, parallel.mode, scaling_counts, parallel.link_bandwidth,
+                       parallel.link_latency)
+        fit = choose(spec, machine, workload, Placement.all_on_device(spec))
+        return PlacedSummary(fit=fit, how="manual", estimate=estimate, parallel=par, scaling=grow)
+    how = "manual"
+    if placement is None and workload.offload_fraction > 0:
+        placement, how = placement_for_offload(spec, machine, workload.offload_fraction), "offload"
+    elif placement is None:
+        how = "auto"
+    fit = choose(spec, machine, workload, placement)
+    return PlacedSummary(fit=fit, how=how, estimate=placed_request(spec, machine, workload, fit.placement),
+                         suggestions=suggestions(spec, machine, workload, fit, alternatives))

@@ -1,0 +1,114 @@
+"""``rooflab predict``'s placement: auto-fit unless told, the JSON ``placement`` object and
+``fits``, a headline that says when nothing fits, and several devices with their link time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rooflab.core.cli.main import main
+
+BASE = ["predict", "--ceiling-only", "--contexts", "0,4096", "--batches", "1,4", "--prompts", "16,2048"]
+
+
+def run(capsys, *argv):
+    code = main([*BASE, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_gpt_oss_on_a_4090_fits_with_experts_on_the_cpu(capsys):
+    code, out, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--json")
+    d = json.loads(out)
+    p = d["placement"]
+    assert code == 0 and d["fits"] is True
+    assert (p["chosen_by"], p["gpu_layers"], p["cpu_moe"], p["kv_location"]) == ("auto", 37, 23, "device")
+    assert p["flags"] == "-ngl 37 --n-cpu-moe 23"
+    gpu, host = p["devices"][0], p["host"]
+    assert gpu["experts_on_cpu_layers"] == 23 and host["expert_layers_computed"] == 23
+    for use in (gpu, host):
+        assert use["used_bytes"] == pytest.approx(use["bytes_placed"] + use["kv_bytes"] + use["compute_buffer_bytes"]
+                                                  + use["reserve_bytes"])
+        assert use["used_bytes"] <= use["capacity_bytes"] and use["fits"]
+    assert gpu["bytes_placed"] + host["bytes_placed"] == d["model"]["weight_bytes"]
+    # the headline is the placement's: ~16 ms per token, not the 3.6 ms of a 4090 holding 63 GB
+    assert 0.010 < d["request"]["tpot_seconds"] < 0.025
+    row = d["decode"][0]
+    assert row["fits"] is False and row["placed_fits"] is True      # one-memory keys keep their meaning
+    assert row["placed_tokens_per_second_per_sequence"] == pytest.approx(1 / d["request"]["tpot_seconds"], rel=0.05)
+
+
+def test_text_names_the_placement_and_rooflab_choosing_it(capsys):
+    code, out, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[2] == ("placement: fits with all 37 layers on the GPU, the experts of 23 of them on the CPU "
+                        "(-ngl 37 --n-cpu-moe 23); placement chosen by rooflab (auto-fit)")
+    assert "TPOT 16.05 ms" in out and "as placed" in out
+
+
+def test_hand_placement_that_does_not_fit_says_so_first(capsys):
+    code, out, _ = run(capsys, "--model", "llama-3.3-70b-q4_k_m", "--machine", "rtx-4090", "--gpu-layers", "81")
+    lines = out.splitlines()
+    assert code == 0 and lines[2].startswith("placement: does NOT fit: needs")
+    assert "placement as given" in lines[2]
+    assert any(line.startswith("does NOT fit, so none of these figures can be reached") for line in lines)
+    assert any("to fit: put 45 of 81 layers on the GPU (-ngl 45)" in line for line in lines)
+    d = json.loads(run(capsys, "--model", "llama-3.3-70b-q4_k_m", "--machine", "rtx-4090", "--gpu-layers", "81",
+                       "--json")[1])
+    assert d["fits"] is False and d["placement"]["chosen_by"] == "manual" and d["placement"]["suggestions"]
+
+
+def test_cpu_moe_and_kv_flags(capsys):
+    d = json.loads(run(capsys, "--model", "qwen3-30b-a3b-q4_k_m", "--machine", "rtx-4090", "--cpu-moe", "10",
+                       "--no-kv-offload", "--json")[1])
+    p = d["placement"]
+    assert (p["gpu_layers"], p["cpu_moe"], p["kv_on_device"], p["kv_location"]) == (49, 10, False, "host")
+    assert p["flags"] == "-ngl 49 --n-cpu-moe 10 --no-kv-offload"
+
+
+def test_a_model_too_big_for_the_machine_is_impossible(capsys):
+    code, out, _ = run(capsys, "--model", "deepseek-v3-q4_k_m", "--machine", "rtx-4090")
+    assert code == 0 and out.splitlines()[2].startswith("placement: does NOT fit")
+
+
+@pytest.mark.parametrize("machine, devices", [("h100-sxm", 2), ("h100-sxm", 4), ("rtx-4090", 2), ("rtx-4090", 4)])
+def test_tensor_parallel_carries_its_communication(capsys, machine, devices):
+    code, out, err = run(capsys, "--model", "llama-3.1-8b", "--machine", machine, "--devices", str(devices),
+                         "--parallel", "tensor", "--json")
+    d = json.loads(out)
+    assert code == 0, err
+    assert d["communication_seconds_per_step"] > 0 and d["communication_seconds_per_token"] > 0
+    assert d["parallel"]["devices"] == devices and d["parallel"]["mode"] == "tensor"
+    assert [s["devices"] for s in d["parallel"]["scaling"]] == [1, 2, 4, 8]
+    assert d["placement"]["devices"][0]["count"] == devices and d["fits"] is True
+    text = run(capsys, "--model", "llama-3.1-8b", "--machine", machine, "--devices", str(devices),
+               "--parallel", "tensor")[1]
+    assert "communication" in text and "ms per decode step" in text
+
+
+def test_interconnect_flag_sets_the_link(capsys):
+    d = json.loads(run(capsys, "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--devices", "2",
+                       "--parallel", "tensor", "--interconnect", "64", "--json")[1])
+    assert d["parallel"]["interconnect_bytes_per_second"] == 64e9
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--devices", "2", "--gpu-layers", "10"], "with --devices"),
+    (["--machine", "desktop-ddr5", "--devices", "2"], "--interconnect"),
+])
+def test_errors_are_one_line(capsys, argv, fragment):
+    args = ["--model", "qwen3-8b-q4_k_m", *(["--machine", "rtx-4090"] if "--machine" not in argv else []), *argv]
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1 and fragment in err
+
+
+def test_bad_flag_values_are_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([*BASE, "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--parallel", "pipeline"])
+    assert stop.value.code == 2
+    with pytest.raises(SystemExit):
+        main([*BASE, "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--gpu-layers", "-1"])
+    err = capsys.readouterr().err
+    assert "must be between 0" in err
