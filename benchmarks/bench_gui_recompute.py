@@ -37,9 +37,12 @@ def main() -> int:
     import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
+    from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.measure.overlays import expected_curves
     from rooflab.core.report import summarise
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.charts import build_charts
+    from rooflab.core.report.expected import expected_request
     from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
     from rooflab.gui.main_window import MainWindow
     from rooflab.gui.settings import Settings
@@ -51,6 +54,10 @@ def main() -> int:
     def recompute() -> None:                  # what RecomputeController does
         summary = summarise(sc)
         build_charts(sc, prefill_crossover=summary.prefill_crossover)
+        expected = expected_on(spec, machine)      # the preset's published back-end efficiency
+        if expected is not None:
+            expected_curves(spec, expected, DEFAULT_WORKLOAD, replicas=0, n_star=summary.prefill_crossover)
+            expected_request(spec, expected, DEFAULT_WORKLOAD)
 
     compute = _time(recompute, args.repeats)
 

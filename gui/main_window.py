@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
 )
 
 from rooflab.core.errors import ReportError, RooflabError
-from rooflab.core.measure.overlays import expected_label
 from rooflab.core.values.workload import Workload
 from rooflab.gui import about
 from rooflab.gui.compare_panel import ComparePanel
@@ -33,7 +32,6 @@ from rooflab.gui.compare_view import CompareTablePanel
 from rooflab.gui.dnd import DropController
 from rooflab.gui.machine_panel import MachinePanel
 from rooflab.gui.measure_controller import MeasureController
-from rooflab.gui.measure_overlays import Shape, draw_expected
 from rooflab.gui.measure_panel import MeasurePanel
 from rooflab.gui.model_panel import MODEL_FILTER, ModelPanel
 from rooflab.gui.numbers_panel import NumbersPanel
@@ -90,7 +88,6 @@ class MainWindow(QMainWindow):
         self.compare = ComparePanel(state, self.theme)
         self.stopwatch = StopwatchPanel()
         self.plot_panel = PlotTabsPanel(self.theme)
-        self._expected_drawn: Shape | None = None
         self.plots: dict[str, ChartPlot] = self.plot_panel.plots
         self.plot_tabs = self.plot_panel.tabs
         self.scenario_label = self.plot_panel.scenario_label
@@ -266,8 +263,6 @@ class MainWindow(QMainWindow):
     # -- drawing ----------------------------------------------------------------------------
     def _on_recompute_recomputed(self, frame: Frame) -> None:
         self.plot_panel.show_frame(frame)
-        label = expected_label(frame.expected) if frame.expected is not None else ""
-        self._expected_drawn = draw_expected(self.plots, frame.expected_curves, label, self._expected_drawn)
         self.setWindowTitle(window_title(frame.scenario.model.name, frame.scenario.machine.name))
         self.numbers.show_frame(frame)
         self.stopwatch.show_frame(frame)

@@ -91,20 +91,3 @@ def draw_samples(plots: Mapping[str, ChartPlot], samples: Sequence[RooflineSampl
         return
     _hand(plots, roofline_samples_curve(samples), ROOFLINE_KEY, "measured machine", "measured")
 
-
-EXPECTED_KEY = "expected"
-
-
-def draw_expected(plots: Mapping[str, ChartPlot], overlay: Mapping[tuple[str, str], list[Any]] | None, label: str,
-                  drawn: Shape | None) -> Shape | None:
-    """The expected curves (a calibrated machine's) as their own layer, or none when
-    ``overlay`` is None. ``drawn``: what the last call returned; returns what is drawn now."""
-    if overlay is None:
-        if drawn is not None:
-            clear_layers(plots, [EXPECTED_KEY])
-        return None
-    shape = (label, 0, frozenset((chart, panel, tuple(c.key for c in curves)) for (chart, panel), curves in overlay.items()))
-    if drawn is not None and drawn != shape:
-        clear_layers(plots, [EXPECTED_KEY])
-    _hand(plots, overlay, EXPECTED_KEY, label, "calibrated", 1)
-    return shape

@@ -8,11 +8,14 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
+from rooflab.core.measure.overlays import expected_label
 from rooflab.core.report.chart_types import distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
 from rooflab.gui.recompute import Frame
 from rooflab.gui.theme import Theme
+
+EXPECTED_LAYER = "expected"
 
 
 class PlotTabsPanel(QWidget):
@@ -37,6 +40,7 @@ class PlotTabsPanel(QWidget):
         layout.addWidget(self.tabs, 1)
         self._frame: Frame | None = None
         self._stale: set[str] = set()
+        self._expected_shapes: dict[str, tuple[str, frozenset[tuple[str, tuple[str, ...]]]]] = {}
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
 
     def show_frame(self, frame: Frame) -> None:
@@ -85,6 +89,25 @@ class PlotTabsPanel(QWidget):
         pinned = [PinnedChart(p.pin_id, label, charts[plot.chart_key])
                   for (p, charts), label in zip(frame.pinned, labels[1:], strict=True)]
         plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])
+        self._draw_expected(plot, frame)
+
+    def _draw_expected(self, plot: ChartPlot, frame: Frame) -> None:
+        """The calibrated machine's expected curves (with their band) as their own layer on
+        ``plot``; off it when the machine has no calibration. A layer whose label or curves
+        change is taken off first (a plot keeps a layer's first label and legend entries)."""
+        key = plot.chart_key
+        if frame.expected is None or frame.expected_curves is None:
+            if self._expected_shapes.pop(key, None) is not None:
+                plot.clear_layer(EXPECTED_LAYER)
+            return
+        label = expected_label(frame.expected)
+        mine = {panel: curves for (chart, panel), curves in frame.expected_curves.items() if chart == key}
+        shape = (label, frozenset((panel, tuple(c.key for c in curves)) for panel, curves in mine.items()))
+        if self._expected_shapes.get(key, shape) != shape:
+            plot.clear_layer(EXPECTED_LAYER)
+        for panel, curves in mine.items():
+            plot.set_calibrated(panel, curves, label=label, key=EXPECTED_LAYER, index=1)
+        self._expected_shapes[key] = shape
 
     def _on_tabs_current_changed(self, index: int) -> None:
         plot = self.tabs.widget(index)

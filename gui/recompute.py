@@ -7,6 +7,7 @@ cannot run) reports ``failed`` and the last good frame stays on screen."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -22,6 +23,7 @@ from rooflab.core.values.calibration import EngineCalibration
 from rooflab.gui.state import AppState, Pinned
 
 DEBOUNCE_MS = 8
+BAND_DELAY_MS = 150        # the expected curves' band is drawn once edits pause this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,10 @@ class RecomputeController(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(delay_ms)
         self._timer.timeout.connect(self._on_timer_timeout)
+        self._band_timer = QTimer(self)
+        self._band_timer.setSingleShot(True)
+        self._band_timer.setInterval(BAND_DELAY_MS)
+        self._band_timer.timeout.connect(self._on_band_timer_timeout)
         self._pinned_charts: dict[int, dict[str, Chart]] = {}
         self._calibrations: dict[str, EngineCalibration | None] = {}
         self.frame: Frame | None = None
@@ -64,7 +70,9 @@ class RecomputeController(QObject):
             summary = summarise(sc)
             charts = build_charts(sc, prefill_crossover=summary.prefill_crossover)
             expected = self._expected(sc)
-            curves = expected_curves(sc.model, expected, sc.workload) if expected is not None else None
+            # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
+            curves = None if expected is None else expected_curves(sc.model, expected, sc.workload, replicas=0,
+                                                                   n_star=summary.prefill_crossover)
             pinned = []
             for p in state.pinned:
                 if p.pin_id not in self._pinned_charts:
@@ -78,7 +86,28 @@ class RecomputeController(QObject):
         self.frame = Frame(scenario=sc, charts=charts, summary=summary, pinned=tuple(pinned), expected=expected,
                            expected_curves=curves)
         self.recomputed.emit(self.frame)
+        if expected is not None:
+            self._band_timer.start()
         return self.frame
+
+    def add_band(self) -> Frame | None:
+        """The last frame again with its expected curves' band, handed over (what the band
+        timer does once edits pause)."""
+        self._band_timer.stop()
+        frame = self.frame
+        if frame is None or frame.expected is None or self._timer.isActive():
+            return None
+        sc = frame.scenario
+        try:
+            curves = expected_curves(sc.model, frame.expected, sc.workload, n_star=frame.summary.prefill_crossover)
+        except RooflabError:
+            return None
+        self.frame = dataclasses.replace(frame, expected_curves=curves)
+        self.recomputed.emit(self.frame)
+        return self.frame
+
+    def _on_band_timer_timeout(self) -> None:
+        self.add_band()
 
     def forget_calibrations(self) -> None:
         """Look the machines' calibrations up again (one was made or removed), and redraw."""

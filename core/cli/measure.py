@@ -195,6 +195,8 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
         _print_json({"model": run.label, "model_key": done.model_key, "engine": run.engine,
                      "settings": run.settings.to_dict(), "machine": machine.name, "machine_key": done.machine_key,
                      "measurement": run.record(), "calibration": cal.to_dict(),
+                     "accuracy_out_of_sample": {k: a.to_dict() for k, a in done.accuracy.items()},
+                     "engine_calibration": done.engine_calibration.describe() if done.engine_calibration else None,
                      "gaps": [dataclasses.asdict(g) for g in done.gaps]})
         return 0
     print(f"{run.label}: {run.settings.label} (key {done.model_key})")
@@ -209,9 +211,23 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
         mark = "*" if g.applies else "-"
         share = f" ({g.share_text})" if g.share_text else ""
         print(f"   {mark} {g.contributor}{share}. {g.evidence}")
+    _print_accuracy(done)
     for note in done.notes + cal.notes:
         print(f"  note: {note}")
     return 0
+
+
+def _print_accuracy(done: Calibrated) -> None:
+    """The machine's engine calibration against these points (accuracy: it never saw them)."""
+    found = done.engine_calibration
+    if found is None:
+        print("  accuracy: no calibration of this machine for these settings yet ('rooflab measure calibrate')")
+    elif not done.accuracy:
+        print(f"  accuracy: not scored (this model was one of the calibration's: {found.describe()})")
+    else:
+        print(f"  accuracy of {found.describe()}, which never saw this model:")
+        for phase, acc in done.accuracy.items():
+            print(f"    {phase:<8} median {acc.median:6.1%}   worst {acc.worst:6.1%}   ({acc.count} points)")
 
 
 def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> Any:
@@ -285,10 +301,11 @@ def _print_fit(cal: Any, machine: Any) -> None:
           f"{machine.bandwidth / GB:.1f} GB/s (x{eff.bandwidth:.2f}), compute {cal.effective_flops / 1e9:.0f} of "
           f"{cal.peak_flops / 1e9:.0f} GFLOP/s (x{eff.compute:.2f}), overhead {eff.step_overhead * 1e3:.2f} ms, "
           f"kv_read_factor {eff.kv_read_factor:.2f}")
+    print("  |error| against the ceiling -> fit quality of this model's own fit (in sample, not accuracy):")
     for kind in ("prefill", "decode", "batch", "all"):
         if kind in cal.before:
             b, a = cal.before[kind], cal.after[kind]
-            print(f"  |error| {kind:<8} median {b.median:6.1%} -> {a.median:6.1%}   worst {b.worst:6.1%} -> {a.worst:6.1%}")
+            print(f"    {kind:<8} median {b.median:6.1%} -> {a.median:6.1%}   worst {b.worst:6.1%} -> {a.worst:6.1%}")
 
 
 def _import(args: argparse.Namespace, cancel: CancelToken) -> int:

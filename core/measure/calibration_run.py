@@ -96,11 +96,13 @@ def _machine(plan: CalibrationPlan, cancel: CancelFlag, keep: bool) -> Generator
     return keep_machine_run(run, keep=keep)
 
 
-def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = None, *,
-                    keep: bool = True) -> Generator[Progress, None, CalibrationRun]:
-    """Measure the machine, time every calibration model, fit and keep the calibration."""
+def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = None, *, keep: bool = True,
+                    machine: MachineProfile | None = None) -> Generator[Progress, None, CalibrationRun]:
+    """Measure the machine (unless ``machine``, this machine's profile, is given), time every
+    calibration model, fit and keep the calibration (unless ``keep`` is False)."""
     plan = plan or CalibrationPlan()
-    machine = yield from _machine(plan, cancel, keep)
+    if machine is None:
+        machine = yield from _machine(plan, cancel, keep)
     models = plan.models()
     if len(models) < 2:
         raise MeasurementError("a calibration needs at least two models (one is left out to score it)")

@@ -19,10 +19,20 @@ import numpy as np
 from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.expected import Expected
 from rooflab.core.report.chart_types import Curve, Scenario
-from rooflab.core.report.charts import BATCHING, DECODE, PREFILL, ROOFLINE, build_charts
-from rooflab.core.values.machine import MachineProfile
+from rooflab.core.report.charts import (
+    BATCHING,
+    DECODE,
+    PREFILL,
+    ROOFLINE,
+    batching_chart,
+    decode_chart,
+    prefill_chart,
+    roofline_chart,
+)
+from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -213,9 +223,14 @@ def _calibrated_label(curve: Curve) -> str:
     return _SHORT.get(curve.key, _ASIDE.sub("", curve.label))
 
 
-def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Workload) -> Overlay:
-    """The main predicted curves of each chart, redrawn with the calibrated machine."""
-    charts = build_charts(Scenario(model=spec, machine=calibrated, workload=workload))
+def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Workload, *,
+                      n_star: float | None = None) -> Overlay:
+    """The main predicted curves of each chart, redrawn with the calibrated machine. ``n_star``:
+    the ceiling's n*, which sets the prefill sweep's reach (given, the curves share the
+    ceiling's x and no bisection runs)."""
+    sc = Scenario(model=spec, machine=calibrated, workload=workload)
+    charts = {PREFILL: prefill_chart(sc, n_star), DECODE: decode_chart(sc), BATCHING: batching_chart(sc),
+              ROOFLINE: roofline_chart(sc)}
     out: Overlay = {}
     for chart, panel, keys in _CALIBRATED:
         found = [c for c in charts[chart].panel(panel).curves if c.key in keys]
@@ -226,7 +241,7 @@ def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Wor
 
 
 BAND_LOW, BAND_HIGH = "expected low", "expected high"     # Curve.extras of an expected curve's band
-BAND_REPLICAS = 8            # replicas priced per redraw for the window's band
+BAND_REPLICAS = 4            # replicas priced per redraw for the window's band (each costs a chart set)
 
 
 def expected_label(expected: Expected) -> str:
@@ -236,13 +251,15 @@ def expected_label(expected: Expected) -> str:
 
 
 def expected_curves(spec: ModelSpec, expected: Expected, workload: Workload, *,
-                    replicas: int = BAND_REPLICAS) -> Overlay:
+                    replicas: int = BAND_REPLICAS, n_star: float | None = None) -> Overlay:
     """The main predicted curves as the calibrated engine is expected to run them, each with its
     band (the 16th-84th percentile over up to ``replicas`` of the calibration's replicates) in
     its extras ``BAND_LOW`` / ``BAND_HIGH``, point by point."""
-    central = calibrated_curves(spec, expected.machine, workload)
-    reps = expected.replicas[:: max(1, len(expected.replicas) // replicas)][:replicas]
-    spread = [calibrated_curves(spec, m, workload) for m in reps]
+    if n_star is None:
+        n_star = prefill_crossover(spec, dataclasses.replace(expected.machine, efficiency=Efficiency()), workload)
+    central = calibrated_curves(spec, expected.machine, workload, n_star=n_star)
+    reps = expected.replicas[:: max(1, len(expected.replicas) // replicas)][:replicas] if replicas else ()
+    spread = [calibrated_curves(spec, m, workload, n_star=n_star) for m in reps]
     out: Overlay = {}
     for where, curves in central.items():
         banded = []

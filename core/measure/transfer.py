@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.measure.calibrate import predict_points
+from rooflab.core.measure.store import model_key
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import byte_shares, efficiency_for, flop_shares
 from rooflab.core.values.calibration import PHASES, Accuracy, EngineCalibration, Rates
@@ -101,7 +102,7 @@ class Classes:
         return cls(bytes=found(byte_shares), flops=found(flop_shares))
 
 
-def _shares(shares: dict[str, float], classes: Classes) -> Array:
+def _shares(shares: dict[str, float], classes: tuple[str, ...]) -> Array:
     """``shares`` over ``classes``; a minor class the fit has no column for goes to the
     model's largest one."""
     out = np.array([shares.get(k, 0.0) for k in classes])
@@ -281,7 +282,7 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         models=tuple(m.key for m in kept), machine_bandwidth=machine.bandwidth, machine_flops=machine.flops(dtype),
         central=central, replicates=reps, accuracy=accuracy, notes=tuple(notes),
-        points=int(d.seconds.size))
+        points=int(d.seconds.size), model_keys=tuple(model_key(m.spec) for m in kept))
 
 
 def _leave_one_model_out(models: Sequence[ModelPoints], d: _Design, classes: Classes,
@@ -332,3 +333,11 @@ def _bootstrap(models: Sequence[ModelPoints], d: _Design, classes: Classes, mach
 
 def _subset_rows(d: _Design, rows: NDArray[np.int64]) -> _Design:
     return _Design(*(getattr(d, f.name)[rows] for f in dataclasses.fields(_Design)))
+
+
+def score(m: ModelPoints, machine: MachineProfile, calibration: EngineCalibration) -> dict[str, Accuracy]:
+    """How well ``calibration`` predicts ``m``'s points, per phase: out of sample when ``m`` is
+    not among the models it was fitted to (the caller checks ``calibration.models``)."""
+    rates = calibration.central
+    chosen = {0: np.array([not p.disturbed for p in m.points])}
+    return _errors([m], machine, {0: rates}, chosen)

@@ -9,7 +9,7 @@ No Qt and no torch here; the callers show the result their own way."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rooflab.core.errors import MeasurementError, SpecError
@@ -20,6 +20,8 @@ from rooflab.core.measure.calibrate import Calibration, calibrate
 from rooflab.core.measure.engine import EngineRun
 from rooflab.core.measure.gaps import Gap, explain
 from rooflab.core.measure.machine_result import MachineMeasurement
+from rooflab.core.measure.transfer import ModelPoints, score
+from rooflab.core.values.calibration import Accuracy, EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
@@ -42,6 +44,10 @@ class Calibrated:
     notes: tuple[str, ...] = ()
     kept: bool = False
     keep_error: str = ""
+    # the machine's engine calibration scored on these points, which it never saw (per phase),
+    # and that calibration; empty and None when there is none for these settings
+    accuracy: Mapping[str, Accuracy] = field(default_factory=dict)
+    engine_calibration: EngineCalibration | None = None
 
 
 #: Engines whose points were timed on this host (an imported file may come from anywhere).
@@ -98,8 +104,24 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
             kept = True
         except OSError as exc:
             error = str(exc)
+    engine_cal, accuracy = _scored_by_engine_calibration(spec, machine, cal)
     return Calibrated(spec=spec, machine=machine, calibration=cal, gaps=tuple(explain(spec, cal)), model_key=key,
-                      machine_key=mkey, notes=tuple(notes), kept=kept, keep_error=error)
+                      machine_key=mkey, notes=tuple(notes), kept=kept, keep_error=error, accuracy=accuracy,
+                      engine_calibration=engine_cal)
+
+
+def _scored_by_engine_calibration(spec: ModelSpec, machine: MachineProfile, cal: Calibration,
+                                  ) -> tuple[EngineCalibration | None, dict[str, Accuracy]]:
+    """The engine calibration kept for this machine and these settings, and its errors on the
+    fitted points: accuracy on a model it did not see (none when it did)."""
+    points = cal.points
+    if not points or points[0].settings is None:
+        return None, {}
+    found = store.load_engine_calibration(store.machine_key(machine), points[0].engine_key)
+    if found is None or store.model_key(spec) in found.model_keys:
+        return found, {}
+    return found, score(ModelPoints(key=spec.name, spec=spec, points=points, kv_type=cal.kv_type,
+                                    dtype=cal.dtype if points[0].settings.dtype else None), machine, found)
 
 
 def after_engine_run(run: EngineRun, machine: MachineProfile, *, source: str, keep: bool = True,

@@ -23,7 +23,7 @@ from rooflab.core.values.machine import FACTOR_RANGE, Efficiency, MachineProfile
 from rooflab.core.values.model import ModelSpec, Role
 
 BAND = (16.0, 84.0)          # percentiles of the replicates: a one-sigma band
-MAX_REPLICATES = 24          # replicates priced per figure (the band's cost grows with them)
+MAX_REPLICATES = 12          # replicates priced per figure (the band's cost grows with them)
 
 
 def byte_shares(spec: ModelSpec) -> dict[str, float]:
@@ -75,8 +75,21 @@ def _factor(value: float) -> float:
     return float(min(FACTOR_RANGE[1], max(FACTOR_RANGE[0], value)))
 
 
+@dataclass(frozen=True, slots=True)
+class Shares:
+    """A model's ``byte_shares`` and ``flop_shares``, computed once per model."""
+
+    bytes: dict[str, float]
+    flops: dict[str, float]
+
+    @classmethod
+    def of(cls, spec: ModelSpec) -> Shares:
+        return cls(bytes=byte_shares(spec), flops=flop_shares(spec))
+
+
 def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dtype: str | None = None,
-                   relative: bool = False, missing: set[str] | None = None) -> Efficiency:
+                   relative: bool = False, missing: set[str] | None = None,
+                   shares: Shares | None = None) -> Efficiency:
     """The ``Efficiency`` that makes ``machine``'s clocks price ``spec`` at ``rates``.
 
     relative: the rates are factors of the machine's B and C (a back end's published
@@ -85,7 +98,8 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
     missing = set() if missing is None else missing
     b, c = machine.bandwidth, machine.flops(dtype)
     scale_b, scale_c = (b, c) if relative else (1.0, 1.0)
-    bytes_, flops = byte_shares(spec), flop_shares(spec)
+    shares = shares or Shares.of(spec)
+    bytes_, flops = shares.bytes, shares.flops
     bandwidth = _mixed(rates, "bandwidth", bytes_, missing) * scale_b
     prefill = _mixed(rates, "prefill_flops", flops, missing) * scale_c
     decode = _mixed(rates, "decode_flops", flops, missing) * scale_c
@@ -132,11 +146,13 @@ def expected_for(spec: ModelSpec, machine: MachineProfile, calibration: EngineCa
     """What ``calibration`` expects of ``spec`` on ``machine``."""
     relative = calibration.source == "public"
     missing: set[str] = set()
-    central = efficiency_for(spec, machine, calibration.central, dtype=dtype, relative=relative, missing=missing)
+    shares = Shares.of(spec)
+    central = efficiency_for(spec, machine, calibration.central, dtype=dtype, relative=relative, missing=missing,
+                             shares=shares)
     if relative:
         missing.clear()        # a back end's published factors hold for every format alike
     replicas = tuple(dataclasses.replace(machine, efficiency=efficiency_for(spec, machine, r, dtype=dtype,
-                                                                            relative=relative))
+                                                                            relative=relative, shares=shares))
                      for r in _spread(calibration.replicates))
     notes = [f"no {k} among the calibration models: priced at the mean rate of those that were"
              if k == EXPERTS else

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rooflab.core.predict.expected import Expected
+from rooflab.core.predict.expected import BAND, Expected
 from rooflab.core.predict.request import request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
 from rooflab.core.values.calibration import EngineCalibration
@@ -69,11 +69,15 @@ def expected_prefill_rows(spec: ModelSpec, ex: Expected, workload: Workload,
 
 def expected_request(spec: ModelSpec, ex: Expected, workload: Workload) -> dict[str, float]:
     """TTFT, TPOT and end-to-end of the workload's request, expected, with bounds."""
+    central = request(spec, ex.machine, workload)
+    spread = [request(spec, m, workload) for m in ex.replicas]
     out: dict[str, float] = {}
-    for name, pick in (("ttft_seconds", lambda e: e.ttft), ("tpot_seconds", lambda e: e.tpot),
-                       ("end_to_end_seconds", lambda e: e.end_to_end)):
-        central, low, high = ex.band(lambda m, p=pick: p(request(spec, m, workload)))
-        out |= {f"expected_{name}": central, f"expected_{name}_low": low, f"expected_{name}_high": high}
+    for name in ("ttft", "tpot", "end_to_end"):
+        value = float(getattr(central, name))
+        values = np.array([getattr(r, name) for r in spread] or [value], dtype=np.float64)
+        low, high = np.percentile(values, BAND)
+        out |= {f"expected_{name}_seconds": value, f"expected_{name}_seconds_low": float(min(low, value)),
+                f"expected_{name}_seconds_high": float(max(high, value))}
     return out
 
 

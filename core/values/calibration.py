@@ -156,6 +156,7 @@ class EngineCalibration:
     notes: tuple[str, ...] = ()
     source: str = "measured"
     points: int = 0
+    model_keys: tuple[str, ...] = ()       # the store's keys of ``models`` (what the fit saw)
 
     def bands(self) -> list[tuple[str, str, float, float, float]]:
         """(name, unit, central, low, high) of every fitted term: the central fit and the 16th
@@ -193,7 +194,8 @@ class EngineCalibration:
                 "machine_flops": self.machine_flops, "central": self.central.to_dict(),
                 "replicates": [r.to_dict() for r in self.replicates],
                 "accuracy": {p: {k: a.to_dict() for k, a in v.items()} for p, v in self.accuracy.items()},
-                "notes": list(self.notes), "source": self.source, "points": self.points}
+                "notes": list(self.notes), "source": self.source, "points": self.points,
+                "model_keys": list(self.model_keys)}
 
     @classmethod
     def from_dict(cls, data: Any) -> EngineCalibration:
@@ -213,6 +215,7 @@ class EngineCalibration:
                        central=Rates.from_dict(data["central"]),
                        replicates=tuple(Rates.from_dict(r) for r in data.get("replicates") or ()),
                        accuracy=accuracy, notes=tuple(str(n) for n in data.get("notes") or ()),
-                       source=str(data.get("source", "measured")), points=int(data.get("points", 0)))
+                       source=str(data.get("source", "measured")), points=int(data.get("points", 0)),
+                       model_keys=tuple(str(k) for k in data.get("model_keys") or ()))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SpecError(f"calibration record is malformed: {exc!r}") from None

@@ -94,3 +94,22 @@ def test_calibrate_refuses_bad_options_in_one_line(capsys):
     assert main(["measure", "calibrate", "--threads", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "threads" in err
+
+
+def test_a_model_timed_after_calibration_reports_the_calibrations_accuracy_on_it(calibrated, capsys, tmp_path):
+    """The gap report's accuracy is the machine's calibration predicting a model it never saw;
+    the model's own fit is reported as fit quality."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(llama_config(hidden_size=320, num_hidden_layers=5, num_attention_heads=5,
+                                              num_key_value_heads=1, intermediate_size=640, vocab_size=1000)))
+    argv = ["measure", "model", str(config), "--engine", "llamacpp", "--weights", "q4_k_m", "--threads", "1",
+            "--repeats", "1", "--prompts", "16,64", "--depths", "0,256", "--contexts", "64", "--batches", "1,2",
+            "--steps", "4"]
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["engine_calibration"].startswith("llama.cpp")
+    # every phase whose points were not marked disturbed (a busy test machine marks some)
+    assert d["accuracy_out_of_sample"] and set(d["accuracy_out_of_sample"]) <= {"prefill", "decode", "batch"}
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "which never saw this model" in text and "fit quality of this model's own fit (in sample" in text
