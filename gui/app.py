@@ -260,6 +260,7 @@ def run_report(args: argparse.Namespace) -> int:
     the window's File > Save report writes, without showing a window."""
     from rooflab.core.cli.main import resolve_machine, resolve_workload
     from rooflab.core.io import load_model
+    from rooflab.gui.plot_tabs import draw_expected
     from rooflab.gui.plots import PLOT_CLASSES, ChartPlot
     from rooflab.gui.recompute import RecomputeController
     from rooflab.gui.report import write_report
@@ -275,10 +276,12 @@ def run_report(args: argparse.Namespace) -> int:
     frame = recompute.recompute_now()
     if frame is None:
         raise RooflabError(errors[0] if errors else "nothing to report")
+    frame = recompute.add_band() or frame
     plots: list[ChartPlot] = [cls() for cls in PLOT_CLASSES]
     try:
         for plot in plots:
             plot.set_charts(frame.charts[plot.chart_key], current_label=frame.scenario.label)
+            draw_expected(plot, frame)
         files = write_report(args.out, plots, frame)
     finally:
         dispose(*plots)

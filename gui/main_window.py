@@ -304,6 +304,7 @@ class MainWindow(QMainWindow):
         """Write the report for what is on screen into ``folder``."""
         if self.recompute.pending or self.recompute.frame is None:
             self.recompute.recompute_now()
+        self.recompute.add_band()          # the expected curves with their band, not waiting for the pause
         frame = self.recompute.frame
         if frame is None:
             raise RooflabError("nothing to report: the current combination cannot be predicted")

@@ -40,7 +40,7 @@ class PlotTabsPanel(QWidget):
         layout.addWidget(self.tabs, 1)
         self._frame: Frame | None = None
         self._stale: set[str] = set()
-        self._expected_shapes: dict[str, tuple[str, frozenset[tuple[str, tuple[str, ...]]]]] = {}
+        self._expected_shapes: dict[str, Shape] = {}
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
 
     def show_frame(self, frame: Frame) -> None:
@@ -92,24 +92,36 @@ class PlotTabsPanel(QWidget):
         self._draw_expected(plot, frame)
 
     def _draw_expected(self, plot: ChartPlot, frame: Frame) -> None:
-        """The calibrated machine's expected curves (with their band) as their own layer on
-        ``plot``; off it when the machine has no calibration. A layer whose label or curves
-        change is taken off first (a plot keeps a layer's first label and legend entries)."""
         key = plot.chart_key
-        if frame.expected is None or frame.expected_curves is None:
-            if self._expected_shapes.pop(key, None) is not None:
-                plot.clear_layer(EXPECTED_LAYER)
-            return
-        label = expected_label(frame.expected)
-        mine = {panel: curves for (chart, panel), curves in frame.expected_curves.items() if chart == key}
-        shape = (label, frozenset((panel, tuple(c.key for c in curves)) for panel, curves in mine.items()))
-        if self._expected_shapes.get(key, shape) != shape:
-            plot.clear_layer(EXPECTED_LAYER)
-        for panel, curves in mine.items():
-            plot.set_calibrated(panel, curves, label=label, key=EXPECTED_LAYER, index=1)
-        self._expected_shapes[key] = shape
+        shape = draw_expected(plot, frame, self._expected_shapes.get(key))
+        if shape is None:
+            self._expected_shapes.pop(key, None)
+        else:
+            self._expected_shapes[key] = shape
 
     def _on_tabs_current_changed(self, index: int) -> None:
         plot = self.tabs.widget(index)
         if isinstance(plot, ChartPlot):
             self._draw(plot)
+
+
+Shape = tuple[str, frozenset[tuple[str, tuple[str, ...]]]]
+
+
+def draw_expected(plot: ChartPlot, frame: Frame, drawn: Shape | None = None) -> Shape | None:
+    """The calibrated machine's expected curves (with their band) as their own layer on
+    ``plot``; off it when the machine has no calibration. ``drawn``: what the last call drew
+    on this plot; a layer whose label or curves change is taken off first (a plot keeps a
+    layer's first label and legend entries). Returns what is drawn now."""
+    if frame.expected is None or frame.expected_curves is None:
+        if drawn is not None:
+            plot.clear_layer(EXPECTED_LAYER)
+        return None
+    label = expected_label(frame.expected)
+    mine = {panel: curves for (chart, panel), curves in frame.expected_curves.items() if chart == plot.chart_key}
+    shape = (label, frozenset((panel, tuple(c.key for c in curves)) for panel, curves in mine.items()))
+    if drawn is not None and drawn != shape:
+        plot.clear_layer(EXPECTED_LAYER)
+    for panel, curves in mine.items():
+        plot.set_calibrated(panel, curves, label=label, key=EXPECTED_LAYER, index=1)
+    return shape

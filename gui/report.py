@@ -18,6 +18,8 @@ from rooflab.core import __version__
 from rooflab.core.errors import ReportError
 from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
 from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.expected import expected_csv
+from rooflab.gui.expected_lines import expected_lines
 from rooflab.gui.explain import explain
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
 from rooflab.gui.recompute import Frame
@@ -150,6 +152,10 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
             csvs.append(write_text(out / _csv_name(series), curves_csv(series.curves, header)))
     csvs.append(write_text(out / "summary.csv", summary_csv(frame.summary, header_lines(frame.scenario))))
     csvs.append(write_text(out / "tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario))))
+    if frame.expected is not None:
+        sc = frame.scenario
+        csvs.append(write_text(out / "expected.csv", expected_csv(sc.model, frame.expected, sc.workload,
+                                                                  header_lines(sc))))
     sheet = out / "sheet.png"
     if not compose_sheet(frame, images).save(str(sheet)):
         raise OSError(f"could not write {sheet.name}")
@@ -205,7 +211,10 @@ def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
     font.setPixelSize(20)
     line_h = 26
     y = box.top() + 10
-    for line in explain(frame.scenario, frame.summary):
+    lines = explain(frame.scenario, frame.summary)
+    if frame.expected is not None:
+        lines += expected_lines(frame.scenario, frame.expected)
+    for line in lines:
         font.setBold(True)
         painter.setFont(font)
         bound = f"  [{line.bound}-bound]" if line.bound else ""

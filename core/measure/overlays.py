@@ -20,7 +20,7 @@ from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
-from rooflab.core.predict.expected import Expected
+from rooflab.core.predict.expected import Expected, spread_out
 from rooflab.core.report.chart_types import Curve, Scenario
 from rooflab.core.report.charts import (
     BATCHING,
@@ -258,7 +258,7 @@ def expected_curves(spec: ModelSpec, expected: Expected, workload: Workload, *,
     if n_star is None:
         n_star = prefill_crossover(spec, dataclasses.replace(expected.machine, efficiency=Efficiency()), workload)
     central = calibrated_curves(spec, expected.machine, workload, n_star=n_star)
-    reps = expected.replicas[:: max(1, len(expected.replicas) // replicas)][:replicas] if replicas else ()
+    reps = spread_out(expected.replicas, replicas)
     spread = [calibrated_curves(spec, m, workload, n_star=n_star) for m in reps]
     out: Overlay = {}
     for where, curves in central.items():

@@ -14,6 +14,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from rooflab.core.values.machine import FACTOR_RANGE, Efficiency, MachineProfile
 from rooflab.core.values.model import ModelSpec, Role
 
 BAND = (16.0, 84.0)          # percentiles of the replicates: a one-sigma band
+T = TypeVar("T")
 MAX_REPLICATES = 12          # replicates priced per figure (the band's cost grows with them)
 
 
@@ -153,7 +155,7 @@ def expected_for(spec: ModelSpec, machine: MachineProfile, calibration: EngineCa
         missing.clear()        # a back end's published factors hold for every format alike
     replicas = tuple(dataclasses.replace(machine, efficiency=efficiency_for(spec, machine, r, dtype=dtype,
                                                                             relative=relative, shares=shares))
-                     for r in _spread(calibration.replicates))
+                     for r in spread_out(calibration.replicates, MAX_REPLICATES))
     notes = [f"no {k} among the calibration models: priced at the mean rate of those that were"
              if k == EXPERTS else
              f"no {k} weights among the calibration models: priced at the mean rate of the formats that were"
@@ -162,9 +164,10 @@ def expected_for(spec: ModelSpec, machine: MachineProfile, calibration: EngineCa
                     replicas=replicas, notes=tuple(notes))
 
 
-def _spread(replicates: Sequence[Rates]) -> Sequence[Rates]:
-    """At most ``MAX_REPLICATES`` of them, evenly spaced (deterministic)."""
-    if len(replicates) <= MAX_REPLICATES:
-        return replicates
-    step = len(replicates) / MAX_REPLICATES
-    return [replicates[int(i * step)] for i in range(MAX_REPLICATES)]
+def spread_out(items: Sequence[T], count: int) -> Sequence[T]:
+    """At most ``count`` of ``items``, evenly spaced from the first to the last (deterministic)."""
+    if count <= 0:
+        return ()
+    if len(items) <= count:
+        return items
+    return [items[int(i)] for i in np.linspace(0, len(items) - 1, count).round()]

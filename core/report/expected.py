@@ -123,3 +123,24 @@ def accuracy_phrase(cal: EngineCalibration, phase: str) -> str:
         if found is not None:
             return f"off by {found.median:.0%} (median, worst {found.worst:.0%}) on {what} the calibration did not see"
     return ""
+
+
+def expected_csv(spec: ModelSpec, ex: Expected, workload: Workload, header: Sequence[str]) -> str:
+    """The report's expected.csv: the request's expected TTFT, TPOT and end to end with their
+    band, after a header naming the calibration and its out-of-sample accuracy."""
+    from rooflab.core.report.csv_files import number
+
+    cal = ex.calibration
+    lines = [f"# {line}" for line in header]
+    lines.append(f"# expected with {cal.engine_label} ({cal.source}, {cal.date[:10]}; models: {', '.join(cal.models)})")
+    for phase in ("prefill", "decode", "batch"):
+        phrase = accuracy_phrase(cal, phase)
+        if phrase:
+            lines.append(f"# {phase}: {phrase}")
+    lines += [f"# note: {n}" for n in ex.notes]
+    lines.append("figure,expected,low,high,unit")
+    r = expected_request(spec, ex, workload)
+    for name in ("ttft", "tpot", "end_to_end"):
+        key = f"expected_{name}_seconds"
+        lines.append(f"{name},{number(r[key])},{number(r[key + '_low'])},{number(r[key + '_high'])},s")
+    return "\n".join(lines) + "\n"

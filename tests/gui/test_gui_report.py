@@ -70,6 +70,12 @@ def test_report_command_writes_the_same_files_without_a_window(qapp, tmp_path, c
     header = _header(out / "batching-rate-current.csv")
     assert "batch 4" in header and "prompt 4096" in header
     assert not QApplication_top_level_windows_visible()
+    # the RTX 4090's expected figures (its back end's published efficiency) beside the ceiling
+    assert "expected.csv" in written
+    assert any(n.startswith("decode-step-expected-") for n in written)
+    expected = (out / "expected.csv").read_text()
+    assert "expected with llama.cpp CUDA" in expected and "machines the calibration did not see" in expected
+    assert "figure,expected,low,high,unit" in expected and "\ntpot," in expected
 
 
 def QApplication_top_level_windows_visible() -> bool:  # noqa: N802 - reads as a question
