@@ -136,3 +136,14 @@ def test_a_calibration_record_round_trips(fitted):
     assert again.central == fitted.central and again.accuracy == fitted.accuracy
     with pytest.raises(SpecError, match="malformed|calibration"):
         EngineCalibration.from_dict({**fitted.to_dict(), "central": {"bandwidth": {"q8": -1}}})
+
+
+def test_the_printed_calibration_keeps_accuracy_and_fit_quality_apart(fitted, capsys):
+    from rooflab.core.cli.calibrate import print_calibration
+
+    print_calibration(fitted)
+    text = capsys.readouterr().out
+    lomo, extra, fit = (text.index(s) for s in ("accuracy, leave one model out", "accuracy, extrapolated",
+                                                "fit quality (in sample, not accuracy)"))
+    assert lomo < extra < fit
+    assert "weights streamed, k-quant" in text and "[" in text           # each term with its band

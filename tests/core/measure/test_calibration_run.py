@@ -1,0 +1,59 @@
+"""``run_calibration`` with torch: the same job the CLI and the window run, on tiny configs."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab.core.jobs import CancelToken, run_job
+from rooflab.core.measure import calibration_run, store
+from rooflab.core.measure.calibration_models import CalibrationModel
+from rooflab.core.values.machine import MachineProfile
+from tests.factories.llm_configs import llama_config
+
+pytest.importorskip("torch")
+
+HERE = MachineProfile(name="this machine", bandwidth=30e9, peak_flops={"fp32": 150e9}, memory=16e9,
+                      default_dtype="fp32", kind="cpu", key="measured")
+TINY = tuple(CalibrationModel(key=f"tiny-{layers}", description="", weights="fp32",
+                              config=llama_config(hidden_size=128, num_hidden_layers=layers, num_attention_heads=4,
+                                                  num_key_value_heads=2, intermediate_size=256, vocab_size=500))
+             for layers in (2, 3, 4))
+
+
+def _plan(self):
+    from rooflab.core.measure.model import ModelPlan
+
+    return ModelPlan(dtype="fp32", threads=1, prompts=(4, 16, 64), decode_steps=2, repeats=1, contexts=(2, 16),
+                     batches=(1, 2), random_weights=True, overhead_probe=False)
+
+
+def test_torch_calibration_runs_fits_and_keeps(monkeypatch):
+    monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
+    monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _plan)
+    plan = calibration_run.CalibrationPlan(engine="torch", threads=1, repeats=1, measure_machine=False)
+    fractions: list[float] = []
+    run = run_job(calibration_run.run_calibration(plan, machine=HERE),
+                  lambda p: fractions.append(p.fraction or 0.0))
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0           # one overall progress
+    cal = run.calibration
+    assert cal.engine_key.startswith("torch cpu t1") and cal.models == tuple(m.key for m in TINY)
+    assert cal.central.bandwidth.keys() == {"float"}
+    assert "leave_one_model_out" in cal.accuracy and run.kept
+    assert store.load_engine_calibration("measured", cal.engine_key) is not None
+
+
+def test_a_cancelled_calibration_keeps_nothing(monkeypatch):
+    monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
+    monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _plan)
+    cancel = CancelToken()
+    plan = calibration_run.CalibrationPlan(engine="torch", threads=1, repeats=1, measure_machine=False)
+
+    def stop(progress):
+        if "model 2 of 3" in progress.message:
+            cancel.cancel()
+
+    from rooflab.core.errors import Cancelled
+
+    with pytest.raises(Cancelled):
+        run_job(calibration_run.run_calibration(plan, cancel, machine=HERE), stop)
+    assert store.load_engine_calibration("measured") is None
