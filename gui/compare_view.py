@@ -180,21 +180,30 @@ class CompareTablePanel(QWidget):
         self._show_rows(self.controller.rows)
 
     def _build(self) -> None:
-        buttons = QHBoxLayout()
-        for w in (self.add_button, self.machine_picker, self.add_machine_button, self.remove_button,
-                  self.clear_button):
+        # two rows, and pickers that shrink to a few words: the tab must fit a 1280-pixel window
+        for picker in (self.machine_picker, self.column_picker):
+            picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            picker.setMinimumContentsLength(14)
+        rows = QVBoxLayout()
+        buttons, plotting = QHBoxLayout(), QHBoxLayout()
+        for w in (self.add_button, self.machine_picker, self.add_machine_button):
             buttons.addWidget(w)
         buttons.addStretch(1)
-        buttons.addWidget(QLabel("Plot"))
-        buttons.addWidget(self.column_picker)
-        buttons.addWidget(self.log_check)
+        for w in (self.remove_button, self.clear_button):
+            plotting.addWidget(w)
+        plotting.addStretch(1)
+        plotting.addWidget(QLabel("Plot"))
+        plotting.addWidget(self.column_picker)
+        plotting.addWidget(self.log_check)
+        rows.addLayout(buttons)
+        rows.addLayout(plotting)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
         split.addWidget(self.plot)
         split.setSizes([300, 260])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addLayout(buttons)
+        layout.addLayout(rows)
         layout.addWidget(self.message)
         layout.addWidget(split, 1)
 

@@ -64,3 +64,15 @@ def calibration_html(cal: EngineCalibration) -> str:
             f"<p>Error |predicted − measured| / measured, median:</p><ul>{''.join(acc)}</ul>"
             f"<table><tr><th align='left'>term</th><th>value</th><th>band (16th–84th percentile)</th></tr>{rows}"
             "</table>" + "".join(f"<p>{escape(n)}</p>" for n in cal.notes))
+
+
+_AFTER = {"expected_ttft": "ttft", "expected_tpot": "tpot", "expected_rate": "ceiling"}
+
+
+def merged(lines: list[Line], expected: list[Line]) -> list[Line]:
+    """``lines`` with each expected row right under the ceiling row it is the twin of."""
+    out = list(lines)
+    for row in expected:
+        at = next((i for i, line in enumerate(out) if line.key == _AFTER.get(row.key)), len(out) - 1)
+        out.insert(at + 1, row)
+    return out

@@ -19,7 +19,7 @@ from rooflab.core.errors import ReportError
 from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import expected_csv
-from rooflab.gui.expected_lines import expected_lines
+from rooflab.gui.expected_lines import expected_lines, merged
 from rooflab.gui.explain import explain
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
 from rooflab.gui.recompute import Frame
@@ -213,7 +213,7 @@ def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
     y = box.top() + 10
     lines = explain(frame.scenario, frame.summary)
     if frame.expected is not None:
-        lines += expected_lines(frame.scenario, frame.expected)
+        lines = merged(lines, expected_lines(frame.scenario, frame.expected))
     for line in lines:
         font.setBold(True)
         painter.setFont(font)
