@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.summary import Summary
+from rooflab.core.report.text import count
 from rooflab.gui.units import fmt, significant
 
 
@@ -25,11 +26,6 @@ class Line:
     tooltip: str        # the formula in words
 
 
-def _count(shown: str, noun: str) -> str:
-    """"1 token", "1.94 tokens", "5 tokens": the noun singular only for exactly one."""
-    return f"{shown} {noun}" if shown == "1" else f"{shown} {noun}s"
-
-
 def _bound_phrase(bound: str) -> str:
     return "bandwidth-bound" if bound == "memory" else "compute-bound"
 
@@ -41,35 +37,36 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     compute = fmt(m.effective_flops(w.compute_dtype), "FLOP/s")
     prompts = f"{w.batch:,} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
     needs = "need" if w.batch > 1 else "needs"
+    # short sentences: the bound, then what sets it, then what the other clock would take
     if pre.bound == "compute":
-        ttft_why = (f"the {prompts} {needs} {fmt(pre.flops, 'FLOP')}, {fmt(pre.compute_seconds, 's')} at "
-                    f"{compute}; reading {fmt(pre.bytes, 'B')} at {bandwidth} would take only "
+        ttft_why = (f"The {prompts} {needs} {fmt(pre.flops, 'FLOP')}: {fmt(pre.compute_seconds, 's')} at "
+                    f"{compute}. Reading {fmt(pre.bytes, 'B')} at {bandwidth} would take only "
                     f"{fmt(pre.memory_seconds, 's')}.")
     else:
-        ttft_why = (f"reading {fmt(pre.bytes, 'B')} of weights and cache at {bandwidth} takes "
-                    f"{fmt(pre.memory_seconds, 's')}; the arithmetic of the {prompts} needs only "
+        ttft_why = (f"Reading {fmt(pre.bytes, 'B')} of weights and cache at {bandwidth} takes "
+                    f"{fmt(pre.memory_seconds, 's')}. The arithmetic of the {prompts} needs only "
                     f"{fmt(pre.compute_seconds, 's')}.")
     if dec.bound == "memory":
-        tpot_why = (f"each step reads {fmt(dec.bytes, 'B')} ({significant(e.kv_share * 100, 2)} % of it KV cache) "
-                    f"at {bandwidth}: {fmt(dec.memory_seconds, 's')}; its arithmetic needs "
+        tpot_why = (f"Each step reads {fmt(dec.bytes, 'B')} at {bandwidth}: {fmt(dec.memory_seconds, 's')}. "
+                    f"{significant(e.kv_share * 100, 2)} % of it is KV cache. Its arithmetic needs only "
                     f"{fmt(dec.compute_seconds, 's')}.")
     else:
         who = f"{w.batch:,} sequences'" if w.batch > 1 else "one sequence's"
-        tpot_why = (f"{who} arithmetic, {fmt(dec.flops, 'FLOP')} per step, takes "
-                    f"{fmt(dec.compute_seconds, 's')} at {compute}; the bytes take {fmt(dec.memory_seconds, 's')}.")
+        tpot_why = (f"At {fmt(dec.flops, 'FLOP')} a step, {who} arithmetic takes {fmt(dec.compute_seconds, 's')} "
+                    f"at {compute}. The bytes take only {fmt(dec.memory_seconds, 's')}.")
     lines = [
         Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre.bound,
-             f"Prefill is {_bound_phrase(pre.bound)}: {ttft_why}",
+             f"Prefill is {_bound_phrase(pre.bound)}. {ttft_why}",
              "TTFT = max(prompt FLOPs / peak compute, bytes read / bandwidth) + per-step overhead. "
              "Queueing and tokenisation are left out."),
         Line("tpot", "Time per output token", fmt(e.tpot, "s"), dec.bound,
-             f"Decode is {_bound_phrase(dec.bound)}: {tpot_why}" + (
+             f"Decode is {_bound_phrase(dec.bound)}. {tpot_why}" + (
                  f" Speculative decoding divides it by {significant(e.speculative_speedup, 3)}."
                  if w.draft_tokens else ""),
              "TPOT = the mean decode step while the cache grows over the answer; one step = "
              "max((weights + batch × cache bytes) / bandwidth, batch × 2 × active parameters / compute)."),
         Line("end_to_end", "End to end", fmt(e.end_to_end, "s"), "",
-             f"TTFT plus {_count(f'{w.answer - 1:,}', 'more step')} of TPOT: the wait for a "
+             f"TTFT plus {count(f'{w.answer - 1:,}', 'more step')} of TPOT: the wait for a "
              f"{w.answer:,}-token answer."
              if w.answer > 1 else "TTFT alone: the prefill gives the only answer token, no decode step follows.",
              "end to end = TTFT + TPOT × (answer tokens − 1)."),
@@ -82,7 +79,7 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
              "prompt rate = prompt tokens × batch / TTFT."),
     ]
     if math.isfinite(s.prefill_crossover):
-        nstar = _count(f"{s.prefill_crossover:,.0f}", "token")
+        nstar = count(f"{s.prefill_crossover:,.0f}", "token")
         lines.append(Line("n_star", "Prefill crossover n*", nstar, "",
                           f"Prompts longer than about {nstar} are compute-bound; shorter ones mostly pay "
                           "for reading the weights once." if s.prefill_crossover > 1 else
@@ -90,7 +87,7 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                           "the weights once.",
                           "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."))
     if math.isfinite(s.batch_crossover):
-        bstar = _count(f"{s.batch_crossover:,.0f}", "sequence")
+        bstar = count(f"{s.batch_crossover:,.0f}", "sequence")
         lines.append(Line("batch_crossover", "Batch crossover", bstar, "",
                           f"Up to about {bstar} share each read of the weights almost for free; past it, "
                           "decode turns compute-bound." if round(s.batch_crossover) > 1 else
@@ -104,7 +101,7 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     length = w.context + w.prompt + w.answer
     fit = "fits" if s.fits else "does NOT fit"
     if s.max_batch > 0:
-        most = f"at most {_count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
+        most = f"at most {count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
     elif spec.file_bytes > s.memory:
         most = f"the weights alone need more than the {fmt(s.memory, 'B')} there is."
     else:
@@ -122,9 +119,10 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     if s.speculative is not None:
         sp = s.speculative
         lines.append(Line("speculative", "Speculative speed-up", f"{significant(sp.speedup, 3)}×", "",
-                          f"{_count(str(w.draft_tokens), 'draft')} at {significant(w.acceptance * 100, 3)} % "
-                          f"acceptance yield {_count(significant(sp.expected_tokens, 3), 'token')} per verify "
-                          f"step, which costs {_count(significant(sp.verify_cost, 3), 'decode step')}.",
+                          f"{count(w.draft_tokens, 'draft')} at {significant(w.acceptance * 100, 3)} % "
+                          f"acceptance {'yields' if w.draft_tokens == 1 else 'yield'} "
+                          f"{count(significant(sp.expected_tokens, 3), 'token')} per verify step. "
+                          f"That step costs {count(significant(sp.verify_cost, 3), 'decode step')}.",
                           "speed-up = E × t_step / (t_verify + k × draft cost × t_step), "
                           "E = (1 − a^(k+1)) / (1 − a)."))
     return lines

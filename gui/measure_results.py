@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from rooflab.core.measure.budget import MemoryEstimate
 from rooflab.core.measure.calibrate import Calibration
+from rooflab.core.report.text import count
+from rooflab.core.values.machine import MachineProfile
 from rooflab.gui.units import fmt
 
 
@@ -28,14 +31,40 @@ def results_html(cal: Calibration, gaps: Iterable[Any], notes: Iterable[str], en
         if kind in cal.before:
             b, a = cal.before[kind], cal.after[kind]
             rows.append(f"{title}: median |error| {_pct(b.median)} → {_pct(a.median)} "
-                        f"(worst {_pct(b.worst)} → {_pct(a.worst)}, {a.count} points)")
+                        f"(worst {_pct(b.worst)} → {_pct(a.worst)}, {count(a.count, 'point')})")
     rows.append("<b>Between the ceiling and the measurement</b>")
     for g in gaps:
         mark = "●" if g.applies else "○"
-        share = f" — {g.share:.0%} of the reference step's gap" if g.seconds and g.share else ""
-        rows.append(f"{mark} <i>{html.escape(g.contributor)}</i>{share}: {html.escape(g.evidence)}")
+        share = f" — {g.share_text}" if g.share_text else ""
+        rows.append(f"{mark} <i>{html.escape(g.contributor)}</i>{share}. {html.escape(g.evidence)}")
     rows += [f"<small>{html.escape(n)}</small>" for n in [*notes, *cal.notes]]
     return "<br>".join(rows)
+
+
+def machine_done_text(profile: MachineProfile, saved: Path) -> str:
+    """What a machine measurement found and where it went: "Measured 52.3 GB/s bandwidth,
+    peaks 1.23 TFLOP/s fp32 and 2.1 TFLOP/s bf16. Saved in PATH; the Machine tab lists it as
+    'NAME'."."""
+    peaks = [f"{fmt(flops, 'FLOP/s')} {dtype}" for dtype, flops in profile.peak_flops.items()]
+    listed = ", ".join(peaks[:-1]) + f" and {peaks[-1]}" if len(peaks) > 1 else "".join(peaks)
+    return (f"Measured {fmt(profile.bandwidth, 'B/s')} bandwidth, {'peaks' if len(peaks) > 1 else 'peak'} "
+            f"{listed}. Saved in {saved}; the Machine tab lists it as '{profile.name}'.")
+
+
+def points_done_text(points: int, engine: str, *, imported: bool = False) -> str:
+    """"Measured 14 points with llama.cpp, 2 threads; the fit is below."."""
+    did = "Imported" if imported else "Measured"
+    return f"{did} {count(points, 'point')} {'from' if imported else 'with'} {engine}; the fit is below."
+
+
+def duration_text(seconds: float, device: str = "cpu") -> str:
+    """"Takes about 45 s (a rough guess for a CPU; the progress line corrects it)."."""
+    if seconds >= 90:
+        about = f"{seconds / 60:.0f} min"
+    else:
+        about = f"{max(5, 5 * round(seconds / 5)):.0f} s"
+    where = "a CPU" if device == "cpu" else device
+    return f"Takes about {about} (a rough guess for {where}; the progress line corrects it as the run goes)."
 
 
 def estimate_text(estimate: MemoryEstimate, available: float | None, gguf_bytes: float | None = None) -> str:

@@ -18,6 +18,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, check_cancel
 from rooflab.core.measure.llamacpp_engine import Engine
 from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+from rooflab.core.report.text import count
 from rooflab.core.values.measured import MeasuredPoint
 
 
@@ -104,18 +105,18 @@ class Sweep:
         cost (graph and buffer set-up) is never the only sample."""
         for n in self.plan.prompts:
             if self.plan.repeats == 1 and self.plan.warmup:
-                yield Tick("prefill", f"prompt of {n} tokens: warm-up")
+                yield Tick("prefill", f"prompt of {count(n, 'token')}: warm-up")
                 self.engine.clear()
                 self._fill(0, 0, n)
             times = []
             for run in range(self.plan.repeats):
-                yield Tick("prefill", f"prompt of {n} tokens: run {run + 1}")
+                yield Tick("prefill", f"prompt of {count(n, 'token')}: run {run + 1}")
                 self.engine.clear()
                 began = time.perf_counter()
                 self._fill(0, 0, n)
                 times.append(time.perf_counter() - began)
             point = _point("prefill", times, prompt=n)
-            yield Tick("prefill", f"prompt of {n} tokens: {point.rate:.1f} tokens/s", point)
+            yield Tick("prefill", f"prompt of {count(n, 'token')}: {point.rate:.1f} tokens/s", point)
 
     def _decode(self) -> Iterator[Tick]:
         """At each depth d: ``repeats`` runs of ``gen_tokens`` single-token steps, each timed;

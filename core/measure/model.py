@@ -34,6 +34,7 @@ from rooflab.core.measure.torch_model import (
     resolve_source,
     spec_from_torch,
 )
+from rooflab.core.report.text import count
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
@@ -237,7 +238,7 @@ def _prefill_decode(runner: Runner, plan: ModelPlan, label: str, eta: EtaTracker
         began = time.perf_counter()
         while len(ttfts) < plan.repeats or (
                 len(ttfts) < plan.max_repeats and time.perf_counter() - began < plan.point_seconds):
-            yield eta.progress("prefill", f"prompt of {n} tokens: run {len(ttfts) + 1}")
+            yield eta.progress("prefill", f"prompt of {count(n, 'token')}: run {len(ttfts) + 1}")
             ttft, times = runner.request(n, steps)
             ttfts.append(ttft)
             step_times += times
@@ -245,12 +246,12 @@ def _prefill_decode(runner: Runner, plan: ModelPlan, label: str, eta: EtaTracker
         if "prefill" in plan.experiments:
             points.append(MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=min(ttfts),
                                         median=statistics.median(ttfts), repeats=len(ttfts), source=label))
-            yield eta.progress("prefill", f"prompt of {n} tokens: measured", sample=points[-1])
+            yield eta.progress("prefill", f"prompt of {count(n, 'token')}: measured", sample=points[-1])
         if step_times:
             points.append(MeasuredPoint(kind="decode", prompt=1, context=n + (steps - 1) // 2, batch=1,
                                         seconds=min(step_times), median=statistics.median(step_times),
                                         repeats=len(step_times), source=label))
-            yield eta.progress("decode", f"after a prompt of {n} tokens: measured", sample=points[-1])
+            yield eta.progress("decode", f"after a prompt of {count(n, 'token')}: measured", sample=points[-1])
     return points
 
 

@@ -7,7 +7,7 @@ the GUI's business. The builders that fill them from the predictions are in ``ch
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.work import Array
+from rooflab.core.report.text import count
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -129,14 +130,86 @@ class Scenario:
         from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
 
         w = self.workload
-        parts = [f"{w.kv_type} cache"]
-        for value, default, text in (
-                (w.batch, d.batch, f"batch {w.batch:,}"),
-                (w.prompt, d.prompt, f"prompt {w.prompt:,}"),
-                (w.answer, d.answer, f"answer {w.answer:,}"),
-                (w.context, d.context, f"context {w.context:,}"),
-                (w.offload_fraction, d.offload_fraction, f"{w.offload_fraction:.0%} offloaded"),
-                (w.draft_tokens, d.draft_tokens, f"{w.draft_tokens} drafts at {w.acceptance:.0%}")):
+        settings = dict(self.description.workload)
+        parts = [settings["kv_type"]]
+        for value, default, key in ((w.batch, d.batch, "batch"), (w.prompt, d.prompt, "prompt"),
+                                    (w.answer, d.answer, "answer"), (w.context, d.context, "context"),
+                                    (w.offload_fraction, d.offload_fraction, "offload"),
+                                    (w.draft_tokens, d.draft_tokens, "drafts")):
             if value != default:
-                parts.append(text)
+                parts.append(settings[key])
         return f"{self.model.name} · {self.machine.name} · {', '.join(parts)}"
+
+    @property
+    def description(self) -> Description:
+        """What this scenario is, part by part, for ``distinguishing_labels``."""
+        w, name, weights = self.workload, self.model.name, self.model.weights_format
+        if weights and name.lower().endswith(" " + weights.lower()):
+            name = name[: -len(weights) - 1]          # "Qwen3-8B Q4_K_M": the format is its own part
+        drafts = f"{count(w.draft_tokens, 'draft')} at {w.acceptance:.0%}" if w.draft_tokens else "no drafts"
+        return Description(model=name, machine=self.machine.name, weights=weights, workload=(
+            ("kv_type", f"{w.kv_type} cache"),
+            ("compute_dtype", f"{w.compute_dtype or 'default'} compute"),
+            ("batch", f"batch {w.batch:,}"),
+            ("prompt", f"prompt {w.prompt:,}"),
+            ("answer", f"answer {w.answer:,}"),
+            ("context", f"context {w.context:,}"),
+            ("offload", f"{w.offload_fraction:.0%} offloaded"),
+            ("drafts", drafts),
+        ))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Description:
+    """A series told in parts: the model's name (without its weight format), the machine's
+    name, the weight format, and the workload's settings as (setting, text) pairs in display
+    order, every setting listed (``distinguishing_labels`` shows those that differ)."""
+
+    model: str
+    machine: str
+    weights: str = ""
+    workload: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def identity(self) -> str:
+        """"Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090": what it is, without the workload."""
+        return " · ".join(part for part in (self._model_text(), self.machine) if part)
+
+    def _model_text(self) -> str:
+        return f"{self.model} {self.weights}".strip()
+
+
+def distinguishing_labels(descriptions: Sequence[Description]) -> list[str]:
+    """One label per series naming only what sets it apart from the others: the model when
+    models differ, the weight format when formats differ, the machine when machines differ,
+    and each workload setting that differs (in the descriptions' order), joined with " · ".
+
+    ``[Qwen3-8B Q4_K_M on an RTX 4090, Qwen3-8B Q4_K_M on a DGX Spark]`` gives
+    ``["NVIDIA GeForce RTX 4090", "NVIDIA DGX Spark (GB10)"]``, where full labels cut to a
+    legend's width lost the part that told them apart. A lone series is named by model and machine;
+    series identical in every part keep that name, numbered from the second: " (2)"."""
+    if len(descriptions) < 2:
+        return [d.identity for d in descriptions]
+
+    def differs(values: Sequence[object]) -> bool:
+        return len(set(values)) > 1
+
+    models = differs([d.model for d in descriptions])
+    weights = differs([d.weights for d in descriptions])
+    machines = differs([d.machine for d in descriptions])
+    settings: list[str] = []
+    for d in descriptions:
+        settings += [key for key, _ in d.workload if key not in settings]
+    shown = [key for key in settings if differs([dict(d.workload).get(key, "") for d in descriptions])]
+    labels = []
+    for d in descriptions:
+        model = " ".join(part for part, wanted in ((d.model, models), (d.weights, weights)) if wanted and part)
+        texts = dict(d.workload)
+        parts = [model, d.machine if machines else "", ", ".join(texts[k] for k in shown if texts.get(k))]
+        labels.append(" · ".join(p for p in parts if p) or d.identity)
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[i] = f"{label} ({seen[label]})"
+    return labels

@@ -18,6 +18,8 @@ class UnitAxis(pg.AxisItem):
         self._unit = unit
         self._shown = unit
         self._divisor = 1.0
+        self._natural = 0.0                 # the width its own labels need, px
+        self.peers: list[UnitAxis] = []    # left axes of panels stacked with it: one width for all
         super().__init__(orientation)
         self.enableAutoSIPrefix(True)      # so pyqtgraph calls updateAutoSIPrefix on range changes
         self.set_unit(title, unit)
@@ -35,6 +37,19 @@ class UnitAxis(pg.AxisItem):
         self.setLabel(title, units=unit, **self.labelStyle)
 
     # pyqtgraph hooks ----------------------------------------------------------------------
+    def _updateWidth(self) -> None:  # noqa: N802 - pyqtgraph API
+        """As wide as the widest of its peers: stacked panels whose left axes differ in width
+        have their plot boxes, and so their linked x axes, out of line (the lower one then
+        showed negative token counts)."""
+        super()._updateWidth()
+        self._natural = float(self.minimumWidth())
+        widest = max([self._natural, *(p._natural for p in self.peers)])
+        for axis in (self, *self.peers):
+            if axis.minimumWidth() != widest:
+                axis.setMinimumWidth(widest)
+                axis.setMaximumWidth(widest)
+                axis.picture = None
+
     def updateAutoSIPrefix(self) -> None:  # noqa: N802 - pyqtgraph API
         if self.logMode:
             self._divisor, self._shown = 1.0, self._unit

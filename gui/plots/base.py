@@ -27,7 +27,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePol
 from rooflab.core.report.chart_types import Chart, Curve, Panel
 from rooflab.gui import units
 from rooflab.gui.plots.axis import log_position
-from rooflab.gui.plots.panel_view import Drawn, PanelView
+from rooflab.gui.plots.drawn import Drawn
+from rooflab.gui.plots.panel_view import PanelView
 from rooflab.gui.plots.style import Layer, LayerKind
 from rooflab.gui.theme import LIGHT, Theme
 
@@ -256,6 +257,9 @@ class ChartPlot(QWidget):
                 legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
                 self.view.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
             first = self._panels[order[0]]
+            axes = [self._panels[key].plot.getAxis("left") for key in order]
+            for axis in axes:
+                axis.peers = [other for other in axes if other is not axis]
             for key in order[1:]:
                 view = self._panels[key]
                 if (view.panel.x_unit, view.panel.log_x) == (first.panel.x_unit, first.panel.log_x):

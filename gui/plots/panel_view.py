@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,23 +14,25 @@ import pyqtgraph as pg
 
 from rooflab.core.report.chart_types import Curve, Panel
 from rooflab.gui import units
+from rooflab.gui.plots import label_layout
 from rooflab.gui.plots.axis import UnitAxis, log_position
-from rooflab.gui.plots.style import MARKER_NAME, Layer, draws, legend_name, line_pen, point_style
+from rooflab.gui.plots.drawn import Drawn
+from rooflab.gui.plots.stack import StackBars
+from rooflab.gui.plots.style import (
+    MARKER_NAME,
+    Layer,
+    draws,
+    legend_name,
+    legend_text,
+    line_pen,
+    point_style,
+    translucent,
+)
 from rooflab.gui.theme import Theme
-
-
-@dataclass
-class Drawn:
-    """What is on screen for one (layer, curve key): the curve and its graphics items."""
-
-    layer: Layer
-    curve: Curve
-    items: list[Any] = field(default_factory=list)
-    style_key: tuple[object, ...] = ()        # what the items' pens were made for
-
 
 # the least plot-box height, px, whatever the y-axis title: below it ticks crowd together
 MIN_BOX_HEIGHT = 110
+LABEL_VEIL = 190          # opacity (0-255) of the background behind a label: lines under it fade
 
 
 class PanelView:
@@ -49,12 +50,24 @@ class PanelView:
         self.hover_dot = pg.ScatterPlotItem(size=13, pen=pg.mkPen("#888", width=2), brush=None)
         self.hover_dot.setZValue(50)
         self.plot.addItem(self.hover_dot, ignoreBounds=True)
-        self.stack_labels: list[str] = []
+        self.bars = StackBars(self.plot, self.legend)
         self._legend_names: set[str] = set()
+        self._placing = False
+        self._again = False
+        self._framing = False
+        self.placed_for: tuple[tuple[object, ...], list[Curve]] = ((), [])
+        # labels move when the view's scale changes (resize, new range, a linked axis)
+        self.plot.getViewBox().sigTransformChanged.connect(self._on_view_transform_changed)
+        self.plot.getViewBox().sigResized.connect(self._on_view_transform_changed)
         self._x_title = True
         self.theme = theme
         self.configure(panel)
         self.apply_theme(theme)
+
+    @property
+    def stack_labels(self) -> list[str]:
+        """The series name of each memory bar (slot 0 the current series); empty elsewhere."""
+        return self.bars.labels
 
     # -- set-up -----------------------------------------------------------------------------
     def configure(self, panel: Panel) -> None:
@@ -80,11 +93,15 @@ class PanelView:
             axis.set_unit(axis.title, axis.unit)
         self._bottom.showLabel(self._x_title)
         self.plot.titleLabel.setText(self.panel.title, color=theme.foreground, size="10pt")
-        self.legend.setBrush(pg.mkBrush(QColorA(theme.background, 200)))
+        self.legend.setBrush(pg.mkBrush(translucent(theme.background, 200)))
         self.legend.setLabelTextColor(theme.foreground)
         for _sample, label in self.legend.items:
             # pyqtgraph stores the new colour but keeps the old text rendered: dark on dark
             label.setText(label.text)
+        for drawn in self.drawn.values():
+            for text in drawn.labels:                  # their veils: the new background
+                text.fill = pg.mkBrush(translucent(theme.background, LABEL_VEIL))
+                text.update()
         self.plot.showGrid(x=True, y=True, alpha=theme.grid_alpha)
 
     def show_x_title(self, shown: bool) -> None:
@@ -106,28 +123,29 @@ class PanelView:
         wanted = {c.key for c in curves if draws(layer, c)}
         for (layer_key, curve_key), drawn in self.drawn.items():
             if layer_key == layer.key and curve_key not in wanted:
-                for item in drawn.items:
-                    item.setVisible(False)
+                drawn.hide()
         for curve in curves:
-            if not draws(layer, curve) or self._repeats_current(layer, curve):
+            if not draws(layer, curve) or self._repeats_earlier(layer, curve, stack_slot):
                 stale = self.drawn.get((layer.key, curve.key))
-                for item in stale.items if stale else ():
-                    item.setVisible(False)
+                if stale is not None:
+                    stale.hide()
                 continue
             self._draw_one(layer, curve, legend_name(layer, curve), stack_slot)
 
-    def _repeats_current(self, layer: Layer, curve: Curve) -> bool:
-        """A pinned series' limit line where the current series already draws the same one
-        (the same machine's memory, say) would only print its label twice."""
+    def _repeats_earlier(self, layer: Layer, curve: Curve, slot: int) -> bool:
+        """A pinned series' limit line where the current series or one pinned before it
+        already draws the same one (the same machine's memory, the same model's weights)
+        would only print its label twice."""
         if layer.kind != "pinned" or not curve.is_reference:
             return False
-        current = self.drawn.get(("current", curve.key))
-        return (current is not None and bool(current.items) and current.items[0].isVisible()
-                and np.array_equal(current.curve.x, curve.x) and np.array_equal(current.curve.y, curve.y))
+        return any(d.visible and d.curve.key == curve.key and d.layer.kind in ("current", "pinned")
+                   and d.slot < slot and np.array_equal(d.curve.x, curve.x) and np.array_equal(d.curve.y, curve.y)
+                   for d in self.drawn.values())
 
     def drop_layer(self, layer_key: str) -> None:
         for key in [k for k in self.drawn if k[0] == layer_key]:
-            for item in self.drawn.pop(key).items:
+            drawn = self.drawn.pop(key)
+            for item in (*drawn.items, *drawn.labels):
                 if isinstance(item, (pg.PlotDataItem, pg.BarGraphItem)):
                     self.legend.removeItem(item)
                 self.plot.removeItem(item)
@@ -140,15 +158,14 @@ class PanelView:
 
     def curves_of(self, layer_key: str) -> list[Curve]:
         """The curves a layer shows now, in drawing order."""
-        return [d.curve for (lk, _), d in self.drawn.items() if lk == layer_key and d.items
-                and d.items[0].isVisible()]
+        return [d.curve for (lk, _), d in self.drawn.items() if lk == layer_key and d.visible]
 
     def _draw_one(self, layer: Layer, curve: Curve, name: str | None, stack_slot: int) -> None:
         key = (layer.key, curve.key)
         drawn = self.drawn.get(key)
         if drawn is None:
             drawn = self.drawn[key] = Drawn(layer=layer, curve=curve)
-        drawn.layer, drawn.curve = layer, curve
+        drawn.layer, drawn.curve, drawn.slot = layer, curve, stack_slot
         if curve.kind in ("line", "points"):
             self._draw_data(drawn, name)
         elif curve.kind in ("vline", "hline"):
@@ -159,11 +176,12 @@ class PanelView:
     def _draw_data(self, drawn: Drawn, name: str | None) -> None:
         layer, curve = drawn.layer, drawn.curve
         ordinal = self._point_ordinal(layer, curve) if curve.kind == "points" else 0
-        key = (layer.kind, layer.index, curve.kind, curve.role, self.theme, ordinal)
+        twin = self._twin_role(layer, curve)
+        key = (layer.kind, layer.index, curve.kind, curve.role, self.theme, ordinal, twin)
         style = {}
         if key != drawn.style_key:            # new pens rebuild a scatter's symbols: only on change
             style = point_style(layer, curve, self.theme, ordinal) if curve.kind == "points" else {
-                "pen": line_pen(layer, curve, self.theme)}
+                "pen": line_pen(layer, curve, self.theme, twin)}
             drawn.style_key = key
         if not drawn.items:
             item = pg.PlotDataItem(**style)
@@ -171,7 +189,7 @@ class PanelView:
             item.setZValue(z - (2 if layer.kind == "pinned" else 0))   # the current series on top
             self.plot.addItem(item)
             if name and not (name == MARKER_NAME and MARKER_NAME in self._legend_names):
-                self.legend.addItem(item, _short(name))
+                self.legend.addItem(item, legend_text(name))
                 self._legend_names.add(name)
             drawn.items.append(item)
         item = drawn.items[0]
@@ -181,6 +199,14 @@ class PanelView:
                 and layer.kind == "current":
             self._annotate(drawn)
 
+    def _twin_role(self, layer: Layer, curve: Curve) -> str:
+        """A calibrated curve's prediction's role ("secondary" for the total rate), so each
+        calibrated line takes its prediction's colour: two drawn alike shared one swatch."""
+        if layer.kind != "calibrated":
+            return ""
+        twin = self.drawn.get(("current", curve.key.removeprefix("calibrated_")))
+        return twin.curve.role if twin is not None else ""
+
     def _point_ordinal(self, layer: Layer, curve: Curve) -> int:
         """Position of ``curve`` among this layer's point series on this panel (first drawn: 0)."""
         keys = [k for k, d in self.drawn.items() if k[0] == layer.key and d.curve.kind == "points"]
@@ -188,20 +214,7 @@ class PanelView:
 
     def _annotate(self, drawn: Drawn) -> None:
         """Name a marker that is not simply "the current workload" (roofline: prefill, decode)."""
-        curve = drawn.curve
-        if len(drawn.items) < 2:
-            text = pg.TextItem(anchor=(-0.08, 1.05))
-            text.setZValue(21)
-            self.plot.addItem(text, ignoreBounds=True)
-            drawn.items.append(text)
-        text = drawn.items[1]
-        label = curve.label
-        colour = drawn.layer.colour(self.theme, "marker")
-        if (text.toPlainText(), text.color) != (label, colour):
-            text.setText(label, color=colour)
-        text.setPos(log_position(float(curve.x[0]), self.panel.log_x), log_position(float(curve.y[0]),
-                                                                                    self.panel.log_y))
-        text.setVisible(True)
+        self._set_labels(drawn, [drawn.curve.label], drawn.layer.colour(self.theme, "marker"))
 
     def _draw_reference(self, drawn: Drawn, slot: int) -> None:
         layer, curve = drawn.layer, drawn.curve
@@ -212,61 +225,39 @@ class PanelView:
         while len(drawn.items) < values.size:
             line = pg.InfiniteLine(angle=90 if vertical else 0, movable=False)
             line.setZValue(3)
-            # labels of different series (and roles) step along the line so they do not print
-            # over each other; pyqtgraph flips the anchor to keep the text inside the view
-            step = (0.09 if vertical else 0.3) * slot + (0.3 if curve.role == "secondary" else 0.0)
-            position = (0.96 - step) if vertical else (0.03 + step)
-            anchors = [(-0.03, 0), (1.03, 0)] if vertical else [(0, 0), (0, 1)]
-            pg.InfLineLabel(line, position=max(0.04, min(0.97, position)), anchors=anchors)
             self.plot.addItem(line, ignoreBounds=True)
             drawn.items.append(line)
+        pen = line_pen(layer, curve, self.theme)
         for i, line in enumerate(drawn.items):
             if i >= values.size:
                 line.setVisible(False)
                 continue
-            value = float(values[i])
-            line.setPen(line_pen(layer, curve, self.theme))
-            line.setPos(log_position(value, log))
-            label = f"{curve.label} {units.fmt(value, unit)}"      # a pinned series': its colour says whose
-            colour = line_pen(layer, curve, self.theme).color()
-            for child in line.childItems():
-                if isinstance(child, pg.InfLineLabel) and (child.format, child.color) != (label, colour):
-                    child.setFormat(label)          # text layout is slow: only when it changed
-                    child.setColor(colour)
+            line.setPen(pen)
+            line.setPos(log_position(float(values[i]), log))
             line.setVisible(True)
+        # a pinned series' label: its colour says whose
+        self._set_labels(drawn, [f"{curve.label} {units.fmt(float(v), unit)}" for v in values], pen.color())
+
+    def _set_labels(self, drawn: Drawn, texts: Sequence[str], colour: Any) -> None:
+        """Show ``texts`` as ``drawn``'s labels; ``layout_labels`` says where."""
+        while len(drawn.labels) < len(texts):
+            # on a veil of the background, so a line passing under it does not strike it through
+            text = pg.TextItem(anchor=(0, 0), fill=translucent(self.theme.background, LABEL_VEIL))
+            text.textItem.document().setDocumentMargin(1)        # 4 px a side took rows a panel lacks
+            text.setZValue(21)
+            self.plot.addItem(text, ignoreBounds=True)
+            drawn.labels.append(text)
+        for i, text in enumerate(drawn.labels):
+            if i >= len(texts):
+                text.setVisible(False)
+                continue
+            if (text.toPlainText(), text.color) != (texts[i], colour):
+                text.setText(texts[i], color=colour)        # text layout is slow: only when it changed
+            text.setVisible(True)
 
     def _draw_stack(self, drawn: Drawn, slot: int) -> None:
-        """Stacked bar ``slot`` (0 = current series) with a tick at the machine's capacity."""
-        layer, curve = drawn.layer, drawn.curve
-        sizes = curve.y
-        if not drawn.items:
-            for category in curve.categories:
-                bar = pg.BarGraphItem(x=[slot], height=[0.0], width=0.55, y0=[0.0])
-                self.plot.addItem(bar)
-                if layer.kind == "current":
-                    self.legend.addItem(bar, category)
-                drawn.items.append(bar)
-            cap = pg.PlotDataItem(pen=pg.mkPen(self.theme.current["limit"], width=2.5))
-            cap.setZValue(15)
-            self.plot.addItem(cap)
-            drawn.items.append(cap)
-        colours = self.theme.stack
-        for i, bar in enumerate(drawn.items[:-1]):
-            colour = colours[i % len(colours)]
-            if curve.categories[i] == "over capacity":
-                colour = self.theme.current["limit"]
-            bar.setOpts(x=[slot], y0=[float(curve.extras["base"][i])], height=[float(sizes[i])],
-                        brush=pg.mkBrush(colour), pen=pg.mkPen(self.theme.background, width=1))
-            bar.setVisible(True)
-        capacity = float(curve.extras["capacity"][0]) if "capacity" in curve.extras else math.nan
-        cap_item = drawn.items[-1]
-        cap_item.setData([slot - 0.38, slot + 0.38], [capacity, capacity])
-        cap_item.setVisible(True)
-        while len(self.stack_labels) <= slot:
-            self.stack_labels.append("")
-        self.stack_labels[slot] = layer.label
-        ticks = [(i, _short(label)) for i, label in enumerate(self.stack_labels)]
-        self.plot.getAxis("bottom").setTicks([ticks, []])
+        self.bars.draw(drawn, slot, self.theme)
+        self.bars.sync_legend([d for d in self.drawn.values() if d.visible], self.theme)
 
     # -- framing ----------------------------------------------------------------------------
     def frame(self) -> None:
@@ -274,7 +265,7 @@ class PanelView:
         xs: list[np.ndarray] = []
         ys: list[np.ndarray] = []
         for drawn in self.drawn.values():
-            if not drawn.items or not drawn.items[0].isVisible():
+            if not drawn.visible:
                 continue
             c = drawn.curve
             if c.kind in ("line", "points"):
@@ -284,12 +275,17 @@ class PanelView:
                 ys.append(c.y)
             elif c.kind == "stack":
                 ys.append(np.concatenate([c.extras["base"] + c.y, c.extras["capacity"]]))
-        if self.stack_labels:
-            self.plot.setXRange(-0.6, len(self.stack_labels) - 0.4, padding=0)
-        elif xs:
-            self._set_range(np.concatenate(xs), self.panel.log_x, self.plot.setXRange, zero=False)
-        if ys:
-            self._set_range(np.concatenate(ys), self.panel.log_y, self.plot.setYRange, zero=True)
+        self._framing = True                 # one layout for the new ranges, not one per axis
+        try:
+            if self.stack_labels:
+                self.plot.setXRange(-0.6, len(self.stack_labels) - 0.4, padding=0)
+            elif xs:
+                self._set_range(np.concatenate(xs), self.panel.log_x, self.plot.setXRange, zero=False)
+            if ys:
+                self._set_range(np.concatenate(ys), self.panel.log_y, self.plot.setYRange, zero=True)
+        finally:
+            self._framing = False
+        self.layout_labels()
 
     @staticmethod
     def _set_range(values: np.ndarray, log: bool, setter: Any, zero: bool) -> None:
@@ -309,7 +305,43 @@ class PanelView:
             low = min(low, 0.0)
         if high - low <= 0:
             high = low + (abs(low) or 1.0)
-        setter(low, high, padding=0.07)      # room for the labels of limit lines
+        pad = 0.07 * (high - low)            # room for the labels of limit lines
+        # an axis of counts (tokens in the cache) does not run into negative values; the
+        # y axes keep room under 0 so a line along 0 stays off the axis
+        start = low - pad if zero or low < 0 else max(0.0, low - pad)
+        setter(start, high + pad, padding=0)
+
+    # -- labels -----------------------------------------------------------------------------
+    def layout_labels(self) -> None:
+        """Put every visible label beside its line or point, inside the plot box, off the
+        curves and off each other (``label_layout``), and word the bars' names to their width.
+        A request while placing (the bars' names can resize the box) is served right after."""
+        if self._placing:
+            self._again = True
+            return
+        self._placing = True
+        try:
+            for _ in range(3):               # settles at once; the bound only guards a loop
+                self._again = False
+                label_layout.place_labels(self)
+                self.bars.word_ticks()
+                if not self._again:
+                    break
+        finally:
+            self._placing = False
+
+    def shown_labels(self) -> list[tuple[Drawn, str, tuple[float, float, float, float]]]:
+        """Each label on show, with its curve and its box (left, top, width, height) in the plot
+        box's pixels: what tests check for overlaps."""
+        return label_layout.shown_labels(self)
+
+    def pixels(self, curve: Curve) -> np.ndarray:
+        """A line's points in the plot box's pixels, as (n, 2)."""
+        return label_layout.pixels(self, curve)
+
+    def _on_view_transform_changed(self, *_args: object) -> None:
+        if not self._framing:
+            self.layout_labels()
 
     # -- hover ------------------------------------------------------------------------------
     def nearest(self, view_x: float, view_y: float, max_pixels: float = 24.0) -> tuple[Drawn, int] | None:
@@ -320,7 +352,7 @@ class PanelView:
         best: tuple[float, Drawn, int] | None = None
         for drawn in self.drawn.values():
             c = drawn.curve
-            if c.kind not in ("line", "points") or not drawn.items or not drawn.items[0].isVisible():
+            if c.kind not in ("line", "points") or not drawn.visible:
                 continue
             with np.errstate(divide="ignore", invalid="ignore"):
                 x = np.log10(c.x) if self.panel.log_x else c.x
@@ -338,7 +370,7 @@ class PanelView:
     def stack_at(self, view_x: float, view_y: float) -> tuple[Drawn, int] | None:
         for drawn in self.drawn.values():
             c = drawn.curve
-            if c.kind != "stack" or not drawn.items or not drawn.items[0].isVisible():
+            if c.kind != "stack" or not drawn.visible:
                 continue
             slot = self.stack_labels.index(drawn.layer.label) if drawn.layer.label in self.stack_labels else -1
             if abs(view_x - slot) > 0.3:
@@ -348,20 +380,3 @@ class PanelView:
             if inside:
                 return drawn, inside[-1]          # the segment drawn last is on top
         return None
-
-
-def _short(label: str, limit: int = 44) -> str:
-    """``label`` in at most ``limit`` characters, cut in the middle: series pinned from the same
-    model and machine differ only at the end ("..., batch 7"), which a cut at the end hid."""
-    if len(label) <= limit:
-        return label
-    tail = (limit - 1) // 2
-    return label[: limit - 1 - tail] + "…" + label[-tail:]
-
-
-def QColorA(colour: str, alpha: int) -> Any:  # noqa: N802 - reads like the Qt constructor
-    from PySide6.QtGui import QColor
-
-    c = QColor(colour)
-    c.setAlpha(alpha)
-    return c

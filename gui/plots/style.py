@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from rooflab.core.report.chart_types import Curve
+from rooflab.gui.plots.labels import wrap_text
 from rooflab.gui.theme import Theme
 
 LayerKind = Literal["current", "pinned", "measured", "calibrated"]
@@ -50,9 +51,11 @@ def draws(layer: Layer, curve: Curve) -> bool:
     return not (layer.kind == "pinned" and curve.role in ("memory", "compute"))
 
 
-def line_pen(layer: Layer, curve: Curve, theme: Theme) -> Any:
+def line_pen(layer: Layer, curve: Curve, theme: Theme, twin_role: str = "") -> Any:
+    """The pen of a line. ``twin_role``: for a calibrated curve, the role of the prediction it
+    calibrates; the dotted line takes that prediction's colour (the total rate's, say)."""
     role = "calibrated" if layer.kind == "calibrated" else curve.role
-    colour = layer.colour(theme, role)
+    colour = layer.colour(theme, twin_role if layer.kind == "calibrated" and twin_role else role)
     style = _DASH.get(role, Qt.PenStyle.SolidLine)
     if layer.kind == "pinned" and curve.role == "secondary":
         style = Qt.PenStyle.DashLine
@@ -95,3 +98,20 @@ def legend_name(layer: Layer, curve: Curve) -> str | None:
     if curve.label == layer.label:      # a series that is the layer's only curve on its panel
         return layer.label
     return f"{layer.label}: {curve.label}"
+
+
+#: legend text wraps past this many characters (a name is never cut: its parts are what
+#: tells series apart, see ``chart_types.distinguishing_labels``)
+LEGEND_WIDTH = 40
+
+
+def legend_text(name: str) -> str:
+    """A legend entry, on more lines when longer than ``LEGEND_WIDTH`` characters."""
+    return "<br>".join(wrap_text(name, LEGEND_WIDTH, len))
+
+
+def translucent(colour: str, alpha: int) -> QColor:
+    """``colour`` with ``alpha`` (0-255): a legend's or a label's veil over the plot."""
+    c = QColor(colour)
+    c.setAlpha(alpha)
+    return c

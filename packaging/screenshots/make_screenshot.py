@@ -1,7 +1,11 @@
 """Render the README screenshot: Qwen3-30B-A3B against a pinned Qwen3-8B on an RTX 4090,
-Decode vs context tab. Offscreen; writes packaging/screenshots/main-window.png.
+Decode vs context tab, the Measure tab on the left. Offscreen; writes
+packaging/screenshots/main-window.png.
 
-    python packaging/screenshots/make_screenshot.py [OUT.png] [--tab decode] [--left 2]
+    python packaging/screenshots/make_screenshot.py [OUT.png] [--tab decode] [--left 3]
+                                                   [--size 1560x1100] [--theme light|dark]
+
+Other sizes and themes are for looking at the window as a user would (1280x720, 1920x1080).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", default=str(Path(__file__).with_name("main-window.png")))
     parser.add_argument("--tab", default="decode", help="plot tab: roofline, prefill, decode, batching, memory")
-    parser.add_argument("--left", type=int, default=2, help="left tab: 0 machine, 1 model, 2 workload")
+    parser.add_argument("--left", type=int, default=3, help="left tab: 0 machine, 1 model, 2 workload, 3 measure")
+    parser.add_argument("--size", default="1560x1100", help="window size, WIDTHxHEIGHT pixels")
+    parser.add_argument("--theme", default="light", choices=("light", "dark"))
     args = parser.parse_args()
 
     import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
@@ -32,8 +38,11 @@ def main() -> int:
     app = make_app(headless=True)
     state = AppState(load_model(DEFAULT_MODEL), load_machine(DEFAULT_MACHINE), DEFAULT_WORKLOAD,
                      model_ref=DEFAULT_MODEL)
-    window = MainWindow(state, Settings(), persist=False)
-    window.resize(1480, 940)
+    settings = Settings()
+    settings.theme = args.theme
+    window = MainWindow(state, settings, persist=False)
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    window.resize(width, height)
     window.show()
     state.pin_current()
     state.set_model(load_model("qwen3-30b-a3b-q4_k_m"), "qwen3-30b-a3b-q4_k_m")

@@ -73,3 +73,41 @@ def test_a_screenshot_needs_neither_a_display_nor_the_xcb_libraries(tmp_path):
     result = _rooflab_without_display(tmp_path, "gui", "--screenshot", str(shot), DISPLAY=":99")
     assert result.returncode == 0, result.stderr
     assert shot.is_file()
+
+
+def test_the_torch_sweep_is_quick_by_default_and_says_how_long_before_it_starts(qtbot, tmp_path):
+    """The default torch sweep on a 270M model estimated about 700 s once running, and nothing
+    said so before: the tab offers a quick sweep and its estimate under the controls."""
+    import json
+
+    from rooflab.core.io import load_model
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.measure.model import estimate_seconds
+    from rooflab.core.values.defaults import DEFAULT_WORKLOAD
+    from rooflab.gui.main_window import MainWindow
+    from rooflab.gui.settings import Settings
+    from rooflab.gui.state import AppState
+    from tests.core.measure.test_model_estimate import GEMMA_270M
+
+    config = tmp_path / "gemma" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps(GEMMA_270M))
+    spec = load_model(config, weights="fp32")
+    window = MainWindow(AppState(spec, load_machine("reference-cpu"), DEFAULT_WORKLOAD, model_ref=str(config)),
+                        Settings(), persist=False)
+    qtbot.addWidget(window)
+    window.show()
+    window.left_tabs.setCurrentIndex(window.left_tabs.count() - 1)
+    panel = window.measure_panel
+    qtbot.waitUntil(panel.isVisible, timeout=5_000)
+    assert panel.engine_key() == "torch"
+    plan = panel.model_plan()
+    seconds = estimate_seconds(spec, plan)
+    assert seconds < 60, (plan, seconds)                                  # model -> the quick sweep
+    assert panel.estimate.isVisibleTo(panel)
+    assert panel.estimate.text().startswith(f"Takes about {5 * round(seconds / 5):.0f} s"), panel.estimate.text()
+    # control -> estimate: a longer sweep says so before it starts
+    panel.prompts.setText("1, 16, 64, 256, 1024")
+    panel.prompts.editingFinished.emit()
+    assert panel.estimate.text().startswith("Takes about ") and " min " in panel.estimate.text()
+    window.measure.shutdown()

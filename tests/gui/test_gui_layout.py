@@ -193,3 +193,233 @@ def test_a_report_twin_widens_its_y_axes_for_their_tick_labels(window, chart):
             assert axis.width() >= wanted - 1, (key, axis.width(), wanted)
     finally:
         twin.deleteLater()
+
+
+# -- labels and legends, as a user reads them (issue 11) -------------------------------------------
+
+def _compare(qtbot, window, size=(1400, 900)):
+    """The README's comparison: the current model and machine pinned, then another machine,
+    then another model on screen: three series, two of one model, two on one machine."""
+    from rooflab.core.io.presets import load_machine
+    from tests.gui.conftest import catalogue_spec
+
+    window.resize(*size)
+    window.show()
+    qtbot.waitExposed(window)
+    window.state.pin_current()
+    window.state.set_machine(load_machine("dgx-spark"))
+    window.state.pin_current()
+    with qtbot.waitSignal(window.redrawn, timeout=5000):
+        window.state.set_model(catalogue_spec("gemma-3-12b-q4_k_m"))
+    window.flush_plots()
+    qtbot.wait(20)
+
+
+def _legend_texts(view) -> list[str]:
+    return [label.text for _sample, label in view.legend.items]
+
+
+def test_pinned_series_are_named_by_what_sets_them_apart(qtbot, window):
+    """Legends cut "Qwen3-8B Q4_K_M · NVID…rk (GB10) · f16 cache" in the middle, where the
+    machines differ: a series is named by the parts that differ, and never cut."""
+    from rooflab.core.report.chart_types import distinguishing_labels
+
+    _compare(qtbot, window)
+    state = window.state
+    expected = distinguishing_labels([state.scenario.description, *(p.scenario.description for p in state.pinned)])
+    assert expected == ["Gemma-3-12B · NVIDIA DGX Spark (GB10)", "Qwen3-8B · NVIDIA GeForce RTX 4090",
+                        "Qwen3-8B · NVIDIA DGX Spark (GB10)"]
+    for chart in ("decode", "batching"):
+        view = window.plots[chart].panel_view("rate")
+        texts = _legend_texts(view)
+        assert expected[1] in texts and expected[2] in texts, texts
+        assert not [t for t in texts if "…" in t], texts
+    memory = window.plots["memory"].panel_view("breakdown")
+    assert memory.stack_labels == expected                       # the bars: the same names
+
+
+def _overlap(a, b, slack=2.0) -> bool:
+    return (a[0] + slack < b[0] + b[2] and b[0] + slack < a[0] + a[2]
+            and a[1] + slack < b[1] + b[3] and b[1] + slack < a[1] + a[3])
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_limit_and_marker_labels_stay_inside_the_plot_and_off_each_other(qtbot, window, size):
+    """Three "TPOT over this answer" labels printed over each other, two machines' memory
+    labels likewise, "prefill 2048 tok" ran off the roofline's right edge, and "weights 5.03 GB"
+    was struck through by its own line."""
+    import dataclasses
+
+    _compare(qtbot, window, size)
+    for chart, panel in (("decode", "step"), ("decode", "rate"), ("batching", "rate"), ("batching", "memory"),
+                         ("memory", "growth"), ("roofline", "roofline")):
+        plot = window.plots[chart]
+        window.plot_tabs.setCurrentWidget(plot)
+        qtbot.wait(20)
+        view = plot.panel_view(panel)
+        box = view.plot.getViewBox().boundingRect()
+        shown = view.shown_labels()
+        assert shown, f"{chart}/{panel}: no label on show"
+        for drawn, text, (x, y, w, h) in shown:
+            assert x >= -1 and y >= -1 and x + w <= box.width() + 1 and y + h <= box.height() + 1, (text, box)
+            if drawn.curve.kind == "hline":
+                at = view.pixels(dataclasses.replace(drawn.curve, kind="line", x=[1.0], y=drawn.curve.y[:1]))[0][1]
+                assert not y + 1 < at < y + h - 1, f"{text!r} sits on its own line"
+        for i, (_d, a_text, a) in enumerate(shown):
+            for _e, b_text, b in shown[i + 1:]:
+                assert not _overlap(a, b), (chart, panel, a_text, b_text)
+
+
+def test_limit_labels_keep_off_the_curves(qtbot, window):
+    """"largest batch that fits" crossed the total-rate line; "sliding window 1,024 tokens"
+    sat on the decode ceiling."""
+    from rooflab.gui.plots.labels import crossings
+    from tests.gui.conftest import catalogue_spec
+
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(window.redrawn, timeout=5000):
+        window.state.set_model(catalogue_spec("gemma-3-12b-q4_k_m"))
+    window.flush_plots()
+    for chart, panel, label in (("batching", "rate", "max_fit"), ("decode", "rate", "window"),
+                                ("decode", "step", "window"), ("decode", "step", "tpot")):
+        plot = window.plots[chart]
+        window.plot_tabs.setCurrentWidget(plot)
+        qtbot.wait(20)
+        view = plot.panel_view(panel)
+        lines = [view.pixels(d.curve) for d in view.drawn.values() if d.visible and d.curve.kind == "line"]
+        ((_drawn, text, rect),) = [s for s in view.shown_labels() if s[0].curve.key == label]
+        assert crossings(rect, lines) == 0, f"{chart}/{panel}: {text!r} crosses a curve"
+
+
+def _axis_texts(axis) -> list[str]:
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _axis_spec, _ticks, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [text for _rect, _flags, text in texts]
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_every_memory_bar_is_named_under_it(qtbot, window, size):
+    """With two series pinned only the middle bar had a name: the others were wider than their
+    bar and the axis dropped them."""
+    _compare(qtbot, window, size)
+    plot = window.plots["memory"]
+    window.plot_tabs.setCurrentWidget(plot)
+    qtbot.wait(20)
+    view = plot.panel_view("breakdown")
+    drawn = _axis_texts(view.plot.getAxis("bottom"))
+    assert len(drawn) == 3, drawn
+    words = [" ".join(t.replace("·", " ").split()) for t in drawn]
+    assert words == [" ".join(n.replace("·", " ").split()) for n in view.stack_labels]
+
+
+def _swatches(view) -> dict[str, str]:
+    return {label.text: sample.item.opts["brush"].color().name() for sample, label in view.legend.items}
+
+
+def test_the_free_swatch_keeps_its_colour_when_memory_runs_over(qtbot, window):
+    from rooflab.gui.plots.stack import stack_colour
+
+    plot = window.plots["memory"]
+    window.plot_tabs.setCurrentWidget(plot)
+    view = plot.panel_view("breakdown")
+    window.flush_plots()
+    theme = plot.theme
+    assert _swatches(view)["free"] == stack_colour(theme, "free")
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(batch=4096, context=100_000)            # far past the 24 GB
+    window.flush_plots()
+    over = _swatches(view)
+    assert "free" not in over and over["over capacity"] == stack_colour(theme, "over capacity")
+    with qtbot.waitSignal(window.redrawn, timeout=3000):
+        window.state.update_workload(batch=1, context=0)
+    window.flush_plots()
+    back = _swatches(view)
+    assert back["free"] == stack_colour(theme, "free") != stack_colour(theme, "over capacity")
+    assert "over capacity" not in back
+
+
+def test_calibrated_lines_on_one_panel_have_swatches_of_their_own(window):
+    """The calibrated per-sequence and total rates were drawn alike: one swatch for two series."""
+    import dataclasses
+
+    from rooflab.core.measure.overlays import calibrated_curves
+    from rooflab.core.values.machine import Efficiency
+
+    state = window.state
+    machine = dataclasses.replace(state.machine, efficiency=Efficiency(bandwidth=0.6, compute=0.5))
+    overlay = calibrated_curves(state.model, machine, state.workload)
+    plot = window.plots["batching"]
+    window.flush_plots()
+    plot.set_calibrated("rate", overlay[("batching", "rate")], label="llama.cpp fit")
+    pens = {curve.key: plot.items("rate", curve.key, "calibrated")[0].opts["pen"].color().name()
+            for curve in overlay[("batching", "rate")]}
+    assert len(set(pens.values())) == 2, pens
+    for key, colour in pens.items():        # each in its prediction's colour, dotted
+        twin = plot.items("rate", key.removeprefix("calibrated_"))[0].opts["pen"].color().name()
+        assert colour == twin
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_stacked_panels_line_up_and_count_tokens_from_zero(qtbot, window, size):
+    """The decode tab's lower panels ran into negative token counts: their y axes were
+    narrower than the top one's, and the linked x axes shifted to line the boxes up."""
+    plot = _show_at(qtbot, window, size, "decode")
+    window.flush_plots()
+    qtbot.wait(20)
+    lefts = set()
+    for key in plot.panel_keys():
+        view = plot.panel_view(key)
+        low = view.plot.getViewBox().viewRange()[0][0]
+        assert low >= -1e-6, (key, low)
+        lefts.add(round(view.plot.getViewBox().sceneBoundingRect().left()))
+    assert len(lefts) == 1, lefts
+
+
+# -- the label placement itself (no Qt) -------------------------------------------------------------
+
+def test_place_keeps_labels_apart_and_inside_and_off_a_curve():
+    import numpy as np
+
+    from rooflab.gui.plots.labels import LabelSpec, crossings, place
+
+    box = (0.0, 0.0, 400.0, 120.0)
+    # three lines 6 px apart (as the TPOT of three series), their labels preferring one spot
+    specs = [LabelSpec(150, 16, "hline", y=y) for y in (60.0, 66.0, 72.0)]
+    diagonal = np.array([[0.0, 120.0], [400.0, 0.0]])
+    spots = place(box, specs, [diagonal])
+    assert None not in spots
+    rects = [(x, y, 150, 16) for x, y in spots]
+    for i, a in enumerate(rects):
+        assert 0 <= a[0] and a[0] + a[2] <= 400 and 0 <= a[1] and a[1] + a[3] <= 120
+        for b in rects[i + 1:]:
+            assert not _overlap(a, b, slack=0)
+    # one label, room either side of the curve: it keeps off
+    (spot,) = place(box, [LabelSpec(120, 16, "vline", x=200.0)], [diagonal])
+    assert crossings((spot[0], spot[1], 120, 16), [diagonal]) == 0
+
+
+def test_place_leaves_out_a_label_with_no_room_rather_than_overprint():
+    from rooflab.gui.plots.labels import LabelSpec, place
+
+    box = (0.0, 0.0, 150.0, 20.0)
+    spots = place(box, [LabelSpec(140, 16, "hline", y=18.0), LabelSpec(140, 16, "hline", y=18.5)], [])
+    assert spots[0] is not None and spots[1] is None
+
+
+def test_wrap_text_breaks_between_parts_and_never_cuts_a_name():
+    from rooflab.gui.plots.labels import wrap_text
+
+    name = "tokens/s total: Qwen3-8B · NVIDIA GeForce RTX 4090 · batch 4"
+    lines = wrap_text(name, 40, len)
+    assert lines == ["tokens/s total: Qwen3-8B", "NVIDIA GeForce RTX 4090 · batch 4"]
+    assert " · ".join(lines) == name                      # broken where a part ends: nothing lost
+    assert wrap_text("short", 40, len) == ["short"]
+    assert wrap_text("a-very-long-word-indeed", 10, len) == ["a-very-lo…"]

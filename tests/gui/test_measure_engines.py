@@ -20,6 +20,7 @@ from rooflab.core.measure import store
 from rooflab.core.values.defaults import DEFAULT_MODEL
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.measure_overlays import measured_layer
+from rooflab.gui.measure_panel import SWEEPS
 from tests.factories.spies import spy
 from tests.gui.conftest import save_this_machine
 
@@ -333,7 +334,7 @@ def test_engine_controls_and_plans(qtbot, window, tiny_config):
     assert batched.batches == tuple(int(b) for b in panel.batches.text().split(","))
     # each engine keeps its own sweep; model -> control: a config.json is timed in torch
     state.set_model(load_model(tiny_config, weights="fp32"), str(tiny_config))
-    assert panel.engine_key() == "torch" and panel.prompts.text() == "1, 16, 64, 256, 1024"
+    assert panel.engine_key() == "torch" and panel.prompts.text() == SWEEPS["torch"]["prompts"]     # the quick sweep
     assert shown(panel, panel.dtype) and not shown(panel, panel.depths)
     assert panel.use_decode.text() == "Decode after each prompt (TPOT)"
     panel.set_engine("llamacpp")

@@ -47,9 +47,13 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monke
     panel.include_disturbed.setChecked(True)
     arrived: list[object] = []
     ctl.sample_measured.connect(arrived.append)
+    steps: list[str] = []
+    ctl.jobs.yielded.connect(steps.append)
     with qtbot.waitSignal(ctl.calibrated, timeout=60_000) as fit:
         panel.model_button.click()
     qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=10_000)
+    messages = [progress.message for progress in steps]
+    assert "prompt of 1 token: measured" in messages and not [m for m in messages if "1 tokens" in m]
     points = [a for a in arrived if isinstance(a, MeasuredPoint)]
     assert [p.kind for p in points] == ["prefill", "decode", "prefill", "decode", "batch", "batch"]
     # the workflow 'rooflab measure model' runs too (tests/core/cli/test_measure_cli.py)

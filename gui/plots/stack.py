@@ -1,0 +1,96 @@
+"""The memory chart's stacked bars on one panel: a bar per series (the current one in slot 0,
+each pinned one after it), its name under it, and one legend swatch per kind of segment."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import pyqtgraph as pg
+from PySide6.QtGui import QFont, QFontMetricsF
+
+from rooflab.gui.plots.drawn import Drawn
+from rooflab.gui.plots.labels import wrap_text
+from rooflab.gui.theme import Theme
+
+#: the order of a memory bar's segments in its legend
+STACK_ORDER = ("weights", "KV cache", "free", "over capacity", "weights offloaded")
+
+
+def stack_colour(theme: Theme, category: str) -> str:
+    """A segment's colour by what it is, so "free" never takes another's."""
+    if category == "over capacity":
+        return theme.current["limit"]
+    index = {"weights": 0, "KV cache": 1, "free": 2, "weights offloaded": 3}.get(category, 2)
+    return theme.stack[index % len(theme.stack)]
+
+
+class StackBars:
+    """The bars of one panel. ``labels``: each slot's series name (what the axis shows)."""
+
+    def __init__(self, plot: pg.PlotItem, legend: pg.LegendItem) -> None:
+        self.plot = plot
+        self.legend = legend
+        self.labels: list[str] = []
+        self._ticks: list[tuple[int, str]] | None = None
+        self._swatches: dict[str, pg.BarGraphItem] = {}
+        self._shown: list[str] = []
+
+    def draw(self, drawn: Drawn, slot: int, theme: Theme) -> None:
+        """Bar ``slot`` of ``drawn`` (its curve a "stack") with a tick at the machine's capacity."""
+        curve = drawn.curve
+        if not drawn.items:
+            for _category in curve.categories:
+                bar = pg.BarGraphItem(x=[slot], height=[0.0], width=0.55, y0=[0.0])
+                self.plot.addItem(bar)
+                drawn.items.append(bar)
+            cap = pg.PlotDataItem(pen=pg.mkPen(theme.current["limit"], width=2.5))
+            cap.setZValue(15)
+            self.plot.addItem(cap)
+            drawn.items.append(cap)
+        for i, bar in enumerate(drawn.items[:-1]):
+            bar.setOpts(x=[slot], y0=[float(curve.extras["base"][i])], height=[float(curve.y[i])],
+                        brush=pg.mkBrush(stack_colour(theme, curve.categories[i])),
+                        pen=pg.mkPen(theme.background, width=1))
+            bar.setVisible(True)
+        capacity = float(curve.extras["capacity"][0]) if "capacity" in curve.extras else math.nan
+        drawn.items[-1].setData([slot - 0.38, slot + 0.38], [capacity, capacity])
+        drawn.items[-1].setVisible(True)
+        while len(self.labels) <= slot:
+            self.labels.append("")
+        self.labels[slot] = drawn.layer.label
+        self._ticks = None                    # worded again, to the bars' width, by ``word_ticks``
+
+    def sync_legend(self, shown: Iterable[Drawn], theme: Theme) -> None:
+        """One swatch per segment kind any bar on show has, in its own colour: the bars' own
+        items kept the name of their first kind ("free" turning red when over)."""
+        wanted: list[str] = []
+        for drawn in shown:
+            if drawn.curve.kind == "stack":
+                wanted += [name for name, size in zip(drawn.curve.categories, drawn.curve.y, strict=True)
+                           if size > 0 and name not in wanted]
+        wanted.sort(key=lambda name: STACK_ORDER.index(name) if name in STACK_ORDER else len(STACK_ORDER))
+        for name in wanted:
+            swatch = self._swatches.setdefault(name, pg.BarGraphItem(x=[0], height=[1], width=1))
+            swatch.setOpts(brush=pg.mkBrush(stack_colour(theme, name)), pen=pg.mkPen(theme.background))
+        if self._shown == wanted:
+            return
+        for name in self._shown:
+            self.legend.removeItem(self._swatches[name])
+        for name in wanted:
+            self.legend.addItem(self._swatches[name], name)
+        self._shown = wanted
+
+    def word_ticks(self) -> None:
+        """Each bar's name under it, on as many lines as the bar's width needs (a name wider
+        than its bar was dropped by the axis: with two series pinned only the middle one kept one)."""
+        if not self.labels:
+            return
+        width = self.plot.getViewBox().boundingRect().width()
+        room = max(40.0, width / (len(self.labels) + 0.2) - 8)
+        axis = self.plot.getAxis("bottom")
+        metrics = QFontMetricsF(axis.style.get("tickFont") or QFont())
+        ticks = [(i, "\n".join(wrap_text(label, room, metrics.horizontalAdvance))) for i, label in enumerate(self.labels)]
+        if ticks != self._ticks:
+            self._ticks = ticks
+            axis.setTicks([ticks, []])
