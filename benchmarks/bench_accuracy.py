@@ -24,10 +24,12 @@ store. The published-benchmark check of the presets is ``bench_public_accuracy.p
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from rooflab.core.jobs import Progress, run_job
 from rooflab.core.measure.calibration_run import CalibrationPlan, CalibrationRun, run_calibration
@@ -103,10 +105,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="the dense models only, shallower sweeps")
     parser.add_argument("--twice", action="store_true", help="calibrate twice and compare the terms")
+    parser.add_argument("--points", metavar="FILE.json", default=None,
+                        help="also write every measured point (per engine and model) to this file")
     args = parser.parse_args()
     missed: list[str] = []
     unstable = 0
     machine = None                 # measured once, by the first calibration
+    timed: dict[str, dict[str, list[dict[str, object]]]] = {}
     for engine in (e.strip() for e in args.engines.split(",") if e.strip()):
         plan = CalibrationPlan(engine=engine, threads=args.threads, repeats=args.repeats, quick=args.quick)
         results = []
@@ -117,8 +122,11 @@ def main() -> int:
             print(file=sys.stderr)
             missed += report(run, (before, os.getloadavg()[0]), time.perf_counter() - began)
             results.append(run.calibration)
+            timed[f"{engine}-{len(results)}"] = {r.label: [p.to_dict() for p in r.points] for r in run.runs}
         if len(results) == 2:
             unstable += stability(results[0], results[1])
+    if args.points:
+        Path(args.points).write_text(json.dumps({"machine": machine.to_dict() if machine else None, "runs": timed}))
     print("\ntargets missed: " + ("; ".join(missed) if missed else "none"))
     if args.twice:
         print(f"terms outside both runs' bands: {unstable}")

@@ -373,7 +373,8 @@ class MeasureController(QObject):
     def _show_calibrated(self, done: Calibrated, engine: str = "") -> None:
         if done.keep_error:
             self.message.emit(f"Could not keep the measurement: {done.keep_error}", "warning")
-        self._set_calibration(done.calibration, html=results_html(done.calibration, done.gaps, done.notes, engine))
+        self._set_calibration(done.calibration, html=results_html(done.calibration, done.gaps, done.notes, engine,
+                                                                  done.accuracy, done.engine_calibration))
 
     def _set_calibration(self, cal: Calibration, *, html: str) -> None:
         self.calibration = cal

@@ -4,13 +4,14 @@ and what a llama.cpp run will need, shown before it starts."""
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rooflab.core.measure.budget import MemoryEstimate
 from rooflab.core.measure.calibrate import Calibration
 from rooflab.core.report.text import count
+from rooflab.core.values.calibration import Accuracy, EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.gui.units import fmt
 
@@ -19,18 +20,33 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def results_html(cal: Calibration, gaps: Iterable[Any], notes: Iterable[str], engine: str = "") -> str:
-    """``engine``: the full settings text of the series the fit was made from ("" when unknown)."""
+def results_html(cal: Calibration, gaps: Iterable[Any], notes: Iterable[str], engine: str = "",
+                 accuracy: Mapping[str, Accuracy] | None = None, by: EngineCalibration | None = None) -> str:
+    """``engine``: the full settings text of the series the fit was made from ("" when unknown).
+    ``accuracy``: the machine's engine calibration ``by`` scored on these points, which it never
+    saw: the only figures called accuracy here (this model's own fit is fit quality)."""
     eff = cal.efficiency
     of = f" of {html.escape(engine)}" if engine else ""
     rows = [f"<b>Calibration</b>{of} ({html.escape(', '.join(cal.fitted) or 'nothing fitted')})",
             f"bandwidth {fmt(cal.effective_bandwidth, 'B/s')} of {fmt(cal.bandwidth, 'B/s')} (× {eff.bandwidth:.2f}); "
             f"compute {fmt(cal.effective_flops, 'FLOP/s')} of {fmt(cal.peak_flops, 'FLOP/s')} (× {eff.compute:.2f}); "
             f"overhead {fmt(eff.step_overhead, 's')} per pass; cache bytes × {eff.kv_read_factor:.2f}"]
+    if accuracy:
+        rows.append(f"<b>Accuracy</b> of {html.escape(by.describe() if by else 'the machine calibration')}, "
+                    "which never saw this model:")
+        rows += [f"{title}: median |error| {_pct(accuracy[kind].median)} (worst {_pct(accuracy[kind].worst)}, "
+                 f"{count(accuracy[kind].count, 'point')})"
+                 for kind, title in (("prefill", "TTFT"), ("decode", "TPOT"), ("batch", "batched step"))
+                 if kind in accuracy]
+    elif by is None:
+        rows.append("<i>No calibration of this machine for these settings yet: Calibrate for every model "
+                    "to see how well it predicts a model it never saw.</i>")
+    rows.append("<b>Fit quality</b> of this model's own fit (in sample, not accuracy): |error| against the "
+                "ceiling → after the fit")
     for kind, title in (("prefill", "TTFT"), ("decode", "TPOT"), ("batch", "batched step"), ("all", "all")):
         if kind in cal.before:
             b, a = cal.before[kind], cal.after[kind]
-            rows.append(f"{title}: median |error| {_pct(b.median)} → {_pct(a.median)} "
+            rows.append(f"{title}: median {_pct(b.median)} → {_pct(a.median)} "
                         f"(worst {_pct(b.worst)} → {_pct(a.worst)}, {count(a.count, 'point')})")
     rows.append("<b>Between the ceiling and the measurement</b>")
     for g in gaps:

@@ -122,6 +122,5 @@ def draw_expected(plot: ChartPlot, frame: Frame, drawn: Shape | None = None) -> 
     shape = (label, frozenset((panel, tuple(c.key for c in curves)) for panel, curves in mine.items()))
     if drawn is not None and drawn != shape:
         plot.clear_layer(EXPECTED_LAYER)
-    for panel, curves in mine.items():
-        plot.set_calibrated(panel, curves, label=label, key=EXPECTED_LAYER, index=1)
+    plot.set_calibrated_panels(mine, label=label, key=EXPECTED_LAYER, index=1)
     return shape

@@ -147,6 +147,16 @@ class ChartPlot(QWidget):
         """Show a calibrated prediction (dotted) on ``panel``."""
         self._set_extra(key, label, "calibrated", index, panel, curves)
 
+    def set_calibrated_panels(self, by_panel: Mapping[str, Sequence[Curve]], *, label: str, key: str,
+                              index: int = 0) -> None:
+        """``set_calibrated`` on several panels at once, framed once (the expected layer is
+        handed over on every redraw)."""
+        layer, drawn = self._extras.get(key, (Layer(key=key, label=label, kind="calibrated", index=index), {}))
+        drawn.update({panel: tuple(curves) for panel, curves in by_panel.items()})
+        self._extras[key] = (layer, drawn)
+        self._draw_extra(layer, drawn)
+        self._finish()
+
     def clear_layer(self, key: str) -> None:
         """Remove a measured or calibrated series from every panel."""
         if self._extras.pop(key, None) is not None:

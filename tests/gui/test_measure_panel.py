@@ -67,6 +67,9 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monke
     assert kwargs == {"source": str(tiny_window.state.model_ref), "include_disturbed": True}
     assert fit.args[0].after["all"].count == 6
     assert "Calibration" in panel.results.text() and "TTFT" in panel.results.text()
+    # the model's own fit is fit quality; accuracy would come from a calibration that never saw it
+    assert "<b>Fit quality</b> of this model's own fit (in sample, not accuracy)" in panel.results.text()
+    assert "No calibration of this machine for these settings yet" in panel.results.text()
     # says what was measured, not only "Done"
     assert panel.step.text().startswith("Measured 6 points with torch, 1 thread") and panel.progress.value() == 1000
     assert panel.apply_button.isEnabled() and panel.model_button.isEnabled()
