@@ -122,7 +122,8 @@ def main() -> int:
             print(file=sys.stderr)
             missed += report(run, (before, os.getloadavg()[0]), time.perf_counter() - began)
             results.append(run.calibration)
-            timed[f"{engine}-{len(results)}"] = {r.label: [p.to_dict() for p in r.points] for r in run.runs}
+            timed[f"{engine}-{len(results)}"] = {m.key: [p.to_dict() for p in r.points]
+                                                 for m, r in zip(plan.models(), run.runs, strict=True)}
         if len(results) == 2:
             unstable += stability(results[0], results[1])
     if args.points:

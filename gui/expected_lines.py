@@ -4,7 +4,10 @@ calibration comes from (its out-of-sample accuracy, never its in-sample fit)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rooflab.core.predict.expected import Expected
+from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import accuracy_phrase, expected_request
 from rooflab.core.values.calibration import EngineCalibration
@@ -21,9 +24,10 @@ def _origin(ex: Expected) -> str:
         ("s" if models != 1 else "")
 
 
-def expected_lines(sc: Scenario, ex: Expected) -> list[Line]:
-    """Rows for the expected TTFT, TPOT and total rate, after the ceiling's rows."""
-    r = expected_request(sc.model, ex, sc.workload)
+def expected_lines(sc: Scenario, ex: Expected, placement: Placement | None = None) -> list[Line]:
+    """Rows for the expected TTFT, TPOT and total rate, after the ceiling's rows (on
+    ``placement`` when the headline is a placement's)."""
+    r = expected_request(sc.model, ex, sc.workload, placement)
     origin = _origin(ex)
     tooltip = f"Expected: {origin}. The band is the 16th-84th percentile over the calibration's resampled fits."
     notes = " ".join(ex.notes)
@@ -76,3 +80,10 @@ def merged(lines: list[Line], expected: list[Line]) -> list[Line]:
         at = next((i for i, line in enumerate(out) if line.key == _AFTER.get(row.key)), len(out) - 1)
         out.insert(at + 1, row)
     return out
+
+
+def placed_on(frame: Any) -> Placement | None:
+    """The placement a frame's headline stands on (None: the device holds the model whole, or
+    nothing fits and no figure is shown)."""
+    placed = frame.summary.placed
+    return placed.placement if placed is not None and placed.fits and placed.parallel is None else None

@@ -54,13 +54,32 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
         who = f"{w.batch:,} sequences'" if w.batch > 1 else "one sequence's"
         tpot_why = (f"At {fmt(dec.flops, 'FLOP')} a step, {who} arithmetic takes {fmt(dec.compute_seconds, 's')} "
                     f"at {compute}. The bytes take only {fmt(dec.memory_seconds, 's')}.")
-    lines = [
-        Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre.bound,
-             f"Prefill is {_bound_phrase(pre.bound)}. {ttft_why}",
+    placed = s.placed
+    if placed is not None:
+        # the device cannot hold the model at once: the headline is the placement's, and every
+        # sentence says so (a figure of the model on the card alone would be a fast fiction)
+        where = placed.headline(spec, m)
+        if not placed.fits:
+            return [Line("placement", "Placement", "does NOT fit", "",
+                         f"{where[0].upper()}{where[1:]}. No figure is shown: this model cannot run here "
+                         "with this workload; try fewer sequences, a shorter context, a smaller KV type or "
+                         "weight format, or a machine with more memory.",
+                         "Memory per device = weights placed there + KV + compute buffer + the back end's "
+                         "reserve; host memory holds the rest."), *_memory_lines(sc, s)]
+        ttft_why = tpot_why = (f"Placed as llama.cpp would place it ({placed.placement.flags()}): each part "
+                               "runs at its own memory's bandwidth and FLOP/s, one after the other.")
+    lines = [] if placed is None else [
+        Line("placement", "Placement", placed.placement.flags(), "",
+             f"{where[0].upper()}{where[1:]}.",
+             "Layers on the GPU (-ngl) and routed experts kept on the host (--n-cpu-moe), chosen as "
+             "llama.cpp's fit does: as many layers on the device as fit, experts moved out first.")]
+    lines += [
+        Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre.bound if placed is None else "",
+             f"Prefill is {_bound_phrase(pre.bound)}. {ttft_why}" if placed is None else ttft_why,
              "TTFT = max(prompt FLOPs / peak compute, bytes read / bandwidth) + per-step overhead. "
              "Queueing and tokenisation are left out."),
-        Line("tpot", "Time per output token", fmt(e.tpot, "s"), dec.bound,
-             f"Decode is {_bound_phrase(dec.bound)}. {tpot_why}" + (
+        Line("tpot", "Time per output token", fmt(e.tpot, "s"), dec.bound if placed is None else "",
+             (f"Decode is {_bound_phrase(dec.bound)}. {tpot_why}" if placed is None else tpot_why) + (
                  f" Speculative decoding divides it by {significant(e.speculative_speedup, 3)}."
                  if w.draft_tokens else ""),
              "TPOT = the mean decode step while the cache grows over the answer; one step = "
@@ -98,8 +117,14 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
         lines.append(Line("batch_crossover", "Batch crossover", "none", "",
                           "Decode stays bandwidth-bound at every batch: the caches grow as fast as the arithmetic.",
                           "b* solves 2 × N × b / C = (W + b × k × t) / B."))
+    return lines + _memory_lines(sc, s)
+
+
+def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
+    spec, w = sc.model, sc.workload
+    lines: list[Line] = []
     length = w.context + w.prompt + w.answer
-    fit = "fits" if s.fits else "does NOT fit"
+    fit = "fits" if s.fits else "does NOT fit on the device at once"
     if s.max_batch > 0:
         most = f"at most {count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
     elif spec.file_bytes > s.memory:

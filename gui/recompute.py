@@ -68,7 +68,10 @@ class RecomputeController(QObject):
         try:
             sc = state.scenario
             summary = summarise(sc)
-            charts = build_charts(sc, prefill_crossover=summary.prefill_crossover)
+            placed = summary.placed
+            charts = build_charts(sc, prefill_crossover=summary.prefill_crossover,
+                                  placed=(summary.estimate.tpot, placed.placement.flags())
+                                  if placed is not None and placed.fits else None)
             expected = self._expected(sc)
             # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
             curves = None if expected is None else expected_curves(sc.model, expected, sc.workload, replicas=0,

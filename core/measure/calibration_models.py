@@ -71,9 +71,14 @@ TORCH_MODELS: tuple[CalibrationModel, ...] = (
                      config=_dense("llama", 768, 8, 12, 4, 2048), weights="fp32"),
     CalibrationModel(key="deep", description="dense, 12 layers of 512",
                      config=_dense("qwen3", 512, 12, 8, 4, 1536, head_dim=64), weights="fp32"),
+    CalibrationModel(key="narrow", description="dense, 16 layers of 384",
+                     config=_dense("qwen3", 384, 16, 6, 2, 1024, head_dim=64), weights="fp32"),
     CalibrationModel(key="experts", description="16 routed experts, 4 per token, 6 layers",
                      config=_dense("qwen3_moe", 512, 6, 8, 4, 1536, head_dim=64, moe_intermediate_size=384,
                                    num_experts=16, num_experts_per_tok=4), weights="fp32", quick=False),
+    CalibrationModel(key="fine-experts", description="32 routed experts, 8 per token, 8 layers",
+                     config=_dense("qwen3_moe", 384, 8, 6, 2, 1024, head_dim=64, moe_intermediate_size=192,
+                                   num_experts=32, num_experts_per_tok=8), weights="fp32", quick=False),
 )
 
 

@@ -157,9 +157,11 @@ def _context_range(sc: Scenario) -> Array:
     return np.linspace(0.0, high, 257)
 
 
-def decode_chart(sc: Scenario) -> Chart:
+def decode_chart(sc: Scenario, placed: tuple[float, str] | None = None) -> Chart:
     """Decode step time max((W + b x k x t) / B, b x 2 x N / C) and its ceiling 1 / step as the
-    cache grows to t tokens, with the KV share of the bytes each step reads."""
+    cache grows to t tokens, with the KV share of the bytes each step reads. ``placed``: (TPOT,
+    llama.cpp flags) of the placement the headline uses when the device cannot hold the model;
+    the TPOT line then shows that figure, named as placed."""
     w, spec = sc.workload, sc.model
     t = _context_range(sc)
     p = decode_pass(spec, sc.machine, w, context=t)
@@ -181,7 +183,8 @@ def decode_chart(sc: Scenario) -> Chart:
             Curve(key="compute_clock", label="compute clock (b 2 N / C)", x=t, y=p.compute_seconds,
                   role="compute", **sec),
             *cap,
-            _y_marker("tpot", "TPOT over this answer", est.tpot, "seconds", "s", "marker"),
+            _y_marker("tpot", "TPOT over this answer" if placed is None else f"TPOT as placed ({placed[1]})",
+                      est.tpot if placed is None else placed[0], "seconds", "s", "marker"),
             Curve(key="current", label="current workload", x=_pts(start), y=_pts(float(first.seconds)),
                   kind="points", role="marker", **sec))
     share = (Curve(key="kv_share", label="KV share of bytes read", x=t, y=p.kv_share,
@@ -312,8 +315,10 @@ def memory_chart(sc: Scenario) -> Chart:
         "Every weight must be resident (a mixture of experts too: the next token may need any expert), "
         "plus each sequence's cache of k bytes per token; what is left is free."))
 
-def build_charts(sc: Scenario, *, prefill_crossover: float | None = None) -> dict[str, Chart]:
+def build_charts(sc: Scenario, *, prefill_crossover: float | None = None,
+                 placed: tuple[float, str] | None = None) -> dict[str, Chart]:
     """Every chart for one scenario, keyed and ordered like ``CHART_KEYS``. ``prefill_crossover``:
-    n* when the caller already has it (a bisection over prefill passes: worth not repeating)."""
+    n* when the caller already has it (a bisection over prefill passes: worth not repeating);
+    ``placed``: the placed headline's (TPOT, flags), see ``decode_chart``."""
     return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover),
-            DECODE: decode_chart(sc), BATCHING: batching_chart(sc), MEMORY: memory_chart(sc)}
+            DECODE: decode_chart(sc, placed), BATCHING: batching_chart(sc), MEMORY: memory_chart(sc)}

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 
 from rooflab.core.predict.expected import BAND, Expected
-from rooflab.core.predict.request import request
+from rooflab.core.predict.offload import placed_request
+from rooflab.core.predict.placement import Placement
+from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
@@ -67,10 +69,15 @@ def expected_prefill_rows(spec: ModelSpec, ex: Expected, workload: Workload,
              **_banded("expected_tokens_per_second", n / central, n / high, n / low, i)} for i in range(n.size)]
 
 
-def expected_request(spec: ModelSpec, ex: Expected, workload: Workload) -> dict[str, float]:
-    """TTFT, TPOT and end-to-end of the workload's request, expected, with bounds."""
-    central = request(spec, ex.machine, workload)
-    spread = [request(spec, m, workload) for m in ex.replicas]
+def expected_request(spec: ModelSpec, ex: Expected, workload: Workload,
+                     placement: Placement | None = None) -> dict[str, float]:
+    """TTFT, TPOT and end-to-end of the workload's request, expected, with bounds; on
+    ``placement`` (layers and experts across GPU and host) when given, as the headline is."""
+    def estimate(m: MachineProfile) -> RequestEstimate:
+        return request(spec, m, workload) if placement is None else placed_request(spec, m, workload, placement)
+
+    central = estimate(ex.machine)
+    spread = [estimate(m) for m in ex.replicas]
     out: dict[str, float] = {}
     for name in ("ttft", "tpot", "end_to_end"):
         value = float(getattr(central, name))
@@ -82,21 +89,22 @@ def expected_request(spec: ModelSpec, ex: Expected, workload: Workload) -> dict[
 
 
 def with_expected(d: dict[str, Any], spec: ModelSpec, ex: Expected, workload: Workload, contexts: Sequence[int],
-                  batches: Sequence[int], prompts: Sequence[int]) -> dict[str, Any]:
+                  batches: Sequence[int], prompts: Sequence[int], placement: Placement | None = None) -> dict[str, Any]:
     """``d`` (``predict``'s JSON: request, decode rows, prefill rows) with each ceiling figure's
-    expected twin beside it, and where the expectation comes from."""
+    expected twin beside it, and where the expectation comes from. The request's twins are on
+    ``placement`` when given (the headline's); the rows' keep the rows' one-memory meaning."""
     for row, more in zip(d["decode"], expected_decode_rows(spec, ex, workload, contexts, batches), strict=True):
         row.update(more)
     for row, more in zip(d["prefill"], expected_prefill_rows(spec, ex, workload, prompts), strict=True):
         row.update(more)
-    d["request"].update(expected_request(spec, ex, workload))
+    d["request"].update(expected_request(spec, ex, workload, placement))
     d["calibration"] = calibration_dict(ex.calibration, ex.notes)
     return d
 
 
-def expected_text(spec: ModelSpec, ex: Expected, workload: Workload) -> str:
+def expected_text(spec: ModelSpec, ex: Expected, workload: Workload, placement: Placement | None = None) -> str:
     """Lines for ``predict``'s text output: the expected request beside where it comes from."""
-    r = expected_request(spec, ex, workload)
+    r = expected_request(spec, ex, workload, placement)
     cal = ex.calibration
     origin = "published benchmarks of the back end" if cal.source == "public" else f"calibrated {cal.date[:10]}"
     lines = [f"expected with {cal.engine_label} ({origin}):"]

@@ -18,6 +18,7 @@ from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
 from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.placed import PlacedSummary, placed_summary
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +53,9 @@ class Summary:
     memory: float                   # the machine's memory, bytes
     speculative: SpeculativeEstimate | None
     balance: float                  # FLOP/byte
+    # how the model sits when it does not fit on the device at once (or --offload moved
+    # weights): llama.cpp's placement, whose request is then the headline ``estimate``
+    placed: PlacedSummary | None = None
 
     @property
     def fits(self) -> bool:
@@ -64,14 +68,19 @@ def summarise(sc: Scenario) -> Summary:
     spec, m, w = sc.model, sc.machine, sc.workload
     start = w.context + w.prompt
     length = start + w.answer
+    resident = float(memory_resident(spec, length, w.batch, w.kv_type))
+    # a model the device holds whole keeps the one-memory request (as 'rooflab predict' does);
+    # otherwise the headline is the placement llama.cpp would use: auto-fit, or the offload share
+    placed = placed_summary(spec, m, w) if resident > m.memory or w.offload_fraction > 0 else None
     return Summary(
-        estimate=request(spec, m, w),
+        estimate=placed.estimate if placed is not None else request(spec, m, w),
+        placed=placed,
         prefill=Clocks.of(prefill_pass(spec, m, w)),
         decode=Clocks.of(decode_pass(spec, m, w, context=start)),
         prefill_crossover=prefill_crossover(spec, m, w),
         batch_crossover=batch_crossover(spec, m, w, context=start),
         max_batch=max_batch_that_fits(spec, m, length, w.kv_type),
-        resident_bytes=float(memory_resident(spec, length, w.batch, w.kv_type)),
+        resident_bytes=resident,
         cache_bytes=float(cache_resident(spec, length, w.batch, w.kv_type)),
         memory=m.memory,
         speculative=speculative(spec, m, w) if w.draft_tokens else None,

@@ -184,7 +184,7 @@ class EngineCalibration:
 
     def describe(self) -> str:
         """One line: what ran, where, when, on what."""
-        return (f"{self.engine_label} on {self.machine_name}, calibrated {self.date[:10]} from "
+        return (f"{self.engine_label} — {self.machine_name}, calibrated {self.date[:10]} from "
                 f"{len(self.models)} model{'s' if len(self.models) != 1 else ''}")
 
     def to_dict(self) -> dict[str, Any]:

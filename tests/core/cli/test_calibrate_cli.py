@@ -113,3 +113,16 @@ def test_a_model_timed_after_calibration_reports_the_calibrations_accuracy_on_it
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "which never saw this model" in text and "fit quality of this model's own fit (in sample" in text
+
+
+def test_the_expected_request_sits_on_the_placement_the_headline_uses(capsys):
+    """gpt-oss-120b on an RTX 4090 with 64 GB of host memory: experts on the CPU, and the
+    expected TPOT is that placement's (the back end's factors on its clocks), not the 3.65 ms of
+    a model that would have had to fit on the card."""
+    assert main(["predict", "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["fits"] and d["placement"]["cpu_moe"] > 0
+    r = d["request"]
+    assert r["tpot_seconds"] < r["expected_tpot_seconds"] < 3 * r["tpot_seconds"]
+    assert r["expected_tpot_seconds_low"] <= r["expected_tpot_seconds"] <= r["expected_tpot_seconds_high"]
+    assert r["expected_tpot_seconds"] > 0.01           # far from the all-on-card 3.65 ms

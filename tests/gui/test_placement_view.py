@@ -1,0 +1,40 @@
+"""A model the device cannot hold opens as llama.cpp would place it: the headline figures are
+the placement's (never the card-alone fiction), and one that cannot run at all says so."""
+
+from __future__ import annotations
+
+from rooflab.core.io import load_model, presets
+
+
+def _frame_for(qtbot, window, model: str):
+    window.state.set_model(load_model(model), model)
+    qtbot.waitUntil(lambda: window.recompute.frame is not None
+                    and window.recompute.frame.scenario.model.name == load_model(model).name, timeout=5000)
+    return window.recompute.frame
+
+
+def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
+    window.state.set_machine(presets.load_machine("rtx-4090"))
+    frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    placed = frame.summary.placed
+    assert placed is not None and placed.fits and placed.placement.cpu_moe > 0
+    keys = [line.key for line in window.numbers.lines]
+    assert keys[0] == "placement" and window.numbers.value_text("placement") == placed.placement.flags()
+    assert window.numbers.value_text("tpot").endswith("ms")
+    assert frame.summary.estimate.tpot == placed.estimate.tpot > 0.01      # not the card-alone 3.65 ms
+    tpot = next(c for c in frame.charts["decode"].panel("step").curves if c.key == "tpot")
+    assert tpot.label.startswith("TPOT as placed (-ngl") and float(tpot.y[0]) == frame.summary.estimate.tpot
+
+
+def test_a_model_that_cannot_run_here_shows_no_figure(qtbot, window):
+    window.state.set_machine(presets.load_machine("rtx-4090"))
+    frame = _frame_for(qtbot, window, "deepseek-v3-q4_k_m")
+    assert frame.summary.placed is not None and not frame.summary.placed.fits
+    assert window.numbers.value_text("placement") == "does NOT fit"
+    assert "ttft" not in [line.key for line in window.numbers.lines]
+    assert not any(line.key.startswith("expected") for line in window.numbers.lines)
+
+
+def test_a_model_the_card_holds_keeps_the_one_memory_headline(qtbot, window):
+    frame = _frame_for(qtbot, window, "qwen3-8b-q4_k_m")
+    assert frame.summary.placed is None and window.numbers.lines[0].key == "ttft"
