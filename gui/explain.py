@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.summary import Summary
-from rooflab.core.report.text import count
+from rooflab.core.report.text import capacity_text, count
 from rooflab.gui.units import fmt, significant
 
 
@@ -131,7 +131,7 @@ def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
         most = f"the weights alone need more than the {fmt(s.memory, 'B')} there is."
     else:
         most = f"not even one sequence of {length:,} tokens fits beside the weights."
-    lines.append(Line("memory", "Memory", f"{fmt(s.resident_bytes, 'B')} of {fmt(s.memory, 'B')}", "",
+    lines.append(Line("memory", "Memory", f"{fmt(s.resident_bytes, 'B')} of {capacity_text(s.memory)}", "",
                       f"Weights {fmt(spec.file_bytes, 'B')} + KV cache {fmt(s.cache_bytes, 'B')} for "
                       f"{w.batch:,} × {length:,} tokens {fit}; {most}",
                       "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "

@@ -20,7 +20,7 @@ from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.summary import summarise
 from rooflab.core.report.tables import grouped_rows
-from rooflab.core.report.text import long_duration
+from rooflab.core.report.text import GIB, capacity_text, long_duration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
@@ -123,6 +123,7 @@ def machine_dict(m: MachineProfile) -> dict[str, Any]:
         "peak_tflops_by_dtype": {k: v / 1e12 for k, v in m.peak_flops.items()},
         "default_dtype": m.default_dtype,
         "memory_gb": m.memory / GB,
+        "memory_gib": m.memory / GIB,
         "balance_flop_per_byte": balance(m),
         "offload": {"name": m.offload_name, "bandwidth_gb_per_s": m.offload_bandwidth / GB,
                     "memory_gb": m.offload_memory / GB} if m.has_offload else None,
@@ -224,7 +225,7 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
     eff = machine.efficiency
     lines = [
         f"{spec.name} on {machine.name}: {machine.bandwidth / GB:,.1f} GB/s, "
-        f"{machine.flops(workload.compute_dtype) / 1e12:,.2f} TFLOP/s, {machine.memory / GB:,.1f} GB"
+        f"{machine.flops(workload.compute_dtype) / 1e12:,.2f} TFLOP/s, {capacity_text(machine.memory)}"
         + ("" if eff.is_identity else f"  (efficiency: bandwidth x{eff.bandwidth:.2f}, compute x{eff.compute:.2f}, "
                                       f"+{eff.step_overhead * 1e3:.2f} ms/step, cache x{eff.kv_read_factor:.2f})"),
         f"W = {weight_bytes_read_per_token(spec) / GB:.3f} GB read per token; KV "

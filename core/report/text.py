@@ -42,3 +42,15 @@ def count(amount: int | str, noun: str, plural: str = "") -> str:
     ``amount`` may be text already formatted; ``plural`` when adding "s" is wrong."""
     shown = amount if isinstance(amount, str) else f"{amount:,}"
     return f"{shown} {noun if shown == '1' else plural or noun + 's'}"
+
+
+GIB = float(1 << 30)     # bytes in a GiB: how GPU vendors (and DIMMs) count memory
+
+
+def capacity_text(nbytes: float) -> str:
+    """A memory's capacity as its vendor states it when it is a whole number of GiB ("24 GiB
+    (25.8 GB)": an RTX 4090's "24 GB" are GiB), else in GB (10^9 bytes): "137 GB"."""
+    gib = nbytes / GIB
+    if gib >= 1 and abs(gib - round(gib)) <= 0.001 * gib:
+        return f"{round(gib):,} GiB ({significant(nbytes / 1e9)} GB)"
+    return f"{significant(nbytes / 1e9)} GB"

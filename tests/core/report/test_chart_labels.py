@@ -76,3 +76,11 @@ def test_counts_of_one_read_in_the_singular(qwen):
     assert "1 draft at 70%" in one.label and "1 drafts" not in one.label
     two = Scenario(model=qwen, machine=load_machine("rtx-4090"), workload=Workload(draft_tokens=2))
     assert "2 drafts at 70%" in two.label
+
+
+def test_memory_reads_in_the_unit_the_vendor_sells_it_in():
+    from rooflab.core.report.text import capacity_text
+
+    assert capacity_text(24 * 2**30) == "24 GiB (25.8 GB)"          # an RTX 4090's "24 GB"
+    assert capacity_text(100e9) == "100 GB"                            # not a whole number of GiB
+    assert capacity_text(128 * 2**30) == "128 GiB (137 GB)"
