@@ -30,7 +30,7 @@ def expected_lines(sc: Scenario, ex: Expected, placement: Placement | None = Non
     r = expected_request(sc.model, ex, sc.workload, placement)
     origin = _origin(ex)
     tooltip = f"Expected: {origin}. The band is the 16th-84th percentile over the calibration's resampled fits."
-    notes = " ".join(ex.notes)
+    notes = " ".join(n[0].upper() + n[1:] + "." for n in ex.notes)
     rows = []
     for key, label, name, phase in (("expected_ttft", "Expected TTFT", "ttft_seconds", "prefill"),
                                     ("expected_tpot", "Expected TPOT", "tpot_seconds", "decode")):

@@ -62,12 +62,21 @@ def _normalised(values: dict[str, float]) -> dict[str, float]:
     return {k: v / total for k, v in values.items() if v > 0}
 
 
+MINOR_SHARE = 0.05       # a class below this share rides with the model's largest (as the fit treats it)
+
+
 def _mixed(rates: Rates, kind: str, shares: dict[str, float], missing: set[str]) -> float:
-    """1 / sum(share / rate): the rate at which a mix of classes goes through."""
+    """1 / sum(share / rate): the rate at which a mix of classes goes through. A minor class the
+    rates do not cover (F32 norms and routers beside K-quants) goes at the model's largest
+    class's rate, as the fit counted it; a major one at the pooled rate, noted in ``missing``."""
+    table: dict[str, float] = getattr(rates, kind)
+    largest = max(shares, key=lambda k: shares[k])
     inverse = 0.0
     for klass, share in shares.items():
+        if klass not in table and share < MINOR_SHARE and largest in table:
+            klass = largest
         rate, seen = rates.rate(kind, klass)
-        if not seen and share >= 0.02:
+        if not seen:
             missing.add(klass)
         inverse += share / rate
     return 1.0 / inverse

@@ -131,3 +131,15 @@ def test_efficiency_round_trips_through_a_profile():
     eff = Efficiency(bandwidth=0.5, decode_compute=0.3, overlap=0.25)
     again = MachineProfile.from_dict(dataclasses.replace(MACHINE, efficiency=eff).to_dict())
     assert again.efficiency == eff
+
+
+def test_a_minor_format_rides_with_the_models_main_one_as_the_fit_counted_it():
+    """Qwen3-30B-A3B Q4_K_M reads about 3 % of its bytes as F32 (routers, norms): with rates
+    for K-quants only it is priced wholly at the K-quant rate and nothing is noted."""
+    spec = load_model("qwen3-30b-a3b-q4_k_m")
+    assert 0.02 < byte_shares(spec)["float"] < 0.05
+    rates = Rates(bandwidth={"k-quant": 40e9}, prefill_flops={"k-quant": 1e11, EXPERTS: 5e10},
+                  decode_flops={"k-quant": 1e11, EXPERTS: 5e10}, cache_bandwidth=10e9)
+    ex = expected_for(spec, MACHINE, _cal(rates))
+    assert ex.notes == ()
+    assert ex.machine.efficiency.bandwidth * MACHINE.bandwidth == pytest.approx(40e9)
