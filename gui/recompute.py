@@ -69,13 +69,12 @@ class RecomputeController(QObject):
             sc = state.scenario
             summary = summarise(sc)
             placed = summary.placed
-            charts = build_charts(sc, prefill_crossover=summary.prefill_crossover,
-                                  placed=(summary.estimate.tpot, placed.placement.flags())
-                                  if placed is not None and placed.fits else None)
+            on = placed.placement if placed is not None and placed.fits and placed.parallel is None else None
+            charts = build_charts(sc, prefill_crossover=summary.prefill_crossover, placement=on)
             expected = self._expected(sc)
             # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
             curves = None if expected is None else expected_curves(sc.model, expected, sc.workload, replicas=0,
-                                                                   n_star=summary.prefill_crossover)
+                                                                   n_star=summary.prefill_crossover, placement=on)
             pinned = []
             for p in state.pinned:
                 if p.pin_id not in self._pinned_charts:
@@ -102,7 +101,10 @@ class RecomputeController(QObject):
             return None
         sc = frame.scenario
         try:
-            curves = expected_curves(sc.model, frame.expected, sc.workload, n_star=frame.summary.prefill_crossover)
+            placed = frame.summary.placed
+            on = placed.placement if placed is not None and placed.fits and placed.parallel is None else None
+            curves = expected_curves(sc.model, frame.expected, sc.workload, n_star=frame.summary.prefill_crossover,
+                                     placement=on)
         except RooflabError:
             return None
         self.frame = dataclasses.replace(frame, expected_curves=curves)

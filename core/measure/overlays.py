@@ -21,6 +21,7 @@ from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.expected import Expected, spread_out
+from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Curve, Scenario
 from rooflab.core.report.charts import (
     BATCHING,
@@ -224,12 +225,12 @@ def _calibrated_label(curve: Curve) -> str:
 
 
 def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Workload, *,
-                      n_star: float | None = None) -> Overlay:
+                      n_star: float | None = None, placement: Placement | None = None) -> Overlay:
     """The main predicted curves of each chart, redrawn with the calibrated machine. ``n_star``:
     the ceiling's n*, which sets the prefill sweep's reach (given, the curves share the
     ceiling's x and no bisection runs)."""
     sc = Scenario(model=spec, machine=calibrated, workload=workload)
-    charts = {PREFILL: prefill_chart(sc, n_star), DECODE: decode_chart(sc), BATCHING: batching_chart(sc),
+    charts = {PREFILL: prefill_chart(sc, n_star), DECODE: decode_chart(sc, placement), BATCHING: batching_chart(sc),
               ROOFLINE: roofline_chart(sc)}
     out: Overlay = {}
     for chart, panel, keys in _CALIBRATED:
@@ -251,15 +252,16 @@ def expected_label(expected: Expected) -> str:
 
 
 def expected_curves(spec: ModelSpec, expected: Expected, workload: Workload, *,
-                    replicas: int = BAND_REPLICAS, n_star: float | None = None) -> Overlay:
+                    replicas: int = BAND_REPLICAS, n_star: float | None = None,
+                    placement: Placement | None = None) -> Overlay:
     """The main predicted curves as the calibrated engine is expected to run them, each with its
     band (the 16th-84th percentile over up to ``replicas`` of the calibration's replicates) in
     its extras ``BAND_LOW`` / ``BAND_HIGH``, point by point."""
     if n_star is None:
         n_star = prefill_crossover(spec, dataclasses.replace(expected.machine, efficiency=Efficiency()), workload)
-    central = calibrated_curves(spec, expected.machine, workload, n_star=n_star)
+    central = calibrated_curves(spec, expected.machine, workload, n_star=n_star, placement=placement)
     reps = spread_out(expected.replicas, replicas)
-    spread = [calibrated_curves(spec, m, workload, n_star=n_star) for m in reps]
+    spread = [calibrated_curves(spec, m, workload, n_star=n_star, placement=placement) for m in reps]
     out: Overlay = {}
     for where, curves in central.items():
         banded = []

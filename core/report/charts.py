@@ -20,8 +20,10 @@ from rooflab.core.predict.batching import (
     max_batch_that_fits,
     memory_resident,
 )
-from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
+from rooflab.core.predict.offload import PlacedPass, placed_decode, placed_request
+from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import request
 from rooflab.core.predict.roofline import attainable, balance, phase_points
 from rooflab.core.predict.work import Array
@@ -157,17 +159,24 @@ def _context_range(sc: Scenario) -> Array:
     return np.linspace(0.0, high, 257)
 
 
-def decode_chart(sc: Scenario, placed: tuple[float, str] | None = None) -> Chart:
+def decode_chart(sc: Scenario, placement: Placement | None = None) -> Chart:
     """Decode step time max((W + b x k x t) / B, b x 2 x N / C) and its ceiling 1 / step as the
-    cache grows to t tokens, with the KV share of the bytes each step reads. ``placed``: (TPOT,
-    llama.cpp flags) of the placement the headline uses when the device cannot hold the model;
-    the TPOT line then shows that figure, named as placed."""
+    cache grows to t tokens, with the KV share of the bytes each step reads. ``placement``: how
+    the model sits across GPU and host when the device cannot hold it (the headline's); the
+    step, its clocks and the TPOT line are then the placement's (``offload.placed_decode``)."""
     w, spec = sc.workload, sc.model
     t = _context_range(sc)
-    p = decode_pass(spec, sc.machine, w, context=t)
     start = w.context + w.prompt
-    first = decode_pass(spec, sc.machine, w, context=start)
-    est = request(spec, sc.machine, w)
+    p: Pass | PlacedPass
+    first: Pass | PlacedPass
+    if placement is None:
+        p = decode_pass(spec, sc.machine, w, context=t)
+        first = decode_pass(spec, sc.machine, w, context=start)
+        tpot, tpot_label = request(spec, sc.machine, w).tpot, "TPOT over this answer"
+    else:
+        p = placed_decode(spec, sc.machine, w, placement, context=t)
+        first = placed_decode(spec, sc.machine, w, placement, context=start)
+        tpot, tpot_label = placed_request(spec, sc.machine, w, placement).tpot, f"TPOT as placed ({placement.flags()})"
     window = spec.attention.sliding_window
     cap = [_x_marker("window", "sliding window", window, "context", "tokens", "limit")] \
         if window and any(spec.attention.sliding) else []
@@ -177,14 +186,14 @@ def decode_chart(sc: Scenario, placed: tuple[float, str] | None = None) -> Chart
             Curve(key="current", label="current workload", x=_pts(start), y=_pts(1.0 / float(first.seconds)),
                   kind="points", role="marker", **rate_ax))
     sec = _axes("context", "tokens", "seconds", "s")
-    step = (Curve(key="step", label="time per token (slower clock)", x=t, y=p.seconds, **sec),
+    step = (Curve(key="step", label="time per token (slower clock)" if placement is None else
+                  "time per token as placed (GPU + host)", x=t, y=p.seconds, **sec),
             Curve(key="memory_clock", label="memory clock ((W + b k t) / B)", x=t, y=p.memory_seconds,
                   role="memory", **sec),
             Curve(key="compute_clock", label="compute clock (b 2 N / C)", x=t, y=p.compute_seconds,
                   role="compute", **sec),
             *cap,
-            _y_marker("tpot", "TPOT over this answer" if placed is None else f"TPOT as placed ({placed[1]})",
-                      est.tpot if placed is None else placed[0], "seconds", "s", "marker"),
+            _y_marker("tpot", tpot_label, tpot, "seconds", "s", "marker"),
             Curve(key="current", label="current workload", x=_pts(start), y=_pts(float(first.seconds)),
                   kind="points", role="marker", **sec))
     share = (Curve(key="kv_share", label="KV share of bytes read", x=t, y=p.kv_share,
@@ -316,9 +325,9 @@ def memory_chart(sc: Scenario) -> Chart:
         "plus each sequence's cache of k bytes per token; what is left is free."))
 
 def build_charts(sc: Scenario, *, prefill_crossover: float | None = None,
-                 placed: tuple[float, str] | None = None) -> dict[str, Chart]:
+                 placement: Placement | None = None) -> dict[str, Chart]:
     """Every chart for one scenario, keyed and ordered like ``CHART_KEYS``. ``prefill_crossover``:
     n* when the caller already has it (a bisection over prefill passes: worth not repeating);
-    ``placed``: the placed headline's (TPOT, flags), see ``decode_chart``."""
+    ``placement``: the headline's when the device cannot hold the model (see ``decode_chart``)."""
     return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover),
-            DECODE: decode_chart(sc, placed), BATCHING: batching_chart(sc), MEMORY: memory_chart(sc)}
+            DECODE: decode_chart(sc, placement), BATCHING: batching_chart(sc), MEMORY: memory_chart(sc)}

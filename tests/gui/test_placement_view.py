@@ -3,6 +3,8 @@ the placement's (never the card-alone fiction), and one that cannot run at all s
 
 from __future__ import annotations
 
+import pytest
+
 from rooflab.core.io import load_model, presets
 
 
@@ -23,7 +25,9 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     assert window.numbers.value_text("tpot").endswith("ms")
     assert frame.summary.estimate.tpot == placed.estimate.tpot > 0.01      # not the card-alone 3.65 ms
     tpot = next(c for c in frame.charts["decode"].panel("step").curves if c.key == "tpot")
-    assert tpot.label.startswith("TPOT as placed (-ngl") and float(tpot.y[0]) == frame.summary.estimate.tpot
+    assert tpot.label.startswith("TPOT as placed (-ngl") and float(tpot.y[0]) == pytest.approx(frame.summary.estimate.tpot)
+    step = next(c for c in frame.charts["decode"].panel("step").curves if c.key == "step")
+    assert step.label == "time per token as placed (GPU + host)" and float(step.y[0]) > 0.01   # the curve too
 
 
 def test_a_model_that_cannot_run_here_shows_no_figure(qtbot, window):
