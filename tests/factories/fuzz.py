@@ -502,6 +502,7 @@ def store_seeds(root: Path) -> tuple[Seed, ...]:
         store.save_calibration("qwen3-abc", "measured", cal, source="/models/tiny.gguf")
         presets.save_measured_machine(machine, {"device": "cpu", "bandwidth": [], "roofline": []})
         presets.save_user_profile(dataclasses.replace(machine, name="My box", key=""), key="my-box")
+        store.save_engine_calibration(_engine_calibration())
     finally:
         for k, v in saved.items():
             if v is None:
@@ -510,6 +511,20 @@ def store_seeds(root: Path) -> tuple[Seed, ...]:
                 os.environ[k] = v
     return tuple(Seed(name, (root / name).read_bytes(), "json") for name in (MEASUREMENT, CALIBRATION, MEASURED,
                                                                               PROFILE))
+
+
+def _engine_calibration() -> Any:
+    from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
+
+    rates = Rates(bandwidth={"k-quant": 30e9, "float": 20e9}, prefill_flops={"k-quant": 2e11, "float": 1e11},
+                  decode_flops={"k-quant": 1e11, "float": 1e11}, cache_bandwidth=8e9, pass_seconds=1e-3,
+                  layer_seconds=1e-5, overlap=0.0)
+    return EngineCalibration(machine_key="measured", machine_name="This machine, measured",
+                             engine_key="llama.cpp cpu t2 kv-f16", engine_label="llama.cpp b5163, cpu, 2 threads",
+                             settings={"threads": 2}, date="2026-11-30T12:00:00+00:00", models=("a", "b"),
+                             machine_bandwidth=40e9, machine_flops=2e11, central=rates, replicates=(rates, rates),
+                             accuracy={"leave_one_model_out": {"decode": Accuracy(median=0.1, worst=0.3, count=8)}},
+                             points=16, model_keys=("qwen3-abc",))
 
 
 def _read_store(folder: Path) -> None:
@@ -535,6 +550,14 @@ def _read_store(folder: Path) -> None:
     if len(store.load_measurements("qwen3-abc", "measured")) < 1:
         raise AssertionError("a measurement saved after a bad file was not kept")
     presets.load_machine(str(folder / PROFILE))        # a ResourceError is a clean refusal
+    # a machine's calibration: read, and (when it survived) priced for a model, as every window does
+    from rooflab.core.measure.expectations import expected_on
+    from tests.conftest import build_spec
+
+    measured = presets.load_measured_machine()
+    if measured is not None:
+        expected_on(build_spec(layers=2), measured)
+    store.engine_calibrations("measured")
 
 
 def store_surface(root: Path) -> Surface:
