@@ -3,14 +3,15 @@
 1. prompt processing: a prompt of n tokens into an empty cache, submitted in ubatch-sized
    ``llama_decode`` calls (llama-bench's ``-p``), for a sweep of n;
 2. token generation at depth: the cache filled to d tokens (untimed), then single-token
-   decode steps timed one by one (``-n`` at ``-d``), for a sweep of d; the cache is rewound
-   to d between repeats;
+   decode steps timed one by one (``-n`` at ``-d``), for a sweep of d, the cache rewound to d
+   after them and filled on to the next depth;
 3. batched decode: b sequences each holding t cached tokens (one prefill copied to every
    sequence), one step decoding one token for each of them (llama-batched-bench's ``-npl``),
    rewound after every step so each step sees context t.
 
-Warm-up passes are not timed; every point keeps the best and the median of its repeats and
-records the ``EngineSettings`` it ran with. ``measure_llamacpp`` is a job generator: it
+Warm-up passes are not timed; the repeats of prompts and depths go round the whole sweep (a
+burst of other load then slows one run of several points, not every run of one); every point
+keeps the best and the median of its repeats and records the ``EngineSettings`` it ran with. ``measure_llamacpp`` is a job generator: it
 checks memory before loading, yields ``Progress`` (with each point as ``sample``), stops
 within a second of a cancel request, frees every llama.cpp handle whatever happens, and
 returns a ``LlamaCppMeasurement``. llama_cpp is imported only when a measurement runs."""

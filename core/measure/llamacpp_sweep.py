@@ -100,45 +100,55 @@ class Sweep:
 
     # -- the experiments -------------------------------------------------------------------
     def _prefill(self) -> Iterator[Tick]:
-        """Each prompt into an empty cache, ``repeats`` times; time to the last logits. With a
-        single repeat an untimed run of the same length goes first, so a new shape's first-call
-        cost (graph and buffer set-up) is never the only sample."""
-        for n in self.plan.prompts:
-            if self.plan.repeats == 1 and self.plan.warmup:
+        """Each prompt into an empty cache, ``repeats`` times; time to the last logits. The
+        repeats go round the whole sweep (every length once, then again), so a burst of other
+        load on a shared machine slows one run of several lengths, not every run of one, and
+        the best run of each length is a quiet one. With a single repeat an untimed run of each
+        length goes first, so a new shape's first-call cost is never the only sample."""
+        prompts = self.plan.prompts
+        if self.plan.repeats == 1 and self.plan.warmup:
+            for n in prompts:
                 yield Tick("prefill", f"prompt of {count(n, 'token')}: warm-up")
                 self.engine.clear()
                 self._fill(0, 0, n)
-            times = []
-            for run in range(self.plan.repeats):
+        times: dict[int, list[float]] = {n: [] for n in prompts}
+        for run in range(self.plan.repeats):
+            for n in prompts:
                 yield Tick("prefill", f"prompt of {count(n, 'token')}: run {run + 1}")
                 self.engine.clear()
                 began = time.perf_counter()
                 self._fill(0, 0, n)
-                times.append(time.perf_counter() - began)
-            point = _point("prefill", times, prompt=n)
+                times[n].append(time.perf_counter() - began)
+        for n in prompts:
+            point = _point("prefill", times[n], prompt=n)
             yield Tick("prefill", f"prompt of {count(n, 'token')}: {point.rate:.1f} tokens/s", point)
 
     def _decode(self) -> Iterator[Tick]:
-        """At each depth d: ``repeats`` runs of ``gen_tokens`` single-token steps, each timed;
-        the cache is rewound to d between runs. The point's context is the middle step's."""
-        steps = self.plan.gen_tokens
-        for depth in self.plan.depths:
-            yield Tick("decode", f"filling the cache to {depth} tokens")
+        """At each depth d, ``gen_tokens`` single-token steps, each timed. Each repeat goes up
+        the depths in order, filling the cache from one depth to the next (untimed) and
+        rewinding to d after its steps, so the repeats of one depth are minutes apart, not back
+        to back (see ``_prefill``). The point's context is the middle step's."""
+        steps, depths = self.plan.gen_tokens, sorted(self.plan.depths)
+        times: dict[int, list[float]] = {d: [] for d in depths}
+        for run in range(self.plan.repeats):
             self.engine.clear()
-            self._fill(0, 0, depth)
-            times = []
-            for run in range(self.plan.repeats):
-                yield Tick("decode", f"{steps} steps at depth {depth}: run {run + 1}")
+            filled = 0
+            for depth in depths:
+                yield Tick("decode", f"run {run + 1}: filling the cache to {count(depth, 'token')}")
+                self._fill(0, filled, depth - filled)
+                filled = depth
+                yield Tick("decode", f"run {run + 1}: {steps} steps at depth {depth}")
                 for step in range(steps):
                     token, position = self._tokens(1), np.array([depth + step], dtype=np.int32)
                     began = time.perf_counter()
                     self.engine.decode(token, position)
-                    times.append(time.perf_counter() - began)
+                    times[depth].append(time.perf_counter() - began)
                     check_cancel(self.cancel)
                 if not self.engine.remove(0, depth):      # a cache that cannot rewind: refill
                     self.engine.clear()
                     self._fill(0, 0, depth)
-            point = _point("decode", times, context=depth + (steps - 1) // 2)
+        for depth in depths:
+            point = _point("decode", times[depth], context=depth + (steps - 1) // 2)
             yield Tick("decode", f"depth {depth}: {point.rate:.1f} tokens/s", point)
 
     def _batched(self) -> Iterator[Tick]:

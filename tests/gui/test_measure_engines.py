@@ -152,7 +152,9 @@ def test_llamacpp_measures_the_gguf_on_screen_and_keeps_it(qtbot, gguf_window, t
 
 def test_cancel_mid_run_leaves_no_point_behind(qtbot, gguf_window, monkeypatch):
     window, panel, ctl = gguf_window, gguf_window.measure_panel, gguf_window.measure
-    quick(panel, prompts=", ".join(["1024"] * 60))      # a minute or more were it not cancelled
+    # the prompt's point arrives at once; then 20 runs up 40 depths to 20,480 tokens: a minute or
+    # more were it not cancelled (the repeats go round the whole sweep, so no depth's point is in)
+    quick(panel, prompts="16", depths=", ".join(str(512 * i) for i in range(1, 41)))
     panel.repeats.setValue(20)
     calls = spy(monkeypatch, "after_engine_run")
     with qtbot.waitSignal(ctl.sample_measured, timeout=60_000):
