@@ -19,6 +19,7 @@ TPOT median <= 10 %, TTFT <= 15 %, batched decode <= 15 %. Nothing is kept in th
 store. The published-benchmark check of the presets is ``bench_public_accuracy.py``.
 
     python benchmarks/bench_accuracy.py [--engines llamacpp,torch] [--threads N] [--repeats 3] [--quick] [--twice]
+                                        [--points FILE.json]
 """
 
 from __future__ import annotations
