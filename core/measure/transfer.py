@@ -217,8 +217,9 @@ def _rates(u: Array, overlap: float, d: _Design, classes: Classes, machine: Mach
                  layer_seconds=float(min(u[-1], 1.0)), overlap=overlap)
 
 
-def _subset(d: _Design, mask: NDArray[np.bool_]) -> _Design:
-    return _Design(*(getattr(d, f.name)[mask] for f in dataclasses.fields(_Design)))
+def _subset(d: _Design, index: NDArray[np.bool_] | NDArray[np.int64]) -> _Design:
+    """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
+    return _Design(*(getattr(d, f.name)[index] for f in dataclasses.fields(_Design)))
 
 
 # --- scoring through the app's own prediction path ---------------------------------------------
@@ -325,14 +326,10 @@ def _bootstrap(models: Sequence[ModelPoints], d: _Design, classes: Classes, mach
             for i in rng.choice(members, size=len(members), replace=True):
                 own = np.flatnonzero(d.model == i)
                 rows.append(rng.choice(own, size=own.size, replace=True))
-        part = _subset_rows(d, np.concatenate(rows))
+        part = _subset(d, np.concatenate(rows))
         u, _ = _fit_at(part, overlap)
         out.append(_rates(u, overlap, part, classes, machine, dtype))
     return tuple(out)
-
-
-def _subset_rows(d: _Design, rows: NDArray[np.int64]) -> _Design:
-    return _Design(*(getattr(d, f.name)[rows] for f in dataclasses.fields(_Design)))
 
 
 def score(m: ModelPoints, machine: MachineProfile, calibration: EngineCalibration) -> dict[str, Accuracy]:
