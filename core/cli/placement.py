@@ -211,7 +211,7 @@ def _rows(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, workload:
         row["placed_step_seconds"] = float(step[i, j])
         row["placed_tokens_per_second_per_sequence"] = 1.0 / float(step[i, j])
         row["placed_tokens_per_second_total"] = float(b[0, j]) / float(step[i, j])
-        row["placed_memory_bytes"] = float(used[i, j])
+        row["placed_memory_bytes"] = round(float(used[i, j]))       # bytes: a whole number
         row["placed_fits"] = bool(fits[i, j])
         row["placed_bound"] = "compute" if bound[i, j] else "memory"
     pre = placed_prefill(spec, machine, workload, placed.placement, prompt=n, batch=1) if par is None else \
