@@ -8,6 +8,7 @@ with a prefill's: ``Efficiency.overlap``, ``Efficiency.decode_compute``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -20,19 +21,24 @@ from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
 
-@dataclass(frozen=True, slots=True)
-class Pass:
-    """One forward pass (or a sweep of them): what it moves, what it computes, how long it takes.
+class Clocked:
+    """What follows from a pass's bytes, FLOPs and two clocks, whichever way they were priced:
+    one pass on one memory (``Pass``) or a pass placed across GPU and host
+    (``offload.PlacedPass``, whose figures sum its parts)."""
 
-    All fields are arrays of one shape (0-d for a single point). Seconds include the machine's
-    per-step overhead; memory_seconds and compute_seconds do not."""
+    __slots__ = ()
 
-    weight_bytes: Array
-    cache_bytes: Array
-    flops: Array
-    memory_seconds: Array
-    compute_seconds: Array
-    seconds: Array
+    if TYPE_CHECKING:      # provided by the subclass, as fields or as sums of its parts
+        @property
+        def weight_bytes(self) -> Array: ...
+        @property
+        def cache_bytes(self) -> Array: ...
+        @property
+        def flops(self) -> Array: ...
+        @property
+        def memory_seconds(self) -> Array: ...
+        @property
+        def compute_seconds(self) -> Array: ...
 
     @property
     def bytes(self) -> Array:
@@ -59,6 +65,21 @@ class Pass:
         if flags.ndim == 0:
             return "compute" if bool(flags) else "memory"
         return ["compute" if f else "memory" for f in flags.ravel()]
+
+
+@dataclass(frozen=True, slots=True)
+class Pass(Clocked):
+    """One forward pass (or a sweep of them): what it moves, what it computes, how long it takes.
+
+    All fields are arrays of one shape (0-d for a single point). Seconds include the machine's
+    per-step overhead; memory_seconds and compute_seconds do not."""
+
+    weight_bytes: Array
+    cache_bytes: Array
+    flops: Array
+    memory_seconds: Array
+    compute_seconds: Array
+    seconds: Array
 
 
 def memory_seconds(machine: MachineProfile, nbytes: ArrayLike, offload_fraction: float = 0.0) -> Array:

@@ -36,10 +36,10 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
-from rooflab.core.predict.clocks import Pass, combined_seconds, memory_seconds
+from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, memory_seconds
 from rooflab.core.predict.placement import Part, Placement, has_host_tier, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request
-from rooflab.core.predict.work import Array, Flags
+from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -55,12 +55,13 @@ def host_flops(machine: MachineProfile, dtype: str | None = None) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class PlacedPass:
+class PlacedPass(Clocked):
     """One pass of a placed model: the device's clocks, the host's, and their sum.
 
     ``device`` and ``host`` are ``clocks.Pass``es whose ``seconds`` leave out the per-step
-    overhead; ``seconds`` = device + host + overhead. ``memory_seconds`` and
-    ``compute_seconds`` sum each clock over the two parts."""
+    overhead; ``seconds`` = device + host + overhead. Bytes, FLOPs, ``memory_seconds`` and
+    ``compute_seconds`` sum the two parts; the bound and KV share follow from the sums
+    (``clocks.Clocked``)."""
 
     device: Pass
     host: Pass
@@ -73,10 +74,6 @@ class PlacedPass:
     @property
     def cache_bytes(self) -> Array:
         return self.device.cache_bytes + self.host.cache_bytes
-
-    @property
-    def bytes(self) -> Array:
-        return self.weight_bytes + self.cache_bytes
 
     @property
     def flops(self) -> Array:
@@ -95,21 +92,6 @@ class PlacedPass:
         """Seconds the host's part takes (0 when everything is on the device)."""
         return self.host.seconds
 
-    @property
-    def compute_bound(self) -> Flags:
-        return self.compute_seconds > self.memory_seconds
-
-    @property
-    def kv_share(self) -> Array:
-        total = self.bytes
-        return np.divide(self.cache_bytes, total, out=np.zeros_like(total), where=total > 0)
-
-    def bound(self) -> str | list[str]:
-        """"compute" or "memory" (a list for a sweep), from the summed clocks."""
-        flags = np.asarray(self.compute_bound)
-        if flags.ndim == 0:
-            return "compute" if bool(flags) else "memory"
-        return ["compute" if f else "memory" for f in flags.ravel()]
 
 
 def _rows(spec: ModelSpec, part: Part, tokens: Array) -> Array:
