@@ -4,8 +4,6 @@ calibration comes from (its out-of-sample accuracy, never its in-sample fit)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Scenario
@@ -81,9 +79,3 @@ def merged(lines: list[Line], expected: list[Line]) -> list[Line]:
         out.insert(at + 1, row)
     return out
 
-
-def placed_on(frame: Any) -> Placement | None:
-    """The placement a frame's headline stands on (None: the device holds the model whole, or
-    nothing fits and no figure is shown)."""
-    placed = frame.summary.placed
-    return placed.placement if placed is not None and placed.fits and placed.parallel is None else None

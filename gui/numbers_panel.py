@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QWidget
 
-from rooflab.gui.expected_lines import expected_lines, merged, placed_on
+from rooflab.gui.expected_lines import expected_lines, merged
 from rooflab.gui.explain import Line, explain
 from rooflab.gui.recompute import Frame
 
@@ -29,8 +29,8 @@ class NumbersPanel(QWidget):
 
     def show_frame(self, frame: Frame) -> None:
         self.lines = explain(frame.scenario, frame.summary)
-        if frame.expected is not None and (frame.summary.placed is None or frame.summary.placed.fits):
-            self.lines = merged(self.lines, expected_lines(frame.scenario, frame.expected, placed_on(frame)))
+        if frame.expected_figures is not None:
+            self.lines = merged(self.lines, expected_lines(frame.scenario, frame.expected_figures, frame.runs_on))
         wanted = [line.key for line in self.lines]
         for key in [k for k in self._rows if k not in wanted]:
             for label in self._rows.pop(key):

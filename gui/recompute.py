@@ -16,6 +16,7 @@ from rooflab.core.errors import RooflabError
 from rooflab.core.measure.expectations import calibration_for
 from rooflab.core.measure.overlays import Overlay, expected_curves
 from rooflab.core.predict.expected import Expected, expected_for
+from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.charts import build_charts
 from rooflab.core.report.summary import Summary, summarise
@@ -36,6 +37,20 @@ class Frame:
     pinned: tuple[tuple[Pinned, dict[str, Chart]], ...]
     expected: Expected | None = None        # what the machine's calibration expects, None without one
     expected_curves: Overlay | None = None
+
+    @property
+    def runs_on(self) -> Placement | None:
+        """The placement the headline stands on (None: the device holds the model whole, or
+        nothing fits, or several devices)."""
+        placed = self.summary.placed
+        return None if placed is None else placed.runs_on
+
+    @property
+    def expected_figures(self) -> Expected | None:
+        """``expected`` when there are figures to stand beside (none for a model that cannot
+        run here)."""
+        placed = self.summary.placed
+        return self.expected if placed is None or placed.fits else None
 
 
 class RecomputeController(QObject):
@@ -68,8 +83,7 @@ class RecomputeController(QObject):
         try:
             sc = state.scenario
             summary = summarise(sc)
-            placed = summary.placed
-            on = placed.placement if placed is not None and placed.fits and placed.parallel is None else None
+            on = None if summary.placed is None else summary.placed.runs_on
             charts = build_charts(sc, prefill_crossover=summary.prefill_crossover, placement=on)
             expected = self._expected(sc)
             # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
@@ -101,10 +115,8 @@ class RecomputeController(QObject):
             return None
         sc = frame.scenario
         try:
-            placed = frame.summary.placed
-            on = placed.placement if placed is not None and placed.fits and placed.parallel is None else None
             curves = expected_curves(sc.model, frame.expected, sc.workload, n_star=frame.summary.prefill_crossover,
-                                     placement=on)
+                                     placement=frame.runs_on)
         except RooflabError:
             return None
         self.frame = dataclasses.replace(frame, expected_curves=curves)

@@ -19,7 +19,7 @@ from rooflab.core.errors import ReportError
 from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import expected_csv
-from rooflab.gui.expected_lines import expected_lines, merged, placed_on
+from rooflab.gui.expected_lines import expected_lines, merged
 from rooflab.gui.explain import explain
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
 from rooflab.gui.recompute import Frame
@@ -152,10 +152,10 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
             csvs.append(write_text(out / _csv_name(series), curves_csv(series.curves, header)))
     csvs.append(write_text(out / "summary.csv", summary_csv(frame.summary, header_lines(frame.scenario))))
     csvs.append(write_text(out / "tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario))))
-    if frame.expected is not None and (frame.summary.placed is None or frame.summary.placed.fits):
+    if frame.expected_figures is not None:
         sc = frame.scenario
-        csvs.append(write_text(out / "expected.csv", expected_csv(sc.model, frame.expected, sc.workload,
-                                                                  header_lines(sc))))
+        csvs.append(write_text(out / "expected.csv", expected_csv(sc.model, frame.expected_figures, sc.workload,
+                                                                  header_lines(sc), frame.runs_on)))
     sheet = out / "sheet.png"
     if not compose_sheet(frame, images).save(str(sheet)):
         raise OSError(f"could not write {sheet.name}")
@@ -212,8 +212,8 @@ def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
     line_h = 26
     y = box.top() + 10
     lines = explain(frame.scenario, frame.summary)
-    if frame.expected is not None and (frame.summary.placed is None or frame.summary.placed.fits):
-        lines = merged(lines, expected_lines(frame.scenario, frame.expected, placed_on(frame)))
+    if frame.expected_figures is not None:
+        lines = merged(lines, expected_lines(frame.scenario, frame.expected_figures, frame.runs_on))
     for line in lines:
         font.setBold(True)
         painter.setFont(font)

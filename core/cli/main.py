@@ -233,7 +233,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                                                                              dtype=workload.compute_dtype)
     placed = resolve_placed(args, spec, machine, workload)     # auto-fit unless placement flags
     # the expected request sits where the headline's does (one device: its placement)
-    on = placed.placement if placed.parallel is None and placed.fits else None
+    on = placed.runs_on
     if args.json:
         d = with_placement(predict_dict(spec, machine, workload, contexts, batches, prompts), spec, machine,
                            workload, placed, contexts, batches, prompts)

@@ -133,9 +133,11 @@ def accuracy_phrase(cal: EngineCalibration, phase: str) -> str:
     return ""
 
 
-def expected_csv(spec: ModelSpec, ex: Expected, workload: Workload, header: Sequence[str]) -> str:
+def expected_csv(spec: ModelSpec, ex: Expected, workload: Workload, header: Sequence[str],
+                 placement: Placement | None = None) -> str:
     """The report's expected.csv: the request's expected TTFT, TPOT and end to end with their
-    band, after a header naming the calibration and its out-of-sample accuracy."""
+    band (on ``placement``, the headline's, when given), after a header naming the calibration
+    and its out-of-sample accuracy."""
     from rooflab.core.report.csv_files import number
 
     cal = ex.calibration
@@ -147,7 +149,7 @@ def expected_csv(spec: ModelSpec, ex: Expected, workload: Workload, header: Sequ
             lines.append(f"# {phase}: {phrase}")
     lines += [f"# note: {n}" for n in ex.notes]
     lines.append("figure,expected,low,high,unit")
-    r = expected_request(spec, ex, workload)
+    r = expected_request(spec, ex, workload, placement)
     for name in ("ttft", "tpot", "end_to_end"):
         key = f"expected_{name}_seconds"
         lines.append(f"{name},{number(r[key])},{number(r[key + '_low'])},{number(r[key + '_high'])},s")

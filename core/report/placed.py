@@ -48,6 +48,12 @@ class PlacedSummary:
     def placement(self) -> Placement:
         return self.fit.placement
 
+    @property
+    def runs_on(self) -> Placement | None:
+        """The placement the headline figures stand on, for figures priced beside them (the
+        expected ones, the decode chart): None when nothing fits, or on several devices."""
+        return self.placement if self.fits and self.parallel is None else None
+
     def headline(self, spec: ModelSpec, machine: MachineProfile) -> str:
         """One line: how the model sits and whether it runs at all."""
         if self.parallel is not None:

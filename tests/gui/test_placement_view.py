@@ -42,3 +42,16 @@ def test_a_model_that_cannot_run_here_shows_no_figure(qtbot, window):
 def test_a_model_the_card_holds_keeps_the_one_memory_headline(qtbot, window):
     frame = _frame_for(qtbot, window, "qwen3-8b-q4_k_m")
     assert frame.summary.placed is None and window.numbers.lines[0].key == "ttft"
+
+
+def test_the_reports_expected_figures_stand_on_the_placement(qtbot, window, tmp_path):
+    from rooflab.core.report.expected import expected_request
+
+    window.state.set_machine(presets.load_machine("rtx-4090"))
+    frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    files = window.save_report(tmp_path / "report")
+    rows = dict(line.split(",", 1) for line in (files.folder / "expected.csv").read_text().splitlines()
+                if not line.startswith("#"))
+    placed = expected_request(frame.scenario.model, frame.expected, frame.scenario.workload, frame.runs_on)
+    assert float(rows["tpot"].split(",")[0]) == pytest.approx(placed["expected_tpot_seconds"], rel=1e-6)
+    assert placed["expected_tpot_seconds"] > 0.01          # the placement's, not the card-alone figure
