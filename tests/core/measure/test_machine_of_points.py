@@ -78,3 +78,23 @@ def test_a_corrupt_calibration_is_set_aside_not_fatal():
     path.write_text('{"format": 1, "machine_key": 5, "central": [1]}')
     assert store.load_engine_calibration("measured") is None
     assert list(path.parent.glob("*.corrupt-*"))
+
+
+def test_a_back_ends_published_calibration_is_kept_and_a_bad_copy_fitted_again():
+    """Fitted once per version of the shipped file and kept in the cache folder: a window's
+    start reads it back instead of refitting; a corrupt copy is set aside and fitted again."""
+    from rooflab.core.files.paths import cache_dir
+    from rooflab.core.measure import expectations
+
+    def fresh() -> EngineCalibration | None:
+        expectations._backend.cache_clear()
+        expectations._public.cache_clear()
+        return calibration_for(presets.load_machine("rtx-4090"))
+
+    first = fresh()
+    assert first is not None and first.source == "public"
+    (kept,) = (cache_dir() / "published").glob("cuda-*.json")
+    assert fresh() == first
+    kept.write_text('{"format": 1, "calibration": [1]}')
+    assert fresh() == first
+    assert list(kept.parent.glob("*.corrupt-*")) and kept.is_file()
