@@ -33,6 +33,7 @@ from rooflab.core.report.charts import (
     prefill_chart,
     roofline_chart,
 )
+from rooflab.core.values.calibration import band
 from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
@@ -270,8 +271,8 @@ def expected_curves(spec: ModelSpec, expected: Expected, workload: Workload, *,
             ys = [s[where][i].y for s in spread if where in s and len(s[where]) > i and s[where][i].y.shape == curve.y.shape]
             extras = dict(curve.extras)
             if ys and curve.kind == "line":
-                low, high = np.percentile(np.stack(ys), (16.0, 84.0), axis=0)
-                extras |= {BAND_LOW: np.minimum(low, curve.y), BAND_HIGH: np.maximum(high, curve.y)}
+                low, high = band(curve.y, ys)
+                extras |= {BAND_LOW: low, BAND_HIGH: high}
             banded.append(dataclasses.replace(curve, key=curve.key.replace("calibrated_", "expected_"), label=label,
                                               extras=extras))
         out[where] = banded

@@ -36,11 +36,11 @@ from rooflab.core.io.public_bench import (
     read_public_benchmarks,
 )
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.values.calibration import BAND  # the per-machine factors' band, as every band
 from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
-BAND = (16.0, 84.0)            # percentiles of the per-machine factors that make a factor's band
 _CAPACITY = 1e15               # bytes; memory size plays no part in a ceiling, MachineProfile wants one
 
 

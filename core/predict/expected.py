@@ -19,11 +19,10 @@ from typing import TypeVar
 import numpy as np
 
 from rooflab.core.predict import work
-from rooflab.core.values.calibration import EngineCalibration, Rates, format_class
+from rooflab.core.values.calibration import EngineCalibration, Rates, band, format_class
 from rooflab.core.values.machine import FACTOR_RANGE, Efficiency, MachineProfile
 from rooflab.core.values.model import ModelSpec, Role
 
-BAND = (16.0, 84.0)          # percentiles of the replicates: a one-sigma band
 T = TypeVar("T")
 MAX_REPLICATES = 12          # replicates priced per figure (the band's cost grows with them)
 
@@ -136,20 +135,12 @@ class Expected:
         profile's value and the 16th/84th percentiles over the replicates (the central value
         twice when there are none)."""
         central = float(figure(self.machine))
-        if not self.replicas:
-            return central, central, central
-        values = np.array([figure(m) for m in self.replicas], dtype=np.float64)
-        low, high = np.percentile(values, BAND)
-        return central, float(min(low, central)), float(max(high, central))
+        low, high = band(central, [figure(m) for m in self.replicas])
+        return central, float(low), float(high)
 
     def curve_band(self, curve: Callable[[MachineProfile], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(low, high) arrays of ``curve`` over the replicates, point by point."""
-        central = np.asarray(curve(self.machine), dtype=np.float64)
-        if not self.replicas:
-            return central, central
-        stack = np.stack([np.asarray(curve(m), dtype=np.float64) for m in self.replicas])
-        low, high = np.percentile(stack, BAND, axis=0)
-        return np.minimum(low, central), np.maximum(high, central)
+        return band(curve(self.machine), [curve(m) for m in self.replicas])
 
 
 def expected_for(spec: ModelSpec, machine: MachineProfile, calibration: EngineCalibration, *,

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from rooflab.core.predict.expected import BAND, Expected
+from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.offload import placed_request
 from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
-from rooflab.core.values.calibration import EngineCalibration
+from rooflab.core.values.calibration import EngineCalibration, band
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -81,10 +81,9 @@ def expected_request(spec: ModelSpec, ex: Expected, workload: Workload,
     out: dict[str, float] = {}
     for name in ("ttft", "tpot", "end_to_end"):
         value = float(getattr(central, name))
-        values = np.array([getattr(r, name) for r in spread] or [value], dtype=np.float64)
-        low, high = np.percentile(values, BAND)
-        out |= {f"expected_{name}_seconds": value, f"expected_{name}_seconds_low": float(min(low, value)),
-                f"expected_{name}_seconds_high": float(max(high, value))}
+        low, high = band(value, [getattr(r, name) for r in spread])
+        out |= {f"expected_{name}_seconds": value, f"expected_{name}_seconds_low": float(low),
+                f"expected_{name}_seconds_high": float(high)}
     return out
 
 

@@ -19,10 +19,13 @@ so). Replicates (the fit redone on resampled data) carry the uncertainty."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from rooflab.core.errors import SpecError
 
@@ -62,6 +65,19 @@ def _seconds(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 60:
         raise SpecError(f"calibration.{name} must be in [0, 60) s, got {value!r}")
     return float(value)
+
+
+BAND = (16.0, 84.0)          # percentiles of the replicates: a one-sigma band
+
+
+def band(central: ArrayLike, values: Sequence[ArrayLike]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(low, high): the ``BAND`` percentiles of ``values`` (replicates of a figure, or of a curve
+    point by point), widened to hold ``central``; ``central`` twice when there are none."""
+    c = np.asarray(central, dtype=np.float64)
+    if len(values) == 0:
+        return c, c
+    low, high = np.percentile(np.asarray(values, dtype=np.float64), BAND, axis=0)
+    return np.minimum(low, c), np.maximum(high, c)
 
 
 def pooled(rates: Mapping[str, float]) -> float:
@@ -166,10 +182,8 @@ class EngineCalibration:
 
         def add(name: str, unit: str, get: Any) -> None:
             central = float(get(self.central))
-            values = sorted(float(get(r)) for r in reps) or [central]
-            low = values[int(0.16 * (len(values) - 1))]
-            high = values[int(round(0.84 * (len(values) - 1)))]
-            rows.append((name, unit, central, min(low, central), max(high, central)))
+            low, high = band(central, [float(get(r)) for r in reps])
+            rows.append((name, unit, central, float(low), float(high)))
 
         for kind, label, unit in (("bandwidth", "weights streamed", "B/s"), ("prefill_flops", "prefill multiplies",
                                                                              "FLOP/s"),
