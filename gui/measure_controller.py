@@ -29,6 +29,7 @@ from rooflab.core.measure.engine import ENGINES, EngineRun, default_engine, meas
 from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
 from rooflab.core.measure.overlays import MeasuredSeries, series_by_engine
 from rooflab.core.measure.workflow import Calibrated
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui import measure_jobs
 from rooflab.gui import measure_overlays as overlays
@@ -336,6 +337,12 @@ class MeasureController(QObject):
     def _model_done(self, run: EngineRun) -> None:
         # the run was timed here: it is fitted to this machine as measured, never to a preset on
         # screen, and the window moves to that machine to show it beside its own curves
+        if store.model_key(self._state.model) != store.model_key(run.spec):
+            # torch times a transformers copy (fp32, bf16): said first, whether or not the fit
+            # then succeeds; its points are that model's and are kept with it
+            ran = f"{run.label} in {run.dtype}" if run.dtype else run.label
+            self.message.emit(f"{ENGINES.get(run.engine, run.engine)} ran {ran}, not {self._state.model.name} as "
+                              "shown: its points and fit are kept with the model as it ran", "info")
         machine = workflow.host_machine(self._state.machine)
         if machine is None:
             self._stored.append(list(run.points))
@@ -343,22 +350,28 @@ class MeasureController(QObject):
             self._draw_points()
             raise MeasurementError("timed, but not fitted: this machine has not been measured yet "
                                    "(Measure this machine, then time the model again)")
-        done = workflow.after_engine_run(run, machine, source=self._source,
-                                         include_disturbed=self.view.include_disturbed.isChecked())
-        if store.machine_key(self._state.machine) != done.machine_key:
+        workflow.check_machine(run.points, machine)      # timed elsewhere: refused, nothing kept or drawn
+        try:
+            done = workflow.after_engine_run(run, machine, source=self._source,
+                                             include_disturbed=self.view.include_disturbed.isChecked())
+        except RooflabError:
+            # not fitted (every point disturbed, say), but measured and kept: they stay on screen
+            self._show_run_on(machine, run)
+            raise
+        self._show_run_on(machine, run)
+        self._summary = points_done_text(len(run.points), run.settings.legend)
+        self._show_calibrated(done, engine=run.settings.label)
+
+    def _show_run_on(self, machine: MachineProfile, run: EngineRun) -> None:
+        """Draw ``run``'s points (kept in the store) beside the machine they were timed on."""
+        if store.machine_key(self._state.machine) != store.machine_key(machine):
             self.message.emit(f"The model was timed on this machine, not on {self._state.machine.name}: "
                               f"showing {machine.name}", "info")
             self._state.set_machine(machine)        # brings this run back from the store with the others
         else:
             self._stored.append(list(run.points))
         self._live = []
-        self._summary = points_done_text(len(run.points), run.settings.legend)
-        if store.model_key(self._state.model) != done.model_key:
-            # torch times a transformers copy (fp32, bf16): its points are that model's, kept with it
-            ran = f"{run.label} in {run.dtype}" if run.dtype else run.label
-            self.message.emit(f"{ENGINES.get(run.engine, run.engine)} ran {ran}, not {self._state.model.name} as "
-                              "shown: its points and fit are kept with the model as it ran", "info")
-        self._show_calibrated(done, engine=run.settings.label)
+        self._draw_points()
 
     def _import_done(self, bench: BenchImport) -> None:
         for warning in bench.warnings:

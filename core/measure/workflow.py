@@ -91,15 +91,22 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
     catalogue key, so ``predict --calibrated`` finds the fit by it. kv_type, dtype: as the
     points ran; overhead: seconds per pass measured apart (None: fitted). A store that cannot
     be written is reported in ``keep_error``, not raised: the fit is still worth showing.
-    include_disturbed: fit points the measurement marked disturbed too (all are stored)."""
+    include_disturbed: fit points the measurement marked disturbed too (all are stored, even when
+    the fit then refuses them)."""
     check_machine(points, machine)
-    cal = calibrate(spec, machine, points, kv_type=kv_type, dtype=dtype, overhead=overhead,
-                    include_disturbed=include_disturbed)
     key, mkey = store.model_key(spec), store.machine_key(machine)
     kept, error = False, ""
     if keep:
+        # the points are kept before the fit is tried: a fit that refuses them (every point
+        # disturbed, say) must not lose minutes of measurement
         try:
             store.save_measurement(key, mkey, points, meta, label=label, source=source)
+        except OSError as exc:
+            error = str(exc)
+    cal = calibrate(spec, machine, points, kv_type=kv_type, dtype=dtype, overhead=overhead,
+                    include_disturbed=include_disturbed)
+    if keep and not error:
+        try:
             store.save_calibration(key, mkey, cal, source=source, engine=points[0].engine_key)
             kept = True
         except OSError as exc:

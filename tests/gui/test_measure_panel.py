@@ -97,6 +97,7 @@ def test_a_torch_run_of_another_format_keeps_the_model_on_screen(qtbot, tiny_win
     state.update_workload(kv_type="q8_0")
     assert panel.engine_key() == "torch"
     panel.use_batch.setChecked(False)
+    panel.include_disturbed.setChecked(True)           # the suite shares the cores: fit whatever was timed
     messages: list[tuple[str, str]] = []
     ctl.message.connect(lambda text, level: messages.append((text, level)))
     before = (state.model, state.workload, state.model_ref, state.model_weights)
@@ -108,6 +109,29 @@ def test_a_torch_run_of_another_format_keeps_the_model_on_screen(qtbot, tiny_win
     # torch ran an fp32 copy: said so, and the Q8_0 model, its cache type and its file stay on screen
     assert (state.model, state.workload, state.model_ref, state.model_weights) == before
     assert any("torch" in text and "fp32" in text and level == "info" for text, level in messages)
+
+
+def test_a_run_on_a_busy_machine_is_kept_and_drawn_but_not_fitted(qtbot, tiny_window, monkeypatch):
+    from rooflab.core.measure import engine, store
+
+    # another program starts while the run goes: the load average climbs by 2 between points
+    loads = iter(range(0, 1000, 2))
+    monkeypatch.setattr(engine, "load_average", lambda: float(next(loads)))
+    state, panel, ctl = tiny_window.state, tiny_window.measure_panel, tiny_window.measure
+    panel.use_batch.setChecked(False)
+    with qtbot.waitSignal(ctl.jobs.finished, timeout=60_000):
+        panel.model_button.click()
+    # one line says why there is no fit and what to do
+    assert "points were disturbed" in panel.error.text() and "load average rose" in panel.error.text()
+    assert "\n" not in panel.error.text() and ctl.calibration is None
+    # the minutes of measuring are not lost: the points are kept and drawn on this machine
+    assert state.machine.key == "measured"
+    (kept,) = store.load_measurements(store.model_key(state.model), store.machine_key(state.machine))
+    assert len(kept["points"]) == 4 and all(p.disturbed for p in kept["points"])
+    tiny_window.flush_plots()
+    (series,) = ctl.series
+    assert len(series.points) == 4
+    assert tiny_window.plots["prefill"].curve("ttft", "measured_ttft", layer=measured_layer(series.key)).x.size == 2
 
 
 def test_cancel_stops_the_run_inside_a_forward_pass(qtbot, tiny_window):
