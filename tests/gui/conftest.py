@@ -22,18 +22,6 @@ def catalogue_spec(key: str = DEFAULT_MODEL):
     return _SPECS[key]
 
 
-@pytest.fixture(autouse=True)
-def steady_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The window tests time real models while the suite's other workers load the same cores, so
-    the load average can rise by more than ``trust.LOAD_RISE_LIMIT`` during any run and mark every
-    point disturbed. What the window does with its points must not depend on that: here the load
-    reads steady. (The judge itself is tested in tests/core/measure/test_trust.py, and a
-    disturbed run in the window in test_measure_engines.py.)"""
-    from rooflab.core.measure import engine
-
-    monkeypatch.setattr(engine, "load_average", lambda: 1.0)
-
-
 @pytest.fixture
 def state(qapp):
     from rooflab.core.io.presets import load_machine
