@@ -41,8 +41,8 @@ def main() -> int:
     from rooflab.core.measure.overlays import expected_curves
     from rooflab.core.report import summarise
     from rooflab.core.report.chart_types import Scenario
-    from rooflab.core.report.charts import build_charts
     from rooflab.core.report.expected import expected_request
+    from rooflab.core.report.summary import headline_charts
     from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
     from rooflab.gui.main_window import MainWindow
     from rooflab.gui.settings import Settings
@@ -53,7 +53,7 @@ def main() -> int:
     sc = Scenario(model=spec, machine=machine, workload=DEFAULT_WORKLOAD)
     def recompute() -> None:                  # what RecomputeController does
         summary = summarise(sc)
-        build_charts(sc, prefill_crossover=summary.prefill_crossover)
+        headline_charts(sc, summary)
         expected = expected_on(spec, machine)      # the preset's published back-end efficiency
         if expected is not None:
             expected_curves(spec, expected, DEFAULT_WORKLOAD, replicas=0, n_star=summary.prefill_crossover)

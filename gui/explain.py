@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rooflab.core.predict.placement import memory_words
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.summary import Summary
 from rooflab.core.report.text import capacity_text, count
@@ -105,25 +106,47 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                           "Every prompt is compute-bound here: even one token's arithmetic outlasts reading "
                           "the weights once.",
                           "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."))
-    if math.isfinite(s.batch_crossover):
-        bstar = count(f"{s.batch_crossover:,.0f}", "sequence")
+    bcross = s.headline_batch_crossover
+    formula = "b* solves 2 × N × b / C = (W + b × k × t) / B." if placed is None else (
+        "b* is the first batch where the two parts' arithmetic (each at its own FLOP/s) outlasts "
+        "their reads (each at its own bandwidth).")
+    if math.isfinite(bcross):
+        bstar = count(f"{bcross:,.0f}", "sequence")
         lines.append(Line("batch_crossover", "Batch crossover", bstar, "",
                           f"Up to about {bstar} share each read of the weights almost for free; past it, "
-                          "decode turns compute-bound." if round(s.batch_crossover) > 1 else
+                          "decode turns compute-bound." if round(bcross) > 1 else
                           "Decode is compute-bound from the first sequence: batching shares the weights' "
-                          "read but adds arithmetic at full cost.",
-                          "b* solves 2 × N × b / C = (W + b × k × t) / B."))
+                          "read but adds arithmetic at full cost.", formula))
     else:
         lines.append(Line("batch_crossover", "Batch crossover", "none", "",
                           "Decode stays bandwidth-bound at every batch: the caches grow as fast as the arithmetic.",
-                          "b* solves 2 × N × b / C = (W + b × k × t) / B."))
+                          formula))
     return lines + _memory_lines(sc, s)
+
+
+def _placed_memory_line(sc: Scenario, s: Summary) -> Line:
+    """Memory as placed: each memory's bill against its size, and the largest batch it holds."""
+    assert s.placed is not None
+    m, w = sc.machine, sc.workload
+    bill = s.placed.fit.memory
+    length = w.context + w.prompt + w.answer
+    most = s.headline_max_batch
+    parts = [f"{fmt(use.used, 'B')} of {capacity_text(use.capacity)} {where}"
+             for use, where in zip((bill.device, bill.host), memory_words(m), strict=True) if use.used > 0]
+    return Line("memory", "Memory", f"{fmt(bill.device.used, 'B')} of {capacity_text(m.memory)}", "",
+                f"As placed: {' and '.join(parts)} (weights placed there, KV cache, compute buffer and the "
+                f"back end's reserve) for {w.batch:,} × {length:,} tokens; at most "
+                f"{count(f'{most:,}', 'such sequence')} " + ("fits." if most == 1 else "fit."),
+                "Memory per device = weights placed there + KV + compute buffer + the back end's reserve; "
+                "host memory holds the rest.")
 
 
 def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
     spec, w = sc.model, sc.workload
     lines: list[Line] = []
     length = w.context + w.prompt + w.answer
+    if s.placed is not None and s.placed.runs_on is not None:
+        return [_placed_memory_line(sc, s), *_more_lines(sc, s)]
     fit = "fits" if s.fits else "does NOT fit on the device at once"
     if s.max_batch > 0:
         most = f"at most {count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
@@ -136,6 +159,14 @@ def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
                       f"{w.batch:,} × {length:,} tokens {fit}; {most}",
                       "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "
                       "at most their window). Engine buffers and activations are left out."))
+    return lines + _more_lines(sc, s)
+
+
+def _more_lines(sc: Scenario, s: Summary) -> list[Line]:
+    """The trained-context and speculative rows, when they apply."""
+    spec, w = sc.model, sc.workload
+    length = w.context + w.prompt + w.answer
+    lines: list[Line] = []
     if spec.context_length and length > spec.context_length:
         lines.append(Line("trained_context", "Context", f"{length:,} of {spec.context_length:,} tokens", "",
                           f"Past the {spec.context_length:,} tokens {spec.name} was trained for: the speed "

@@ -18,8 +18,7 @@ from rooflab.core.measure.overlays import Overlay, expected_curves
 from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Chart, Scenario
-from rooflab.core.report.charts import build_charts
-from rooflab.core.report.summary import Summary, summarise
+from rooflab.core.report.summary import Summary, headline_charts, summarise
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.gui.state import AppState, Pinned
 
@@ -84,7 +83,7 @@ class RecomputeController(QObject):
             sc = state.scenario
             summary = summarise(sc)
             on = None if summary.placed is None else summary.placed.runs_on
-            charts = build_charts(sc, prefill_crossover=summary.prefill_crossover, placement=on)
+            charts = headline_charts(sc, summary)
             expected = self._expected(sc)
             # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
             curves = None if expected is None else expected_curves(sc.model, expected, sc.workload, replicas=0,
@@ -92,7 +91,7 @@ class RecomputeController(QObject):
             pinned = []
             for p in state.pinned:
                 if p.pin_id not in self._pinned_charts:
-                    self._pinned_charts[p.pin_id] = build_charts(p.scenario)
+                    self._pinned_charts[p.pin_id] = headline_charts(p.scenario)
                 pinned.append((p, self._pinned_charts[p.pin_id]))
         except RooflabError as exc:
             self.failed.emit(str(exc))

@@ -13,8 +13,8 @@ import numpy as np
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.fit import largest_batch
-from rooflab.core.predict.footprint import MemoryUse, memory_grid
-from rooflab.core.predict.offload import placed_decode, placed_prefill
+from rooflab.core.predict.footprint import MemoryUse
+from rooflab.core.predict.offload import placed_batch_sweep, placed_prefill
 from rooflab.core.predict.parallel import (
     MAX_DEVICES,
     MODES,
@@ -199,10 +199,8 @@ def _rows(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, workload:
         used = np.array([[u.used for u in row] for row in uses])
         fits = np.array([[u.fits for u in row] for row in uses])
     else:
-        placed_step = placed_decode(spec, machine, workload, placed.placement, context=t, batch=b)
-        step, bound = placed_step.seconds, placed_step.compute_bound
-        device, host, fits = memory_grid(spec, machine, workload, placed.placement, t, b)
-        used = device + host
+        sweep = placed_batch_sweep(spec, machine, workload, placed.placement, b, context=t).sweep
+        step, bound, used, fits = sweep.step_seconds, sweep.compute_bound, sweep.memory, sweep.fits
     step = np.broadcast_to(step, (len(contexts), len(batches)))
     bound = np.broadcast_to(bound, step.shape)
     rows = d["decode"]

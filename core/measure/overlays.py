@@ -231,7 +231,7 @@ def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Wor
     the ceiling's n*, which sets the prefill sweep's reach (given, the curves share the
     ceiling's x and no bisection runs)."""
     sc = Scenario(model=spec, machine=calibrated, workload=workload)
-    charts = {PREFILL: prefill_chart(sc, n_star), DECODE: decode_chart(sc, placement), BATCHING: batching_chart(sc),
+    charts = {PREFILL: prefill_chart(sc, n_star), DECODE: decode_chart(sc, placement), BATCHING: batching_chart(sc, placement),
               ROOFLINE: roofline_chart(sc)}
     out: Overlay = {}
     for chart, panel, keys in _CALIBRATED:

@@ -36,13 +36,16 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
+from rooflab.core.predict.batching import BatchSweep
 from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, memory_seconds
+from rooflab.core.predict.crossover import crossing
+from rooflab.core.predict.footprint import memory_grid
 from rooflab.core.predict.placement import Part, Placement, has_host_tier, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
+from rooflab.core.values.workload import MAX_BATCH, Workload
 
 DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
 OP_OFFLOAD_MIN_TOKENS = 32         # llama.cpp copies host weights to the GPU for passes this large
@@ -216,3 +219,65 @@ def placed_request(spec: ModelSpec, machine: MachineProfile, workload: Workload,
 
     return request(spec, machine, workload, decode=step,
                    prefill=placed_prefill(spec, machine, workload, placement))
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedSweep:
+    """Decode at several batch sizes as placed: ``sweep`` (its ``memory`` the two memories'
+    bills together, ``fits`` both of them holding theirs) and each memory's bill apart."""
+
+    sweep: BatchSweep
+    device_memory: Array         # bytes the device holds: its weights, KV, buffer and reserve
+    host_memory: Array           # the same for host memory (0 when nothing is placed there)
+
+
+def placed_batch_sweep(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement,
+                       batches: ArrayLike, context: ArrayLike | None = None,
+                       context_length: ArrayLike | None = None) -> PlacedSweep:
+    """``batching.batch_sweep`` for a placed model: each step is ``placed_decode``'s, and memory
+    is ``footprint.memory_grid``'s bills for sequences of ``context_length`` tokens (default:
+    the step's context). ``context`` may be a column that broadcasts against ``batches``."""
+    t = np.asarray(workload.context if context is None else context, dtype=np.float64)
+    length = t if context_length is None else np.asarray(context_length, dtype=np.float64)
+    b = np.asarray(batches, dtype=np.float64)
+    p = placed_decode(spec, machine, workload, placement, context=t, batch=b)
+    shape = np.broadcast(p.seconds, length, b).shape
+    seconds = np.broadcast_to(p.seconds, shape)
+    device_used, host_used, fits_both = memory_grid(spec, machine, workload, placement, length, b)
+    device: Array = np.broadcast_to(device_used, shape)
+    host: Array = np.broadcast_to(host_used, shape)
+    fits = np.broadcast_to(fits_both, shape)
+    touched = work.experts_touched_per_layer(spec, b) if spec.is_moe else np.zeros_like(b)
+    bb = np.broadcast_to(b, shape)
+    sweep = BatchSweep(batch=b, step_seconds=np.array(seconds), per_sequence=1.0 / seconds, total=bb / seconds,
+                       bytes_per_step=np.broadcast_to(p.bytes, shape), cache_bytes_per_step=np.broadcast_to(
+                           p.cache_bytes, shape), kv_share=np.broadcast_to(p.kv_share, shape),
+                       flops_per_step=np.broadcast_to(p.flops, shape),
+                       experts_touched=np.array(np.broadcast_to(touched, shape)), memory=np.array(device + host),
+                       fits=np.array(fits), compute_bound=np.broadcast_to(p.compute_bound, shape))
+    return PlacedSweep(sweep=sweep, device_memory=np.array(device), host_memory=np.array(host))
+
+
+def placed_batch_crossover(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement,
+                           context: float | None = None) -> float:
+    """``batching.batch_crossover`` as placed: the first batch where the two parts' compute
+    clocks together pass their memory clocks (inf when never below 65,536).
+
+    Unlike one memory's, this excess need not keep its sign once past zero: a host that computes
+    its layers crosses at a few sequences, but from 32 on llama.cpp streams those layers to the
+    GPU, and the host's caches then read at host bandwidth can make the step memory-bound again.
+    So the first crossing is found on a log grid, then refined by bisection inside its bracket."""
+    t = workload.context if context is None else context
+    grid = np.geomspace(1.0, float(MAX_BATCH), 97)
+    p = placed_decode(spec, machine, workload, placement, context=t, batch=grid)
+    over = np.flatnonzero(np.broadcast_to(p.compute_seconds - p.memory_seconds, grid.shape) >= 0)
+    if over.size == 0:
+        return float("inf")
+    if over[0] == 0:
+        return 1.0
+
+    def excess(b: float) -> float:
+        one = placed_decode(spec, machine, workload, placement, context=t, batch=b)
+        return float(one.compute_seconds - one.memory_seconds)
+
+    return crossing(excess, float(grid[over[0] - 1]), float(grid[over[0]]))

@@ -22,8 +22,15 @@ from rooflab.core.predict.batching import (
 )
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
-from rooflab.core.predict.offload import PlacedPass, placed_decode, placed_request
-from rooflab.core.predict.placement import Placement
+from rooflab.core.predict.fit import largest_batch
+from rooflab.core.predict.offload import (
+    PlacedPass,
+    placed_batch_crossover,
+    placed_batch_sweep,
+    placed_decode,
+    placed_request,
+)
+from rooflab.core.predict.placement import Placement, memory_words
 from rooflab.core.predict.request import request
 from rooflab.core.predict.roofline import attainable, balance, phase_points
 from rooflab.core.predict.work import Array
@@ -217,18 +224,47 @@ def decode_chart(sc: Scenario, placement: Placement | None = None) -> Chart:
 
 # --- batching ----------------------------------------------------------------------------------
 
-def batching_chart(sc: Scenario) -> Chart:
+def batching_chart(sc: Scenario, placement: Placement | None = None, *, crossover: float | None = None,
+                   largest: int | None = None) -> Chart:
     """Decode at batch b for sequences starting at context + prompt: per-sequence and total
-    tokens/s, memory resident for full-length sequences against the machine, experts touched."""
+    tokens/s, memory resident for full-length sequences against the machine, experts touched.
+    ``placement``: the headline's when the device cannot hold the model (see ``decode_chart``);
+    the rates, the crossover and the largest batch are then the placement's, and memory is each
+    memory's bill (weights placed there, KV, compute buffer, reserve) against its capacity.
+    ``crossover``, ``largest``: those two limits when the caller has them (``Summary``'s
+    ``headline_*``), so no bisection runs twice."""
     spec, m, w = sc.model, sc.machine, sc.workload
     t = w.context + w.prompt
     length = t + w.answer
-    cross = batch_crossover(spec, m, w, context=t)
-    fits = max_batch_that_fits(spec, m, length, w.kv_type)
+    if placement is None:
+        cross = batch_crossover(spec, m, w, context=t) if crossover is None else crossover
+        fits = max_batch_that_fits(spec, m, length, w.kv_type) if largest is None else largest
+    else:
+        cross = placed_batch_crossover(spec, m, w, placement, context=t) if crossover is None else crossover
+        fits = largest_batch(spec, m, w, placement, context_length=length) if largest is None else largest
     high = min(float(MAX_BATCH), max(256.0, 4.0 * w.batch, 2.0 * _finite_or(cross, 0.0), 1.5 * min(fits, 4096)))
     batches = log_tokens(1, high, 120)
-    s = batch_sweep(spec, m, w, batches, context=t, context_length=length)
-    here = batch_sweep(spec, m, w, [w.batch], context=t, context_length=length)
+    resident: tuple[Curve, ...]
+    mem = _axes("batch", "sequences", "memory", "B")
+    if placement is None:
+        s = batch_sweep(spec, m, w, batches, context=t, context_length=length)
+        here = batch_sweep(spec, m, w, [w.batch], context=t, context_length=length)
+        resident = (Curve(key="resident", label="weights + caches at full length", x=batches, y=s.memory, **mem),
+                    _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"))
+        here_memory = here.memory
+    else:
+        placed = placed_batch_sweep(spec, m, w, placement, batches, context=t, context_length=length)
+        at = placed_batch_sweep(spec, m, w, placement, [w.batch], context=t, context_length=length)
+        s, here, here_memory = placed.sweep, at.sweep, at.device_memory
+        device_word, host_word = memory_words(m)
+        resident = (Curve(key="resident", label=f"held {device_word}, as placed", x=batches, y=placed.device_memory,
+                          **mem),
+                    _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"))
+        if float(np.max(placed.host_memory)) > 0:
+            resident += (Curve(key="resident_host", label=f"held {host_word}, as placed", x=batches,
+                               y=placed.host_memory, role="secondary", **mem),
+                         _y_marker("capacity_host", m.offload_name or "host memory", m.offload_memory, "memory", "B",
+                                   "secondary"))
     marks = []
     if math.isfinite(cross):
         marks.append(_x_marker("crossover", "compute crossover", cross, "batch", "sequences",
@@ -244,11 +280,9 @@ def batching_chart(sc: Scenario) -> Chart:
                    role="marker", **rate),
              Curve(key="current", label="current workload", x=_pts(w.batch), y=here.per_sequence, kind="points",
                    role="marker", **rate))
-    mem = _axes("batch", "sequences", "memory", "B")
-    memory = (Curve(key="resident", label="weights + caches at full length", x=batches, y=s.memory, **mem),
-              _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"),
+    memory = (*resident,
               *marks,
-              Curve(key="current", label="current workload", x=_pts(w.batch), y=here.memory, kind="points",
+              Curve(key="current", label="current workload", x=_pts(w.batch), y=here_memory, kind="points",
                     role="marker", **mem))
     panels = [
         Panel(key="rate", title="Decode rate", x_label="Batch", x_unit="sequences", y_label="Decode rate",
@@ -324,10 +358,13 @@ def memory_chart(sc: Scenario) -> Chart:
         "Every weight must be resident (a mixture of experts too: the next token may need any expert), "
         "plus each sequence's cache of k bytes per token; what is left is free."))
 
-def build_charts(sc: Scenario, *, prefill_crossover: float | None = None,
-                 placement: Placement | None = None) -> dict[str, Chart]:
-    """Every chart for one scenario, keyed and ordered like ``CHART_KEYS``. ``prefill_crossover``:
-    n* when the caller already has it (a bisection over prefill passes: worth not repeating);
-    ``placement``: the headline's when the device cannot hold the model (see ``decode_chart``)."""
+def build_charts(sc: Scenario, *, prefill_crossover: float | None = None, batch_crossover: float | None = None,
+                 max_batch: int | None = None, placement: Placement | None = None) -> dict[str, Chart]:
+    """Every chart for one scenario, keyed and ordered like ``CHART_KEYS``. ``prefill_crossover``,
+    ``batch_crossover``, ``max_batch``: when the caller already has them (bisections: worth not
+    repeating; for ``placement``, the placement's); ``placement``: the headline's when the
+    device cannot hold the model (see ``decode_chart``)."""
     return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover),
-            DECODE: decode_chart(sc, placement), BATCHING: batching_chart(sc), MEMORY: memory_chart(sc)}
+            DECODE: decode_chart(sc, placement),
+            BATCHING: batching_chart(sc, placement, crossover=batch_crossover, largest=max_batch),
+            MEMORY: memory_chart(sc)}

@@ -14,10 +14,13 @@ from rooflab.core.predict.batching import (
 )
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
+from rooflab.core.predict.fit import largest_batch
+from rooflab.core.predict.offload import placed_batch_crossover
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
-from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.chart_types import Chart, Scenario
+from rooflab.core.report.charts import build_charts
 from rooflab.core.report.placed import PlacedSummary, placed_summary
 
 
@@ -56,10 +59,28 @@ class Summary:
     # how the model sits when it does not fit on the device at once (or --offload moved
     # weights): llama.cpp's placement, whose request is then the headline ``estimate``
     placed: PlacedSummary | None = None
+    # the same two limits as placed (``runs_on``): inf and 0 when there is no such placement
+    placed_batch_crossover: float = math.inf
+    placed_max_batch: int = 0
 
     @property
     def fits(self) -> bool:
         return self.resident_bytes <= self.memory
+
+    @property
+    def headline_batch_crossover(self) -> float:
+        """The batch crossover the headline stands on: the placement's when there is one."""
+        return self.placed_batch_crossover if self._runs_placed else self.batch_crossover
+
+    @property
+    def headline_max_batch(self) -> int:
+        """The largest batch the headline's placement holds (its bills: weights placed, KV,
+        compute buffers, reserves); the one-memory count when the device holds the model whole."""
+        return self.placed_max_batch if self._runs_placed else self.max_batch
+
+    @property
+    def _runs_placed(self) -> bool:
+        return self.placed is not None and self.placed.runs_on is not None
 
 
 def summarise(sc: Scenario) -> Summary:
@@ -72,9 +93,12 @@ def summarise(sc: Scenario) -> Summary:
     # a model the device holds whole keeps the one-memory request (as 'rooflab predict' does);
     # otherwise the headline is the placement llama.cpp would use: auto-fit, or the offload share
     placed = placed_summary(spec, m, w) if resident > m.memory or w.offload_fraction > 0 else None
+    on = None if placed is None else placed.runs_on
     return Summary(
         estimate=placed.estimate if placed is not None else request(spec, m, w),
         placed=placed,
+        placed_batch_crossover=math.inf if on is None else placed_batch_crossover(spec, m, w, on, context=start),
+        placed_max_batch=0 if on is None else largest_batch(spec, m, w, on, context_length=length),
         prefill=Clocks.of(prefill_pass(spec, m, w)),
         decode=Clocks.of(decode_pass(spec, m, w, context=start)),
         prefill_crossover=prefill_crossover(spec, m, w),
@@ -86,6 +110,15 @@ def summarise(sc: Scenario) -> Summary:
         speculative=speculative(spec, m, w) if w.draft_tokens else None,
         balance=balance(m, w.compute_dtype),
     )
+
+
+def headline_charts(sc: Scenario, s: Summary | None = None) -> dict[str, Chart]:
+    """Every chart of ``sc`` standing on its headline: as placed when the device cannot hold the
+    model, the crossovers and the largest batch taken from ``s`` (``summarise(sc)`` when not
+    given) rather than bisected again."""
+    s = summarise(sc) if s is None else s
+    return build_charts(sc, prefill_crossover=s.prefill_crossover, batch_crossover=s.headline_batch_crossover,
+                        max_batch=s.headline_max_batch, placement=None if s.placed is None else s.placed.runs_on)
 
 
 NEVER = "never"       # summary.csv's value for a crossover no size reaches (the pass stays memory-bound)
@@ -121,6 +154,15 @@ def summary_rows(s: Summary) -> list[tuple[str, float | int | str, str]]:
         ("machine_memory", _byte_count(s.memory), "B"), ("fits", "yes" if s.fits else "no", ""),
         ("balance", s.balance, "FLOP/byte"),
     ]
+    if s.placed is not None:
+        # the headline above is the placement's (the rows before keep their one-memory meaning)
+        p = s.placed
+        rows += [("placement", p.placement.flags() if p.fits else "does NOT fit", ""),
+                 ("placement_fits", "yes" if p.fits else "no", ""),
+                 ("placed_device_bytes", _byte_count(p.fit.memory.device.used), "B"),
+                 ("placed_host_bytes", _byte_count(p.fit.memory.host.used), "B"),
+                 ("placed_batch_crossover", _crossover(s.placed_batch_crossover), "sequences"),
+                 ("placed_max_batch_that_fits", s.placed_max_batch, "sequences")]
     if s.speculative is not None:
         rows += [("speculative_expected_tokens", s.speculative.expected_tokens, "tokens"),
                  ("speculative_verify_cost", s.speculative.verify_cost, "1"),

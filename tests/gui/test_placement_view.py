@@ -3,9 +3,12 @@ the placement's (never the card-alone fiction), and one that cannot run at all s
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from rooflab.core.io import load_model, presets
+from rooflab.gui.units import fmt
 
 
 def _frame_for(qtbot, window, model: str):
@@ -28,6 +31,36 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     assert tpot.label.startswith("TPOT as placed (-ngl") and float(tpot.y[0]) == pytest.approx(frame.summary.estimate.tpot)
     step = next(c for c in frame.charts["decode"].panel("step").curves if c.key == "step")
     assert step.label == "time per token as placed (GPU + host)" and float(step.y[0]) > 0.01   # the curve too
+    # the batching chart stands on the same placement: its current point is the headline's rate,
+    # its largest batch the placement's, its memory each memory's bill against its own size
+    from rooflab.core.predict.fit import largest_batch
+
+    sc = frame.scenario
+    rates = frame.charts["batching"].panel("rate")
+    per_seq = next(c for c in rates.curves if c.key == "current")
+    assert float(per_seq.y[0]) == pytest.approx(1.0 / placed.estimate.tpot, rel=0.1)   # TPOT: mean over the answer
+    fit_line = next(c for c in rates.curves if c.key == "max_fit")
+    length = sc.workload.context + sc.workload.prompt + sc.workload.answer
+    assert float(fit_line.x[0]) == largest_batch(sc.model, sc.machine, sc.workload, placed.placement,
+                                                 context_length=length) > 0
+    memory = {c.key: c for c in frame.charts["batching"].panel("memory").curves}
+    assert memory["resident"].label == "held on the GPU, as placed"
+    assert float(memory["resident"].y[0]) == pytest.approx(placed.fit.memory.device.used, rel=0.02)
+    assert float(memory["capacity"].y[0]) == sc.machine.memory
+    assert float(memory["resident_host"].y[0]) == pytest.approx(placed.fit.memory.host.used, rel=0.02)
+    assert float(memory["capacity_host"].y[0]) == sc.machine.offload_memory
+    # and so do the numbers panel's memory and batch rows (not the card-alone "does NOT fit")
+    most = largest_batch(sc.model, sc.machine, sc.workload, placed.placement, context_length=length)
+    assert frame.summary.headline_max_batch == most and frame.summary.max_batch == 0
+    (memory_line,) = [line for line in window.numbers.lines if line.key == "memory"]
+    assert memory_line.sentence.startswith("As placed: ") and "on the GPU and " in memory_line.sentence
+    assert f"at most {most:,} such sequences fit" in memory_line.sentence and "NOT" not in memory_line.sentence
+    assert window.numbers.value_text("memory").startswith(fmt(placed.fit.memory.device.used, "B"))
+    # the host's experts turn the step compute-bound at ~99 sequences; the card alone never would
+    cross = next(c for c in rates.curves if c.key == "crossover")
+    assert math.isinf(frame.summary.batch_crossover)
+    assert frame.summary.headline_batch_crossover == pytest.approx(float(cross.x[0])) and 50 < float(cross.x[0]) < 200
+    assert window.numbers.value_text("batch_crossover") == f"{float(cross.x[0]):,.0f} sequences"
 
 
 def test_a_model_that_cannot_run_here_shows_no_figure(qtbot, window):
@@ -55,3 +88,10 @@ def test_the_reports_expected_figures_stand_on_the_placement(qtbot, window, tmp_
     placed = expected_request(frame.scenario.model, frame.expected, frame.scenario.workload, frame.runs_on)
     assert float(rows["tpot"].split(",")[0]) == pytest.approx(placed["expected_tpot_seconds"], rel=1e-6)
     assert placed["expected_tpot_seconds"] > 0.01          # the placement's, not the card-alone figure
+    summary = dict(line.split(",")[:2] for line in (files.folder / "summary.csv").read_text().splitlines()[1:]
+                   if not line.startswith("#"))
+    s = frame.summary
+    assert summary["placement"] == s.placed.placement.flags() and summary["placement_fits"] == "yes"
+    assert int(summary["placed_max_batch_that_fits"]) == s.headline_max_batch > 0
+    assert int(summary["placed_device_bytes"]) == round(s.placed.fit.memory.device.used)
+    assert float(summary["tpot"]) == pytest.approx(s.placed.estimate.tpot)

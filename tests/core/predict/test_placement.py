@@ -209,3 +209,38 @@ def test_expert_union_on_the_host_grows_with_the_batch():
     p = placed_decode(spec, gpu(), Workload(), Placement(gpu_layers=11, cpu_moe=10), context=0, batch=16)
     union = float(work.experts_touched_fraction(spec, 16))
     assert float(p.host.weight_bytes) == pytest.approx(10 * 0.9e9 * union)
+
+
+def test_a_placed_batch_sweep_is_the_placed_step_and_each_memorys_bill():
+    from rooflab.core.predict.batching import batch_crossover, batch_sweep
+    from rooflab.core.predict.footprint import plan_memory
+    from rooflab.core.predict.offload import placed_batch_crossover, placed_batch_sweep
+
+    spec = layered_spec(kv_values=1024)
+    machine, w = gpu(), Workload(prompt=2048, answer=256)
+    batches = np.array([1.0, 4.0, 16.0])
+    at40 = Placement(gpu_layers=40)
+    placed = placed_batch_sweep(spec, machine, w, at40, batches, context=2048, context_length=2304)
+    step = placed_decode(spec, machine, w, at40, context=2048, batch=batches)
+    np.testing.assert_allclose(placed.sweep.step_seconds, step.seconds, rtol=1e-12)
+    np.testing.assert_allclose(placed.sweep.total, batches / step.seconds, rtol=1e-12)
+    for k, b in enumerate(batches):
+        bill = plan_memory(spec, machine, w, at40, context_length=2304, batch=int(b))
+        assert placed.device_memory[k] == pytest.approx(bill.device.used)
+        assert placed.host_memory[k] == pytest.approx(bill.host.used)
+        assert bool(placed.sweep.fits[k]) == bill.fits
+    # 31 layers on a 89.6 GB/s host: far slower per step than the card alone would be
+    alone = batch_sweep(spec, machine, w, batches, context=2048)
+    assert np.all(placed.sweep.per_sequence < alone.per_sequence / 5)
+    # the host computes its 31 layers at 1.024 TFLOP/s: the step turns compute-bound at a few
+    # sequences, long before the card alone would (70), even though from 32 sequences on the host
+    # layers stream to the GPU and the step is memory-bound again (the first crossing is the one)
+    cross = placed_batch_crossover(spec, machine, w, at40, context=2048)
+    assert 1 < cross < 8 and batch_crossover(spec, machine, w, 2048) == pytest.approx(70.0, abs=0.5)
+    at = placed_decode(spec, machine, w, at40, context=2048, batch=cross)
+    assert float(at.compute_seconds) == pytest.approx(float(at.memory_seconds), rel=1e-5)
+    late = placed_decode(spec, machine, w, at40, context=2048, batch=4096)
+    assert float(late.compute_seconds) < float(late.memory_seconds)
+    # everything on the card: the one-memory crossover
+    assert placed_batch_crossover(spec, machine, w, Placement(gpu_layers=71), context=2048) == pytest.approx(
+        batch_crossover(spec, machine, w, 2048), rel=1e-5)
