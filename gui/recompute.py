@@ -69,6 +69,7 @@ class RecomputeController(QObject):
         self._band_timer.timeout.connect(self._on_band_timer_timeout)
         self._pinned_charts: dict[int, dict[str, Chart]] = {}
         self._calibrations: dict[str, EngineCalibration | None] = {}
+        self._last_expected: tuple[tuple[object, ...], Expected] | None = None
         self.frame: Frame | None = None
         state.changed.connect(self._on_state_changed)
 
@@ -128,6 +129,7 @@ class RecomputeController(QObject):
     def forget_calibrations(self) -> None:
         """Look the machines' calibrations up again (one was made or removed), and redraw."""
         self._calibrations.clear()
+        self._last_expected = None
         self.schedule()
 
     def _expected(self, sc: Scenario) -> Expected | None:
@@ -141,7 +143,14 @@ class RecomputeController(QObject):
         if key not in self._calibrations:
             self._calibrations[key] = calibration_for(machine)
         cal = self._calibrations[key]
-        return None if cal is None else expected_for(sc.model, machine, cal, dtype=sc.workload.compute_dtype)
+        if cal is None:
+            return None
+        # what a calibration expects depends on the model, the machine and the dtype, not on the
+        # workload: kept for the last of them, so a slider's drag does not re-mix the rates
+        found = (sc.model, machine, cal, sc.workload.compute_dtype)
+        if self._last_expected is None or any(a is not b for a, b in zip(self._last_expected[0], found, strict=True)):
+            self._last_expected = (found, expected_for(sc.model, machine, cal, dtype=sc.workload.compute_dtype))
+        return self._last_expected[1]
 
     @property
     def pending(self) -> bool:

@@ -71,12 +71,13 @@ def test_corrupt_settings_notice_reaches_the_window(qtbot, monkeypatch):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{garbage", encoding="utf-8")
     shown = {}
+    from rooflab.gui.main_window import MainWindow
+
+    earlier = [w for w in app.QApplication.topLevelWidgets() if isinstance(w, MainWindow)]    # kept alive
 
     def fake_exec(self):  # the event loop: look at the window instead of running it
-        from rooflab.gui.main_window import MainWindow
-
-        window = next(w for w in app.QApplication.topLevelWidgets()
-                      if isinstance(w, MainWindow) and w.isVisible())     # not an earlier test's, closed
+        (window,) = [w for w in app.QApplication.topLevelWidgets()
+                     if isinstance(w, MainWindow) and not any(w is e for e in earlier)]   # run_gui's
         shown["message"] = window.messages.text()
         shown["hook"] = sys.excepthook
         return 0
