@@ -263,8 +263,8 @@ def batching_chart(sc: Scenario, placement: Placement | None = None, *, crossove
         if float(np.max(placed.host_memory)) > 0:
             resident += (Curve(key="resident_host", label=f"held {host_word}, as placed", x=batches,
                                y=placed.host_memory, role="secondary", **mem),
-                         _y_marker("capacity_host", m.offload_name or "host memory", m.offload_memory, "memory", "B",
-                                   "secondary"))
+                         _y_marker("capacity_host", m.offload_name or "host memory", m.offload_memory, "memory",
+                                   "B"))
     marks = []
     if math.isfinite(cross):
         marks.append(_x_marker("crossover", "compute crossover", cross, "batch", "sequences",
