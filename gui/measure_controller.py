@@ -1,12 +1,12 @@
 """The Measure tab's controller: runs the measurements (core jobs, on its own JobController, so
-opening a model and measuring never cancel each other), hands the points to the plots as they
-arrive, then runs the after-measurement workflow that the command line runs too
-(``rooflab.core.measure.workflow``) and shows its result on the ``MeasurePanel``.
+opening a model and measuring never cancel each other) and hands their progress to the
+``MeasurePanel``; what a finished job leads to (the after-measurement workflow that the command
+line runs too) is the ``MeasureOutcomeController``'s, and the points on the plots, with what was
+kept for the model and machine on screen, the ``MeasureDisplayController``'s, which this one
+tells when the model or machine on screen moved.
 
 The model on screen is the user's: timing it in any engine never replaces it, its weight format
-or the workload's cache type. Points are drawn one series per engine and settings (the newest
-run of each), the series fitted last first. It also brings back what was kept for the model
-and machine on screen, when either changes."""
+or the workload's cache type."""
 
 from __future__ import annotations
 
@@ -15,32 +15,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 
 from rooflab.core.errors import MeasurementError, RooflabError
-from rooflab.core.io import presets, takes_weights
-from rooflab.core.io.llamabench import BenchImport
-from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
+from rooflab.core.io import takes_weights
 from rooflab.core.jobs import Progress
-from rooflab.core.measure import store, workflow
 from rooflab.core.measure.calibrate import Calibration
-from rooflab.core.measure.calibration_run import CalibrationRun
-from rooflab.core.measure.engine import ENGINES, EngineRun, default_engine, measure_in_torch
-from rooflab.core.measure.machine_result import MachineMeasurement, RooflineSample
-from rooflab.core.measure.overlays import MeasuredSeries, series_by_engine
-from rooflab.core.measure.workflow import Calibrated
-from rooflab.core.values.machine import MachineProfile
+from rooflab.core.measure.engine import default_engine, measure_in_torch
+from rooflab.core.measure.machine_result import RooflineSample
+from rooflab.core.measure.overlays import MeasuredSeries
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui import measure_jobs
-from rooflab.gui import measure_overlays as overlays
-from rooflab.gui.expected_lines import calibration_html
 from rooflab.gui.jobs import JobController, report_unexpected
+from rooflab.gui.measure_display import MeasureDisplayController
+from rooflab.gui.measure_outcome import MeasureOutcomeController
 from rooflab.gui.measure_panel import MeasurePanel
-from rooflab.gui.measure_results import machine_done_text, points_done_text, results_html
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.settings import Settings
 from rooflab.gui.state import AppState
-from rooflab.gui.units import fmt
 
 
 class MeasureController(QObject):
@@ -56,32 +48,23 @@ class MeasureController(QObject):
                  parent: QObject | None = None, *, settings: Settings | None = None) -> None:
         super().__init__(parent)
         self._state = state
-        self._plots = plots
         self._settings = settings or Settings()
         self.view = view
         self.jobs = JobController(self)
         self.memory_limit: float | None = None     # bytes to plan against (None: ask the device)
-        self.samples: list[RooflineSample] = []
-        self.calibration: Calibration | None = None  # the fit of ``series[0]``
-        self._stored: list[list[MeasuredPoint]] = []  # runs kept for the model and machine, oldest first
-        self._live: list[MeasuredPoint] = []       # the points of the model job running
-        self._drawn: dict[str, overlays.Shape] = {}
-        self._measured_name = ""                   # the measured machine's name, while it is kept
-        self._shown_for: tuple[str, str] = ("", "")  # (model key, machine name) the points belong to
+        self.display = MeasureDisplayController(state, plots, view, measuring_machine=self._measuring_machine,
+                                                parent=self)
+        self.outcome = MeasureOutcomeController(state, view, self.display, self)
         self._source = ""                          # the model's path or key when the job started
-        self._kind = ""                            # "machine", "model" or "import": the job running
-        self._summary = "Done"                     # what the job found, for the status line
+        self._kind = ""                            # "machine", "calibrate", "model" or "import": the job running
         self._default_engine = default_engine(self._engine_ref())
         self._kv_type = state.workload.kv_type
         self._written: tuple[object, float | None] = (None, 0.0)   # (model, bytes of its random-weight GGUF)
-        self._redraw = QTimer(self)
-        self._redraw.setSingleShot(True)
-        self._redraw.setInterval(80)
         view.set_engine(self._default_engine)
         view.set_kv_type(self._kv_type)
         view.bench_path.setText(self._settings.llama_bench)
         self._connect()
-        self._load_stored()
+        self.display.load_stored()
         self._refresh_engine()
 
     def _connect(self) -> None:
@@ -105,20 +88,33 @@ class MeasureController(QObject):
         self._state.model_changed.connect(self._on_state_model_changed)
         self._state.machine_changed.connect(self._on_state_machine_changed)
         self._state.workload_changed.connect(self._on_state_workload_changed)
-        self._state.changed.connect(self._on_state_changed)
-        self._redraw.timeout.connect(self._on_redraw_timeout)
+        # the helpers' signals are this controller's (same thread: passed on at once, in order)
+        self.display.message.connect(self.message)
+        self.display.calibrated.connect(self.calibrated)
+        self.outcome.message.connect(self.message)
+        self.outcome.machine_measured.connect(self.machine_measured)
+        self.outcome.engine_calibrated.connect(self.engine_calibrated)
 
-    # -- what is measured -------------------------------------------------------------------------
+    # -- what is measured (kept and drawn by ``display``) -------------------------------------------
     @property
     def series(self) -> list[MeasuredSeries]:
         """One series per engine and settings, the newest run of each; the running job's first."""
-        return series_by_engine([*self._stored, self._live])
+        return self.display.series
 
     @property
     def points(self) -> list[MeasuredPoint]:
         """The points of the newest series (the one ``calibration`` was fitted to)."""
-        found = self.series
-        return list(found[0].points) if found else []
+        return self.display.points
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The fit of ``series[0]`` (None: none on screen)."""
+        return self.display.calibration
+
+    @property
+    def samples(self) -> list[RooflineSample]:
+        """This machine's measured multiplies: the run's as they arrive, else the kept ones."""
+        return self.display.samples
 
     def model_ref(self) -> Any:
         """What torch times: the file or folder on screen when there is one, else its ModelSpec."""
@@ -139,6 +135,10 @@ class MeasureController(QObject):
         ref = self._state.model_ref
         path = Path(ref).expanduser() if ref else None
         return bool(path and path.is_file() and not takes_weights(path) and not self._synthetic())
+
+    def _measuring_machine(self) -> bool:
+        """Whether this machine is being measured now (its multiplies are drawn as they come)."""
+        return self.jobs.busy and self._kind == "machine"
 
     # -- starting jobs --------------------------------------------------------------------------
     def measure_machine(self) -> None:
@@ -162,9 +162,7 @@ class MeasureController(QObject):
         """Time the model on screen in the chosen engine; RooflabError (shown by the caller)
         when the controls or the engine cannot start."""
         self._start(self._model_job(self.view.engine_key()), "model")
-        self._live = []
-        self.calibration = None
-        self._draw_points()
+        self.display.begin_run()
 
     def _model_job(self, engine: str) -> Any:
         if engine == "torch":
@@ -266,27 +264,25 @@ class MeasureController(QObject):
         if progress.sample is None:
             return
         if self._kind == "model" and isinstance(progress.sample, MeasuredPoint):
-            self._live.append(progress.sample)
+            self.display.add_live(progress.sample)
             self.sample_measured.emit(progress.sample)
-            self._draw_points()
+            self.display.draw_points()
         elif self._kind == "machine" and isinstance(progress.sample, RooflineSample):
-            self.samples.append(progress.sample)     # (its bandwidth and matmul results are not drawn)
+            self.display.samples.append(progress.sample)     # (its bandwidth and matmul results are not drawn)
             self.sample_measured.emit(progress.sample)
-            self._draw_samples()
+            self.display.draw_samples()
 
     def _on_jobs_returned(self, result: Any) -> None:
-        done = {"machine": self._machine_done, "model": self._model_done, "import": self._import_done,
-                "calibrate": self._calibration_done}[self._kind]
         try:
-            done(result)
+            summary = self.outcome.apply(self._kind, result, source=self._source)
         except RooflabError as exc:
-            self._drop_live()
+            self.display.drop_live()
             self._show_error(str(exc))
             return
-        self.view.show_done(self._summary)
+        self.view.show_done(summary)
 
     def _on_jobs_errored(self, exc: BaseException) -> None:
-        self._drop_live()
+        self.display.drop_live()
         if isinstance(exc, RooflabError):
             self._show_error(str(exc))
         else:
@@ -294,142 +290,23 @@ class MeasureController(QObject):
             report_unexpected(exc)
 
     def _on_jobs_aborted(self) -> None:
-        self._drop_live()
+        self.display.drop_live()
         self.view.step.setText("Cancelled")
 
     def _on_jobs_finished(self) -> None:
         self.view.show_running(False)
         self._reload_if_moved()      # a model or machine picked while the job ran
 
-    def _drop_live(self) -> None:
-        """A run that did not finish leaves no point behind: none is kept, fitted or drawn."""
-        if self._live:
-            self._live = []
-            self._draw_points()
-
     def _show_error(self, text: str) -> None:
         self.view.show_error(text)
         self.message.emit(f"Measurement: {text}", "error")
 
-    # -- results --------------------------------------------------------------------------------
-    def _machine_done(self, run: MachineMeasurement) -> None:
-        profile = workflow.keep_machine_run(run)
-        self._measured_name = profile.name
-        self.machine_measured.emit(profile)
-        self.samples = list(run.roofline)
-        self._draw_samples()
-        if self.view.use_measured.isChecked():
-            self._state.set_machine(profile)
-        self.message.emit(f"Machine measured: {fmt(profile.bandwidth, 'B/s')} bandwidth, "
-                          f"saved as {profile.name!r}", "info")
-        self._summary = machine_done_text(profile, presets.measured_machine_path())
-
-    def _calibration_done(self, run: CalibrationRun) -> None:
-        self.machine_measured.emit(run.machine)
-        if run.keep_error:
-            self.message.emit(f"Could not keep the calibration: {run.keep_error}", "warning")
-        self.engine_calibrated.emit(run.calibration)
-        if self.view.use_measured.isChecked():
-            self._state.set_machine(run.machine)
-        self.view.show_results(calibration_html(run.calibration), can_apply=False)
-        self._summary = f"Calibrated {run.calibration.engine_label} on this machine from {len(run.runs)} models"
-
-    def _model_done(self, run: EngineRun) -> None:
-        # the run was timed here: it is fitted to this machine as measured, never to a preset on
-        # screen, and the window moves to that machine to show it beside its own curves
-        if store.model_key(self._state.model) != store.model_key(run.spec):
-            # torch times a transformers copy (fp32, bf16): said first, whether or not the fit
-            # then succeeds; its points are that model's and are kept with it
-            ran = f"{run.label} in {run.dtype}" if run.dtype else run.label
-            self.message.emit(f"{ENGINES.get(run.engine, run.engine)} ran {ran}, not {self._state.model.name} as "
-                              "shown: its points and fit are kept with the model as it ran", "info")
-        machine = workflow.host_machine(self._state.machine)
-        if machine is None:
-            self._stored.append(list(run.points))
-            self._live = []
-            self._draw_points()
-            raise MeasurementError("timed, but not fitted: this machine has not been measured yet "
-                                   "(Measure this machine, then time the model again)")
-        workflow.check_machine(run.points, machine)      # timed elsewhere: refused, nothing kept or drawn
-        try:
-            done = workflow.after_engine_run(run, machine, source=self._source,
-                                             include_disturbed=self.view.include_disturbed.isChecked())
-        except RooflabError:
-            # not fitted (every point disturbed, say), but measured and kept: they stay on screen
-            self._show_run_on(machine, run)
-            raise
-        self._show_run_on(machine, run)
-        self._summary = points_done_text(len(run.points), run.settings.legend)
-        self._show_calibrated(done, engine=run.settings.label)
-
-    def _show_run_on(self, machine: MachineProfile, run: EngineRun) -> None:
-        """Draw ``run``'s points (kept in the store) beside the machine they were timed on."""
-        if store.machine_key(self._state.machine) != store.machine_key(machine):
-            self.message.emit(f"The model was timed on this machine, not on {self._state.machine.name}: "
-                              f"showing {machine.name}", "info")
-            self._state.set_machine(machine)        # brings this run back from the store with the others
-        else:
-            self._stored.append(list(run.points))
-        self._live = []
-        self._draw_points()
-
-    def _import_done(self, bench: BenchImport) -> None:
-        for warning in bench.warnings:
-            self.message.emit(warning, "warning")
-        # kept like a run's fit (and 'rooflab measure import''s): it comes back with the model
-        # and 'rooflab predict --calibrated' finds it
-        done = workflow.after_import(bench, self._state.model, self._state.machine, source=self._source)
-        self._stored.append(list(bench.points))
-        self._summary = points_done_text(len(bench.points), bench.tool, imported=True)
-        self._show_calibrated(done)
-
-    def _show_calibrated(self, done: Calibrated, engine: str = "") -> None:
-        if done.keep_error:
-            self.message.emit(f"Could not keep the measurement: {done.keep_error}", "warning")
-        self._set_calibration(done.calibration, html=results_html(done.calibration, done.gaps, done.notes, engine,
-                                                                  done.accuracy, done.engine_calibration))
-
-    def _set_calibration(self, cal: Calibration, *, html: str) -> None:
-        self.calibration = cal
-        self._shown_for = self._where()          # these points belong to what is on screen now
-        self.view.show_results(html, can_apply=True)
-        self.calibrated.emit(cal)
-        self._draw_points()
-
-    # -- what was kept ----------------------------------------------------------------------------
-    def _load_stored(self) -> None:
-        """Earlier measurements of the model on screen, on this machine, drawn again: the newest
-        run of each engine and settings, and the fit of the newest of them."""
-        from rooflab.core.measure.gaps import explain
-
-        spec, machine = self._state.model, self._state.machine
-        key, mkey = store.model_key(spec), store.machine_key(machine)
-        self._stored = [list(run["points"]) for run in store.load_measurements(key, mkey)]
-        self._live = []
-        series = self.series
-        record = store.load_calibration_record(key, mkey, engine=series[0].key) if series else None
-        self.samples, self._measured_name = measure_jobs.stored_machine_samples(self.samples)
-        if record is not None:
-            settings = series[0].settings
-            self._set_calibration(record, html=results_html(record, explain(spec, record), (),
-                                                            settings.label if settings else ""))
-        else:
-            self.calibration = None
-            self.view.show_results("Earlier measurement shown." if series else "No measurement yet.",
-                                   can_apply=False)
-            self._draw_points()
-        self._draw_samples()
-        self._shown_for = self._where()
-
-    def _where(self) -> tuple[str, str]:
-        """What the points on screen belong to: the model's key and the machine's name (a field
-        edited on the Machine tab keeps the name, so tweaking a peak keeps the points)."""
-        return store.model_key(self._state.model), self._state.machine.name
-
+    # -- the scenario on screen -----------------------------------------------------------------
     def _reload_if_moved(self) -> None:
-        """Show the measurements kept for the model and machine now on screen, not the last ones."""
-        if not self.jobs.busy and self._where() != self._shown_for:
-            self._load_stored()
+        """Show the measurements kept for the model and machine now on screen, not the last ones
+        (once no job runs: its points belong to what was on screen when it started)."""
+        if not self.jobs.busy and self.display.moved():
+            self.display.load_stored()
 
     def _on_state_model_changed(self, _spec: object) -> None:
         # the engine follows the model unless the user chose another one for the last model
@@ -447,27 +324,3 @@ class MeasureController(QObject):
         if workload.kv_type != self._kv_type:        # the cache type to measure follows the workload's
             self._kv_type = workload.kv_type
             self.view.set_kv_type(workload.kv_type)
-
-    def _on_state_changed(self) -> None:
-        self._redraw.start()
-
-    def _on_redraw_timeout(self) -> None:
-        self._draw_points()
-        self._draw_samples()
-
-    # -- drawing ----------------------------------------------------------------------------------
-    def _draw_points(self) -> None:
-        try:
-            self._drawn = overlays.draw_series(self._plots, self._state, self.series, self.calibration, self._drawn)
-        except RooflabError as exc:
-            self.message.emit(f"Cannot draw the measured points: {exc}", "warning")
-
-    def _samples_belong_on_screen(self) -> bool:
-        """This machine's measured multiplies go beside its own roof (and live while it is being
-        measured), never on another machine's: a CPU's 10 GFLOP/s under an RTX 4090's roof."""
-        m = self._state.machine
-        measuring = self.jobs.busy and self._kind == "machine"
-        return measuring or m.key == MEASURED_MACHINE or bool(self._measured_name and m.name == self._measured_name)
-
-    def _draw_samples(self) -> None:
-        overlays.draw_samples(self._plots, self.samples, show=self._samples_belong_on_screen())
