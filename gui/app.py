@@ -26,6 +26,7 @@ from rooflab.core.errors import RooflabError
 from rooflab.core.files.paths import data_dir
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.io.catalogue import get_entry
+from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
@@ -156,6 +157,17 @@ def _workload(settings: Settings) -> Workload:
         return DEFAULT_WORKLOAD
 
 
+def _placement(settings: Settings) -> PlacementChoice:
+    """The placement the window was closed with; auto when none was kept or it is not one
+    (a hand-edited file, an older or newer version)."""
+    if not settings.placement:
+        return AUTO
+    try:
+        return PlacementChoice.from_dict(settings.placement)
+    except (RooflabError, TypeError):
+        return AUTO
+
+
 def initial_state(model: str | None, machine: str | None, settings: Settings,
                   notices: list[str], weights: str | None = None) -> tuple[AppState, str | None]:
     """(state, ref still to open): a catalogue model loads here; a file or folder opens after
@@ -175,7 +187,7 @@ def initial_state(model: str | None, machine: str | None, settings: Settings,
         notices.append(f"The last model, {first}, could not be opened; showing {DEFAULT_MODEL}.")
         first, spec = DEFAULT_MODEL, load_model(DEFAULT_MODEL)
     return AppState(spec, _machine(machine, settings, notices), _workload(settings), model_ref=first,
-                    model_weights=(weights or "") if first == ref else ""), pending
+                    model_weights=(weights or "") if first == ref else "", placement=_placement(settings)), pending
 
 
 # -- errors --------------------------------------------------------------------------------

@@ -374,6 +374,7 @@ class MainWindow(QMainWindow):
         s.machine = self.state.machine.key
         s.machine_data = {} if s.machine else self.state.machine.to_dict()
         s.workload = {f.name: getattr(self.state.workload, f.name) for f in dataclasses.fields(Workload)}
+        s.placement = {} if self.state.placement.is_auto else self.state.placement.to_dict()
         if self._persist:
             try:
                 save_settings(s)

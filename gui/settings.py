@@ -33,6 +33,7 @@ class Settings:
     machine: str = ""                     # last machine ref (preset, profile key or path)
     machine_data: dict[str, Any] = field(default_factory=dict)   # an edited, unsaved machine
     workload: dict[str, Any] = field(default_factory=dict)
+    placement: dict[str, Any] = field(default_factory=dict)     # PlacementChoice.to_dict(); {} = auto
     geometry: str = ""                    # QWidget.saveGeometry(), base64
     window_state: str = ""
     report_dir: str = ""

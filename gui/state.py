@@ -1,6 +1,6 @@
-"""The one state object of the window: the model, machine and workload on screen and the
-series pinned for comparison. Every change goes through a setter and emits signals; nothing
-here computes a prediction (see ``recompute``)."""
+"""The one state object of the window: the model, machine, workload and placement choice on
+screen and the series pinned for comparison. Every change goes through a setter and emits
+signals; nothing here computes a prediction (see ``recompute``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Signal
 
+from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -32,13 +33,16 @@ class AppState(QObject):
     model_changed = Signal(object)       # ModelSpec
     machine_changed = Signal(object)     # MachineProfile
     workload_changed = Signal(object)    # Workload
+    placement_changed = Signal(object)   # PlacementChoice
     pinned_changed = Signal()
     changed = Signal()                   # any of the above
 
     def __init__(self, model: ModelSpec, machine: MachineProfile, workload: Workload,
-                 model_ref: str = "", parent: QObject | None = None, *, model_weights: str = "") -> None:
+                 model_ref: str = "", parent: QObject | None = None, *, model_weights: str = "",
+                 placement: PlacementChoice = AUTO) -> None:
         super().__init__(parent)
         self._model, self._machine, self._workload = model, machine, self._fit(workload, machine)
+        self._placement = self._fit_placement(placement, model, machine)
         self.model_ref = model_ref or model.source
         self.model_weights = model_weights       # the weight format it was opened with ("" = its own)
         self._pinned: list[Pinned] = []
@@ -58,8 +62,13 @@ class AppState(QObject):
         return self._workload
 
     @property
+    def placement(self) -> PlacementChoice:
+        return self._placement
+
+    @property
     def scenario(self) -> Scenario:
-        return Scenario(model=self._model, machine=self._machine, workload=self._workload)
+        return Scenario(model=self._model, machine=self._machine, workload=self._workload,
+                        placement=self._placement)
 
     @property
     def pinned(self) -> tuple[Pinned, ...]:
@@ -71,6 +80,7 @@ class AppState(QObject):
         self.model_ref = ref or model.source
         self.model_weights = weights
         self.model_changed.emit(model)
+        self._refit_placement()
         self.changed.emit()
 
     def set_machine(self, machine: MachineProfile) -> None:
@@ -82,6 +92,7 @@ class AppState(QObject):
         if fitted != self._workload:
             self._workload = fitted
             self.workload_changed.emit(fitted)
+        self._refit_placement()
         self.changed.emit()
 
     def set_workload(self, workload: Workload) -> None:
@@ -96,6 +107,20 @@ class AppState(QObject):
         """Change workload fields; raises SpecError (naming the field) for a bad value."""
         self.set_workload(dataclasses.replace(self._workload, **changes))  # type: ignore[arg-type]
 
+    def set_placement(self, choice: PlacementChoice) -> None:
+        """Place the model by hand (llama.cpp's flags) or on several devices; ``AUTO``: rooflab
+        places it when the device cannot hold it whole."""
+        choice = self._fit_placement(choice, self._model, self._machine)
+        if choice == self._placement:
+            return
+        self._placement = choice
+        self.placement_changed.emit(choice)
+        self.changed.emit()
+
+    def update_placement(self, **changes: object) -> None:
+        """Change placement fields; raises SpecError (naming the field) for a bad value."""
+        self.set_placement(dataclasses.replace(self._placement, **changes))  # type: ignore[arg-type]
+
     def update_machine(self, **changes: object) -> None:
         """Change machine fields; raises SpecError for a bad value. (An edit that makes the
         machine no longer its preset should pass ``key=""``, as the Machine tab does.)"""
@@ -106,7 +131,7 @@ class AppState(QObject):
         sc = self.scenario
         for p in self._pinned:
             if p.scenario.model is sc.model and p.scenario.machine == sc.machine and \
-                    p.scenario.workload == sc.workload:
+                    p.scenario.workload == sc.workload and p.scenario.placement == sc.placement:
                 return None
         pinned = Pinned(pin_id=next(self._ids), scenario=sc)
         self._pinned.append(pinned)
@@ -126,6 +151,28 @@ class AppState(QObject):
             self._pinned.clear()
             self.pinned_changed.emit()
             self.changed.emit()
+
+    def _refit_placement(self) -> None:
+        """The choice as it applies to a new model or machine (emits ``placement_changed`` when
+        that changes it; the caller emits ``changed``)."""
+        fitted = self._fit_placement(self._placement, self._model, self._machine)
+        if fitted != self._placement:
+            self._placement = fitted
+            self.placement_changed.emit(fitted)
+
+    @staticmethod
+    def _fit_placement(choice: PlacementChoice, model: ModelSpec, machine: MachineProfile) -> PlacementChoice:
+        """The choice as llama.cpp applies its flags to ``model``: -ngl at most layers + 1,
+        --n-cpu-moe at most layers and dropped for a dense model (no routed experts); and one
+        device on a machine that states no interconnect (nothing to share the model over)."""
+        changes: dict[str, object] = {}
+        if choice.gpu_layers is not None and choice.gpu_layers > model.layers + 1:
+            changes["gpu_layers"] = model.layers + 1
+        if choice.cpu_moe is not None and (not model.is_moe or choice.cpu_moe > model.layers):
+            changes["cpu_moe"] = min(choice.cpu_moe, model.layers) if model.is_moe else None
+        if choice.devices > 1 and choice.link_bandwidth is None and not machine.has_interconnect:
+            changes["devices"] = 1
+        return dataclasses.replace(choice, **changes) if changes else choice  # type: ignore[arg-type]
 
     @staticmethod
     def _fit(workload: Workload, machine: MachineProfile) -> Workload:

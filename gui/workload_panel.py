@@ -1,4 +1,5 @@
-"""The Workload tab: prompt, answer, context, batch, cache type, speculative decoding, offload.
+"""The Workload tab: prompt, answer, context, batch, cache type, speculative decoding, offload,
+and the placement (``placement_panel``).
 
 control -> state: each edit calls ``state.update_workload``; a value the workload rejects is
 shown under the fields and the state keeps its last good workload.
@@ -9,9 +10,11 @@ from __future__ import annotations
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
 
 from rooflab.core.errors import RooflabError
+from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.quant import KV_TYPES
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
+from rooflab.gui.placement_panel import PlacementPanel
 from rooflab.gui.state import AppState
 from rooflab.gui.widgets import SliderSpin, error_label
 
@@ -32,8 +35,10 @@ _TIPS = {
     "acceptance": "Probability each drafted token is accepted; expected tokens per verify step = "
                   "(1 − a^(k+1)) / (1 − a).",
     "draft_cost": "One draft step's time as a share of one target step (a small draft model: ~0.05).",
-    "offload": "Share of the weights kept on the slower second memory (system RAM behind a GPU). "
-               "Time per token becomes a sum: W_fast / B_fast + W_slow / B_slow.",
+    "offload": "Share of the weights kept on the slower second memory (system RAM behind a GPU), as whole "
+               "layers. Time per token becomes a sum: W_fast / B_fast + W_slow / B_slow. A placement "
+               "given under Placement (GPU layers, experts on the CPU, the KV cache on the host, or several "
+               "devices) overrides this share.",
 }
 
 
@@ -76,8 +81,10 @@ class WorkloadPanel(QWidget):
         self.offload_note.setWordWrap(True)
         form.addRow(self.offload_note)
 
+        self.placement = PlacementPanel(state)
+
         layout = QVBoxLayout(self)
-        for box in (request, spec, off):
+        for box in (request, spec, off, self.placement):
             layout.addWidget(box)
         layout.addWidget(self.error)
         layout.addStretch(1)
@@ -88,6 +95,7 @@ class WorkloadPanel(QWidget):
         self.kv_type.currentTextChanged.connect(self._on_kv_type_text_changed)
         state.workload_changed.connect(self._on_state_workload_changed)
         state.machine_changed.connect(self._on_state_machine_changed)
+        state.placement_changed.connect(self._on_state_placement_changed)
         self._show(state.workload)
         self._on_state_machine_changed(state.machine)
 
@@ -108,11 +116,22 @@ class WorkloadPanel(QWidget):
         self._show(workload)
 
     def _on_state_machine_changed(self, machine: MachineProfile) -> None:
+        self._show_offload(machine, self._state.placement)
+
+    def _on_state_placement_changed(self, choice: PlacementChoice) -> None:
+        self._show_offload(self._state.machine, choice)
+
+    def _show_offload(self, machine: MachineProfile, choice: PlacementChoice) -> None:
+        """The share applies with a second tier and no placement given by hand."""
         has = machine.has_offload
-        self.fields["offload"].setEnabled(has)
-        self.offload_note.setText(
-            f"Second tier: {machine.offload_name or 'slow memory'}." if has
-            else "This machine has no second memory tier; give it one on the Machine tab to offload.")
+        self.fields["offload"].setEnabled(has and choice.is_auto)
+        if not has:
+            text = "This machine has no second memory tier; give it one on the Machine tab to offload."
+        elif not choice.is_auto:
+            text = "Overridden by the placement below: set it back to auto, on one device, to use this share."
+        else:
+            text = f"Second tier: {machine.offload_name or 'slow memory'}."
+        self.offload_note.setText(text)
 
     # -- controls -> state ------------------------------------------------------------------
     def _collect(self) -> dict[str, object]:

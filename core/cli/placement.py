@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 
 from rooflab.core.errors import SpecError
+from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.predict.fit import largest_batch
 from rooflab.core.predict.footprint import MemoryUse
 from rooflab.core.predict.offload import placed_batch_sweep, placed_prefill
 from rooflab.core.predict.parallel import (
     MAX_DEVICES,
     MODES,
-    Parallel,
     ParallelEstimate,
     Scaling,
     device_memory,
@@ -78,11 +78,15 @@ def add_placement_options(p: argparse.ArgumentParser) -> None:
                    help="link bandwidth per direction between devices (default: the preset's)")
 
 
-def _manual(args: argparse.Namespace, spec: ModelSpec) -> Placement | None:
-    if args.gpu_layers is None and args.cpu_moe is None and not args.no_kv_offload:
-        return None
-    gpu = spec.layers + 1 if args.gpu_layers is None else args.gpu_layers
-    return Placement(gpu_layers=gpu, cpu_moe=args.cpu_moe or 0, kv_on_device=not args.no_kv_offload)
+def choice_from(args: argparse.Namespace) -> PlacementChoice:
+    """The placement the flags ask for (SpecError for one-device flags with --devices)."""
+    if args.devices > 1 and (args.gpu_layers is not None or args.cpu_moe is not None or args.no_kv_offload):
+        raise SpecError("--gpu-layers, --cpu-moe and --no-kv-offload place a model on one device; "
+                        "with --devices every layer is on the devices")
+    link = None if args.interconnect is None else args.interconnect * GB
+    return PlacementChoice(gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
+                           kv_on_device=not args.no_kv_offload, devices=args.devices, parallel=args.parallel,
+                           link_bandwidth=link)
 
 
 def alternatives(spec: ModelSpec, weights: Sequence[str] = SMALLER_WEIGHTS) -> dict[str, ModelSpec]:
@@ -104,14 +108,8 @@ def alternatives(spec: ModelSpec, weights: Sequence[str] = SMALLER_WEIGHTS) -> d
 def resolve_placed(args: argparse.Namespace, spec: ModelSpec, machine: MachineProfile,
                    workload: Workload) -> PlacedSummary:
     """The placed headline the flags ask for (auto-fit without them)."""
-    manual = _manual(args, spec)
-    parallel = None
-    if args.devices > 1:
-        if manual is not None:
-            raise SpecError("--gpu-layers, --cpu-moe and --no-kv-offload place a model on one device; "
-                            "with --devices every layer is on the devices")
-        link = None if args.interconnect is None else args.interconnect * GB
-        parallel = Parallel.on(machine, args.devices, args.parallel, link)
+    choice = choice_from(args)
+    manual, parallel = choice.placement(spec), choice.parallel_on(machine)
     first = placed_summary(spec, machine, workload, placement=manual, parallel=parallel)
     if parallel is None and (not first.fits or first.placement != Placement.all_on_device(spec)):
         return placed_summary(spec, machine, workload, placement=manual, alternatives=alternatives(spec))

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
+from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.work import Array
 from rooflab.core.report.text import count
 from rooflab.core.values.machine import MachineProfile
@@ -117,11 +118,14 @@ class Chart:
 
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
-    """A (model, machine, workload) triple: what one series of every plot is drawn for."""
+    """A (model, machine, workload) triple: what one series of every plot is drawn for, and
+    the placement the user chose for it (``AUTO``: rooflab places the model when the device
+    cannot hold it whole)."""
 
     model: ModelSpec
     machine: MachineProfile
     workload: Workload
+    placement: PlacementChoice = AUTO
 
     @property
     def label(self) -> str:
@@ -138,6 +142,8 @@ class Scenario:
                                     (w.draft_tokens, d.draft_tokens, "drafts")):
             if value != default:
                 parts.append(settings[key])
+        if not self.placement.is_auto:
+            parts.append(settings["placement"])
         return f"{self.model.name} · {self.machine.name} · {', '.join(parts)}"
 
     @property
@@ -156,6 +162,7 @@ class Scenario:
             ("context", f"context {w.context:,}"),
             ("offload", f"{w.offload_fraction:.0%} offloaded"),
             ("drafts", drafts),
+            ("placement", self.placement.describe()),
         ))
 
 

@@ -57,7 +57,8 @@ class Summary:
     speculative: SpeculativeEstimate | None
     balance: float                  # FLOP/byte
     # how the model sits when it does not fit on the device at once (or --offload moved
-    # weights): llama.cpp's placement, whose request is then the headline ``estimate``
+    # weights, or the user placed it or spread it over devices): llama.cpp's placement (or the
+    # devices'), whose request is then the headline ``estimate``
     placed: PlacedSummary | None = None
     # the same two limits as placed (``runs_on``): inf and 0 when there is no such placement
     placed_batch_crossover: float = math.inf
@@ -85,14 +86,15 @@ class Summary:
 
 def summarise(sc: Scenario) -> Summary:
     """Every headline figure for one (model, machine, workload): what the numbers panel, the
-    report's summary.csv and ``rooflab predict`` show, each from its one prediction function."""
+    report's summary.csv and ``rooflab predict`` show, each from its one prediction function.
+    The scenario's placement choice, when it places the model by hand or on several devices, is
+    the headline as ``rooflab predict``'s --gpu-layers/--cpu-moe/--no-kv-offload/--devices give it
+    (SpecError: several devices on a machine that states no interconnect)."""
     spec, m, w = sc.model, sc.machine, sc.workload
     start = w.context + w.prompt
     length = start + w.answer
     resident = float(memory_resident(spec, length, w.batch, w.kv_type))
-    # a model the device holds whole keeps the one-memory request (as 'rooflab predict' does);
-    # otherwise the headline is the placement llama.cpp would use: auto-fit, or the offload share
-    placed = placed_summary(spec, m, w) if resident > m.memory or w.offload_fraction > 0 else None
+    placed = _placed(sc, resident)
     on = None if placed is None else placed.runs_on
     return Summary(
         estimate=placed.estimate if placed is not None else request(spec, m, w),
@@ -110,6 +112,18 @@ def summarise(sc: Scenario) -> Summary:
         speculative=speculative(spec, m, w) if w.draft_tokens else None,
         balance=balance(m, w.compute_dtype),
     )
+
+
+def _placed(sc: Scenario, resident: float) -> PlacedSummary | None:
+    """The placed headline of ``sc``, None when it keeps the one-memory request: a placement by
+    hand or several devices always place it; otherwise a model the device holds whole keeps
+    the one-memory request (as 'rooflab predict' does) and one it cannot hold (or an offload
+    share) is placed as llama.cpp would: auto-fit, or the offload share."""
+    spec, m, w = sc.model, sc.machine, sc.workload
+    manual, parallel = sc.placement.placement(spec), sc.placement.parallel_on(m)
+    if manual is not None or parallel is not None:
+        return placed_summary(spec, m, w, placement=manual, parallel=parallel)
+    return placed_summary(spec, m, w) if resident > m.memory or w.offload_fraction > 0 else None
 
 
 def headline_charts(sc: Scenario, s: Summary | None = None) -> dict[str, Chart]:
@@ -163,6 +177,11 @@ def summary_rows(s: Summary) -> list[tuple[str, float | int | str, str]]:
                  ("placed_host_bytes", _byte_count(p.fit.memory.host.used), "B"),
                  ("placed_batch_crossover", _crossover(s.placed_batch_crossover), "sequences"),
                  ("placed_max_batch_that_fits", s.placed_max_batch, "sequences")]
+        if p.parallel is not None:
+            # several devices: the headline is theirs (the placed_* rows above describe one)
+            par = p.parallel
+            rows += [("devices", par.devices, ""), ("parallel", par.parallel.mode, ""),
+                     ("communication_seconds_per_token", par.communication_seconds_per_token, "s")]
     if s.speculative is not None:
         rows += [("speculative_expected_tokens", s.speculative.expected_tokens, "tokens"),
                  ("speculative_verify_cost", s.speculative.verify_cost, "1"),

@@ -1,0 +1,179 @@
+"""The Workload tab's Placement group: llama.cpp's -ngl / --n-cpu-moe / --no-kv-offload and N
+devices set by hand in the window give the headline ``rooflab predict`` gives with the same
+flags; "auto" gives auto-fit back; the controls apply only where they mean something; the
+choice survives a restart and a bad stored one is ignored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rooflab.core.cli.main import main
+from rooflab.core.io.presets import load_machine
+from rooflab.core.predict.choice import AUTO, PlacementChoice
+from rooflab.core.predict.placement import Placement
+from rooflab.gui.app import initial_state
+from rooflab.gui.settings import Settings
+from tests.gui.conftest import catalogue_spec
+
+GPT_OSS, QWEN_32B = "gpt-oss-120b-mxfp4", "qwen3-32b-q4_k_m"
+
+
+def _predicted(capsys, model: str, *flags: str) -> dict:
+    """``rooflab predict --json`` on an RTX 4090 with ``flags`` (the window's default workload)."""
+    assert main(["predict", "--model", model, "--machine", "rtx-4090", *flags, "--json",
+                 "--contexts", "0", "--batches", "1", "--prompts", "1"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _open(qtbot, window, model: str) -> None:
+    window.state.set_machine(load_machine("rtx-4090"))
+    window.state.set_model(catalogue_spec(model), ref=model)
+    qtbot.waitUntil(lambda: window.recompute.frame is not None
+                    and window.recompute.frame.scenario.model is window.state.model, timeout=5000)
+
+
+def _frame_after_edit(qtbot, window):
+    """The frame the debounced recompute draws for the state as it is now."""
+    assert window.recompute.pending              # the edit went through the same debounce as the rest
+    qtbot.waitUntil(lambda: not window.recompute.pending
+                    and window.recompute.frame.scenario.placement == window.state.placement, timeout=5000)
+    return window.recompute.frame
+
+
+def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
+    _open(qtbot, window, GPT_OSS)
+    panel = window.workload_panel.placement
+    assert panel.cpu_moe.isEnabled() and not panel.gpu_layers.isEnabled()      # auto: the spin waits
+    assert panel.gpu_layers.maximum() == 37 and panel.cpu_moe.maximum() == 36   # layers + 1, layers
+    panel.gpu_auto.setChecked(False)
+    assert panel.gpu_layers.isEnabled()
+    panel.gpu_layers.setValue(37)
+    panel.cpu_moe.setValue(30)
+    assert window.state.placement == PlacementChoice(gpu_layers=37, cpu_moe=30)
+    frame = _frame_after_edit(qtbot, window)
+    placed = frame.summary.placed
+    assert placed is not None and placed.how == "manual"
+    assert placed.placement == Placement(gpu_layers=37, cpu_moe=30, kv_on_device=True)
+    request = _predicted(capsys, GPT_OSS, "--gpu-layers", "37", "--cpu-moe", "30")["request"]
+    assert frame.summary.estimate.tpot == request["tpot_seconds"]
+    assert frame.summary.estimate.ttft == request["ttft_seconds"]
+    assert window.numbers.value_text("placement") == "-ngl 37 --n-cpu-moe 30"
+    # the offload share is overridden while a placement is given, and says so
+    off = window.workload_panel.fields["offload"]
+    assert not off.isEnabled() and "Overridden" in window.workload_panel.offload_note.text()
+
+    # the KV cache on the host: --no-kv-offload
+    panel.kv_on_device.setChecked(False)
+    frame = _frame_after_edit(qtbot, window)
+    assert frame.summary.placed.placement == Placement(gpu_layers=37, cpu_moe=30, kv_on_device=False)
+    request = _predicted(capsys, GPT_OSS, "--gpu-layers", "37", "--cpu-moe", "30", "--no-kv-offload")["request"]
+    assert frame.summary.estimate.tpot == request["tpot_seconds"]
+    panel.kv_on_device.setChecked(True)
+
+    # "auto" GPU layers with experts still on the CPU is --cpu-moe alone: every layer on the GPU
+    panel.gpu_auto.setChecked(True)
+    assert not panel.gpu_layers.isEnabled()
+    frame = _frame_after_edit(qtbot, window)
+    assert frame.summary.placed.placement == Placement(gpu_layers=37, cpu_moe=30)
+    assert frame.summary.estimate.tpot == _predicted(capsys, GPT_OSS, "--cpu-moe", "30")["request"]["tpot_seconds"]
+
+    # and with no expert on the CPU, auto-fit chooses again, as predict does without flags
+    panel.cpu_moe.setValue(0)
+    assert window.state.placement == AUTO
+    frame = _frame_after_edit(qtbot, window)
+    auto = _predicted(capsys, GPT_OSS)
+    assert frame.summary.placed.how == "auto"
+    assert frame.summary.placed.placement.flags() == auto["placement"]["flags"] == "-ngl 37 --n-cpu-moe 23"
+    assert frame.summary.estimate.tpot == auto["request"]["tpot_seconds"]
+    assert off.isEnabled()
+
+
+def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, capsys):
+    _open(qtbot, window, QWEN_32B)
+    panel = window.workload_panel.placement
+    assert panel.devices.isEnabled() and not panel.parallel.isEnabled()
+    assert not panel.cpu_moe.isEnabled()                                   # a dense model: no experts
+    panel.parallel.setCurrentIndex(panel.parallel.findData("tensor"))      # waits, disabled, for the devices
+    panel.devices.setCurrentIndex(panel.devices.findData(2))
+    assert window.state.placement == PlacementChoice(devices=2, parallel="tensor")
+    assert panel.parallel.isEnabled()
+    for w in (panel.gpu_auto, panel.gpu_layers, panel.cpu_moe, panel.kv_on_device):
+        assert not w.isEnabled()                                           # every layer is on the devices
+    assert "charts still draw one device" in panel.note.text()
+    frame = _frame_after_edit(qtbot, window)
+    placed = frame.summary.placed
+    assert placed is not None and placed.parallel is not None and placed.runs_on is None
+    assert (placed.parallel.devices, placed.parallel.parallel.mode) == (2, "tensor")
+    predicted = _predicted(capsys, QWEN_32B, "--devices", "2", "--parallel", "tensor")
+    assert frame.summary.estimate.tpot == predicted["request"]["tpot_seconds"]
+    assert frame.summary.estimate.ttft == predicted["request"]["ttft_seconds"]
+    assert predicted["parallel"]["mode"] == "tensor" and predicted["parallel"]["devices"] == 2
+    assert not window.workload_panel.fields["offload"].isEnabled()
+
+    # layer split, then back to one device: the card holds the model, the one-memory headline
+    panel.parallel.setCurrentIndex(panel.parallel.findData("layer"))
+    frame = _frame_after_edit(qtbot, window)
+    layer = _predicted(capsys, QWEN_32B, "--devices", "2", "--parallel", "layer")["request"]
+    assert frame.summary.estimate.tpot == layer["tpot_seconds"]
+    panel.devices.setCurrentIndex(panel.devices.findData(1))
+    assert window.state.placement == PlacementChoice(parallel="layer") and window.state.placement.is_auto
+    assert not panel.parallel.isEnabled() and panel.gpu_auto.isEnabled()
+    frame = _frame_after_edit(qtbot, window)
+    assert frame.summary.placed is None
+
+
+def test_the_controls_show_the_state_and_apply_only_where_they_mean_something(qtbot, window):
+    state, panel = window.state, window.workload_panel.placement
+    # state -> controls
+    state.set_placement(PlacementChoice(gpu_layers=20, kv_on_device=False))
+    assert not panel.gpu_auto.isChecked() and panel.gpu_layers.value() == 20 and panel.gpu_layers.isEnabled()
+    assert not panel.kv_on_device.isChecked() and panel.devices.currentData() == 1
+    assert not panel.cpu_moe.isEnabled() and "no routed experts" in panel.note.text()     # qwen3-8b is dense
+    state.set_placement(AUTO)
+    assert panel.gpu_auto.isChecked() and not panel.gpu_layers.isEnabled() and panel.kv_on_device.isChecked()
+    # a machine with no interconnect runs on one device: the choice drops to one, the control waits
+    state.set_placement(PlacementChoice(devices=4, parallel="tensor"))
+    assert panel.devices.currentData() == 4 and panel.parallel.currentData() == "tensor"
+    state.set_machine(load_machine("desktop-ddr5"))
+    assert state.placement.devices == 1 and panel.devices.currentData() == 1
+    assert not panel.devices.isEnabled() and "no interconnect" in panel.note.text()
+    # a model with fewer layers clamps -ngl as llama.cpp does; a dense one drops --n-cpu-moe
+    state.set_machine(load_machine("rtx-4090"))
+    state.set_model(catalogue_spec(GPT_OSS), ref=GPT_OSS)
+    state.set_placement(PlacementChoice(gpu_layers=37, cpu_moe=30))
+    state.set_model(catalogue_spec("qwen3-8b-q4_k_m"), ref="qwen3-8b-q4_k_m")
+    layers = state.model.layers
+    assert state.placement == PlacementChoice(gpu_layers=min(37, layers + 1))
+    assert panel.gpu_layers.value() == state.placement.gpu_layers and panel.cpu_moe.value() == 0
+
+
+def test_pinned_series_with_other_placements_stay_apart(qtbot, window):
+    state = window.state
+    state.pin_current()
+    state.set_placement(PlacementChoice(gpu_layers=10))
+    assert state.pin_current() is not None and len(state.pinned) == 2
+    assert state.pinned[1].label.endswith("-ngl 10") and "ngl" not in state.pinned[0].label
+
+
+def test_the_choice_survives_a_restart(window):
+    window.state.set_model(catalogue_spec(GPT_OSS), ref=GPT_OSS)
+    window.state.set_placement(PlacementChoice(gpu_layers=30, cpu_moe=12, kv_on_device=False))
+    window.remember()
+    window.settings.model = GPT_OSS                  # what opening it from the window keeps
+    state, _ = initial_state(None, None, window.settings, [])
+    assert state.placement == PlacementChoice(gpu_layers=30, cpu_moe=12, kv_on_device=False)
+    window.state.set_placement(AUTO)
+    window.remember()
+    assert window.settings.placement == {}
+    assert initial_state(None, None, window.settings, [])[0].placement == AUTO
+
+
+@pytest.mark.parametrize("stored", [{"gpu_layers": "many"}, {"devices": 3.5}, {"devices": 0},
+                                    {"parallel": "pipeline"}, {"bogus": 1}, {"cpu_moe": -1},
+                                    {"devices": 2, "gpu_layers": 10}, {"kv_on_device": "no"}])
+def test_a_bad_stored_placement_is_ignored(stored):
+    notices: list[str] = []
+    state, _ = initial_state(None, None, Settings(placement=stored, workload={"prompt": 777}), notices)
+    assert state.placement == AUTO and state.workload.prompt == 777 and notices == []
