@@ -5,9 +5,8 @@ calibration comes from (its out-of-sample accuracy, never its in-sample fit)."""
 from __future__ import annotations
 
 from rooflab.core.predict.expected import Expected
-from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Scenario
-from rooflab.core.report.expected import accuracy_phrase, expected_request
+from rooflab.core.report.expected import StandsOn, accuracy_phrase, expected_request
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.gui.explain import Line
 from rooflab.gui.units import fmt
@@ -22,7 +21,7 @@ def _origin(ex: Expected) -> str:
         ("s" if models != 1 else "")
 
 
-def expected_lines(sc: Scenario, ex: Expected, placement: Placement | None = None) -> list[Line]:
+def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> list[Line]:
     """Rows for the expected TTFT, TPOT and total rate, after the ceiling's rows (on
     ``placement`` when the headline is a placement's)."""
     r = expected_request(sc.model, ex, sc.workload, placement)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rooflab.core.predict.parallel import ParallelEstimate
 from rooflab.core.predict.placement import memory_words
 from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.summary import Summary
 from rooflab.core.report.text import capacity_text, count
 from rooflab.gui.units import fmt, significant
@@ -67,13 +69,17 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                          "weight format, or a machine with more memory.",
                          "Memory per device = weights placed there + KV + compute buffer + the back end's "
                          "reserve; host memory holds the rest."), *_memory_lines(sc, s)]
-        ttft_why = tpot_why = (f"Placed as llama.cpp would place it ({placed.placement.flags()}): each part "
-                               "runs at its own memory's bandwidth and FLOP/s, one after the other.")
-    lines = [] if placed is None else [
-        Line("placement", "Placement", placed.placement.flags(), "",
-             f"{where[0].upper()}{where[1:]}.",
-             "Layers on the GPU (-ngl) and routed experts kept on the host (--n-cpu-moe), chosen as "
-             "llama.cpp's fit does: as many layers on the device as fit, experts moved out first.")]
+        if placed.parallel is not None:
+            par = placed.parallel
+            ttft_why = (f"On {par.devices} devices ({par.parallel.mode} parallel), each with its share of the "
+                        f"weights; the link adds {fmt(par.prefill_communication_seconds, 's')} to the prefill.")
+            tpot_why = (f"On {par.devices} devices ({par.parallel.mode} parallel): the link adds "
+                        f"{fmt(par.communication_seconds_per_step, 's')} to each step.")
+        else:
+            how = "Placed by hand" if placed.how == "manual" else "Placed as llama.cpp would place it"
+            ttft_why = tpot_why = (f"{how} ({placed.placement.flags()}): each part runs at its own memory's "
+                                   "bandwidth and FLOP/s, one after the other.")
+    lines = [] if placed is None else [_placement_line(placed, where)]
     lines += [
         Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre.bound if placed is None else "",
              f"Prefill is {_bound_phrase(pre.bound)}. {ttft_why}" if placed is None else ttft_why,
@@ -124,6 +130,36 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     return lines + _memory_lines(sc, s)
 
 
+def _placement_line(placed: PlacedSummary, where: str) -> Line:
+    """The Placement row: llama.cpp's flags, or the devices sharing the model."""
+    if placed.parallel is not None:
+        par = placed.parallel
+        return Line("placement", "Placement", f"{par.devices} × {par.parallel.mode} parallel", "",
+                    f"{where[0].upper()}{where[1:]}.",
+                    "Layer split: the devices run their layers in turn, each reading its share. Tensor "
+                    "parallel: every layer is split across the devices, with an all-reduce per layer "
+                    "over the link. The charts show one device.")
+    chosen = {"auto": "chosen as llama.cpp's fit does: as many layers on the device as fit, experts moved "
+                      "out first.",
+              "manual": "as set in the Workload tab's Placement group.",
+              "offload": "from the Workload tab's share of the weights offloaded."}[placed.how]
+    return Line("placement", "Placement", placed.placement.flags(), "", f"{where[0].upper()}{where[1:]}.",
+                f"Layers on the GPU (-ngl) and routed experts kept on the host (--n-cpu-moe), {chosen}")
+
+
+def _parallel_memory_line(sc: Scenario, par: ParallelEstimate) -> Line:
+    """Memory on each of several devices: its share of the weights, its KV, buffer and reserve."""
+    w = sc.workload
+    length = w.context + w.prompt + w.answer
+    mem = par.memory
+    return Line("memory", "Memory", f"{fmt(mem.used, 'B')} of {capacity_text(mem.capacity)} per device", "",
+                f"Each of the {par.devices} devices holds {fmt(mem.weights, 'B')} of weights, "
+                f"{fmt(mem.kv, 'B')} of KV cache for {w.batch:,} × {length:,} tokens, a compute buffer and the "
+                "back end's reserve: " + ("it fits." if mem.fits else "it does NOT fit."),
+                "Memory per device = its share of the weights + its share of the KV + compute buffer + "
+                "the back end's reserve.")
+
+
 def _placed_memory_line(sc: Scenario, s: Summary) -> Line:
     """Memory as placed: each memory's bill against its size, and the largest batch it holds."""
     assert s.placed is not None
@@ -145,6 +181,8 @@ def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
     spec, w = sc.model, sc.workload
     lines: list[Line] = []
     length = w.context + w.prompt + w.answer
+    if s.placed is not None and s.placed.parallel is not None:
+        return [_parallel_memory_line(sc, s.placed.parallel), *_more_lines(sc, s)]
     if s.placed is not None and s.placed.runs_on is not None:
         return [_placed_memory_line(sc, s), *_more_lines(sc, s)]
     fit = "fits" if s.fits else "does NOT fit on the device at once"

@@ -30,7 +30,7 @@ class NumbersPanel(QWidget):
     def show_frame(self, frame: Frame) -> None:
         self.lines = explain(frame.scenario, frame.summary)
         if frame.expected_figures is not None:
-            self.lines = merged(self.lines, expected_lines(frame.scenario, frame.expected_figures, frame.runs_on))
+            self.lines = merged(self.lines, expected_lines(frame.scenario, frame.expected_figures, frame.stands_on))
         wanted = [line.key for line in self.lines]
         for key in [k for k in self._rows if k not in wanted]:
             for label in self._rows.pop(key):

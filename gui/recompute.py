@@ -16,6 +16,7 @@ from rooflab.core.errors import RooflabError
 from rooflab.core.measure.expectations import calibration_for
 from rooflab.core.measure.overlays import Overlay, expected_curves
 from rooflab.core.predict.expected import Expected, expected_for
+from rooflab.core.predict.parallel import Parallel
 from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.summary import Summary, headline_charts, summarise
@@ -43,6 +44,13 @@ class Frame:
         nothing fits, or several devices)."""
         placed = self.summary.placed
         return None if placed is None else placed.runs_on
+
+    @property
+    def stands_on(self) -> Placement | Parallel | None:
+        """Where the headline's request runs (``PlacedSummary.stands_on``; None: the device
+        holds the model whole)."""
+        placed = self.summary.placed
+        return None if placed is None else placed.stands_on
 
     @property
     def expected_figures(self) -> Expected | None:

@@ -155,7 +155,7 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
     if frame.expected_figures is not None:
         sc = frame.scenario
         csvs.append(write_text(out / "expected.csv", expected_csv(sc.model, frame.expected_figures, sc.workload,
-                                                                  header_lines(sc), frame.runs_on)))
+                                                                  header_lines(sc), frame.stands_on)))
     sheet = out / "sheet.png"
     if not compose_sheet(frame, images).save(str(sheet)):
         raise OSError(f"could not write {sheet.name}")
@@ -213,7 +213,7 @@ def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
     y = box.top() + 10
     lines = explain(frame.scenario, frame.summary)
     if frame.expected_figures is not None:
-        lines = merged(lines, expected_lines(frame.scenario, frame.expected_figures, frame.runs_on))
+        lines = merged(lines, expected_lines(frame.scenario, frame.expected_figures, frame.stands_on))
     for line in lines:
         font.setBold(True)
         painter.setFont(font)

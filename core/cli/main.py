@@ -232,18 +232,21 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     expected = None if args.calibrated or args.ceiling_only else expected_on(spec, machine,
                                                                              dtype=workload.compute_dtype)
     placed = resolve_placed(args, spec, machine, workload)     # auto-fit unless placement flags
-    # the expected request sits where the headline's does (one device: its placement)
-    on = placed.runs_on
+    # the expected request sits where the headline's does: its placement, or its devices
+    on = placed.stands_on
     if args.json:
         d = with_placement(predict_dict(spec, machine, workload, contexts, batches, prompts), spec, machine,
                            workload, placed, contexts, batches, prompts)
-        print_json(with_expected(d, spec, expected, workload, contexts, batches, prompts, on) if expected else d)
+        print_json(with_expected(d, spec, expected, workload, contexts, batches, prompts, on, runs=placed.fits)
+                   if expected else d)
     elif args.csv:
         sys.stdout.write(predict_csv(spec, machine, workload, contexts, batches, prompts))
     else:
         print(predict_text(spec, machine, workload, contexts, batches, prompts, placed=placed))
-        if expected is not None:
+        if expected is not None and placed.fits:
             print(expected_text(spec, expected, workload, on))
+        elif expected is not None:
+            print(f"expected with {expected.calibration.engine_label}: none, the model does NOT fit here")
     return 0
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.offload import placed_request
+from rooflab.core.predict.parallel import Parallel, parallel_estimate
 from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
@@ -18,6 +19,10 @@ from rooflab.core.values.calibration import EngineCalibration, band
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
+
+#: Where a request's figures stand: one device holding the model (None), a placement across a
+#: device and host memory, or several devices sharing it.
+StandsOn = Placement | Parallel | None
 
 
 def calibration_dict(cal: EngineCalibration, notes: Sequence[str] = ()) -> dict[str, Any]:
@@ -70,10 +75,14 @@ def expected_prefill_rows(spec: ModelSpec, ex: Expected, workload: Workload,
 
 
 def expected_request(spec: ModelSpec, ex: Expected, workload: Workload,
-                     placement: Placement | None = None) -> dict[str, float]:
+                     placement: StandsOn = None) -> dict[str, float]:
     """TTFT, TPOT and end-to-end of the workload's request, expected, with bounds; on
-    ``placement`` (layers and experts across GPU and host) when given, as the headline is."""
+    ``placement`` (layers and experts across GPU and host, or several devices) when given, as
+    the headline is. On several devices each runs at the calibrated rates and the link at its
+    stated bandwidth: no calibration has timed a link."""
     def estimate(m: MachineProfile) -> RequestEstimate:
+        if isinstance(placement, Parallel):       # each device at the calibrated rates, the link as stated
+            return parallel_estimate(spec, m, workload, placement)
         return request(spec, m, workload) if placement is None else placed_request(spec, m, workload, placement)
 
     central = estimate(ex.machine)
@@ -88,20 +97,23 @@ def expected_request(spec: ModelSpec, ex: Expected, workload: Workload,
 
 
 def with_expected(d: dict[str, Any], spec: ModelSpec, ex: Expected, workload: Workload, contexts: Sequence[int],
-                  batches: Sequence[int], prompts: Sequence[int], placement: Placement | None = None) -> dict[str, Any]:
+                  batches: Sequence[int], prompts: Sequence[int], placement: StandsOn = None,
+                  runs: bool = True) -> dict[str, Any]:
     """``d`` (``predict``'s JSON: request, decode rows, prefill rows) with each ceiling figure's
     expected twin beside it, and where the expectation comes from. The request's twins are on
-    ``placement`` when given (the headline's); the rows' keep the rows' one-memory meaning."""
+    ``placement`` when given (the headline's); the rows' keep the rows' one-memory meaning.
+    ``runs``: False for a model that does not fit here, whose request gets no expected twin."""
     for row, more in zip(d["decode"], expected_decode_rows(spec, ex, workload, contexts, batches), strict=True):
         row.update(more)
     for row, more in zip(d["prefill"], expected_prefill_rows(spec, ex, workload, prompts), strict=True):
         row.update(more)
-    d["request"].update(expected_request(spec, ex, workload, placement))
+    if runs:         # a model that cannot run here has no expected request (nor a reachable ceiling)
+        d["request"].update(expected_request(spec, ex, workload, placement))
     d["calibration"] = calibration_dict(ex.calibration, ex.notes)
     return d
 
 
-def expected_text(spec: ModelSpec, ex: Expected, workload: Workload, placement: Placement | None = None) -> str:
+def expected_text(spec: ModelSpec, ex: Expected, workload: Workload, placement: StandsOn = None) -> str:
     """Lines for ``predict``'s text output: the expected request beside where it comes from."""
     r = expected_request(spec, ex, workload, placement)
     cal = ex.calibration
@@ -133,7 +145,7 @@ def accuracy_phrase(cal: EngineCalibration, phase: str) -> str:
 
 
 def expected_csv(spec: ModelSpec, ex: Expected, workload: Workload, header: Sequence[str],
-                 placement: Placement | None = None) -> str:
+                 placement: StandsOn = None) -> str:
     """The report's expected.csv: the request's expected TTFT, TPOT and end to end with their
     band (on ``placement``, the headline's, when given), after a header naming the calibration
     and its out-of-sample accuracy."""

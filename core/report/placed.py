@@ -54,6 +54,14 @@ class PlacedSummary:
         expected ones, the decode chart): None when nothing fits, or on several devices."""
         return self.placement if self.fits and self.parallel is None else None
 
+    @property
+    def stands_on(self) -> Placement | Parallel | None:
+        """Where the headline's request runs, for expected figures priced beside it: the
+        placement, or the devices sharing the model; None when nothing fits."""
+        if not self.fits:
+            return None
+        return self.parallel.parallel if self.parallel is not None else self.placement
+
     def headline(self, spec: ModelSpec, machine: MachineProfile) -> str:
         """One line: how the model sits and whether it runs at all."""
         if self.parallel is not None:

@@ -15,6 +15,7 @@ from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.placement import Placement
 from rooflab.gui.app import initial_state
 from rooflab.gui.settings import Settings
+from rooflab.gui.units import fmt
 from tests.gui.conftest import catalogue_spec
 
 GPT_OSS, QWEN_32B = "gpt-oss-120b-mxfp4", "qwen3-32b-q4_k_m"
@@ -60,6 +61,10 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     assert frame.summary.estimate.tpot == request["tpot_seconds"]
     assert frame.summary.estimate.ttft == request["ttft_seconds"]
     assert window.numbers.value_text("placement") == "-ngl 37 --n-cpu-moe 30"
+    (line,) = [x for x in window.numbers.lines if x.key == "placement"]
+    assert "as set in the Workload tab" in line.tooltip and "fit does" not in line.tooltip
+    assert [x for x in window.numbers.lines if x.key == "tpot"][0].sentence.startswith("Placed by hand (-ngl 37")
+    assert window.numbers.value_text("expected_tpot") == fmt(request["expected_tpot_seconds"], "s")
     # the offload share is overridden while a placement is given, and says so
     off = window.workload_panel.fields["offload"]
     assert not off.isEnabled() and "Overridden" in window.workload_panel.offload_note.text()
@@ -110,6 +115,16 @@ def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, cap
     assert frame.summary.estimate.tpot == predicted["request"]["tpot_seconds"]
     assert frame.summary.estimate.ttft == predicted["request"]["ttft_seconds"]
     assert predicted["parallel"]["mode"] == "tensor" and predicted["parallel"]["devices"] == 2
+    # the numbers panel says two devices and each one's memory, and the expected figures are the
+    # devices' too (each at the calibrated rates, the link as stated), as predict prints them
+    assert window.numbers.value_text("placement") == "2 × tensor parallel"
+    assert window.numbers.value_text("memory").endswith("per device")
+    (memory,) = [line for line in window.numbers.lines if line.key == "memory"]
+    assert "Each of the 2 devices holds" in memory.sentence and "it fits." in memory.sentence
+    request = predicted["request"]
+    assert window.numbers.value_text("expected_tpot") == fmt(request["expected_tpot_seconds"], "s")
+    one = _predicted(capsys, QWEN_32B)["request"]
+    assert request["tpot_seconds"] < request["expected_tpot_seconds"] < one["expected_tpot_seconds"]
     assert not window.workload_panel.fields["offload"].isEnabled()
 
     # layer split, then back to one device: the card holds the model, the one-memory headline

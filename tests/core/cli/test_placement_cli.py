@@ -112,3 +112,17 @@ def test_bad_flag_values_are_one_line(capsys):
         main([*BASE, "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--gpu-layers", "-1"])
     err = capsys.readouterr().err
     assert "must be between 0" in err
+
+
+def test_a_model_that_does_not_fit_gets_no_expected_request(capsys):
+    # the ceiling says it cannot be reached; an expected figure of the card alone would be a fast fiction
+    argv = ["predict", "--model", "deepseek-v3-q4_k_m", "--machine", "rtx-4090", "--contexts", "0", "--batches", "1",
+            "--prompts", "16"]
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["fits"] is False and "calibration" in d
+    assert not [k for k in d["request"] if k.startswith("expected")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "expected with llama.cpp CUDA: none, the model does NOT fit here" in out
+    assert "time per output token" not in out
