@@ -24,7 +24,7 @@ class Theme:
     current: dict[str, str]        # role -> colour for the current series
     series: tuple[str, ...]
     measured: str
-    stack: tuple[str, ...]         # memory bar segments: weights, KV, free, offloaded
+    stack: tuple[str, ...]         # memory bar segments: weights, KV, free, offloaded, buffers and reserve
 
 
 LIGHT = Theme(
@@ -33,7 +33,7 @@ LIGHT = Theme(
              "limit": "#c62828", "crossover": "#5f6368", "marker": "#1f5fbf", "calibrated": "#1f5fbf"},
     series=("#d0312d", "#2a9d8f", "#8d5a2b", "#c2185b", "#6d7d00", "#00838f"),
     measured="#000000",
-    stack=("#1f5fbf", "#e07b00", "#c9d3dd", "#7fa7e0"),
+    stack=("#1f5fbf", "#e07b00", "#c9d3dd", "#7fa7e0", "#8a63c7"),
 )
 
 DARK = Theme(
@@ -42,7 +42,7 @@ DARK = Theme(
              "limit": "#ff6b6b", "crossover": "#a0a4a8", "marker": "#6ea8ff", "calibrated": "#6ea8ff"},
     series=("#ff7a6e", "#4fd1c5", "#d9a066", "#f48fb1", "#c5d86d", "#4dd0e1"),
     measured="#ffffff",
-    stack=("#6ea8ff", "#ffb454", "#4a4f57", "#3d5f99"),
+    stack=("#6ea8ff", "#ffb454", "#4a4f57", "#3d5f99", "#b592f0"),
 )
 
 

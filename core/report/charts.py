@@ -23,6 +23,7 @@ from rooflab.core.predict.batching import (
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.fit import largest_batch
+from rooflab.core.predict.footprint import memory_grid, plan_memory
 from rooflab.core.predict.offload import (
     PlacedPass,
     placed_batch_crossover,
@@ -309,54 +310,83 @@ def batching_chart(sc: Scenario, placement: Placement | None = None, *, crossove
 
 # --- memory ------------------------------------------------------------------------------------
 
-def memory_breakdown(sc: Scenario) -> Curve:
+def memory_breakdown(sc: Scenario, placement: Placement | None = None) -> Curve:
     """Bytes held at the workload's full length, as stacked segments: weights on the fast
     memory, the batch's KV cache, then what is left ("free") up to the machine's memory or the
     excess above it ("over capacity"), and weights offloaded to the slow tier on top.
+    ``placement``: the device's bill as placed (weights placed there, KV, compute buffer and
+    the back end's reserve), with what the placement keeps in host memory on top.
 
     ``extras["base"]`` is where each segment starts; ``extras["capacity"]`` the machine's memory."""
     spec, m, w = sc.model, sc.machine, sc.workload
     length = w.context + w.prompt + w.answer
-    kv = float(cache_resident(spec, length, w.batch, w.kv_type))
-    offloaded = spec.file_bytes * w.offload_fraction
-    weights = spec.file_bytes - offloaded
-    held = weights + kv
-    if held <= m.memory:
-        rest, rest_base, rest_name = m.memory - held, held, "free"
+    if placement is None:
+        kv = float(cache_resident(spec, length, w.batch, w.kv_type))
+        offloaded = spec.file_bytes * w.offload_fraction
+        parts = [("weights", spec.file_bytes - offloaded), ("KV cache", kv)]
+        top = ("weights offloaded", offloaded)
     else:
-        rest, rest_base, rest_name = held - m.memory, m.memory, "over capacity"
-    names = ("weights", "KV cache", rest_name, "weights offloaded")
-    return Curve(key="breakdown", label=m.name, x=np.arange(4.0), y=_pts(weights, kv, rest, offloaded),
-                 x_name="part", x_unit="", y_name="memory", y_unit="B", kind="stack", categories=names,
-                 extras={"base": _pts(0.0, weights, rest_base, max(held, m.memory)),
-                         "capacity": np.full(4, m.memory)})
+        bill = plan_memory(spec, m, w, placement)
+        device, host = bill.device, bill.host
+        parts = [("weights", device.weights), ("KV cache", device.kv),
+                 ("buffers and reserve", device.compute_buffer + device.reserve)]
+        top = ("in host memory", host.weights + host.kv)
+    held = sum(size for _, size in parts)
+    if held <= m.memory:
+        rest = ("free", m.memory - held, held)
+    else:
+        rest = ("over capacity", held - m.memory, m.memory)
+    names = (*(name for name, _ in parts), rest[0], top[0])
+    sizes = (*(size for _, size in parts), rest[1], top[1])
+    bases = (*np.cumsum([0.0, *(size for _, size in parts)])[:-1], rest[2], max(held, m.memory))
+    return Curve(key="breakdown", label=m.name, x=np.arange(float(len(names))), y=_pts(*sizes), x_name="part",
+                 x_unit="", y_name="memory", y_unit="B", kind="stack", categories=names,
+                 extras={"base": _pts(*bases), "capacity": np.full(len(names), m.memory)})
 
 
-def memory_chart(sc: Scenario) -> Chart:
+def memory_chart(sc: Scenario, placement: Placement | None = None) -> Chart:
     """Weights + KV at the chosen length + free against the machine's memory, and the resident
-    bytes as the context grows (file size + b x cache bytes)."""
+    bytes as the context grows (file size + b x cache bytes). ``placement``: each memory's
+    bill as placed, against its own size (see ``memory_breakdown``)."""
     spec, m, w = sc.model, sc.machine, sc.workload
     t = _context_range(sc)
     length = w.context + w.prompt + w.answer
     ax = _axes("context", "tokens", "memory", "B")
-    growth = [Curve(key="resident", label="weights + batch × cache", x=t,
-                    y=memory_resident(spec, t, w.batch, w.kv_type), **ax),
-              _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"),
-              _y_marker("weights", "weights", float(spec.file_bytes), "memory", "B", "secondary")]
-    if m.has_offload:
-        growth.append(_y_marker("capacity_total", "with the second tier",
-                                m.memory + m.offload_memory, "memory", "B", "secondary"))
-    growth.append(Curve(key="current", label="current workload", x=_pts(length),
-                        y=memory_resident(spec, length, w.batch, w.kv_type), kind="points", role="marker", **ax))
+    growth: list[Curve]
+    if placement is None:
+        growth = [Curve(key="resident", label="weights + batch × cache", x=t,
+                        y=memory_resident(spec, t, w.batch, w.kv_type), **ax),
+                  _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"),
+                  _y_marker("weights", "weights", float(spec.file_bytes), "memory", "B", "secondary")]
+        if m.has_offload:
+            growth.append(_y_marker("capacity_total", "with the second tier",
+                                    m.memory + m.offload_memory, "memory", "B", "secondary"))
+        here = memory_resident(spec, length, w.batch, w.kv_type)
+    else:
+        device_word, host_word = memory_words(m)
+        device, host, _fits = memory_grid(spec, m, w, placement, t, w.batch)
+        at = memory_grid(spec, m, w, placement, length, w.batch)
+        growth = [Curve(key="resident", label=f"held {device_word}, as placed", x=t, y=device, **ax),
+                  _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B")]
+        if float(np.max(host)) > 0:
+            growth += [Curve(key="resident_host", label=f"held {host_word}, as placed", x=t, y=host,
+                             role="secondary", **ax),
+                       _y_marker("capacity_host", m.offload_name or "host memory", m.offload_memory, "memory", "B")]
+        here = at[0]
+    growth.append(Curve(key="current", label="current workload", x=_pts(length), y=here, kind="points",
+                        role="marker", **ax))
     panels = (
         Panel(key="breakdown", title="Memory at the chosen length", x_label="", x_unit="", y_label="Memory",
-              y_unit="B", curves=(memory_breakdown(sc),)),
+              y_unit="B", curves=(memory_breakdown(sc, placement),)),
         Panel(key="growth", title="Memory as the context grows", x_label="Tokens per sequence",
               x_unit="tokens", y_label="Memory", y_unit="B", curves=tuple(growth)),
     )
     return Chart(key=MEMORY, title=CHART_TITLES[MEMORY], panels=panels, description=(
         "Every weight must be resident (a mixture of experts too: the next token may need any expert), "
-        "plus each sequence's cache of k bytes per token; what is left is free."))
+        "plus each sequence's cache of k bytes per token; what is left is free. A model placed across "
+        "the device and host memory shows the device's bill (weights placed there, KV, compute buffer, "
+        "the back end's reserve) with what host memory holds on top."))
+
 
 def build_charts(sc: Scenario, *, prefill_crossover: float | None = None, batch_crossover: float | None = None,
                  max_batch: int | None = None, placement: Placement | None = None) -> dict[str, Chart]:
@@ -367,4 +397,4 @@ def build_charts(sc: Scenario, *, prefill_crossover: float | None = None, batch_
     return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover),
             DECODE: decode_chart(sc, placement),
             BATCHING: batching_chart(sc, placement, crossover=batch_crossover, largest=max_batch),
-            MEMORY: memory_chart(sc)}
+            MEMORY: memory_chart(sc, placement)}

@@ -14,14 +14,16 @@ from rooflab.gui.plots.labels import wrap_text
 from rooflab.gui.theme import Theme
 
 #: the order of a memory bar's segments in its legend
-STACK_ORDER = ("weights", "KV cache", "free", "over capacity", "weights offloaded")
+STACK_ORDER = ("weights", "KV cache", "buffers and reserve", "free", "over capacity", "weights offloaded",
+               "in host memory")
 
 
 def stack_colour(theme: Theme, category: str) -> str:
     """A segment's colour by what it is, so "free" never takes another's."""
     if category == "over capacity":
         return theme.current["limit"]
-    index = {"weights": 0, "KV cache": 1, "free": 2, "weights offloaded": 3}.get(category, 2)
+    index = {"weights": 0, "KV cache": 1, "free": 2, "weights offloaded": 3, "in host memory": 3,
+             "buffers and reserve": 4}.get(category, 2)
     return theme.stack[index % len(theme.stack)]
 
 

@@ -49,6 +49,17 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     assert float(memory["capacity"].y[0]) == sc.machine.memory
     assert float(memory["resident_host"].y[0]) == pytest.approx(placed.fit.memory.host.used, rel=0.02)
     assert float(memory["capacity_host"].y[0]) == sc.machine.offload_memory
+    # the memory chart's bar is the GPU's bill as placed, with what host memory holds on top:
+    # not 63 GB "over capacity" on a card the placement fits
+    bar = frame.charts["memory"].panel("breakdown").curve("breakdown")
+    parts = dict(zip(bar.categories, bar.y, strict=True))
+    device, host = placed.fit.memory.device, placed.fit.memory.host
+    assert "over capacity" not in parts and parts["free"] == pytest.approx(device.capacity - device.used)
+    assert parts["weights"] + parts["KV cache"] + parts["buffers and reserve"] == pytest.approx(device.used)
+    assert parts["in host memory"] == pytest.approx(host.weights + host.kv) and parts["in host memory"] > 30e9
+    growth = {c.key: c for c in frame.charts["memory"].panel("growth").curves}
+    assert growth["resident"].label == "held on the GPU, as placed"
+    assert float(growth["current"].y[0]) == pytest.approx(device.used)
     # and so do the numbers panel's memory and batch rows (not the card-alone "does NOT fit")
     most = largest_batch(sc.model, sc.machine, sc.workload, placed.placement, context_length=length)
     assert frame.summary.headline_max_batch == most and frame.summary.max_batch == 0
