@@ -104,14 +104,17 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
              "Prompt tokens processed per second of prefill (all sequences).",
              "prompt rate = prompt tokens × batch / TTFT."),
     ]
-    if math.isfinite(s.prefill_crossover):
-        nstar = count(f"{s.prefill_crossover:,.0f}", "token")
+    ncross = s.headline_prefill_crossover
+    if math.isfinite(ncross):
+        nstar = count(f"{ncross:,.0f}", "token")
         lines.append(Line("n_star", "Prefill crossover n*", nstar, "",
                           f"Prompts longer than about {nstar} are compute-bound; shorter ones mostly pay "
-                          "for reading the weights once." if s.prefill_crossover > 1 else
+                          "for reading the weights once." if ncross > 1 else
                           "Every prompt is compute-bound here: even one token's arithmetic outlasts reading "
                           "the weights once.",
-                          "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."))
+                          "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."
+                          if placed is None else "n* is the first prompt length where the two parts' arithmetic "
+                          "(each at its own FLOP/s) outlasts their reads (each at its own bandwidth)."))
     bcross = s.headline_batch_crossover
     formula = "b* solves 2 × N × b / C = (W + b × k × t) / B." if placed is None else (
         "b* is the first batch where the two parts' arithmetic (each at its own FLOP/s) outlasts "

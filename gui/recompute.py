@@ -96,7 +96,7 @@ class RecomputeController(QObject):
             expected = self._expected(sc)
             # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
             curves = None if expected is None else expected_curves(sc.model, expected, sc.workload, replicas=0,
-                                                                   n_star=summary.prefill_crossover, placement=on)
+                                                                   n_star=summary.headline_prefill_crossover, placement=on)
             pinned = []
             for p in state.pinned:
                 if p.pin_id not in self._pinned_charts:
@@ -123,7 +123,7 @@ class RecomputeController(QObject):
             return None
         sc = frame.scenario
         try:
-            curves = expected_curves(sc.model, frame.expected, sc.workload, n_star=frame.summary.prefill_crossover,
+            curves = expected_curves(sc.model, frame.expected, sc.workload, n_star=frame.summary.headline_prefill_crossover,
                                      placement=frame.runs_on)
         except RooflabError:
             return None

@@ -21,6 +21,7 @@ from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.expected import Expected, spread_out
+from rooflab.core.predict.offload import placed_prefill_crossover
 from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Curve, Scenario
 from rooflab.core.report.charts import (
@@ -231,7 +232,8 @@ def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Wor
     the ceiling's n*, which sets the prefill sweep's reach (given, the curves share the
     ceiling's x and no bisection runs)."""
     sc = Scenario(model=spec, machine=calibrated, workload=workload)
-    charts = {PREFILL: prefill_chart(sc, n_star), DECODE: decode_chart(sc, placement), BATCHING: batching_chart(sc, placement),
+    charts = {PREFILL: prefill_chart(sc, n_star, placement), DECODE: decode_chart(sc, placement),
+              BATCHING: batching_chart(sc, placement),
               ROOFLINE: roofline_chart(sc)}
     out: Overlay = {}
     for chart, panel, keys in _CALIBRATED:
@@ -259,7 +261,9 @@ def expected_curves(spec: ModelSpec, expected: Expected, workload: Workload, *,
     band (the 16th-84th percentile over up to ``replicas`` of the calibration's replicates) in
     its extras ``BAND_LOW`` / ``BAND_HIGH``, point by point."""
     if n_star is None:
-        n_star = prefill_crossover(spec, dataclasses.replace(expected.machine, efficiency=Efficiency()), workload)
+        ceiling = dataclasses.replace(expected.machine, efficiency=Efficiency())
+        n_star = prefill_crossover(spec, ceiling, workload) if placement is None else \
+            placed_prefill_crossover(spec, ceiling, workload, placement)
     central = calibrated_curves(spec, expected.machine, workload, n_star=n_star, placement=placement)
     reps = spread_out(expected.replicas, replicas)
     spread = [calibrated_curves(spec, m, workload, n_star=n_star, placement=placement) for m in reps]

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from rooflab.core.predict.clocks import prefill_pass
+from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_TOKENS, Workload
@@ -29,6 +32,21 @@ def crossing(excess: Callable[[float], float], low: float, high: float) -> float
         if high - low <= 1e-6 * high:
             break
     return high
+
+
+def first_crossing(excess: Callable[[Array], Array], low: float, high: float, points: int = 97) -> float:
+    """Smallest x in [low, high] where ``excess(x) >= 0`` when the excess need not keep its
+    sign once past zero: its first sign change on a log grid of ``points`` (``excess`` takes an
+    array), refined by ``crossing`` inside that bracket. low when already >= 0 there; inf
+    when no grid point reaches 0."""
+    grid = np.geomspace(low, high, points)
+    over = np.flatnonzero(np.broadcast_to(excess(grid), grid.shape) >= 0)
+    if over.size == 0:
+        return float("inf")
+    if over[0] == 0:
+        return low
+    return crossing(lambda x: float(excess(np.asarray(x, dtype=np.float64))), float(grid[over[0] - 1]),
+                    float(grid[over[0]]))
 
 
 def prefill_crossover(spec: ModelSpec, machine: MachineProfile, workload: Workload) -> float:

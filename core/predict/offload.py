@@ -38,14 +38,14 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import BatchSweep
 from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, memory_seconds
-from rooflab.core.predict.crossover import crossing
+from rooflab.core.predict.crossover import first_crossing
 from rooflab.core.predict.footprint import memory_grid
 from rooflab.core.predict.placement import Part, Placement, has_host_tier, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import MAX_BATCH, Workload
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
 OP_OFFLOAD_MIN_TOKENS = 32         # llama.cpp copies host weights to the GPU for passes this large
@@ -268,16 +268,23 @@ def placed_batch_crossover(spec: ModelSpec, machine: MachineProfile, workload: W
     GPU, and the host's caches then read at host bandwidth can make the step memory-bound again.
     So the first crossing is found on a log grid, then refined by bisection inside its bracket."""
     t = workload.context if context is None else context
-    grid = np.geomspace(1.0, float(MAX_BATCH), 97)
-    p = placed_decode(spec, machine, workload, placement, context=t, batch=grid)
-    over = np.flatnonzero(np.broadcast_to(p.compute_seconds - p.memory_seconds, grid.shape) >= 0)
-    if over.size == 0:
-        return float("inf")
-    if over[0] == 0:
-        return 1.0
 
-    def excess(b: float) -> float:
-        one = placed_decode(spec, machine, workload, placement, context=t, batch=b)
-        return float(one.compute_seconds - one.memory_seconds)
+    def excess(b: Array) -> Array:
+        p = placed_decode(spec, machine, workload, placement, context=t, batch=b)
+        return p.compute_seconds - p.memory_seconds
 
-    return crossing(excess, float(grid[over[0] - 1]), float(grid[over[0]]))
+    return first_crossing(excess, 1.0, float(MAX_BATCH))
+
+
+def placed_prefill_crossover(spec: ModelSpec, machine: MachineProfile, workload: Workload,
+                             placement: Placement) -> float:
+    """n* as placed: the first prompt length where the two parts' compute clocks together pass
+    their memory clocks (inf when never below 16M tokens). From 32 tokens on, llama.cpp may
+    stream the host's layers to the GPU, which can turn a compute-bound prefill memory-bound
+    again: the first crossing is the one (``crossover.first_crossing``)."""
+
+    def excess(n: Array) -> Array:
+        p = placed_prefill(spec, machine, workload, placement, prompt=n)
+        return p.compute_seconds - p.memory_seconds
+
+    return first_crossing(excess, 1.0, float(MAX_TOKENS))

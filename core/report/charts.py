@@ -29,6 +29,8 @@ from rooflab.core.predict.offload import (
     placed_batch_crossover,
     placed_batch_sweep,
     placed_decode,
+    placed_prefill,
+    placed_prefill_crossover,
     placed_request,
 )
 from rooflab.core.predict.placement import Placement, memory_words
@@ -118,24 +120,31 @@ def roofline_chart(sc: Scenario) -> Chart:
 
 # --- prefill -----------------------------------------------------------------------------------
 
-def prefill_chart(sc: Scenario, n_star: float | None = None) -> Chart:
+def prefill_chart(sc: Scenario, n_star: float | None = None, placement: Placement | None = None) -> Chart:
     """TTFT = max(2 x N x n / C + attention's n² term / C, W / B) against prompt length n, with
     both clocks, n* (``crossover.prefill_crossover``, computed unless given) and the current
-    prompt; below it the prompt rate n x b / TTFT."""
-    w = sc.workload
+    prompt; below it the prompt rate n x b / TTFT. ``placement``: the headline's when the
+    device cannot hold the model; the passes, their clocks (each summed over the device's part
+    and the host's) and n* are then the placement's (``offload.placed_prefill``)."""
+    w, spec, m = sc.workload, sc.model, sc.machine
     if n_star is None:
-        n_star = prefill_crossover(sc.model, sc.machine, w)
+        n_star = prefill_crossover(spec, m, w) if placement is None else placed_prefill_crossover(spec, m, w,
+                                                                                                  placement)
     high = min(float(MAX_TOKENS), max(32768.0, 4.0 * w.prompt, 4.0 * _finite_or(n_star, 0.0)))
     prompts = log_tokens(1, high)
-    p = prefill_pass(sc.model, sc.machine, w, prompt=prompts)
-    here = prefill_pass(sc.model, sc.machine, w)
+    p: Pass | PlacedPass
+    here: Pass | PlacedPass
+    if placement is None:
+        p, here = prefill_pass(spec, m, w, prompt=prompts), prefill_pass(spec, m, w)
+        names = ("TTFT (slower clock)", "memory clock (W / B)", "compute clock (2 N n / C)")
+    else:
+        p, here = placed_prefill(spec, m, w, placement, prompt=prompts), placed_prefill(spec, m, w, placement)
+        names = (f"TTFT as placed ({placement.flags()})", "memory clocks, GPU + host", "compute clocks, GPU + host")
     axes = _axes("prompt", "tokens", "seconds", "s")
     ttft = [
-        Curve(key="ttft", label="TTFT (slower clock)", x=prompts, y=p.seconds, **axes),
-        Curve(key="memory_clock", label="memory clock (W / B)", x=prompts, y=p.memory_seconds,
-              role="memory", **axes),
-        Curve(key="compute_clock", label="compute clock (2 N n / C)", x=prompts, y=p.compute_seconds,
-              role="compute", **axes),
+        Curve(key="ttft", label=names[0], x=prompts, y=p.seconds, **axes),
+        Curve(key="memory_clock", label=names[1], x=prompts, y=p.memory_seconds, role="memory", **axes),
+        Curve(key="compute_clock", label=names[2], x=prompts, y=p.compute_seconds, role="compute", **axes),
     ]
     if math.isfinite(n_star):
         ttft.append(_x_marker("n_star", "n*", n_star, "prompt", "tokens", "crossover"))
@@ -394,7 +403,7 @@ def build_charts(sc: Scenario, *, prefill_crossover: float | None = None, batch_
     ``batch_crossover``, ``max_batch``: when the caller already has them (bisections: worth not
     repeating; for ``placement``, the placement's); ``placement``: the headline's when the
     device cannot hold the model (see ``decode_chart``)."""
-    return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover),
+    return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover, placement),
             DECODE: decode_chart(sc, placement),
             BATCHING: batching_chart(sc, placement, crossover=batch_crossover, largest=max_batch),
             MEMORY: memory_chart(sc, placement)}

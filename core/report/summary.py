@@ -15,7 +15,7 @@ from rooflab.core.predict.batching import (
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.fit import largest_batch
-from rooflab.core.predict.offload import placed_batch_crossover
+from rooflab.core.predict.offload import placed_batch_crossover, placed_prefill_crossover
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
@@ -61,12 +61,18 @@ class Summary:
     # devices'), whose request is then the headline ``estimate``
     placed: PlacedSummary | None = None
     # the same two limits as placed (``runs_on``): inf and 0 when there is no such placement
+    placed_prefill_crossover: float = math.inf
     placed_batch_crossover: float = math.inf
     placed_max_batch: int = 0
 
     @property
     def fits(self) -> bool:
         return self.resident_bytes <= self.memory
+
+    @property
+    def headline_prefill_crossover(self) -> float:
+        """n* of the prefill the headline stands on: the placement's when there is one."""
+        return self.placed_prefill_crossover if self._runs_placed else self.prefill_crossover
 
     @property
     def headline_batch_crossover(self) -> float:
@@ -99,6 +105,7 @@ def summarise(sc: Scenario) -> Summary:
     return Summary(
         estimate=placed.estimate if placed is not None else request(spec, m, w),
         placed=placed,
+        placed_prefill_crossover=math.inf if on is None else placed_prefill_crossover(spec, m, w, on),
         placed_batch_crossover=math.inf if on is None else placed_batch_crossover(spec, m, w, on, context=start),
         placed_max_batch=0 if on is None else largest_batch(spec, m, w, on, context_length=length),
         prefill=Clocks.of(prefill_pass(spec, m, w)),
@@ -131,7 +138,7 @@ def headline_charts(sc: Scenario, s: Summary | None = None) -> dict[str, Chart]:
     model, the crossovers and the largest batch taken from ``s`` (``summarise(sc)`` when not
     given) rather than bisected again."""
     s = summarise(sc) if s is None else s
-    return build_charts(sc, prefill_crossover=s.prefill_crossover, batch_crossover=s.headline_batch_crossover,
+    return build_charts(sc, prefill_crossover=s.headline_prefill_crossover, batch_crossover=s.headline_batch_crossover,
                         max_batch=s.headline_max_batch, placement=None if s.placed is None else s.placed.runs_on)
 
 
@@ -175,6 +182,7 @@ def summary_rows(s: Summary) -> list[tuple[str, float | int | str, str]]:
                  ("placement_fits", "yes" if p.fits else "no", ""),
                  ("placed_device_bytes", _byte_count(p.fit.memory.device.used), "B"),
                  ("placed_host_bytes", _byte_count(p.fit.memory.host.used), "B"),
+                 ("placed_prefill_crossover", _crossover(s.placed_prefill_crossover), "tokens"),
                  ("placed_batch_crossover", _crossover(s.placed_batch_crossover), "sequences"),
                  ("placed_max_batch_that_fits", s.placed_max_batch, "sequences")]
         if p.parallel is not None:

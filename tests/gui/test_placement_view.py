@@ -49,6 +49,14 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     assert float(memory["capacity"].y[0]) == sc.machine.memory
     assert float(memory["resident_host"].y[0]) == pytest.approx(placed.fit.memory.host.used, rel=0.02)
     assert float(memory["capacity_host"].y[0]) == sc.machine.offload_memory
+    # the prefill chart too: its current point is the headline's TTFT, its n* the placement's
+    prefill = frame.charts["prefill"].panel("ttft")
+    here = next(c for c in prefill.curves if c.key == "current")
+    assert float(here.y[0]) == pytest.approx(placed.estimate.ttft, rel=1e-9)
+    assert next(c for c in prefill.curves if c.key == "ttft").label.startswith("TTFT as placed (-ngl")
+    n_star = next(c for c in prefill.curves if c.key == "n_star")
+    assert float(n_star.x[0]) == pytest.approx(frame.summary.headline_prefill_crossover)
+    assert window.numbers.value_text("n_star") == f"{frame.summary.headline_prefill_crossover:,.0f} tokens"
     # the memory chart's bar is the GPU's bill as placed, with what host memory holds on top:
     # not 63 GB "over capacity" on a card the placement fits
     bar = frame.charts["memory"].panel("breakdown").curve("breakdown")

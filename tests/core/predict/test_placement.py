@@ -244,3 +244,19 @@ def test_a_placed_batch_sweep_is_the_placed_step_and_each_memorys_bill():
     # everything on the card: the one-memory crossover
     assert placed_batch_crossover(spec, machine, w, Placement(gpu_layers=71), context=2048) == pytest.approx(
         batch_crossover(spec, machine, w, 2048), rel=1e-5)
+
+
+def test_placed_n_star_is_the_hosts_own_balance_when_the_host_computes_everything():
+    # every layer in host memory: n* = (W / B_host) / (2 N / C_host) = 0.5625 B x 1.024 TFLOP/s / (2 x 89.6 GB/s)
+    # = 3.21 tokens, where the card alone crosses at 0.5625 x 165.2 T / (2 x 1,008 G) = 46 tokens
+    from rooflab.core.predict.crossover import prefill_crossover
+    from rooflab.core.predict.offload import placed_prefill_crossover
+
+    spec = layered_spec(layers=10)
+    w = Workload(prompt=512, answer=2)
+    assert placed_prefill_crossover(spec, gpu(), w, Placement(gpu_layers=0)) == pytest.approx(
+        0.5625 * DEFAULT_HOST_FLOPS / (2 * 89.6e9), rel=1e-4)
+    machine = gpu(peak_flops={"fp16": 165.2e12})
+    assert prefill_crossover(spec, machine, w) == pytest.approx(0.5625 * 165.2e12 / (2 * 1008e9), rel=1e-3)
+    assert placed_prefill_crossover(spec, machine, w, Placement(gpu_layers=11)) == pytest.approx(
+        prefill_crossover(spec, machine, w), rel=1e-5)
