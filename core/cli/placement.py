@@ -6,6 +6,7 @@ lines it adds to the text. Without placement flags rooflab chooses (auto-fit) an
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,7 +16,12 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.predict.fit import largest_batch
 from rooflab.core.predict.footprint import MemoryUse
-from rooflab.core.predict.offload import placed_batch_sweep, placed_prefill
+from rooflab.core.predict.offload import (
+    placed_batch_crossover,
+    placed_batch_sweep,
+    placed_prefill,
+    placed_prefill_crossover,
+)
 from rooflab.core.predict.parallel import (
     MAX_DEVICES,
     MODES,
@@ -30,7 +36,7 @@ from rooflab.core.predict.placement import MAX_LAYERS, Placement, experts_kept_o
 from rooflab.core.report.placed import PlacedSummary, placed_summary
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
+from rooflab.core.values.workload import MAX_BATCH, Workload
 
 GB = 1e9
 SMALLER_WEIGHTS: tuple[str, ...] = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
@@ -178,6 +184,9 @@ def with_placement(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, 
                     "prompt_tokens_per_second": est.prompt_rate, "kv_share": est.kv_share}
     d.update(placement_dict(spec, machine, placed))
     d["placement"]["max_batch_that_fits"] = placed_largest_batch(spec, machine, workload, placed)
+    crossovers = placed_crossovers(spec, machine, workload, placed)
+    if crossovers is not None:        # JSON has no infinity: one never reached is null (print_json)
+        d["placement"]["prefill_crossover_tokens"], d["placement"]["batch_crossover"] = crossovers
     _rows(d, spec, machine, workload, placed, contexts, batches, prompts)
     return d
 
@@ -252,9 +261,26 @@ def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload
                      if grow.crossover_devices else "communication stays below the compute time up to 64 devices")
             lines.append(f"  lowest TPOT at {grow.best_devices} devices; {cross}")
     lines.append(f"  as placed, {largest:,} sequence{'s' if largest != 1 else ''} of {length:,} tokens fit")
+    crossovers = placed_crossovers(spec, machine, workload, placed)
+    if crossovers is not None:
+        n_star, b_star = crossovers
+        lines.append("  as placed, prefill turns compute-bound at " + (
+            f"n* = {n_star:,.1f} tokens" if math.isfinite(n_star) else "no prompt length") + ", decode " + (
+            f"at batch {b_star:,.1f}" if math.isfinite(b_star) else "at no batch") + f" (below {MAX_BATCH:,})")
     for s in placed.suggestions:
         lines.append(f"  to fit: {s}")
     return lines
+
+
+def placed_crossovers(spec: ModelSpec, machine: MachineProfile, workload: Workload,
+                      placed: PlacedSummary) -> tuple[float, float] | None:
+    """(n*, b*) of the one-device placement the headline stands on (inf: never reached), the
+    figures the window's numbers panel shows; None on several devices or when nothing fits."""
+    on = placed.runs_on
+    if on is None:
+        return None
+    return (placed_prefill_crossover(spec, machine, workload, on),
+            placed_batch_crossover(spec, machine, workload, on, context=workload.context + workload.prompt))
 
 
 def placed_largest_batch(spec: ModelSpec, machine: MachineProfile, workload: Workload,

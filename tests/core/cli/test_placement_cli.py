@@ -126,3 +126,25 @@ def test_a_model_that_does_not_fit_gets_no_expected_request(capsys):
     out = capsys.readouterr().out
     assert "expected with llama.cpp CUDA: none, the model does NOT fit here" in out
     assert "time per output token" not in out
+
+
+def test_the_placed_crossovers_are_the_windows(capsys):
+    # predict's placement carries the n* and b* the numbers panel shows for the same placement
+    from rooflab.core.io import load_model
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.report.chart_types import Scenario
+    from rooflab.core.report.summary import summarise
+    from rooflab.core.values.workload import Workload
+
+    code, out, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--json")
+    p = json.loads(out)["placement"]
+    s = summarise(Scenario(model=load_model("gpt-oss-120b-mxfp4"), machine=load_machine("rtx-4090"),
+                           workload=Workload(prompt=2048, answer=256)))
+    assert code == 0 and s.placed is not None and s.placed.placement.flags() == p["flags"]
+    assert p["prefill_crossover_tokens"] == pytest.approx(s.headline_prefill_crossover)
+    assert p["batch_crossover"] == pytest.approx(s.headline_batch_crossover)
+    assert p["max_batch_that_fits"] == s.headline_max_batch
+    # the one-memory figures keep their meaning beside them: the card alone never turns compute-bound
+    assert json.loads(out)["batch_crossover"] is None and p["batch_crossover"] < 1000
+    code, text, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090")
+    assert f"as placed, prefill turns compute-bound at n* = {p['prefill_crossover_tokens']:,.1f} tokens" in text
