@@ -271,6 +271,7 @@ def run_report(args: argparse.Namespace) -> int:
     """``rooflab report --model M --machine P [workload options] --out DIR``: the report files
     the window's File > Save report writes, without showing a window."""
     from rooflab.core.cli.main import resolve_machine, resolve_workload
+    from rooflab.core.cli.placement import choice_from
     from rooflab.core.io import load_model
     from rooflab.gui.plot_tabs import draw_expected
     from rooflab.gui.plots import PLOT_CLASSES, ChartPlot
@@ -281,7 +282,7 @@ def run_report(args: argparse.Namespace) -> int:
     machine = resolve_machine(args, spec)
     workload = resolve_workload(args)
     make_app(headless=True)
-    state = AppState(spec, machine, workload, model_ref=args.model)
+    state = AppState(spec, machine, workload, model_ref=args.model, placement=choice_from(args))
     errors: list[str] = []
     recompute = RecomputeController(state)
     recompute.failed.connect(errors.append)

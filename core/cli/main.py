@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_machine_options(p)
     add_workload_options(p)
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the report files")
+    add_placement_options(p)
 
     try:
         from rooflab.core.cli.measure import add_measure_parser

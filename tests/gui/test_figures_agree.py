@@ -87,3 +87,31 @@ def test_predict_report_and_window_show_the_same_figures(qtbot, window, capsys, 
                                                           if line.key == "memory")
     assert frame.charts["batching"].panel("rate").curve("max_fit").x[0] == fits
 
+
+
+def test_a_placement_by_hand_gives_the_same_figures_everywhere(qtbot, window, capsys, tmp_path):
+    # -ngl 37 --n-cpu-moe 30 through predict, report and the window's Placement group
+    from rooflab.core.predict.choice import PlacementChoice
+
+    args = ["--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--gpu-layers", "37", "--cpu-moe", "30"]
+    assert main(["predict", *args, "--json", "--contexts", "0", "--batches", "1", "--prompts", "1"]) == 0
+    predicted = json.loads(capsys.readouterr().out)
+    assert main(["report", *args, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    reported = _summary_csv(tmp_path / "summary.csv")
+    with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
+        window.state.set_model(catalogue_spec("gpt-oss-120b-mxfp4"), ref="gpt-oss-120b-mxfp4")
+        window.state.set_machine(load_machine("rtx-4090"))
+        window.state.set_workload(resolve_workload(build_parser().parse_args(["predict", *args])))
+        window.state.set_placement(PlacementChoice(gpu_layers=37, cpu_moe=30))
+    s = drawn.args[0].summary
+    placement = predicted["placement"]
+    assert placement["flags"] == reported["placement"] == s.placed.placement.flags() == "-ngl 37 --n-cpu-moe 30"
+    for key in ("ttft", "tpot"):
+        value = predicted["request"][f"{key}_seconds"]
+        assert getattr(s.estimate, key) == value and float(reported[key]) == pytest.approx(value, rel=1e-9)
+    assert placement["prefill_crossover_tokens"] == pytest.approx(s.headline_prefill_crossover)
+    assert float(reported["placed_prefill_crossover"]) == pytest.approx(s.headline_prefill_crossover, rel=1e-9)
+    assert placement["batch_crossover"] == pytest.approx(s.headline_batch_crossover)
+    assert placement["max_batch_that_fits"] == int(reported["placed_max_batch_that_fits"]) == s.headline_max_batch
+    assert window.numbers.value_text("n_star") == f"{s.headline_prefill_crossover:,.0f} tokens"
