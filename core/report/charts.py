@@ -26,6 +26,7 @@ from rooflab.core.predict.fit import largest_batch
 from rooflab.core.predict.footprint import memory_grid, plan_memory
 from rooflab.core.predict.offload import (
     PlacedPass,
+    host_flops,
     placed_batch_crossover,
     placed_batch_sweep,
     placed_decode,
@@ -33,7 +34,7 @@ from rooflab.core.predict.offload import (
     placed_prefill_crossover,
     placed_request,
 )
-from rooflab.core.predict.placement import Placement, memory_words
+from rooflab.core.predict.placement import Placement, has_host_tier, memory_words
 from rooflab.core.predict.request import request
 from rooflab.core.predict.roofline import attainable, balance, phase_points
 from rooflab.core.predict.work import Array
@@ -88,12 +89,14 @@ def _y_marker(key: str, label: str, y: float, name: str, unit: str, role: CurveR
 
 # --- roofline ----------------------------------------------------------------------------------
 
-def roofline_chart(sc: Scenario) -> Chart:
+def roofline_chart(sc: Scenario, placement: Placement | None = None) -> Chart:
     """Attainable FLOP/s = min(C, I x B) against intensity I, with this workload's prefill and
-    decode placed at the FLOP/s their predicted time implies, and the balance point C / B."""
+    decode placed at the FLOP/s their predicted time implies, and the balance point C / B.
+    ``placement``: the phases as placed across the device and host memory, under the host
+    memory's own roof min(C_host, I x B_host) drawn beside the device's."""
     m, w = sc.machine, sc.workload
     peak, bandwidth = m.flops(w.compute_dtype), m.bandwidth
-    points = phase_points(sc.model, m, w)
+    points = phase_points(sc.model, m, w, placement)
     knee = balance(m, w.compute_dtype)
     low = min(0.1, min(p.intensity for p in points) / 3)
     high = max(1e4, max(p.intensity for p in points) * 3, knee * 30)
@@ -104,6 +107,10 @@ def roofline_chart(sc: Scenario) -> Chart:
     if not m.efficiency.is_identity:
         curves.append(Curve(key="effective_roof", label="roof at the machine's efficiency", x=intensity,
                             y=attainable(intensity, m.effective_flops(w.compute_dtype), m.effective_bandwidth),
+                            role="secondary", **axes))
+    if placement is not None and has_host_tier(m):
+        curves.append(Curve(key="host_roof", label="roof of the host memory: min(C, I × B)", x=intensity,
+                            y=attainable(intensity, host_flops(m, w.compute_dtype), m.offload_bandwidth),
                             role="secondary", **axes))
     curves.append(_x_marker("balance", "balance C / B", knee,
                             "intensity", "FLOP/byte", "crossover"))
@@ -403,7 +410,7 @@ def build_charts(sc: Scenario, *, prefill_crossover: float | None = None, batch_
     ``batch_crossover``, ``max_batch``: when the caller already has them (bisections: worth not
     repeating; for ``placement``, the placement's); ``placement``: the headline's when the
     device cannot hold the model (see ``decode_chart``)."""
-    return {ROOFLINE: roofline_chart(sc), PREFILL: prefill_chart(sc, prefill_crossover, placement),
+    return {ROOFLINE: roofline_chart(sc, placement), PREFILL: prefill_chart(sc, prefill_crossover, placement),
             DECODE: decode_chart(sc, placement),
             BATCHING: batching_chart(sc, placement, crossover=batch_crossover, largest=max_batch),
             MEMORY: memory_chart(sc, placement)}

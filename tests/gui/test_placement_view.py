@@ -57,6 +57,14 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     n_star = next(c for c in prefill.curves if c.key == "n_star")
     assert float(n_star.x[0]) == pytest.approx(frame.summary.headline_prefill_crossover)
     assert window.numbers.value_text("n_star") == f"{frame.summary.headline_prefill_crossover:,.0f} tokens"
+    # the roofline puts the phases where the placement runs them, under the host memory's roof too
+    from rooflab.core.predict.offload import placed_prefill
+
+    roof = {c.key: c for c in frame.charts["roofline"].panel("roofline").curves}
+    assert roof["prefill"].label.endswith(", as placed") and "host_roof" in roof
+    pre = placed_prefill(sc.model, sc.machine, sc.workload, placed.placement)
+    assert float(roof["prefill"].y[0]) == pytest.approx(float(pre.flops) / placed.estimate.ttft, rel=1e-9)
+    assert float(roof["host_roof"].y[-1]) == pytest.approx(1.024e12)      # the host's FLOP/s behind a GPU
     # the memory chart's bar is the GPU's bill as placed, with what host memory holds on top:
     # not 63 GB "over capacity" on a card the placement fits
     bar = frame.charts["memory"].panel("breakdown").curve("breakdown")
