@@ -13,7 +13,7 @@ from rooflab.core.predict.placement import memory_words
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.summary import Summary
-from rooflab.core.report.text import capacity_text, count
+from rooflab.core.report.text import capacity_text, count, whole_gib
 from rooflab.gui.units import fmt, significant
 
 
@@ -63,10 +63,12 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
         # sentence says so (a figure of the model on the card alone would be a fast fiction)
         where = placed.headline(spec, m)
         if not placed.fits:
+            to_fit = "; ".join(placed.suggestions) or (
+                "try fewer sequences, a shorter context, a smaller KV type or weight format, or a machine "
+                "with more memory")
             return [Line("placement", "Placement", "does NOT fit", "",
                          f"{where[0].upper()}{where[1:]}. No figure is shown: this model cannot run here "
-                         "with this workload; try fewer sequences, a shorter context, a smaller KV type or "
-                         "weight format, or a machine with more memory.",
+                         f"this way. To fit: {to_fit}.",
                          "Memory per device = weights placed there + KV + compute buffer + the back end's "
                          "reserve; host memory holds the rest."), *_memory_lines(sc, s)]
         if placed.parallel is not None:
@@ -80,13 +82,16 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
             ttft_why = tpot_why = (f"{how} ({placed.placement.flags()}): each part runs at its own memory's "
                                    "bandwidth and FLOP/s, one after the other.")
     lines = [] if placed is None else [_placement_line(placed, where)]
+    # the request's own bounds (a placement's: the slower of its parts' summed clocks)
+    pre_bound, dec_bound = e.prefill_bound, e.decode_bound
     lines += [
-        Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre.bound if placed is None else "",
-             f"Prefill is {_bound_phrase(pre.bound)}. {ttft_why}" if placed is None else ttft_why,
+        Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre_bound,
+             f"Prefill is {_bound_phrase(pre.bound)}. {ttft_why}" if placed is None else
+             f"Prefill is {_bound_phrase(pre_bound)}. {ttft_why}",
              "TTFT = max(prompt FLOPs / peak compute, bytes read / bandwidth) + per-step overhead. "
              "Queueing and tokenisation are left out."),
-        Line("tpot", "Time per output token", fmt(e.tpot, "s"), dec.bound if placed is None else "",
-             (f"Decode is {_bound_phrase(dec.bound)}. {tpot_why}" if placed is None else tpot_why) + (
+        Line("tpot", "Time per output token", fmt(e.tpot, "s"), dec_bound,
+             f"Decode is {_bound_phrase(dec_bound)}. {tpot_why}" + (
                  f" Speculative decoding divides it by {significant(e.speculative_speedup, 3)}."
                  if w.draft_tokens else ""),
              "TPOT = the mean decode step while the cache grows over the answer; one step = "
@@ -96,22 +101,28 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
              f"{w.answer:,}-token answer."
              if w.answer > 1 else "TTFT alone: the prefill gives the only answer token, no decode step follows.",
              "end to end = TTFT + TPOT × (answer tokens − 1)."),
-        Line("ceiling", "Decode ceiling", fmt(e.decode_ceiling, "tokens/s"), dec.bound,
+        Line("ceiling", "Decode ceiling", fmt(e.decode_ceiling, "tokens/s"), dec_bound,
              "The fastest one sequence can generate at the first answer token" +
              (f"; {fmt(e.total_rate, 'tokens/s')} summed over a batch of {w.batch:,}." if w.batch > 1 else "."),
              "ceiling = 1 / (one decode step at context + prompt tokens)."),
-        Line("prompt_rate", "Prompt rate", fmt(e.prompt_rate, "tokens/s"), pre.bound,
+        Line("prompt_rate", "Prompt rate", fmt(e.prompt_rate, "tokens/s"), pre_bound,
              "Prompt tokens processed per second of prefill (all sequences).",
              "prompt rate = prompt tokens × batch / TTFT."),
     ]
     ncross = s.headline_prefill_crossover
     if math.isfinite(ncross):
         nstar = count(f"{ncross:,.0f}", "token")
-        lines.append(Line("n_star", "Prefill crossover n*", nstar, "",
-                          f"Prompts longer than about {nstar} are compute-bound; shorter ones mostly pay "
-                          "for reading the weights once." if ncross > 1 else
-                          "Every prompt is compute-bound here: even one token's arithmetic outlasts reading "
-                          "the weights once.",
+        if placed is not None and w.prompt > ncross and pre_bound == "memory":
+            sentence = (f"The prefill first turns compute-bound at about {nstar}; from 32 tokens on "
+                        "llama.cpp streams the host's layers to the GPU over its link, so this "
+                        f"{w.prompt:,}-token prompt is bandwidth-bound again.")
+        elif ncross > 1:
+            sentence = (f"Prompts longer than about {nstar} are compute-bound; shorter ones mostly pay "
+                        "for reading the weights once.")
+        else:
+            sentence = ("Every prompt is compute-bound here: even one token's arithmetic outlasts reading "
+                        "the weights once.")
+        lines.append(Line("n_star", "Prefill crossover n*", nstar, "", sentence,
                           "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."
                           if placed is None else "n* is the first prompt length where the two parts' arithmetic "
                           "(each at its own FLOP/s) outlasts their reads (each at its own bandwidth)."))
@@ -150,12 +161,19 @@ def _placement_line(placed: PlacedSummary, where: str) -> Line:
                 f"Layers on the GPU (-ngl) and routed experts kept on the host (--n-cpu-moe), {chosen}")
 
 
+def used_of(used: float, capacity: float) -> str:
+    """"25.4 GB of 25.8 GB (24 GiB)": both in the same unit, so they compare at a glance, and
+    the vendor's GiB beside the capacity when that is how it is stated."""
+    gib = whole_gib(capacity)
+    return f"{fmt(used, 'B')} of {fmt(capacity, 'B')}" + (f" ({gib:,} GiB)" if gib is not None else "")
+
+
 def _parallel_memory_line(sc: Scenario, par: ParallelEstimate) -> Line:
     """Memory on each of several devices: its share of the weights, its KV, buffer and reserve."""
     w = sc.workload
     length = w.context + w.prompt + w.answer
     mem = par.memory
-    return Line("memory", "Memory", f"{fmt(mem.used, 'B')} of {capacity_text(mem.capacity)} per device", "",
+    return Line("memory", "Memory", f"{used_of(mem.used, mem.capacity)} per device", "",
                 f"Each of the {par.devices} devices holds {fmt(mem.weights, 'B')} of weights, "
                 f"{fmt(mem.kv, 'B')} of KV cache for {w.batch:,} × {length:,} tokens, a compute buffer and the "
                 "back end's reserve: " + ("it fits." if mem.fits else "it does NOT fit."),
@@ -170,12 +188,13 @@ def _placed_memory_line(sc: Scenario, s: Summary) -> Line:
     bill = s.placed.fit.memory
     length = w.context + w.prompt + w.answer
     most = s.headline_max_batch
-    parts = [f"{fmt(use.used, 'B')} of {capacity_text(use.capacity)} {where}"
+    parts = [f"{fmt(use.used, 'B')} of {capacity_text(use.capacity)} {where}" + ("" if use.fits else " (too much)")
              for use, where in zip((bill.device, bill.host), memory_words(m), strict=True) if use.used > 0]
-    return Line("memory", "Memory", f"{fmt(bill.device.used, 'B')} of {capacity_text(m.memory)}", "",
+    verdict = (f"at most {count(f'{most:,}', 'such sequence')} " + ("fits." if most == 1 else "fit.")) \
+        if bill.fits else "it does NOT fit."
+    return Line("memory", "Memory", used_of(bill.device.used, m.memory), "",
                 f"As placed: {' and '.join(parts)} (weights placed there, KV cache, compute buffer and the "
-                f"back end's reserve) for {w.batch:,} × {length:,} tokens; at most "
-                f"{count(f'{most:,}', 'such sequence')} " + ("fits." if most == 1 else "fit."),
+                f"back end's reserve) for {w.batch:,} × {length:,} tokens; {verdict}",
                 "Memory per device = weights placed there + KV + compute buffer + the back end's reserve; "
                 "host memory holds the rest.")
 
@@ -186,7 +205,7 @@ def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
     length = w.context + w.prompt + w.answer
     if s.placed is not None and s.placed.parallel is not None:
         return [_parallel_memory_line(sc, s.placed.parallel), *_more_lines(sc, s)]
-    if s.placed is not None and s.placed.runs_on is not None:
+    if s.placed is not None and s.placed.parallel is None:
         return [_placed_memory_line(sc, s), *_more_lines(sc, s)]
     fit = "fits" if s.fits else "does NOT fit on the device at once"
     if s.max_batch > 0:
@@ -195,7 +214,7 @@ def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
         most = f"the weights alone need more than the {fmt(s.memory, 'B')} there is."
     else:
         most = f"not even one sequence of {length:,} tokens fits beside the weights."
-    lines.append(Line("memory", "Memory", f"{fmt(s.resident_bytes, 'B')} of {capacity_text(s.memory)}", "",
+    lines.append(Line("memory", "Memory", used_of(s.resident_bytes, s.memory), "",
                       f"Weights {fmt(spec.file_bytes, 'B')} + KV cache {fmt(s.cache_bytes, 'B')} for "
                       f"{w.batch:,} × {length:,} tokens {fit}; {most}",
                       "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "

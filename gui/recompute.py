@@ -93,7 +93,8 @@ class RecomputeController(QObject):
             summary = summarise(sc)
             on = None if summary.placed is None else summary.placed.runs_on
             charts = headline_charts(sc, summary)
-            expected = self._expected(sc)
+            # a model that cannot run here has no expected figure, in the numbers or on the charts
+            expected = self._expected(sc) if summary.placed is None or summary.placed.fits else None
             # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
             curves = None if expected is None else expected_curves(sc.model, expected, sc.workload, replicas=0,
                                                                    n_star=summary.headline_prefill_crossover, placement=on)

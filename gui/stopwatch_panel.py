@@ -51,9 +51,11 @@ class StopwatchPanel(QGroupBox):
         self._update()
 
     def show_frame(self, frame: Frame) -> None:
-        e = frame.summary.estimate
-        self._predicted = (f"Predicted for the workload on screen: TTFT {fmt(e.ttft, 's')}, "
-                           f"TPOT {fmt(e.tpot, 's')} ({fmt(e.decode_rate, 'tokens/s')}).")
+        e, placed = frame.summary.estimate, frame.summary.placed
+        self._predicted = "Nothing predicted for the workload on screen: the model does NOT fit here." \
+            if placed is not None and not placed.fits else (
+                f"Predicted for the workload on screen: TTFT {fmt(e.ttft, 's')}, "
+                f"TPOT {fmt(e.tpot, 's')} ({fmt(e.decode_rate, 'tokens/s')}).")
         self._update()
 
     def _on_input_value_changed(self, _value: float) -> None:

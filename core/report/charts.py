@@ -331,7 +331,7 @@ def memory_breakdown(sc: Scenario, placement: Placement | None = None) -> Curve:
     memory, the batch's KV cache, then what is left ("free") up to the machine's memory or the
     excess above it ("over capacity"), and weights offloaded to the slow tier on top.
     ``placement``: the device's bill as placed (weights placed there, KV, compute buffer and
-    the back end's reserve), with what the placement keeps in host memory on top.
+    the back end's reserve), with the host memory's bill on top.
 
     ``extras["base"]`` is where each segment starts; ``extras["capacity"]`` the machine's memory."""
     spec, m, w = sc.model, sc.machine, sc.workload
@@ -346,7 +346,7 @@ def memory_breakdown(sc: Scenario, placement: Placement | None = None) -> Curve:
         device, host = bill.device, bill.host
         parts = [("weights", device.weights), ("KV cache", device.kv),
                  ("buffers and reserve", device.compute_buffer + device.reserve)]
-        top = ("in host memory", host.weights + host.kv)
+        top = ("in host memory", host.used)
     held = sum(size for _, size in parts)
     if held <= m.memory:
         rest = ("free", m.memory - held, held)

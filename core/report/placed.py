@@ -55,6 +55,13 @@ class PlacedSummary:
         return self.placement if self.fits and self.parallel is None else None
 
     @property
+    def drawn_on(self) -> Placement | None:
+        """The placement the charts draw: the headline's on one device, fitting or not (a
+        placement that does not fit is drawn as it would run, its overflow on the memory
+        chart); None on several devices, whose charts show one device."""
+        return self.placement if self.parallel is None else None
+
+    @property
     def stands_on(self) -> Placement | Parallel | None:
         """Where the headline's request runs, for expected figures priced beside it: the
         placement, or the devices sharing the model; None when nothing fits."""

@@ -16,6 +16,7 @@ from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.fit import largest_batch
 from rooflab.core.predict.offload import placed_batch_crossover, placed_prefill_crossover
+from rooflab.core.predict.placement import Placement, has_host_tier
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
@@ -60,7 +61,9 @@ class Summary:
     # weights, or the user placed it or spread it over devices): llama.cpp's placement (or the
     # devices'), whose request is then the headline ``estimate``
     placed: PlacedSummary | None = None
-    # the same two limits as placed (``runs_on``): inf and 0 when there is no such placement
+    # the placement the charts draw (``PlacedSummary.drawn_on``; None: one memory, several
+    # devices, or a placement that cannot be priced) and the same limits as placed on it
+    drawn_on: Placement | None = None
     placed_prefill_crossover: float = math.inf
     placed_batch_crossover: float = math.inf
     placed_max_batch: int = 0
@@ -87,7 +90,7 @@ class Summary:
 
     @property
     def _runs_placed(self) -> bool:
-        return self.placed is not None and self.placed.runs_on is not None
+        return self.drawn_on is not None
 
 
 def summarise(sc: Scenario) -> Summary:
@@ -101,10 +104,12 @@ def summarise(sc: Scenario) -> Summary:
     length = start + w.answer
     resident = float(memory_resident(spec, length, w.batch, w.kv_type))
     placed = _placed(sc, resident)
-    on = None if placed is None else placed.runs_on
+    # the placement the charts draw (without a host memory, one that does not fit cannot be priced)
+    on = None if placed is None or not (placed.fits or has_host_tier(m)) else placed.drawn_on
     return Summary(
         estimate=placed.estimate if placed is not None else request(spec, m, w),
         placed=placed,
+        drawn_on=on,
         placed_prefill_crossover=math.inf if on is None else placed_prefill_crossover(spec, m, w, on),
         placed_batch_crossover=math.inf if on is None else placed_batch_crossover(spec, m, w, on, context=start),
         placed_max_batch=0 if on is None else largest_batch(spec, m, w, on, context_length=length),
@@ -139,7 +144,7 @@ def headline_charts(sc: Scenario, s: Summary | None = None) -> dict[str, Chart]:
     given) rather than bisected again."""
     s = summarise(sc) if s is None else s
     return build_charts(sc, prefill_crossover=s.headline_prefill_crossover, batch_crossover=s.headline_batch_crossover,
-                        max_batch=s.headline_max_batch, placement=None if s.placed is None else s.placed.runs_on)
+                        max_batch=s.headline_max_batch, placement=s.drawn_on)
 
 
 NEVER = "never"       # summary.csv's value for a crossover no size reaches (the pass stays memory-bound)

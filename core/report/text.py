@@ -47,10 +47,17 @@ def count(amount: int | str, noun: str, plural: str = "") -> str:
 GIB = float(1 << 30)     # bytes in a GiB: how GPU vendors (and DIMMs) count memory
 
 
+def whole_gib(nbytes: float) -> int | None:
+    """The number of GiB a capacity is when it is a whole number of them (how GPU vendors state
+    memory: an RTX 4090's "24 GB" are 24 GiB), else None."""
+    gib = nbytes / GIB
+    return round(gib) if gib >= 1 and abs(gib - round(gib)) <= 0.001 * gib else None
+
+
 def capacity_text(nbytes: float) -> str:
     """A memory's capacity as its vendor states it when it is a whole number of GiB ("24 GiB
     (25.8 GB)": an RTX 4090's "24 GB" are GiB), else in GB (10^9 bytes): "137 GB"."""
-    gib = nbytes / GIB
-    if gib >= 1 and abs(gib - round(gib)) <= 0.001 * gib:
-        return f"{round(gib):,} GiB ({significant(nbytes / 1e9)} GB)"
+    gib = whole_gib(nbytes)
+    if gib is not None:
+        return f"{gib:,} GiB ({significant(nbytes / 1e9)} GB)"
     return f"{significant(nbytes / 1e9)} GB"

@@ -72,7 +72,7 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     device, host = placed.fit.memory.device, placed.fit.memory.host
     assert "over capacity" not in parts and parts["free"] == pytest.approx(device.capacity - device.used)
     assert parts["weights"] + parts["KV cache"] + parts["buffers and reserve"] == pytest.approx(device.used)
-    assert parts["in host memory"] == pytest.approx(host.weights + host.kv) and parts["in host memory"] > 30e9
+    assert parts["in host memory"] == pytest.approx(host.used) and parts["in host memory"] > 30e9
     growth = {c.key: c for c in frame.charts["memory"].panel("growth").curves}
     assert growth["resident"].label == "held on the GPU, as placed"
     assert float(growth["current"].y[0]) == pytest.approx(device.used)
@@ -122,3 +122,45 @@ def test_the_reports_expected_figures_stand_on_the_placement(qtbot, window, tmp_
     assert int(summary["placed_max_batch_that_fits"]) == s.headline_max_batch > 0
     assert int(summary["placed_device_bytes"]) == round(s.placed.fit.memory.device.used)
     assert float(summary["tpot"]) == pytest.approx(s.placed.estimate.tpot)
+
+
+def test_a_placement_that_does_not_fit_is_drawn_as_it_would_run(qtbot, window):
+    # -ngl 20 for gpt-oss on a 4090: the charts draw that placement (not the card holding all
+    # 63 GB at 3.65 ms a token), its memory overflows, and no figure or expected curve is offered
+    from rooflab.core.predict.choice import PlacementChoice
+    from rooflab.core.predict.offload import placed_request
+
+    window.state.set_machine(presets.load_machine("rtx-4090"))
+    _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
+        window.state.set_placement(PlacementChoice(gpu_layers=20))
+    frame = drawn.args[0]
+    placed, sc = frame.summary.placed, frame.scenario
+    assert placed is not None and not placed.fits and placed.placement.gpu_layers == 20
+    as_placed = placed_request(sc.model, sc.machine, sc.workload, placed.placement)
+    tpot = next(c for c in frame.charts["decode"].panel("step").curves if c.key == "tpot")
+    assert float(tpot.y[0]) == pytest.approx(as_placed.tpot) and as_placed.tpot > 0.01
+    here = next(c for c in frame.charts["prefill"].panel("ttft").curves if c.key == "current")
+    assert float(here.y[0]) == pytest.approx(as_placed.ttft)
+    bar = frame.charts["memory"].panel("breakdown").curve("breakdown")
+    assert "over capacity" in bar.categories
+    assert frame.expected is None and frame.expected_curves is None
+    assert not any(line.key.startswith("expected") for line in window.numbers.lines)
+    (line,) = [x for x in window.numbers.lines if x.key == "placement"]
+    assert "To fit: put all 37 layers on the GPU, the experts of" in line.sentence
+    (memory,) = [x for x in window.numbers.lines if x.key == "memory"]
+    assert "it does NOT fit." in memory.sentence and "(too much)" in memory.sentence
+    assert "Nothing predicted for the workload on screen" in window.stopwatch.result.text()
+
+
+def test_the_bounds_and_n_star_are_the_placements(qtbot, window):
+    # auto-fit gpt-oss on a 4090: a 2,048-token prompt streams the host's experts over PCIe and is
+    # memory-bound as placed, though the placed prefill first turned compute-bound near 100 tokens
+    window.state.set_machine(presets.load_machine("rtx-4090"))
+    frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    e = frame.summary.estimate
+    assert e.prefill_bound == "memory" and frame.summary.prefill.bound == "compute"   # card alone: compute
+    bounds = {line.key: line.bound for line in window.numbers.lines}
+    assert bounds["ttft"] == bounds["prompt_rate"] == "memory" and bounds["tpot"] == e.decode_bound
+    (n_star,) = [x for x in window.numbers.lines if x.key == "n_star"]
+    assert frame.summary.headline_prefill_crossover < 2048 and "bandwidth-bound again" in n_star.sentence
