@@ -73,9 +73,9 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                          "reserve; host memory holds the rest."), *_memory_lines(sc, s)]
         if placed.parallel is not None:
             par = placed.parallel
-            ttft_why = (f"On {par.devices} devices ({par.parallel.mode} parallel), each with its share of the "
+            ttft_why = (f"On {par.devices} devices ({mode_words(par.parallel.mode)}), each with its share of the "
                         f"weights; the link adds {fmt(par.prefill_communication_seconds, 's')} to the prefill.")
-            tpot_why = (f"On {par.devices} devices ({par.parallel.mode} parallel): the link adds "
+            tpot_why = (f"On {par.devices} devices ({mode_words(par.parallel.mode)}): the link adds "
                         f"{fmt(par.communication_seconds_per_step, 's')} to each step.")
         else:
             how = "Placed by hand" if placed.how == "manual" else "Placed as llama.cpp would place it"
@@ -144,11 +144,16 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     return lines + _memory_lines(sc, s)
 
 
+def mode_words(mode: str) -> str:
+    """How the Placement group's control names a parallel mode: "layer split", "tensor parallel"."""
+    return "layer split" if mode == "layer" else f"{mode} parallel"
+
+
 def _placement_line(placed: PlacedSummary, where: str) -> Line:
     """The Placement row: llama.cpp's flags, or the devices sharing the model."""
     if placed.parallel is not None:
         par = placed.parallel
-        return Line("placement", "Placement", f"{par.devices} × {par.parallel.mode} parallel", "",
+        return Line("placement", "Placement", f"{par.devices} × {mode_words(par.parallel.mode)}", "",
                     f"{where[0].upper()}{where[1:]}.",
                     "Layer split: the devices run their layers in turn, each reading its share. Tensor "
                     "parallel: every layer is split across the devices, with an all-reduce per layer "
