@@ -34,15 +34,21 @@ TIPS = {
     "gpu_layers": "Layers on the GPU: llama.cpp's -ngl N (--n-gpu-layers; rooflab predict --gpu-layers N). "
                   "The device takes the last N − 1 repeating layers and the output layer; layers + 1 puts "
                   "every layer there, the rest run from host memory. Auto: every layer on the device when it "
-                  "holds the model, else rooflab chooses as llama.cpp's fit does. A number here (or experts "
-                  "on the CPU, or the KV cache on the host) overrides the Weights offloaded share.",
-    "gpu_auto": "Leave the GPU layers to rooflab (llama.cpp's default with the other flags; auto-fit when the "
-                "device cannot hold the model).",
+                  "holds the model, else rooflab chooses the fastest placement that fits, as llama.cpp's fit "
+                  "does, keeping the experts on the CPU and the KV cache's place as set below. A number is a "
+                  "placement by hand: not fitted, even when it does not fit. A number here (or experts on the "
+                  "CPU, or the KV cache on the host) overrides the Weights offloaded share.",
+    "gpu_auto": "Leave the GPU layers to rooflab: the most that fit around the experts on the CPU and the KV "
+                "cache's place as set below (auto-fit, as llama.cpp's fit does; with no experts set, it moves "
+                "experts to the CPU first).",
     "cpu_moe": "Keep the routed experts of the first N layers in host memory, computed by the CPU: llama.cpp's "
                "--n-cpu-moe N (rooflab predict --cpu-moe N). Attention, router and shared experts stay on the "
-               "layer's device. Only for a mixture-of-experts model.",
+               "layer's device. With GPU layers on auto, exactly N layers' experts stay on the CPU and rooflab "
+               "fits the GPU layers around them; 0 leaves the experts to auto-fit. Only for a "
+               "mixture-of-experts model.",
     "kv_on_device": "Unchecked: llama.cpp's --no-kv-offload (-nkvo; rooflab predict --no-kv-offload): the KV "
-                    "cache stays in host memory and attention over it runs on the CPU.",
+                    "cache stays in host memory and attention over it runs on the CPU. With GPU layers on "
+                    "auto, rooflab fits the rest around it.",
     "devices": "Identical devices sharing the model (rooflab predict --devices N): llama.cpp's layer split "
                "across N GPUs, or vLLM's --tensor-parallel-size N. Every layer is on the devices, so the "
                "controls above wait. The numbers panel shows the devices' estimate; the charts still draw "

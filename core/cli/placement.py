@@ -70,12 +70,16 @@ def gb_per_s(text: str) -> float:
 
 
 def add_placement_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("placement (llama.cpp's terms; without these rooflab chooses)")
+    g = p.add_argument_group("placement (llama.cpp's terms; rooflab chooses what is not given)")
     g.add_argument("--gpu-layers", type=count_in(0, MAX_LAYERS), metavar="N",
-                   help="layers on the GPU, llama.cpp's -ngl (layers + 1 puts the output layer there too)")
+                   help="layers on the GPU, llama.cpp's -ngl (layers + 1 puts the output layer there too); "
+                        "given, the placement is by hand and is not fitted; without it rooflab fits -ngl "
+                        "around the other flags")
     g.add_argument("--cpu-moe", type=count_in(0, MAX_LAYERS), metavar="N",
-                   help="keep the routed experts of the first N layers in host memory (--n-cpu-moe)")
-    g.add_argument("--no-kv-offload", action="store_true", help="keep the KV cache in host memory (-nkvo)")
+                   help="keep the routed experts of the first N layers in host memory (--n-cpu-moe); "
+                        "exactly N: auto-fit then moves no more experts, only fewer GPU layers")
+    g.add_argument("--no-kv-offload", action="store_true",
+                   help="keep the KV cache in host memory (-nkvo); auto-fit places the rest around it")
     g.add_argument("--devices", type=count_in(1, MAX_DEVICES), default=1, metavar="N",
                    help="identical devices sharing the model (default 1)")
     g.add_argument("--parallel", choices=MODES, default="layer",
@@ -113,12 +117,13 @@ def alternatives(spec: ModelSpec, weights: Sequence[str] = SMALLER_WEIGHTS) -> d
 
 def resolve_placed(args: argparse.Namespace, spec: ModelSpec, machine: MachineProfile,
                    workload: Workload) -> PlacedSummary:
-    """The placed headline the flags ask for (auto-fit without them)."""
+    """The placed headline the flags ask for: by hand with --gpu-layers, -ngl fitted around
+    --cpu-moe / --no-kv-offload without it, auto-fit without any (``PlacementChoice.fit``)."""
     choice = choice_from(args)
-    manual, parallel = choice.placement(spec), choice.parallel_on(machine)
-    first = placed_summary(spec, machine, workload, placement=manual, parallel=parallel)
+    given, parallel = choice.fit(spec, machine, workload), choice.parallel_on(machine)
+    first = placed_summary(spec, machine, workload, placement=given, parallel=parallel)
     if parallel is None and (not first.fits or first.placement != Placement.all_on_device(spec)):
-        return placed_summary(spec, machine, workload, placement=manual, alternatives=alternatives(spec))
+        return placed_summary(spec, machine, workload, placement=given, alternatives=alternatives(spec))
     return first
 
 

@@ -1,18 +1,21 @@
 """The placement a user asks for, in llama.cpp's flags, before it meets a model: ``-ngl`` (or
 "auto"), ``--n-cpu-moe``, ``--no-kv-offload``, and how many identical devices share the model
 (``--devices``, ``--parallel``, ``--interconnect``). ``rooflab predict``'s flags and the
-window's Workload tab both make one of these, and ``placement`` / ``parallel`` turn it into
-what the predictions take, so the two read the flags by one rule."""
+window's Workload tab both make one of these, and ``fit`` / ``parallel_on`` turn it into what
+the predictions take, so the two read the flags by one rule: -ngl given is a placement by hand,
+never fitted; -ngl left on "auto" is fitted around the other flags given, which stay as given."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from rooflab.core.errors import SpecError
-from rooflab.core.predict.parallel import MAX_DEVICES, MODES, Parallel
+from rooflab.core.predict.fit import Fit, choose, fit_placement
+from rooflab.core.predict.parallel import MAX_DEVICES, MODES, Parallel, mode_text
 from rooflab.core.predict.placement import MAX_LAYERS, Placement
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
 
 
 def _count(name: str, value: object, low: int, high: int) -> None:
@@ -22,11 +25,11 @@ def _count(name: str, value: object, low: int, high: int) -> None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlacementChoice:
-    """What the user chose. ``gpu_layers`` [-ngl]: None leaves the layers to rooflab (auto-fit,
-    or every layer on the device when another flag is given, as llama.cpp's default does);
-    ``cpu_moe`` [--n-cpu-moe] (None: not given, no experts kept on the host; ``--cpu-moe 0``
-    given alone is a placement by hand: every layer on the device); ``kv_on_device`` (False: --no-kv-offload); ``devices`` identical
-    devices sharing the model as ``parallel`` says ("layer" or "tensor") over
+    """What the user chose. ``gpu_layers`` [-ngl]: None ("auto") leaves the layers to rooflab,
+    fitted around the other flags given (see ``fit``); ``cpu_moe`` [--n-cpu-moe] (None: not
+    given, auto-fit may move experts to the host; a number, 0 included: exactly that many
+    layers' experts on the host); ``kv_on_device`` (False: --no-kv-offload); ``devices``
+    identical devices sharing the model as ``parallel`` says ("layer" or "tensor") over
     ``link_bandwidth`` bytes/s per direction (None: the machine's stated interconnect).
 
     On several devices every layer is on the devices, so the one-device flags must be left
@@ -60,7 +63,8 @@ class PlacementChoice:
 
     @property
     def is_manual(self) -> bool:
-        """Whether any one-device flag is given (a placement by hand)."""
+        """Whether any one-device flag is given (a placement by hand, or -ngl fitted around the
+        flags given)."""
         return self.gpu_layers is not None or self.cpu_moe is not None or not self.kv_on_device
 
     @property
@@ -68,13 +72,18 @@ class PlacementChoice:
         """Nothing chosen: one device, placed by rooflab (auto-fit) when it does not hold the model."""
         return not self.is_manual and self.devices == 1
 
-    def placement(self, spec: ModelSpec) -> Placement | None:
-        """The placement given for ``spec``, None when the layers are left to rooflab: -ngl as
-        given, else every layer and the output (layers + 1) when another flag is set."""
+    def fit(self, spec: ModelSpec, machine: MachineProfile, workload: Workload) -> Fit | None:
+        """The placement of ``spec`` the flags ask for, with its bill: -ngl given, that
+        placement by hand (``chosen`` False), fitting or not; -ngl on auto with --n-cpu-moe or
+        --no-kv-offload given, the fastest placement that fits keeping them as given
+        (``fit_placement``; ``chosen`` True); None when no one-device flag is given (auto-fit,
+        or the workload's offload share, is then ``placed_summary``'s to make)."""
         if not self.is_manual:
             return None
-        gpu = spec.layers + 1 if self.gpu_layers is None else self.gpu_layers
-        return Placement(gpu_layers=gpu, cpu_moe=self.cpu_moe or 0, kv_on_device=self.kv_on_device)
+        if self.gpu_layers is None:
+            return fit_placement(spec, machine, workload, cpu_moe=self.cpu_moe, kv_on_device=self.kv_on_device)
+        given = Placement(gpu_layers=self.gpu_layers, cpu_moe=self.cpu_moe or 0, kv_on_device=self.kv_on_device)
+        return choose(spec, machine, workload, given)
 
     def parallel_on(self, machine: MachineProfile) -> Parallel | None:
         """The devices sharing the model, None for one (SpecError when ``machine`` states no
@@ -103,7 +112,7 @@ class PlacementChoice:
     def describe(self) -> str:
         """A short text for series labels: the flags, or the devices, or "auto placement"."""
         if self.devices > 1:
-            return f"{self.devices} devices, {self.parallel} parallel"
+            return f"{self.devices} × {mode_text(self.parallel)}"
         if not self.is_manual:
             return "auto placement"
         parts = ["-ngl auto" if self.gpu_layers is None else f"-ngl {self.gpu_layers}"]

@@ -7,7 +7,15 @@ first layers to the host one layer at a time (``--n-cpu-moe``: they are most of 
 each token reads few of them), and only then move whole layers (``-ngl``). The first
 placement on that path that fits is the fastest one on it, since every step puts more of
 each token's bytes on the slower memory. The path's device bill falls and its host bill grows
-step by step, so a bisection finds it."""
+step by step, so a bisection finds it.
+
+A flag the user sets is kept and only the others are fitted around it, as llama.cpp's fit
+leaves a value the user set alone: ``--no-kv-offload`` fixes the cache's place and the path
+is walked with it there; ``--n-cpu-moe N`` fixes the experts on the host at exactly N (not
+"at least N": no more experts move) and only -ngl is walked, L + 1 down to 0. (llama.cpp
+itself does not fit at all once --n-cpu-moe is given: it sets tensor overrides, and its fit
+stops there, loading every layer on the device; rooflab fits -ngl around it instead and shows
+the -ngl it chose in the flags.) A -ngl the user sets is never fitted: see ``choose``."""
 
 from __future__ import annotations
 
@@ -27,13 +35,16 @@ GB = 1e9
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fit:
-    """A placement and its memory bill: ``chosen`` when rooflab picked it (auto-fit), False when
-    the user set it. When nothing fits, ``placement`` is the one that came closest (the path's
-    end: least on the device) and ``fits`` is False."""
+    """A placement and its memory bill: ``chosen`` when rooflab picked -ngl (auto-fit), False
+    when the user set it; ``kept``: the user's flags a chosen fit was fitted around, in
+    llama.cpp's spelling ("--n-cpu-moe 10 --no-kv-offload"; "" when rooflab chose it all).
+    When nothing fits, ``placement`` is the one that came closest (the path's end: least on
+    the device) and ``fits`` is False."""
 
     placement: Placement
     memory: MemoryPlan
     chosen: bool
+    kept: str = ""
 
     @property
     def fits(self) -> bool:
@@ -55,17 +66,23 @@ def shortfall(plan: MemoryPlan) -> str:
     return "needs " + " and ".join(parts)
 
 
-def placement_path(spec: ModelSpec, machine: MachineProfile) -> list[Placement]:
+def placement_path(spec: ModelSpec, machine: MachineProfile, *, cpu_moe: int | None = None,
+                   kv_on_device: bool = True) -> list[Placement]:
     """Placements from fastest to slowest, as llama.cpp's fit walks them: all on the device;
     (MoE) the experts of layers 0..k-1 on the host, k = 1..L; then fewer layers on the device
-    (-ngl L, ..., 0). Only the first without a host tier."""
-    full = Placement.all_on_device(spec)
+    (-ngl L, ..., 0). Only the first without a host tier. ``cpu_moe`` given: the experts of
+    exactly that many layers stay on the host and only -ngl walks (L + 1, ..., 0);
+    ``kv_on_device``: where every placement on the path keeps the cache."""
+    kv = kv_on_device
+    top = spec.layers + 1
+    fixed = None if cpu_moe is None else Placement(gpu_layers=top, cpu_moe=cpu_moe).clamp(spec).cpu_moe
     if not has_host_tier(machine):
-        return [full]
-    path = [full]
+        return [Placement(gpu_layers=top, cpu_moe=fixed or 0, kv_on_device=kv)]
+    if fixed is not None:
+        return [Placement(gpu_layers=g, cpu_moe=fixed, kv_on_device=kv) for g in range(top, -1, -1)]
     experts = spec.layers if spec.is_moe else 0
-    path += [Placement(gpu_layers=full.gpu_layers, cpu_moe=k) for k in range(1, experts + 1)]
-    path += [Placement(gpu_layers=g, cpu_moe=experts) for g in range(full.gpu_layers - 1, -1, -1)]
+    path = [Placement(gpu_layers=top, cpu_moe=k, kv_on_device=kv) for k in range(experts + 1)]
+    path += [Placement(gpu_layers=g, cpu_moe=experts, kv_on_device=kv) for g in range(top - 1, -1, -1)]
     return path
 
 
@@ -82,23 +99,32 @@ def first_true(count: int, ok: Callable[[int], bool]) -> int:
 
 
 def fit_placement(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
-                  context_length: int | None = None, batch: int | None = None) -> Fit:
+                  context_length: int | None = None, batch: int | None = None,
+                  cpu_moe: int | None = None, kv_on_device: bool = True) -> Fit:
     """The fastest placement on ``placement_path`` whose bill fits both memories, for sequences of
-    ``context_length`` tokens (default: context + prompt + answer) at ``batch``."""
-    path = placement_path(spec, machine)
+    ``context_length`` tokens (default: context + prompt + answer) at ``batch``; ``cpu_moe``
+    (None: fitted) and ``kv_on_device`` are the user's flags it keeps (see the module docstring)."""
+    path = placement_path(spec, machine, cpu_moe=cpu_moe, kv_on_device=kv_on_device)
+    # a dense model has no experts to keep: --n-cpu-moe given changes nothing there
+    kept = " ".join(([f"--n-cpu-moe {path[0].cpu_moe}"] if cpu_moe is not None and spec.is_moe else [])
+                    + ([] if kv_on_device else ["--no-kv-offload"]))
 
     def bill(i: int) -> MemoryPlan:
         return plan_memory(spec, machine, workload, path[i], context_length=context_length, batch=batch)
 
-    i = first_true(len(path), lambda j: bill(j).device.fits)
-    if i == len(path):                        # not even -ngl 0 leaves the device enough room
-        return Fit(placement=path[-1], memory=bill(len(path) - 1), chosen=True)
-    return Fit(placement=path[i], memory=bill(i), chosen=True)   # fits unless the host overflows
+    i = min(first_true(len(path), lambda j: bill(j).device.fits), len(path) - 1)
+    # past the end: not even -ngl 0 leaves the device enough room, the path's end comes closest;
+    # otherwise it fits unless the host overflows
+    return Fit(placement=path[i], memory=bill(i), chosen=True, kept=kept)
 
 
 def choose(spec: ModelSpec, machine: MachineProfile, workload: Workload,
-           placement: Placement | None = None) -> Fit:
-    """The user's ``placement`` with its bill, or, when None, ``fit_placement``'s choice."""
+           placement: Placement | Fit | None = None) -> Fit:
+    """The user's ``placement`` with its bill, or, when None, ``fit_placement``'s choice; a
+    ``Fit`` already made (``PlacementChoice.fit``: -ngl fitted around the user's other flags)
+    as it is."""
+    if isinstance(placement, Fit):
+        return placement
     if placement is None:
         return fit_placement(spec, machine, workload)
     clamped = placement.clamp(spec)
@@ -161,16 +187,22 @@ def _smaller_kv_types(kv_type: str) -> list[str]:
 def suggestions(spec: ModelSpec, machine: MachineProfile, workload: Workload, fit: Fit,
                 alternatives: Mapping[str, ModelSpec] | None = None) -> tuple[str, ...]:
     """What to change so the model fits, or fits with more of it on the device: the placement
-    auto-fit finds (for a hand-set one that does not fit), a smaller cache type, a shorter
-    context or smaller batch, and any of ``alternatives`` (weight format -> model, e.g. the
-    same catalogue model at q4_k_m) that fits better. Empty when all is on the device."""
+    auto-fit finds (for a hand-set one, or one fitted around the user's flags, that does not
+    fit), a smaller cache type, a shorter context or smaller batch, and any of
+    ``alternatives`` (weight format -> model, e.g. the same catalogue model at q4_k_m) that
+    fits better. Empty when all is on the device."""
     full = Placement.all_on_device(spec)
     if fit.fits and fit.placement == full:
         return ()
     out: list[str] = []
-    auto = fit if fit.chosen else fit_placement(spec, machine, workload)
-    if not fit.chosen and not fit.fits and auto.fits:
+    free = fit.chosen and not fit.kept              # rooflab chose it all: it is auto-fit's own
+    auto = fit if free else fit_placement(spec, machine, workload)
+    if not free and not fit.fits and auto.fits:
         out.append(f"put {describe(spec, auto.placement, machine)} ({auto.placement.flags()})")
+    elif fit.kept and auto.fits and _on_device(auto) > _on_device(fit):
+        # fitted around the user's flags: auto-fit without them keeps more on the device
+        out.append(f"without {fit.kept}, auto-fit puts {describe(spec, auto.placement, machine)} "
+                   f"({auto.placement.flags()})")
     elif not fit.fits:
         out.append("no placement fits: less context, a smaller batch, a smaller cache type or smaller "
                    "weights")

@@ -53,6 +53,12 @@ from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, Workload
 
 MODES: tuple[str, ...] = ("layer", "tensor")
+
+
+def mode_text(mode: str) -> str:
+    """A parallel mode as the window's Placement group names it: "layer split" (llama.cpp's
+    default, devices in sequence) or "tensor parallel" (vLLM's, every layer split)."""
+    return "layer split" if mode == "layer" else f"{mode} parallel"
 MAX_DEVICES = 64
 ALLREDUCES_PER_LAYER = 2          # attention output and feed-forward down projection
 ACTIVATION_BYTES = 2.0            # fp16/bf16 hidden states on the link

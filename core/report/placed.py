@@ -14,6 +14,7 @@ from rooflab.core.predict.parallel import (
     Parallel,
     ParallelEstimate,
     Scaling,
+    mode_text,
     parallel_estimate,
     parallel_request,
     scaling,
@@ -74,12 +75,14 @@ class PlacedSummary:
         if self.parallel is not None:
             p = self.parallel.parallel
             state = "fits" if self.fits else "does NOT fit"
-            return (f"{state} on {p.devices} x {machine.name} ({p.mode} parallel over "
+            return (f"{state} on {p.devices} x {machine.name} ({mode_text(p.mode)} over "
                     f"{p.link_name or 'the link'}, {p.link_bandwidth / 1e9:,.0f} GB/s per direction): "
                     f"{self.parallel.memory.used / 1e9:,.1f} of {self.parallel.memory.capacity / 1e9:,.1f} GB "
                     "per device")
         who = {"auto": "chosen by rooflab (auto-fit)", "manual": "as given",
-               "offload": "from --offload's share of the bytes"}[self.how]
+               "offload": "from the share of the weights offloaded"}[self.how]
+        if self.how == "auto" and self.fit.kept:
+            who += f" around {self.fit.kept}"
         line = self.fit.describe(spec, machine)
         if self.fit.fits:
             line += f" ({self.placement.flags()})"
@@ -87,10 +90,11 @@ class PlacedSummary:
 
 
 def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
-                   placement: Placement | None = None, parallel: Parallel | None = None,
+                   placement: Placement | Fit | None = None, parallel: Parallel | None = None,
                    alternatives: Mapping[str, ModelSpec] | None = None,
                    scaling_counts: tuple[int, ...] = DEVICE_COUNTS) -> PlacedSummary:
-    """The placed headline: ``placement`` as given, else the workload's ``offload_fraction``
+    """The placed headline: ``placement`` as given (a ``Fit``, ``PlacementChoice.fit``'s, as it
+    is: "auto" when rooflab chose its -ngl), else the workload's ``offload_fraction``
     as layers when set, else auto-fit's choice; on ``parallel``'s devices when more than one
     (every layer on the devices, shared as its mode says, and the scaling over
     ``scaling_counts``)."""
@@ -107,5 +111,6 @@ def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     elif placement is None:
         how = "auto"
     fit = choose(spec, machine, workload, placement)
+    how = "auto" if fit.chosen else how
     return PlacedSummary(fit=fit, how=how, estimate=placed_request(spec, machine, workload, fit.placement),
                          suggestions=suggestions(spec, machine, workload, fit, alternatives))

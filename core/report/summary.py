@@ -132,7 +132,7 @@ def _placed(sc: Scenario, resident: float) -> PlacedSummary | None:
     the one-memory request (as 'rooflab predict' does) and one it cannot hold (or an offload
     share) is placed as llama.cpp would: auto-fit, or the offload share."""
     spec, m, w = sc.model, sc.machine, sc.workload
-    manual, parallel = sc.placement.placement(spec), sc.placement.parallel_on(m)
+    manual, parallel = sc.placement.fit(spec, m, w), sc.placement.parallel_on(m)
     if manual is not None or parallel is not None:
         return placed_summary(spec, m, w, placement=manual, parallel=parallel)
     return placed_summary(spec, m, w) if resident > m.memory or w.offload_fraction > 0 else None

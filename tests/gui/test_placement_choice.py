@@ -63,7 +63,8 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     assert window.numbers.value_text("placement") == "-ngl 37 --n-cpu-moe 30"
     (line,) = [x for x in window.numbers.lines if x.key == "placement"]
     assert "as set in the Workload tab" in line.tooltip and "fit does" not in line.tooltip
-    assert [x for x in window.numbers.lines if x.key == "tpot"][0].sentence.startswith("Placed by hand (-ngl 37")
+    assert [x for x in window.numbers.lines if x.key == "tpot"][0].sentence.startswith(
+        "Decode is bandwidth-bound. Placed by hand (-ngl 37")
     assert window.numbers.value_text("expected_tpot") == fmt(request["expected_tpot_seconds"], "s")
     # the offload share is overridden while a placement is given, and says so
     off = window.workload_panel.fields["offload"]
@@ -77,15 +78,35 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     assert frame.summary.estimate.tpot == request["tpot_seconds"]
     panel.kv_on_device.setChecked(True)
 
-    # "auto" GPU layers with experts still on the CPU is --cpu-moe alone: every layer on the GPU
+    # "auto" GPU layers with experts still on the CPU is --cpu-moe alone: the experts stay as set and
+    # rooflab fits -ngl around them, as predict does (with 30 on the CPU every layer fits)
     panel.gpu_auto.setChecked(True)
     assert not panel.gpu_layers.isEnabled()
     frame = _frame_after_edit(qtbot, window)
+    assert frame.summary.placed.how == "auto"
     assert frame.summary.placed.placement == Placement(gpu_layers=37, cpu_moe=30)
     assert frame.summary.estimate.tpot == _predicted(capsys, GPT_OSS, "--cpu-moe", "30")["request"]["tpot_seconds"]
+    # with 10 the layers' experts no longer fit beside them: fewer GPU layers, not "does NOT fit"
+    panel.cpu_moe.setValue(10)
+    frame = _frame_after_edit(qtbot, window)
+    moe = _predicted(capsys, GPT_OSS, "--cpu-moe", "10")
+    assert frame.summary.placed.fits and frame.summary.placed.how == "auto"
+    assert frame.summary.placed.placement.flags() == moe["placement"]["flags"] == "-ngl 14 --n-cpu-moe 10"
+    assert frame.summary.estimate.tpot == moe["request"]["tpot_seconds"]
 
-    # and with no expert on the CPU, auto-fit chooses again, as predict does without flags
+    # the KV cache on the host and nothing else set: fitted around it, as predict --no-kv-offload
     panel.cpu_moe.setValue(0)
+    panel.kv_on_device.setChecked(False)
+    assert window.state.placement == PlacementChoice(kv_on_device=False)
+    frame = _frame_after_edit(qtbot, window)
+    nkvo = _predicted(capsys, GPT_OSS, "--no-kv-offload")
+    assert frame.summary.placed.fits and frame.summary.placed.how == "auto"
+    assert frame.summary.placed.placement.flags() == nkvo["placement"]["flags"] == \
+        "-ngl 37 --n-cpu-moe 23 --no-kv-offload"
+    assert frame.summary.estimate.tpot == nkvo["request"]["tpot_seconds"]
+
+    # and with nothing set, auto-fit chooses again, as predict does without flags
+    panel.kv_on_device.setChecked(True)
     assert window.state.placement == AUTO
     frame = _frame_after_edit(qtbot, window)
     auto = _predicted(capsys, GPT_OSS)

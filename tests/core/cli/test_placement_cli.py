@@ -61,11 +61,49 @@ def test_hand_placement_that_does_not_fit_says_so_first(capsys):
 
 
 def test_cpu_moe_and_kv_flags(capsys):
+    # -ngl on auto is fitted around the flags given: here every layer fits, the flags stay as given
     d = json.loads(run(capsys, "--model", "qwen3-30b-a3b-q4_k_m", "--machine", "rtx-4090", "--cpu-moe", "10",
                        "--no-kv-offload", "--json")[1])
     p = d["placement"]
     assert (p["gpu_layers"], p["cpu_moe"], p["kv_on_device"], p["kv_location"]) == (49, 10, False, "host")
-    assert p["flags"] == "-ngl 49 --n-cpu-moe 10 --no-kv-offload"
+    assert p["flags"] == "-ngl 49 --n-cpu-moe 10 --no-kv-offload" and p["chosen_by"] == "auto"
+
+
+def test_kv_off_the_device_with_auto_layers_is_fitted(capsys):
+    # unticking "KV cache on the device" used to put every layer on the GPU: "needs 64.4 GB"
+    code, out, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--no-kv-offload")
+    assert code == 0
+    assert out.splitlines()[2].startswith(
+        "placement: fits with all 37 layers on the GPU, the experts of 23 of them on the CPU, the KV cache in "
+        "host memory (-ngl 37 --n-cpu-moe 23 --no-kv-offload); placement chosen by rooflab (auto-fit)")
+    d = json.loads(run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--no-kv-offload",
+                       "--json")[1])
+    p = d["placement"]
+    assert d["fits"] is True and p["chosen_by"] == "auto" and p["kv_location"] == "host"
+    assert p["devices"][0]["kv_bytes"] == 0 and p["host"]["kv_bytes"] > 0
+
+
+def test_cpu_moe_with_auto_layers_keeps_n_and_fits_the_layers(capsys):
+    # --cpu-moe 10 used to need 47.5 GB: now exactly 10 layers' experts stay on the CPU and -ngl falls
+    # to the most that fits (14; see test_fit), slower than auto-fit's own -ngl 37 --n-cpu-moe 23
+    code, out, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--cpu-moe", "10")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[2].startswith("placement: fits with 14 of 37 layers on the GPU (-ngl 14 --n-cpu-moe 10); "
+                               "placement chosen by rooflab (auto-fit)")
+    assert ("  to fit: without --n-cpu-moe 10, auto-fit puts all 37 layers on the GPU, the experts of 23 of "
+            "them on the CPU (-ngl 37 --n-cpu-moe 23)") in lines
+    d = json.loads(run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--cpu-moe", "10",
+                       "--json")[1])
+    p = d["placement"]
+    assert d["fits"] is True and (p["chosen_by"], p["gpu_layers"], p["cpu_moe"]) == ("auto", 14, 10)
+    assert p["devices"][0]["used_bytes"] <= p["devices"][0]["capacity_bytes"]
+    # given -ngl too, it is a placement by hand: not fitted, and it does not fit
+    d = json.loads(run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--gpu-layers", "37",
+                       "--cpu-moe", "10", "--json")[1])
+    p = d["placement"]
+    assert d["fits"] is False and (p["chosen_by"], p["flags"]) == ("manual", "-ngl 37 --n-cpu-moe 10")
+    assert p["description"].startswith("does NOT fit: needs 47.5 GB")
 
 
 def test_a_model_too_big_for_the_machine_is_impossible(capsys):

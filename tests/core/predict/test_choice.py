@@ -1,6 +1,7 @@
 """The placement a user asks for, read by one rule for ``rooflab predict``'s flags and the
-window: -ngl as given, or every layer when only --n-cpu-moe / --no-kv-offload is given; N
-devices over the machine's link; one-device flags and several devices never together."""
+window: -ngl as given (by hand, never fitted), or fitted around --n-cpu-moe / --no-kv-offload
+when only those are given; N devices over the machine's link; one-device flags and several
+devices never together."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from rooflab.core.errors import SpecError
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.placement import Placement
+from rooflab.core.values.workload import Workload
+
+W = Workload(prompt=2048, answer=256)
 
 
 def _flags(*argv: str) -> PlacementChoice:
@@ -19,13 +23,21 @@ def _flags(*argv: str) -> PlacementChoice:
 
 
 def test_the_flags_read_as_llama_cpp_reads_them(gptoss):
-    assert _flags() == AUTO and AUTO.is_auto and AUTO.placement(gptoss) is None
-    assert _flags("--gpu-layers", "20").placement(gptoss) == Placement(gpu_layers=20)
-    # --n-cpu-moe or -nkvo alone: every layer (36 + the output) on the device, as llama.cpp's -ngl default
-    assert _flags("--cpu-moe", "30").placement(gptoss) == Placement(gpu_layers=37, cpu_moe=30)
-    assert _flags("--no-kv-offload").placement(gptoss) == Placement(gpu_layers=37, kv_on_device=False)
-    # "--cpu-moe 0" is a placement by hand (no expert on the CPU), not auto-fit
-    assert _flags("--cpu-moe", "0").placement(gptoss) == Placement(gpu_layers=37)
+    m = load_machine("rtx-4090")
+    assert _flags() == AUTO and AUTO.is_auto and AUTO.fit(gptoss, m, W) is None     # placed_summary's auto-fit
+    by_hand = _flags("--gpu-layers", "20").fit(gptoss, m, W)
+    assert by_hand is not None and by_hand.placement == Placement(gpu_layers=20) and not by_hand.chosen
+    # --n-cpu-moe or -nkvo alone: kept as given, -ngl fitted around them (rooflab's choice)
+    moe = _flags("--cpu-moe", "30").fit(gptoss, m, W)
+    assert moe is not None and moe.chosen and moe.fits and moe.kept == "--n-cpu-moe 30"
+    assert moe.placement.cpu_moe == 30 and moe.placement.kv_on_device
+    kv = _flags("--no-kv-offload").fit(gptoss, m, W)
+    assert kv is not None and kv.chosen and kv.fits and kv.kept == "--no-kv-offload"
+    assert not kv.placement.kv_on_device and kv.memory.kv_location == "host"
+    # "--cpu-moe 0" keeps every expert with its layer: only -ngl is fitted, no expert moves to the CPU
+    none = _flags("--cpu-moe", "0").fit(gptoss, m, W)
+    assert none is not None and none.chosen and none.fits and none.placement.cpu_moe == 0
+    assert none.placement.gpu_layers < 37 and none.kept == "--n-cpu-moe 0"
     assert _flags("--gpu-layers", "37", "--cpu-moe", "30") == PlacementChoice(gpu_layers=37, cpu_moe=30)
 
 
@@ -65,4 +77,5 @@ def test_descriptions_name_the_flags_or_the_devices():
     assert PlacementChoice(gpu_layers=37, cpu_moe=30, kv_on_device=False).describe() == \
         "-ngl 37 --n-cpu-moe 30 --no-kv-offload"
     assert PlacementChoice(cpu_moe=4).describe() == "-ngl auto --n-cpu-moe 4"
-    assert PlacementChoice(devices=2, parallel="tensor").describe() == "2 devices, tensor parallel"
+    assert PlacementChoice(devices=2, parallel="tensor").describe() == "2 × tensor parallel"
+    assert PlacementChoice(devices=8, parallel="layer").describe() == "8 × layer split"

@@ -19,7 +19,7 @@ from rooflab.core.predict.fit import (
 )
 from rooflab.core.predict.footprint import plan_memory
 from rooflab.core.predict.offload import placed_request
-from rooflab.core.predict.placement import Placement
+from rooflab.core.predict.placement import Placement, describe
 from rooflab.core.values.workload import Workload
 
 W = Workload(prompt=2048, answer=256)
@@ -103,3 +103,72 @@ def test_offload_fraction_becomes_layers(qwen8b):
     plan = plan_memory(qwen8b, machine, Workload(), half)
     share = plan.host.weights / qwen8b.weight_bytes
     assert share == pytest.approx(0.5, abs=0.03)           # one layer is ~3 % of the bytes
+
+
+def test_path_keeps_the_flags_given(qwen30b, qwen8b):
+    machine = load_machine("rtx-4090")
+    top = qwen30b.layers + 1
+    # --n-cpu-moe given: exactly that many layers' experts on the host, only -ngl walks
+    path = placement_path(qwen30b, machine, cpu_moe=5, kv_on_device=False)
+    assert path == [Placement(gpu_layers=g, cpu_moe=5, kv_on_device=False) for g in range(top, -1, -1)]
+    # --no-kv-offload alone: auto-fit's own path (experts first, then layers), the cache on the host
+    path = placement_path(qwen30b, machine, kv_on_device=False)
+    assert path == [dataclasses.replace(p, kv_on_device=False) for p in placement_path(qwen30b, machine)]
+    # a dense model has no experts to keep; no host tier leaves only the flags on the device
+    assert {p.cpu_moe for p in placement_path(qwen8b, machine, cpu_moe=5)} == {0}
+    bare = dataclasses.replace(machine, offload_bandwidth=0.0, offload_memory=0.0)
+    assert placement_path(qwen30b, bare, cpu_moe=5) == [Placement(gpu_layers=top, cpu_moe=5)]
+
+
+def test_kv_off_the_device_is_fitted_around(gptoss):
+    # --no-kv-offload with -ngl on auto used to put every layer on the GPU and overflow it (64.4 GB);
+    # now the rest is fitted around the cache on the host. The cache of 2,304 tokens is 0.09 GB, less
+    # than one layer's experts (1.70 GB), so moving it frees no layer's experts: still 23 on the CPU
+    machine = load_machine("rtx-4090")
+    fit = fit_placement(gptoss, machine, W, kv_on_device=False)
+    assert fit.fits and fit.chosen and fit.kept == "--no-kv-offload"
+    assert fit.placement == Placement(gpu_layers=37, cpu_moe=23, kv_on_device=False)
+    assert fit.memory.kv_location == "host" and fit.memory.device.kv == 0
+    # the fastest on its path: one more layer's experts on the GPU overflows it
+    assert not plan_memory(gptoss, machine, W, dataclasses.replace(fit.placement, cpu_moe=22)).device.fits
+    assert fit.placement.flags() == "-ngl 37 --n-cpu-moe 23 --no-kv-offload"
+
+
+def test_cpu_moe_given_fixes_the_experts_and_fits_the_layers(gptoss):
+    # --n-cpu-moe 10 with -ngl on auto used to need 47.5 GB of the 4090's 25.8: 26 layers' experts.
+    # Fixed at 10, only -ngl falls: 14 (13 layers and the output, 23.06 GB of weights) is the most
+    # that fits; the first 23 layers, experts and all, run from host memory
+    machine = load_machine("rtx-4090")
+    fit = fit_placement(gptoss, machine, W, cpu_moe=10)
+    assert fit.fits and fit.chosen and fit.kept == "--n-cpu-moe 10"
+    assert fit.placement == Placement(gpu_layers=14, cpu_moe=10)
+    assert fit.placement.flags() == "-ngl 14 --n-cpu-moe 10"
+    assert not plan_memory(gptoss, machine, W, dataclasses.replace(fit.placement, gpu_layers=15)).device.fits
+    # slower than auto-fit's own choice, which moves experts rather than layers; the fit says so
+    auto = fit_placement(gptoss, machine, W)
+    assert placed_request(gptoss, machine, W, fit.placement).tpot > placed_request(gptoss, machine, W,
+                                                                                    auto.placement).tpot
+    tips = suggestions(gptoss, machine, W, fit)
+    assert tips[0] == ("without --n-cpu-moe 10, auto-fit puts all 37 layers on the GPU, the experts of 23 of "
+                       "them on the CPU (-ngl 37 --n-cpu-moe 23)")
+    # a fit passed to choose is taken as it is (what placed_summary is handed)
+    assert choose(gptoss, machine, W, fit) is fit
+
+
+def test_a_fit_around_the_flags_that_does_not_fit_points_to_auto_fit(gptoss):
+    # every layer's experts on the CPU: 61 GB of them and 4.3 GB of reserve overflow the 64 GB host
+    # even with every layer on the GPU, and fewer GPU layers only add to the host; auto-fit fits
+    machine = load_machine("rtx-4090")
+    fit = fit_placement(gptoss, machine, W, cpu_moe=36)
+    assert not fit.fits and fit.chosen and not fit.memory.host.fits
+    auto = fit_placement(gptoss, machine, W)
+    assert suggestions(gptoss, machine, W, fit)[0] == \
+        f"put {describe(gptoss, auto.placement, machine)} ({auto.placement.flags()})"
+
+
+def test_cpu_moe_given_for_a_dense_model_is_auto_fit(qwen8b):
+    # no routed experts to keep: the same -ngl walk as auto-fit, and nothing of the user's kept
+    machine = dataclasses.replace(load_machine("rtx-4090"), memory=4e9)
+    fit = fit_placement(qwen8b, machine, W, cpu_moe=10)
+    assert fit == fit_placement(qwen8b, machine, W) and fit.kept == "" and fit.fits
+    assert 0 < fit.placement.gpu_layers < qwen8b.layers + 1 and fit.placement.cpu_moe == 0
