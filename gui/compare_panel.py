@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QIcon, QPixmap
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QColor, QIcon, QPixmap, QResizeEvent
 from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
@@ -16,6 +16,29 @@ from PySide6.QtWidgets import (
 
 from rooflab.gui.state import AppState
 from rooflab.gui.theme import Theme
+
+# px; past it the list scrolls. With the stopwatch under it, the side panel then fits the
+# bottom of a 1080-pixel window whatever is pinned (the current row and two wrapped pins show)
+LIST_HEIGHT = 84
+
+
+class _RowsList(QListWidget):
+    """A list as tall as its rows (up to its maximum height, then it scrolls): a list kept
+    120 px tall for its one "Current" row pushed the stopwatch below a 1080-pixel window."""
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        self.executeDelayedItemsLayout()         # the rows as wrapped at the list's width now
+        height = self.contentsSize().height() + 2 * self.frameWidth() + 4
+        return QSize(super().sizeHint().width(), max(self.minimumSizeHint().height(), min(height, LIST_HEIGHT)))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        one = self.sizeHintForRow(0) if self.count() else self.fontMetrics().height()
+        return QSize(super().minimumSizeHint().width(), one + 2 * self.frameWidth() + 4)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.updateGeometry()            # its rows wrap anew: its height follows
 
 
 def _swatch(colour: str) -> QIcon:
@@ -31,9 +54,8 @@ class ComparePanel(QGroupBox):
                         "draws the pinned series beside the current one.")
         self._state = state
         self._theme = theme
-        self.list = QListWidget()
-        self.list.setMinimumHeight(60)
-        self.list.setMaximumHeight(120)
+        self.list = _RowsList()
+        self.list.setMaximumHeight(LIST_HEIGHT)
         self.list.setWordWrap(True)
         self.pin_button = QPushButton("Pin current")
         self.pin_button.setToolTip("Pin what is on screen as a series (Ctrl+P).")
@@ -43,7 +65,7 @@ class ComparePanel(QGroupBox):
         for b in (self.pin_button, self.remove_button, self.clear_button):
             buttons.addWidget(b)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.list, 1)
+        layout.addWidget(self.list)
         layout.addLayout(buttons)
         self.pin_button.clicked.connect(self._on_pin_button_clicked)
         self.remove_button.clicked.connect(self._on_remove_button_clicked)
@@ -64,6 +86,7 @@ class ComparePanel(QGroupBox):
             item = QListWidgetItem(_swatch(self._theme.series[p.pin_id % len(self._theme.series)]), p.label)
             item.setData(Qt.ItemDataRole.UserRole, p.pin_id)
             self.list.addItem(item)
+        self.list.updateGeometry()
         has = bool(self._state.pinned)
         self.remove_button.setEnabled(has)
         self.clear_button.setEnabled(has)

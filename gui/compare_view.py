@@ -1,7 +1,8 @@
 """The Compare view: model x machine x weight-format rows (``report.compare``) at the workload on
 screen, in a table sortable by any column, and one column drawn per row on a plot with a
-log-scale option. Rows come from what is on screen ("Add current") or the current model on
-another preset ("Add on machine"); "Save…" writes compare.csv and compare.png.
+log-scale option. Rows come from what is on screen ("Add current": placed as the Workload tab
+places it, by hand or on several devices) or the current model on another preset ("Add on
+machine": auto-fit); "Save…" writes compare.csv and compare.png.
 
 The ``CompareController`` (``compare_controller``) owns the rows and recomputes them; the
 panel and the plot only show what they are handed."""
@@ -147,12 +148,13 @@ class CompareTablePanel(QWidget):
         machines = list_presets() if machines is None else machines
         self._columns = columns()
         self.add_button = QPushButton("Add current")
-        self.add_button.setToolTip("Add the model, machine and weights on screen as a row.")
+        self.add_button.setToolTip("Add the model, machine, weights and placement on screen as a row.")
         self.machine_picker = QComboBox()
         for m in machines:
             self.machine_picker.addItem(m.name, m)
         self.add_machine_button = QPushButton("Add on machine")
-        self.add_machine_button.setToolTip("Add the current model on the machine picked beside.")
+        self.add_machine_button.setToolTip("Add the current model on the machine picked beside, placed by "
+                                           "auto-fit.")
         self.remove_button = QPushButton("Remove")
         self.clear_button = QPushButton("Clear")
         self.column_picker = QComboBox()

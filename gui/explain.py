@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rooflab.core.predict.parallel import ParallelEstimate
+from rooflab.core.predict.parallel import ParallelEstimate, mode_text
 from rooflab.core.predict.placement import memory_words
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.placed import PlacedSummary
@@ -73,9 +73,9 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
                          "reserve; host memory holds the rest."), *_memory_lines(sc, s)]
         if placed.parallel is not None:
             par = placed.parallel
-            ttft_why = (f"On {par.devices} devices ({mode_words(par.parallel.mode)}), each with its share of the "
+            ttft_why = (f"On {par.devices} devices ({mode_text(par.parallel.mode)}), each with its share of the "
                         f"weights; the link adds {fmt(par.prefill_communication_seconds, 's')} to the prefill.")
-            tpot_why = (f"On {par.devices} devices ({mode_words(par.parallel.mode)}): the link adds "
+            tpot_why = (f"On {par.devices} devices ({mode_text(par.parallel.mode)}): the link adds "
                         f"{fmt(par.communication_seconds_per_step, 's')} to each step.")
         else:
             how = "Placed by hand" if placed.how == "manual" else "Placed as llama.cpp would place it"
@@ -144,22 +144,18 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     return lines + _memory_lines(sc, s)
 
 
-def mode_words(mode: str) -> str:
-    """How the Placement group's control names a parallel mode: "layer split", "tensor parallel"."""
-    return "layer split" if mode == "layer" else f"{mode} parallel"
-
-
 def _placement_line(placed: PlacedSummary, where: str) -> Line:
     """The Placement row: llama.cpp's flags, or the devices sharing the model."""
     if placed.parallel is not None:
         par = placed.parallel
-        return Line("placement", "Placement", f"{par.devices} × {mode_words(par.parallel.mode)}", "",
+        return Line("placement", "Placement", f"{par.devices} × {mode_text(par.parallel.mode)}", "",
                     f"{where[0].upper()}{where[1:]}.",
                     "Layer split: the devices run their layers in turn, each reading its share. Tensor "
                     "parallel: every layer is split across the devices, with an all-reduce per layer "
                     "over the link. The charts show one device.")
     chosen = {"auto": "chosen as llama.cpp's fit does: as many layers on the device as fit, experts moved "
-                      "out first.",
+                      "out first." if not placed.fit.kept else
+                      f"fitted around what was set ({placed.fit.kept}): as many layers on the device as fit.",
               "manual": "as set in the Workload tab's Placement group.",
               "offload": "from the Workload tab's share of the weights offloaded."}[placed.how]
     return Line("placement", "Placement", placed.placement.flags(), "", f"{where[0].upper()}{where[1:]}.",
@@ -195,8 +191,17 @@ def _placed_memory_line(sc: Scenario, s: Summary) -> Line:
     most = s.headline_max_batch
     parts = [f"{fmt(use.used, 'B')} of {capacity_text(use.capacity)} {where}" + ("" if use.fits else " (too much)")
              for use, where in zip((bill.device, bill.host), memory_words(m), strict=True) if use.used > 0]
-    verdict = (f"at most {count(f'{most:,}', 'such sequence')} " + ("fits." if most == 1 else "fit.")) \
-        if bill.fits else "it does NOT fit."
+    if bill.fits:
+        verdict = f"at most {count(f'{most:,}', 'such sequence')} " + ("fits." if most == 1 else "fit.")
+    elif most > 0:
+        verdict = f"it does NOT fit; at most {count(f'{most:,}', 'such sequence')} would."
+    elif any(use.weights + use.reserve > use.capacity for use in (bill.device, bill.host)):
+        short = [where for use, where in zip((bill.device, bill.host), memory_words(m), strict=True)
+                 if use.weights + use.reserve > use.capacity]
+        verdict = (f"it does NOT fit: before any cache, the weights placed {' and '.join(short)} and the back "
+                   "end's reserve need more than there is.")
+    else:
+        verdict = f"it does NOT fit: not even one sequence of {length:,} tokens fits beside the weights."
     return Line("memory", "Memory", used_of(bill.device.used, m.memory), "",
                 f"As placed: {' and '.join(parts)} (weights placed there, KV cache, compute buffer and the "
                 f"back end's reserve) for {w.batch:,} × {length:,} tokens; {verdict}",
@@ -212,16 +217,11 @@ def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
         return [_parallel_memory_line(sc, s.placed.parallel), *_more_lines(sc, s)]
     if s.placed is not None and s.placed.parallel is None:
         return [_placed_memory_line(sc, s), *_more_lines(sc, s)]
-    fit = "fits" if s.fits else "does NOT fit on the device at once"
-    if s.max_batch > 0:
-        most = f"at most {count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
-    elif spec.file_bytes > s.memory:
-        most = f"the weights alone need more than the {fmt(s.memory, 'B')} there is."
-    else:
-        most = f"not even one sequence of {length:,} tokens fits beside the weights."
+    # not placed: the device holds weights and caches at once (summarise places anything else)
+    most = f"at most {count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
     lines.append(Line("memory", "Memory", used_of(s.resident_bytes, s.memory), "",
                       f"Weights {fmt(spec.file_bytes, 'B')} + KV cache {fmt(s.cache_bytes, 'B')} for "
-                      f"{w.batch:,} × {length:,} tokens {fit}; {most}",
+                      f"{w.batch:,} × {length:,} tokens fit; {most}",
                       "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "
                       "at most their window). Engine buffers and activations are left out."))
     return lines + _more_lines(sc, s)

@@ -12,6 +12,7 @@ from rooflab.core.measure.overlays import expected_label
 from rooflab.core.report.chart_types import distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
+from rooflab.gui.plots.style import EXPECTED_INDEX
 from rooflab.gui.recompute import Frame
 from rooflab.gui.theme import Theme
 
@@ -89,11 +90,11 @@ class PlotTabsPanel(QWidget):
         pinned = [PinnedChart(p.pin_id, label, charts[plot.chart_key])
                   for (p, charts), label in zip(frame.pinned, labels[1:], strict=True)]
         plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])
-        self._draw_expected(plot, frame)
+        self._draw_expected(plot, frame, labels[0] if pinned else "")
 
-    def _draw_expected(self, plot: ChartPlot, frame: Frame) -> None:
+    def _draw_expected(self, plot: ChartPlot, frame: Frame, whose: str) -> None:
         key = plot.chart_key
-        shape = draw_expected(plot, frame, self._expected_shapes.get(key))
+        shape = draw_expected(plot, frame, self._expected_shapes.get(key), whose=whose)
         if shape is None:
             self._expected_shapes.pop(key, None)
         else:
@@ -108,19 +109,29 @@ class PlotTabsPanel(QWidget):
 Shape = tuple[str, frozenset[tuple[str, tuple[str, ...]]]]
 
 
-def draw_expected(plot: ChartPlot, frame: Frame, drawn: Shape | None = None) -> Shape | None:
+def draw_expected(plot: ChartPlot, frame: Frame, drawn: Shape | None = None, *, whose: str = "") -> Shape | None:
     """The calibrated machine's expected curves (with their band) as their own layer on
-    ``plot``; off it when the machine has no calibration. ``drawn``: what the last call drew
-    on this plot; a layer whose label or curves change is taken off first (a plot keeps a
-    layer's first label and legend entries). Returns what is drawn now."""
+    ``plot``, in the expected colours (no pinned series has them); off it when the machine has
+    no calibration. ``whose``: the current series' name, for when series are pinned ("expected
+    for Qwen3-32B, llama.cpp": the expectation is the current one's alone). ``drawn``: what the
+    last call drew on this plot; a layer whose label or curves change is taken off first (a
+    plot keeps a layer's first label and legend entries). Returns what is drawn now."""
     if frame.expected is None or frame.expected_curves is None:
         if drawn is not None:
             plot.clear_layer(EXPECTED_LAYER)
         return None
-    label = expected_label(frame.expected)
+    label = _whose(expected_label(frame.expected), whose)
     mine = {panel: curves for (chart, panel), curves in frame.expected_curves.items() if chart == plot.chart_key}
     shape = (label, frozenset((panel, tuple(c.key for c in curves)) for panel, curves in mine.items()))
     if drawn is not None and drawn != shape:
         plot.clear_layer(EXPECTED_LAYER)
-    plot.set_calibrated_panels(mine, label=label, key=EXPECTED_LAYER, index=1)
+    plot.set_calibrated_panels(mine, label=label, key=EXPECTED_LAYER, index=EXPECTED_INDEX)
     return shape
+
+
+def _whose(label: str, whose: str) -> str:
+    """"expected, llama.cpp" as the expectation of ``whose``: "expected for Qwen3-32B, llama.cpp"."""
+    if not whose:
+        return label
+    head, comma, rest = label.partition(", ")
+    return f"{head} for {whose}{comma}{rest}"

@@ -21,6 +21,7 @@ from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import expected_csv
 from rooflab.gui.expected_lines import expected_lines, merged
 from rooflab.gui.explain import explain
+from rooflab.gui.numbers_panel import keep_together
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
 from rooflab.gui.recompute import Frame
 from rooflab.gui.theme import LIGHT
@@ -103,9 +104,17 @@ def _scenario_for(series: DrawnSeries, frame: Frame) -> Scenario:
 
 
 def _csv_name(series: DrawnSeries) -> str:
+    """"<chart>-<panel>-<layer>.csv": the layer's key, then its label unless the label already
+    opens with the key ("expected, llama.cpp (published)" on the "expected" layer is named
+    once: "decode-step-expected-llama.cpp-published.csv")."""
     layer = series.layer
-    who = slug(layer.key if layer.label in ("", layer.key) or layer.kind == "current"
-               else f"{layer.key}-{layer.label}")
+    key, label = slug(layer.key), slug(layer.label)
+    if layer.label in ("", layer.key) or layer.kind == "current":
+        who = key
+    elif label == key or label.startswith(f"{key}-"):
+        who = label
+    else:
+        who = slug(f"{layer.key}-{layer.label}")
     return f"{series.chart}-{series.panel}-{who}.csv"
 
 
@@ -223,9 +232,10 @@ def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
         y += line_h
         font.setBold(False)
         painter.setFont(font)
+        sentence = keep_together(line.sentence)        # not "165 TFLOP/" on one line and "s" on the next
         rect = painter.boundingRect(QRect(box.left() + 16, y, box.width() - 16, 400),
-                                    Qt.TextFlag.TextWordWrap, line.sentence)
-        painter.drawText(rect, Qt.TextFlag.TextWordWrap, line.sentence)
+                                    Qt.TextFlag.TextWordWrap, sentence)
+        painter.drawText(rect, Qt.TextFlag.TextWordWrap, sentence)
         y += rect.height() + 12
         if y > box.bottom() - line_h:
             break

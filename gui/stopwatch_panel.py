@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QDoubleSpinBox, QFormLayout, QGroupBox, QLabel, QS
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.predict.stopwatch import from_timestamps
+from rooflab.gui.numbers_panel import keep_together
 from rooflab.gui.recompute import Frame
 from rooflab.gui.units import fmt
 
@@ -68,7 +69,8 @@ class StopwatchPanel(QGroupBox):
         except RooflabError as exc:
             self.result.setText(f"<span style='color:#c62828'>{exc}</span>")
             return
-        self.result.setText(
+        # a figure stays on one line ("62.3 tokens/" then "s)" was cut at its slash)
+        self.result.setText(keep_together(
             f"TTFT <b>{fmt(r.ttft, 's')}</b> · TPOT <b>{fmt(r.tpot, 's')}</b> · decode "
             f"<b>{fmt(r.decode_rate, 'tokens/s')}</b> · prompt {fmt(r.prompt_rate, 'tokens/s')}<br>"
-            f"The stopwatch's tokens ÷ seconds, {fmt(r.naive_rate, 'tokens/s')}, mixes both.<br>{self._predicted}")
+            f"The stopwatch's tokens ÷ seconds, {fmt(r.naive_rate, 'tokens/s')}, mixes both.<br>{self._predicted}"))

@@ -15,7 +15,10 @@ THEME_MODES: tuple[str, ...] = ("system", "light", "dark")
 
 @dataclass(frozen=True, slots=True)
 class Theme:
-    """Colours a plot needs; ``series`` gives each pinned series its colour in turn."""
+    """Colours a plot needs; ``series`` gives each pinned series its colour in turn.
+    ``expected``: the current series' expected curves (what a calibration expects), by the role
+    of the prediction each one shadows; none of them is a ``series`` colour, so an expected
+    curve never reads as a pinned series."""
 
     dark: bool
     background: str
@@ -23,6 +26,7 @@ class Theme:
     grid_alpha: float
     current: dict[str, str]        # role -> colour for the current series
     series: tuple[str, ...]
+    expected: dict[str, str]       # role of the prediction shadowed -> colour of its expected curve
     measured: str
     stack: tuple[str, ...]         # memory bar segments: weights, KV, free, offloaded, buffers and reserve
 
@@ -32,6 +36,8 @@ LIGHT = Theme(
     current={"main": "#1f5fbf", "secondary": "#7b3fb5", "memory": "#e07b00", "compute": "#1a9a50",
              "limit": "#c62828", "crossover": "#5f6368", "marker": "#1f5fbf", "calibrated": "#1f5fbf"},
     series=("#d0312d", "#2a9d8f", "#8d5a2b", "#c2185b", "#6d7d00", "#00838f"),
+    # the current's blue and purple, darker: its shadow, not another series
+    expected={"main": "#0b2f6e", "secondary": "#6a1b9a"},
     measured="#000000",
     stack=("#1f5fbf", "#e07b00", "#c9d3dd", "#7fa7e0", "#8a63c7"),
 )
@@ -41,6 +47,7 @@ DARK = Theme(
     current={"main": "#6ea8ff", "secondary": "#c39bff", "memory": "#ffb454", "compute": "#5fd38d",
              "limit": "#ff6b6b", "crossover": "#a0a4a8", "marker": "#6ea8ff", "calibrated": "#6ea8ff"},
     series=("#ff7a6e", "#4fd1c5", "#d9a066", "#f48fb1", "#c5d86d", "#4dd0e1"),
+    expected={"main": "#b9d4ff", "secondary": "#dab8ff"},
     measured="#ffffff",
     stack=("#6ea8ff", "#ffb454", "#4a4f57", "#3d5f99", "#b592f0"),
 )

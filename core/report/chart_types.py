@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.choice import AUTO, PlacementChoice
+from rooflab.core.predict.parallel import mode_text
 from rooflab.core.predict.work import Array
 from rooflab.core.report.text import count
 from rooflab.core.values.machine import MachineProfile
@@ -130,7 +131,8 @@ class Scenario:
     @property
     def label(self) -> str:
         """Model · machine · cache type, then each request setting that differs from the
-        default workload, so two pinned series of one model and machine read apart."""
+        default workload, so two pinned series of one model and machine read apart; on several
+        devices, "2 × tensor parallel (charts: one device)": the charts draw one of them."""
         from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
 
         w = self.workload
@@ -142,7 +144,10 @@ class Scenario:
                                     (w.draft_tokens, d.draft_tokens, "drafts")):
             if value != default:
                 parts.append(settings[key])
-        if not self.placement.is_auto:
+        if self.placement.devices > 1:
+            # the numbers are the devices'; every chart draws one of them
+            parts.append(f"{devices_text(self.placement.devices, self.placement.parallel)} (charts: one device)")
+        elif not self.placement.is_auto:
             parts.append(settings["placement"])
         return f"{self.model.name} · {self.machine.name} · {', '.join(parts)}"
 
@@ -164,6 +169,12 @@ class Scenario:
             ("drafts", drafts),
             ("placement", self.placement.describe()),
         ))
+
+
+def devices_text(devices: int, mode: str) -> str:
+    """"2 × tensor parallel", "8 × layer split": devices sharing a model, their mode named as
+    the window's Placement group names it (series labels, the Compare table)."""
+    return f"{devices:,} × {mode_text(mode)}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

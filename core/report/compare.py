@@ -1,7 +1,8 @@
 """The comparison table: models x machines x weight formats, each row placed as auto-fit places
-it, with memory, fit, the request's clocks, decode rates at several depths, the largest
-context and the batch's rates. SI units throughout; ``rooflab compare``, reports and the
-window's Compare view all build it here.
+it (or as a ``PlacementChoice`` asks: the window's "Add current" row carries the placement on
+screen, by hand or on several devices), with memory, fit, the request's clocks, decode rates at
+several depths, the largest context and the batch's rates. SI units throughout; ``rooflab
+compare``, reports and the window's Compare view all build it here.
 
 ``expected``: a hook (model, machine) -> the machine as a calibration expects it to run that
 model (``Expected.machine``), or None. The command line passes one that reads the store; the
@@ -16,13 +17,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rooflab.core.predict.batching import cache_resident
-from rooflab.core.predict.fit import largest_context
+from rooflab.core.predict.choice import PlacementChoice
+from rooflab.core.predict.fit import first_true, largest_context, shortfall
 from rooflab.core.predict.offload import placed_decode, placed_request
+from rooflab.core.predict.parallel import (
+    Parallel,
+    ParallelEstimate,
+    device_memory,
+    parallel_decode,
+    parallel_estimate,
+)
 from rooflab.core.predict.placement import Placement, describe
-from rooflab.core.report.placed import placed_summary
+from rooflab.core.predict.request import RequestEstimate
+from rooflab.core.report.chart_types import devices_text
+from rooflab.core.report.placed import PlacedSummary, placed_summary
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
+from rooflab.core.values.workload import MAX_TOKENS, Workload
 
 DEPTHS: tuple[int, ...] = (0, 4096, 32768)
 ExpectedHook = Callable[[ModelSpec, MachineProfile], MachineProfile | None]
@@ -41,7 +52,7 @@ class CompareRow:
     kv_bytes: float                     # the batch's caches at full length
     fits: bool
     placement: str                      # in words, or what overflows
-    flags: str                          # llama.cpp's flags for it ("" when it does not fit)
+    flags: str                          # llama.cpp's flags for it ("" when it does not fit, or on several devices)
     device_used: float                  # bytes of the device's memory the placement uses
     device_capacity: float
     ttft: float | None                  # seconds
@@ -52,23 +63,46 @@ class CompareRow:
     largest_context: int                # tokens per sequence at the batch, this placement
     per_sequence: float | None          # tokens/s each sequence of the batch sees
     total: float | None                 # tokens/s over the batch
+    chosen: str = ""                    # the placement asked for ("-ngl 20", "2 × tensor parallel"); "" auto-fit
 
 
-def expected_clocks(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement,
+def expected_clocks(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement | Parallel,
                     expected: ExpectedHook | None) -> tuple[float | None, float | None]:
-    """(TTFT, TPOT) a calibration expects for ``placement``: the same placed request on the
-    machine ``expected`` returns; (None, None) without a hook or a calibration."""
+    """(TTFT, TPOT) a calibration expects for ``placement`` (or on ``Parallel``'s devices, each
+    at the calibrated rates and the link as stated): the same request on the machine
+    ``expected`` returns; (None, None) without a hook or a calibration."""
     calibrated = expected(spec, machine) if expected is not None else None
     if calibrated is None:
         return None, None
-    est = placed_request(spec, calibrated, workload, placement)
+    if isinstance(placement, Parallel):
+        est = parallel_estimate(spec, calibrated, workload, placement)
+    else:
+        est = placed_request(spec, calibrated, workload, placement)
     return est.ttft, est.tpot
 
 
+def _placed(spec: ModelSpec, machine: MachineProfile, workload: Workload,
+            choice: PlacementChoice | None) -> PlacedSummary:
+    """Placed as ``choice`` asks when it places the model by hand or on several devices (as the
+    window's headline places it: ``report.summary``), else by auto-fit (or the workload's
+    offload share)."""
+    if choice is None or choice.is_auto:
+        return placed_summary(spec, machine, workload)
+    return placed_summary(spec, machine, workload, placement=choice.fit(spec, machine, workload),
+                          parallel=choice.parallel_on(machine))
+
+
 def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *, weights: str = "",
-                depths: Sequence[int] = DEPTHS, expected: ExpectedHook | None = None) -> CompareRow:
-    """One row for ``spec`` on ``machine`` at ``workload``, placed by auto-fit."""
-    s = placed_summary(spec, machine, workload)
+                depths: Sequence[int] = DEPTHS, expected: ExpectedHook | None = None,
+                choice: PlacementChoice | None = None) -> CompareRow:
+    """One row for ``spec`` on ``machine`` at ``workload``, placed by auto-fit, or as ``choice``
+    asks when it places the model by hand or on several devices (then the row's figures are
+    the window's headline for that choice: the placement given, fitting or not, or the devices'
+    estimate and each device's memory)."""
+    s = _placed(spec, machine, workload, choice)
+    if s.parallel is not None:
+        return _parallel_row(spec, machine, workload, s.parallel, s.estimate, weights=weights, depths=depths,
+                             expected=expected)
     fit, est = s.fit, s.estimate
     plan = fit.memory
     ok = fit.fits
@@ -78,22 +112,66 @@ def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
         rates.append((int(depth), 1.0 / float(step.seconds) if ok else None))
     e_ttft, e_tpot = expected_clocks(spec, machine, workload, fit.placement, expected) if ok else (None, None)
     length = workload.context + workload.prompt + workload.answer
+    by_hand = s.how == "manual"
+    if ok:
+        placement = describe(spec, fit.placement, machine) + (", placed by hand" if by_hand else "")
+    else:
+        placement = f"{fit.placement.flags()} (does NOT fit: {shortfall(plan)})" if by_hand else \
+            fit.describe(spec, machine)
     return CompareRow(
         model=spec.name, machine=machine.name, machine_key=machine.key, weights=weights or spec.weights_format,
         weight_bytes=plan.device.weights + plan.host.weights,
         kv_bytes=float(cache_resident(spec, length, workload.batch, workload.kv_type)),
-        fits=ok, placement=describe(spec, fit.placement, machine) if ok else fit.describe(spec, machine),
-        flags=fit.placement.flags() if ok else "", device_used=plan.device.used,
+        fits=ok, placement=placement, flags=fit.placement.flags() if ok else "", device_used=plan.device.used,
         device_capacity=plan.device.capacity,
         ttft=est.ttft if ok else None, tpot=est.tpot if ok else None,
         expected_ttft=e_ttft, expected_tpot=e_tpot, decode_rates=tuple(rates),
         largest_context=largest_context(spec, machine, workload, fit.placement) if ok else 0,
-        per_sequence=est.decode_rate if ok else None, total=est.total_rate if ok else None)
+        per_sequence=est.decode_rate if ok else None, total=est.total_rate if ok else None,
+        chosen="" if choice is None or choice.is_auto else choice.describe())
+
+
+def _parallel_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, par: ParallelEstimate,
+                  est: RequestEstimate, *, weights: str, depths: Sequence[int],
+                  expected: ExpectedHook | None) -> CompareRow:
+    """The row of a model shared by several devices: their estimate ``est`` (the link's time in
+    it), each device's memory, decode rates and the largest context on the devices."""
+    p, mem = par.parallel, par.memory
+    ok = par.fits
+    rates = [(int(d), 1.0 / float(parallel_decode(spec, machine, workload, p, context=d, batch=1).seconds)
+              if ok else None) for d in depths]
+    e_ttft, e_tpot = expected_clocks(spec, machine, workload, p, expected) if ok else (None, None)
+    length = workload.context + workload.prompt + workload.answer
+    words = devices_text(p.devices, p.mode)
+    placement = words if ok else \
+        f"{words} (does NOT fit: needs {mem.used / 1e9:,.1f} GB of {mem.capacity / 1e9:,.1f} GB per device)"
+    return CompareRow(
+        model=spec.name, machine=machine.name, machine_key=machine.key, weights=weights or spec.weights_format,
+        weight_bytes=mem.weights * p.devices,
+        kv_bytes=float(cache_resident(spec, length, workload.batch, workload.kv_type)),
+        fits=ok, placement=placement, flags="", device_used=mem.used, device_capacity=mem.capacity,
+        ttft=est.ttft if ok else None, tpot=est.tpot if ok else None,
+        expected_ttft=e_ttft, expected_tpot=e_tpot, decode_rates=tuple(rates),
+        largest_context=_largest_context_on(spec, machine, workload, p) if ok else 0,
+        per_sequence=est.decode_rate if ok else None, total=est.total_rate if ok else None, chosen=words)
+
+
+def _largest_context_on(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel) -> int:
+    """Most tokens per sequence each device's bill (``parallel.device_memory``) holds at the
+    workload's batch, up to the trained context (16M when unknown); 0 when none fits."""
+    cap = spec.context_length or MAX_TOKENS
+
+    def fits(length: int) -> bool:
+        return device_memory(spec, machine, workload, p, length=length).fits
+
+    if not fits(1):
+        return 0
+    return first_true(cap, lambda n: not fits(n + 1))
 
 
 def compare_rows(entries: Sequence[tuple[ModelSpec, MachineProfile, str]], workload: Workload, *,
                  depths: Sequence[int] = DEPTHS, expected: ExpectedHook | None = None) -> list[CompareRow]:
-    """A row for each (model, machine, weight format) in order."""
+    """A row for each (model, machine, weight format) in order, each placed by auto-fit."""
     return [compare_row(spec, machine, workload, weights=w, depths=depths, expected=expected)
             for spec, machine, w in entries]
 
@@ -155,17 +233,21 @@ def compare_csv(rows: Sequence[CompareRow], header: Sequence[str] = (), depths: 
 
 def distinguishing_labels(rows: Sequence[CompareRow]) -> list[str]:
     """A short label per row made only of what differs between rows (model, machine, weight
-    format), so a legend or an axis keeps the part of a name that tells rows apart. The weight
-    format counts only where one model appears in more than one (else the model says it)."""
+    format, the placement asked for), so a legend or an axis keeps the part of a name that tells
+    rows apart. The weight format counts only where one model appears in more than one (else
+    the model says it)."""
     models = [r.model for r in rows]
     machines = [r.machine_key or r.machine for r in rows]
     weights = [r.weights for r in rows]
+    chosen = [r.chosen or "auto-fit" for r in rows]
     per_model: dict[str, set[str]] = {}
     for m, w in zip(models, weights, strict=True):
         per_model.setdefault(m, set()).add(w)
     parts = [values for values in (models, machines) if len(set(values)) > 1]
     if any(len(ws) > 1 for ws in per_model.values()):
         parts.append(weights)
+    if len(set(chosen)) > 1:            # one model on one machine, placed two ways
+        parts.append(chosen)
     if not parts:
         parts = [models]
     return [" · ".join(p[i] for p in parts) for i in range(len(rows))]

@@ -204,7 +204,8 @@ class PanelView:
         calibrated line takes its prediction's colour: two drawn alike shared one swatch."""
         if layer.kind != "calibrated":
             return ""
-        twin = self.drawn.get(("current", curve.key.removeprefix("calibrated_")))
+        base = curve.key.removeprefix("calibrated_").removeprefix("expected_")
+        twin = self.drawn.get(("current", base))
         return twin.curve.role if twin is not None else ""
 
     def _point_ordinal(self, layer: Layer, curve: Curve) -> int:

@@ -29,14 +29,22 @@ class Layer:
     index: int = 0          # colour slot for pinned series, stable while pinned
 
     def colour(self, theme: Theme, role: str) -> QColor:
+        """The colour of a curve of ``role``: the current series' (the calibrated fit of slot 0
+        too), the expected colours (a calibrated layer of any other slot: ``EXPECTED_INDEX``),
+        a measured series' or a pinned series' own."""
         if self.kind == "current" or (self.kind == "calibrated" and self.index == 0):
             return QColor(theme.current.get(role, theme.current["main"]))
+        if self.kind == "calibrated":
+            return QColor(theme.expected.get(role, theme.expected["main"]))
         if self.kind == "measured":
             return QColor(theme.measured if self.index == 0 else theme.series[self.index % len(theme.series)])
         return QColor(theme.series[self.index % len(theme.series)])
 
 
 CURRENT = Layer(key="current", label="current", kind="current")
+#: the colour slot of the expected curves' calibrated layer (``Theme.expected``); slot 0 is the
+#: Measure tab's fit, drawn in the current series' colours
+EXPECTED_INDEX = 1
 
 _DASH = {"memory": Qt.PenStyle.DashLine, "compute": Qt.PenStyle.DashLine, "limit": Qt.PenStyle.DashDotLine,
          "crossover": Qt.PenStyle.DashLine, "secondary": Qt.PenStyle.SolidLine,

@@ -149,7 +149,8 @@ def test_a_placement_that_does_not_fit_is_drawn_as_it_would_run(qtbot, window):
     (line,) = [x for x in window.numbers.lines if x.key == "placement"]
     assert "To fit: put all 37 layers on the GPU, the experts of" in line.sentence
     (memory,) = [x for x in window.numbers.lines if x.key == "memory"]
-    assert "it does NOT fit." in memory.sentence and "(too much)" in memory.sentence
+    assert "it does NOT fit: before any cache, the weights placed on the GPU" in memory.sentence
+    assert "(too much)" in memory.sentence
     assert "Nothing predicted for the workload on screen" in window.stopwatch.result.text()
 
 
