@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QFileDialog,
     QMainWindow,
     QMenu,
@@ -330,6 +331,8 @@ class MainWindow(QMainWindow):
     def save_screenshot(self, path: str | Path) -> Path:
         """Render the whole window to a PNG."""
         self.flush_plots()
+        for _ in range(3):       # rows whose height follows their wrapped text settle a pass later
+            QApplication.processEvents()
         target = Path(path).expanduser()
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
