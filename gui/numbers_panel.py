@@ -8,8 +8,6 @@ value (a 1280-pixel window), each sentence goes under its row, across the whole 
 
 from __future__ import annotations
 
-import re
-
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QWidget
@@ -17,6 +15,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QWidget
 from rooflab.gui.expected_lines import expected_lines, merged
 from rooflab.gui.explain import Line, explain
 from rooflab.gui.recompute import Frame
+from rooflab.gui.units import keep_together
 
 _BOUND_STYLE = {
     "memory": "background:#e07b00;color:white;border-radius:3px;padding:0 4px;",
@@ -28,26 +27,6 @@ VALUE_CHARS = 20
 #: row; back beside them above ``SIDE_BY_SIDE`` (the gap keeps a scroll bar's coming and going
 #: from flipping the layout to and fro)
 STACK_BELOW, SIDE_BY_SIDE = 0.45, 0.5
-NBSP, WORD_JOINER = "\u00a0", "\u2060"
-
-
-def keep_together(text: str) -> str:
-    """``text`` with no line break inside a figure: a number stays with its unit ("1.01 TB/s",
-    "2.7 %") and a flag with its number ("--n-cpu-moe 23"), and a unit or a flag is not broken at
-    its "/" or "-" ("FLOP/" then "s": Qt breaks after either). Only non-breaking spaces and
-    zero-width word joiners are added: the text reads and copies as before."""
-    text = re.sub(r"(?<=\d) (?=[^\W\d_]|%)", NBSP, text)
-    text = re.sub(r"(?<=[a-z]) (?=\d)", lambda m: NBSP if _ends_flag(m.string, m.start()) else " ", text)
-    text = re.sub(r"(?<=\w)/(?=\w)", "/" + WORD_JOINER, text)
-    return re.sub(r"-(?=\w)", "-" + WORD_JOINER, text)
-
-
-def _ends_flag(text: str, end: int) -> bool:
-    """Whether the word before ``end`` is a command-line flag ("-ngl", "--n-cpu-moe")."""
-    start = text.rfind(" ", 0, end) + 1
-    return text.startswith("-", start)
-
-
 class NumbersPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -21,10 +21,10 @@ from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import expected_csv
 from rooflab.gui.expected_lines import expected_lines, merged
 from rooflab.gui.explain import explain
-from rooflab.gui.numbers_panel import keep_together
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
 from rooflab.gui.recompute import Frame
 from rooflab.gui.theme import LIGHT
+from rooflab.gui.units import keep_together
 
 PLOT_SIZE = QSize(1200, 800)
 SHEET_COLUMNS = 2

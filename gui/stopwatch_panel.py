@@ -7,9 +7,8 @@ from PySide6.QtWidgets import QDoubleSpinBox, QFormLayout, QGroupBox, QLabel, QS
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.predict.stopwatch import from_timestamps
-from rooflab.gui.numbers_panel import keep_together
 from rooflab.gui.recompute import Frame
-from rooflab.gui.units import fmt
+from rooflab.gui.units import fmt, keep_together
 
 
 def _seconds(tip: str) -> QDoubleSpinBox:

@@ -8,6 +8,7 @@ from ``core.report.text``, which the command line shares). GB means 10^9 bytes, 
 from __future__ import annotations
 
 import math
+import re
 
 from rooflab.core.report.text import long_duration, significant
 
@@ -93,3 +94,23 @@ def gigabytes(value: float) -> float:
 
 def from_gigabytes(value: float) -> float:
     return value * 1e9
+
+
+NBSP, WORD_JOINER = "\u00a0", "\u2060"
+
+
+def keep_together(text: str) -> str:
+    """``text`` with no line break inside a figure: a number stays with its unit ("1.01 TB/s",
+    "2.7 %") and a flag with its number ("--n-cpu-moe 23"), and a unit or a flag is not broken at
+    its "/" or "-" ("FLOP/" then "s": Qt breaks after either). Only non-breaking spaces and
+    zero-width word joiners are added: the text reads and copies as before."""
+    text = re.sub(r"(?<=\d) (?=[^\W\d_]|%)", NBSP, text)
+    text = re.sub(r"(?<=[a-z]) (?=\d)", lambda m: NBSP if _ends_flag(m.string, m.start()) else " ", text)
+    text = re.sub(r"(?<=\w)/(?=\w)", "/" + WORD_JOINER, text)
+    return re.sub(r"-(?=\w)", "-" + WORD_JOINER, text)
+
+
+def _ends_flag(text: str, end: int) -> bool:
+    """Whether the word before ``end`` is a command-line flag ("-ngl", "--n-cpu-moe")."""
+    start = text.rfind(" ", 0, end) + 1
+    return text.startswith("-", start)

@@ -50,7 +50,7 @@ from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile, in_range
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import MAX_BATCH, Workload
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 MODES: tuple[str, ...] = ("layer", "tensor")
 
@@ -210,6 +210,19 @@ def largest_batch(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     if not fits(1):
         return 0
     return first_true(MAX_BATCH, lambda b: not fits(b + 1))
+
+
+def largest_context(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel) -> int:
+    """Most tokens per sequence (context + prompt + answer) each device's bill holds at the
+    workload's batch, up to the trained context (16M when unknown); 0 when none fits."""
+    cap = spec.context_length or MAX_TOKENS
+
+    def fits(length: int) -> bool:
+        return device_memory(spec, machine, workload, p, length=length).fits
+
+    if not fits(1):
+        return 0
+    return first_true(cap, lambda n: not fits(n + 1))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,22 +18,22 @@ from dataclasses import dataclass
 
 from rooflab.core.predict.batching import cache_resident
 from rooflab.core.predict.choice import PlacementChoice
-from rooflab.core.predict.fit import first_true, largest_context, shortfall
+from rooflab.core.predict.fit import largest_context, shortfall
 from rooflab.core.predict.offload import placed_decode, placed_request
 from rooflab.core.predict.parallel import (
     Parallel,
     ParallelEstimate,
-    device_memory,
     parallel_decode,
     parallel_estimate,
 )
+from rooflab.core.predict.parallel import largest_context as parallel_largest_context
 from rooflab.core.predict.placement import Placement, describe
 from rooflab.core.predict.request import RequestEstimate
 from rooflab.core.report.chart_types import devices_text
 from rooflab.core.report.placed import PlacedSummary, placed_summary
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import MAX_TOKENS, Workload
+from rooflab.core.values.workload import Workload
 
 DEPTHS: tuple[int, ...] = (0, 4096, 32768)
 ExpectedHook = Callable[[ModelSpec, MachineProfile], MachineProfile | None]
@@ -152,21 +152,8 @@ def _parallel_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
         fits=ok, placement=placement, flags="", device_used=mem.used, device_capacity=mem.capacity,
         ttft=est.ttft if ok else None, tpot=est.tpot if ok else None,
         expected_ttft=e_ttft, expected_tpot=e_tpot, decode_rates=tuple(rates),
-        largest_context=_largest_context_on(spec, machine, workload, p) if ok else 0,
+        largest_context=parallel_largest_context(spec, machine, workload, p) if ok else 0,
         per_sequence=est.decode_rate if ok else None, total=est.total_rate if ok else None, chosen=words)
-
-
-def _largest_context_on(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel) -> int:
-    """Most tokens per sequence each device's bill (``parallel.device_memory``) holds at the
-    workload's batch, up to the trained context (16M when unknown); 0 when none fits."""
-    cap = spec.context_length or MAX_TOKENS
-
-    def fits(length: int) -> bool:
-        return device_memory(spec, machine, workload, p, length=length).fits
-
-    if not fits(1):
-        return 0
-    return first_true(cap, lambda n: not fits(n + 1))
 
 
 def compare_rows(entries: Sequence[tuple[ModelSpec, MachineProfile, str]], workload: Workload, *,

@@ -10,7 +10,7 @@ from PySide6.QtGui import QFont, QTextLayout, QTextOption
 
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
-from rooflab.gui.numbers_panel import keep_together
+from rooflab.gui.units import keep_together
 from tests.gui.conftest import catalogue_spec
 
 CASES = {"auto-fit": ("gpt-oss-120b-mxfp4", AUTO),
