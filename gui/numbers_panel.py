@@ -2,7 +2,7 @@
 clock that bounds it and one sentence saying why.
 
 The sentence is what a reader reads, so it keeps most of the width: the value column is capped
-(a long value, "11.8 GB of 24 GiB (25.8 GB) per device", wraps onto a second line), and where
+(a long value, "11.8 GB of 25.8 GB (24 GiB) per device", wraps onto a second line), and where
 the panel is too narrow for the sentence to keep a readable measure beside the name and the
 value (a 1280-pixel window), each sentence goes under its row, across the whole panel."""
 
@@ -21,12 +21,14 @@ _BOUND_STYLE = {
     "memory": "background:#e07b00;color:white;border-radius:3px;padding:0 4px;",
     "compute": "background:#1a9a50;color:white;border-radius:3px;padding:0 4px;",
 }
-#: the value column's widest, in characters of its (bold) font: "(25.8 GB) per device" on one line
+#: the value column's widest, in characters of its (bold) font: "(24 GiB) per device" on one line
 VALUE_CHARS = 20
 #: below this share of the panel's width beside the name and the value, sentences go under their
 #: row; back beside them above ``SIDE_BY_SIDE`` (the gap keeps a scroll bar's coming and going
 #: from flipping the layout to and fro)
 STACK_BELOW, SIDE_BY_SIDE = 0.45, 0.5
+
+
 class NumbersPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
