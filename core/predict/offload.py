@@ -8,8 +8,8 @@ layer in order, so the two parts add, no overlap), with each part's bytes and FL
 ``work`` applied to the part's sub-model (``placement.split``): the experts' union for a batch,
 the cache of the layers whose cache sits there, attention's arithmetic where the cache is.
 
-The host's FLOP/s: a discrete GPU's preset states only the host memory's bandwidth, so the
-host computes at ``DEFAULT_HOST_FLOPS``, the lessons' 8-core desktop CPU (8 cores x 4 GHz x
+The host's FLOP/s: behind a discrete GPU, the profile's ``offload.flops`` when it states one;
+else the host computes at ``DEFAULT_HOST_FLOPS``, the lessons' 8-core desktop CPU (8 cores x 4 GHz x
 2 FMA units x 8 fp32 lanes x 2 FLOP = 1.024 TFLOP/s, roofline lesson example 5) - conservative
 next to a server CPU, and it matters only for prefill (decode on a host is bandwidth-bound,
 balance ~11 FLOP/byte). On a CPU or unified machine the second tier is read by the machine's
@@ -52,9 +52,12 @@ OP_OFFLOAD_MIN_TOKENS = 32         # llama.cpp copies host weights to the GPU fo
 
 
 def host_flops(machine: MachineProfile, dtype: str | None = None) -> float:
-    """Peak FLOP/s the host computes its layers at: ``DEFAULT_HOST_FLOPS`` behind a discrete
-    GPU, the machine's own peak on a CPU or unified machine (efficiency not applied)."""
-    return DEFAULT_HOST_FLOPS if machine.kind == "gpu" else machine.flops(dtype)
+    """Peak FLOP/s the host computes its layers at: behind a discrete GPU the profile's
+    ``offload_flops`` when stated, else ``DEFAULT_HOST_FLOPS``; the machine's own peak on a CPU
+    or unified machine (efficiency not applied)."""
+    if machine.kind != "gpu":
+        return machine.flops(dtype)
+    return machine.offload_flops if machine.offload_flops > 0 else DEFAULT_HOST_FLOPS
 
 
 @dataclass(frozen=True, slots=True)

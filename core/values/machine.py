@@ -103,7 +103,9 @@ class MachineProfile:
 
     bandwidth: bytes/s of the memory that holds the weights. peak_flops: FLOP/s per dtype
     ("fp32", "fp16", "bf16", ...), dense (no sparsity). memory: bytes usable for the model.
-    offload_*: a second, slower memory (system RAM behind a GPU, say) for partial offload.
+    offload_*: a second, slower memory (system RAM behind a GPU, say) for partial offload;
+    offload_flops: the FLOP/s of the processor that computes the layers kept there (the host
+    CPU behind a GPU), 0 when not stated (``offload.host_flops`` then assumes a desktop CPU).
     backend: the llama.cpp back end that runs on the device (one of ``BACKENDS``; empty means
     not stated, and a "cpu" machine gets "cpu"). interconnect_bandwidth: bytes/s per direction
     between two identical devices (NVLink, PCIe x16, ...), 0 = not stated; interconnect_name
@@ -118,6 +120,7 @@ class MachineProfile:
     offload_bandwidth: float = 0.0            # bytes/s, 0 = no second tier
     offload_memory: float = 0.0               # bytes
     offload_name: str = ""
+    offload_flops: float = 0.0               # FLOP/s of the host that computes there, 0 = not stated
     kind: str = "gpu"                         # "gpu", "cpu", "unified"
     backend: str = ""                         # llama.cpp back end, one of BACKENDS
     interconnect_bandwidth: float = 0.0       # bytes/s per direction, device to device
@@ -145,7 +148,8 @@ class MachineProfile:
                                 f"{FLOPS_RANGE[1]:g} FLOP/s, got {value!r}")
         if self.default_dtype not in self.peak_flops:
             raise SpecError(f"{self.name}: default_dtype {self.default_dtype!r} has no peak_flops entry")
-        for name, bounds in (("offload_bandwidth", BANDWIDTH_RANGE), ("offload_memory", MEMORY_RANGE)):
+        for name, bounds in (("offload_bandwidth", BANDWIDTH_RANGE), ("offload_memory", MEMORY_RANGE),
+                             ("offload_flops", FLOPS_RANGE)):
             value = getattr(self, name)
             if value != 0 and not in_range(value, bounds):
                 raise SpecError(f"{self.name}: {name} must be 0 (none) or between {bounds[0]:g} and "
@@ -207,7 +211,7 @@ class MachineProfile:
             "default_dtype": self.default_dtype,
             "memory": self.memory,
             "offload": {"name": self.offload_name, "bandwidth": self.offload_bandwidth,
-                        "memory": self.offload_memory},
+                        "memory": self.offload_memory, "flops": self.offload_flops},
             "interconnect": {"name": self.interconnect_name, "bandwidth": self.interconnect_bandwidth},
             "efficiency": eff.to_dict(),
             "sources": dict(self.sources),
@@ -237,6 +241,7 @@ class MachineProfile:
             offload_name=_text(offload, "name", "", "offload.name"),
             offload_bandwidth=_number(offload, "bandwidth", 0.0, "offload.bandwidth"),
             offload_memory=_number(offload, "memory", 0.0, "offload.memory"),
+            offload_flops=_number(offload, "flops", 0.0, "offload.flops"),
             interconnect_name=_text(link, "name", "", "interconnect.name"),
             interconnect_bandwidth=_number(link, "bandwidth", 0.0, "interconnect.bandwidth"),
             efficiency=Efficiency.from_dict(eff),

@@ -178,6 +178,26 @@ def test_host_computes_at_its_own_flops():
     assert float(p.host.compute_seconds) == pytest.approx(2 * 10e9 * 16 / 1.024e12)
     cpu = gpu(kind="cpu", peak_flops={"fp32": 2e12}, default_dtype="fp32")
     assert host_flops(cpu) == 2e12                  # a CPU's second tier is read by the CPU itself
+    # a profile that states its host CPU (offload.flops: a 16-core Zen 4, 16 x 5 GHz x 32 FLOP) is used
+    zen4 = gpu(offload_flops=2.56e12)
+    assert host_flops(zen4) == 2.56e12
+    faster = placed_prefill(spec, zen4, Workload(), Placement(gpu_layers=1), prompt=16)
+    assert float(faster.host.compute_seconds) == pytest.approx(2 * 10e9 * 16 / 2.56e12)
+
+
+def test_a_profiles_host_flops_is_read_kept_and_checked():
+    from rooflab.core.errors import SpecError as Refused
+
+    data = gpu(offload_flops=2.56e12).to_dict()
+    assert data["offload"]["flops"] == 2.56e12
+    assert MachineProfile.from_dict(data).offload_flops == 2.56e12
+    del data["offload"]["flops"]                                  # a profile that does not state it
+    assert host_flops(MachineProfile.from_dict(data)) == DEFAULT_HOST_FLOPS
+    with pytest.raises(Refused, match="offload_flops"):
+        gpu(offload_flops=-1.0)
+    data["offload"]["flops"] = "fast"
+    with pytest.raises(Refused, match="offload.flops"):
+        MachineProfile.from_dict(data)
 
 
 def test_large_passes_stream_host_weights_to_the_gpu_when_faster():
