@@ -72,6 +72,9 @@ class MachinePanel(QWidget):
         self.offload_bandwidth = _spin(0.0, 1e6, 1, " GB/s", "Bandwidth of the second, slower memory "
                                        "(system RAM behind a GPU; 0 = none). Offloaded bytes move at this rate.")
         self.offload_memory = _spin(0.0, 1e6, 2, " GB", "Size of the second memory tier.")
+        self.offload_flops = _spin(0.0, 1e6, 3, " TFLOP/s", "Peak FLOP/s of the host CPU that computes the layers "
+                                   "kept in the second memory (0 = not stated: a desktop CPU's 1.024 TFLOP/s "
+                                   "is assumed behind a GPU).")
         self.eff_bandwidth = _spin(0.01, 100.0, 2, "", "Share of the peak bandwidth a real engine reaches "
                                    "(1.0 = the ceiling). Applied to B.")
         self.eff_compute = _spin(0.01, 100.0, 2, "", "Share of the peak FLOP/s a real engine reaches. Applied to C.")
@@ -108,6 +111,7 @@ class MachinePanel(QWidget):
         form.addRow("Name", self.offload_name)
         form.addRow("Bandwidth", self.offload_bandwidth)
         form.addRow("Size", self.offload_memory)
+        form.addRow("Host compute", self.offload_flops)
         eff = QGroupBox("Efficiency (1.0 = ceiling)")
         form = QFormLayout(eff)
         form.addRow("Bandwidth", self.eff_bandwidth)
@@ -131,7 +135,7 @@ class MachinePanel(QWidget):
         self.name.editingFinished.connect(self._on_field_edited)
         self.default_dtype.activated.connect(self._on_field_edited)
         self.offload_name.editingFinished.connect(self._on_field_edited)
-        for box in (self.bandwidth, self.memory, self.offload_bandwidth, self.offload_memory,
+        for box in (self.bandwidth, self.memory, self.offload_bandwidth, self.offload_memory, self.offload_flops,
                     self.eff_bandwidth, self.eff_compute, self.step_overhead, self.kv_read_factor):
             box.valueChanged.connect(self._on_field_edited)
         self.save_button.clicked.connect(self._on_save_button_clicked)
@@ -193,7 +197,7 @@ class MachinePanel(QWidget):
     # -- state -> fields --------------------------------------------------------------------
     def _show(self, m: MachineProfile) -> None:
         widgets = [self.name, self.bandwidth, self.memory, self.default_dtype, self.offload_name,
-                   self.offload_bandwidth, self.offload_memory, self.eff_bandwidth, self.eff_compute,
+                   self.offload_bandwidth, self.offload_memory, self.offload_flops, self.eff_bandwidth, self.eff_compute,
                    self.step_overhead, self.kv_read_factor]
         for w in widgets:
             w.blockSignals(True)
@@ -204,6 +208,7 @@ class MachinePanel(QWidget):
         self.offload_name.setText(m.offload_name)
         self.offload_bandwidth.setValue(units.gigabytes(m.offload_bandwidth))
         self.offload_memory.setValue(units.gigabytes(m.offload_memory))
+        self.offload_flops.setValue(m.offload_flops / 1e12)
         eff = m.efficiency
         self.eff_bandwidth.setValue(eff.bandwidth)
         self.eff_compute.setValue(eff.compute)
@@ -265,6 +270,8 @@ class MachinePanel(QWidget):
             return {"offload_bandwidth": units.from_gigabytes(self.offload_bandwidth.value())}
         if widget is self.offload_memory:
             return {"offload_memory": units.from_gigabytes(self.offload_memory.value())}
+        if widget is self.offload_flops:
+            return {"offload_flops": self.offload_flops.value() * 1e12}
         if widget in eff:
             return {"efficiency": dataclasses.replace(m.efficiency, **{eff[widget]: widget.value()})}
         if widget is self.step_overhead:

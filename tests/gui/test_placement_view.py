@@ -165,3 +165,20 @@ def test_the_bounds_and_n_star_are_the_placements(qtbot, window):
     assert bounds["ttft"] == bounds["prompt_rate"] == "memory" and bounds["tpot"] == e.decode_bound
     (n_star,) = [x for x in window.numbers.lines if x.key == "n_star"]
     assert frame.summary.headline_prefill_crossover < 2048 and "bandwidth-bound again" in n_star.sentence
+
+
+def test_the_host_cpu_s_flops_field_reaches_the_placed_prefill(qtbot, window):
+    # Machine tab > Second memory tier > Host compute: the layers kept on the host compute at it
+    window.state.set_machine(presets.load_machine("rtx-4090"))
+    frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    panel = window.machine_panel
+    assert panel.offload_flops.value() == 0.0                      # the preset does not state it
+    before = frame.summary
+    with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
+        panel.offload_flops.setValue(0.5)                          # a slow host: 0.5 TFLOP/s
+    m, after = window.state.machine, drawn.args[0].summary
+    assert m.offload_flops == 0.5e12 and m.key == ""
+    # short prompts, computed on the host, turn compute-bound sooner; decode (bandwidth-bound on
+    # the host) and a 2,048-token prompt (streamed to the GPU over PCIe) do not change
+    assert after.headline_prefill_crossover < before.headline_prefill_crossover / 2
+    assert after.estimate.tpot == before.estimate.tpot and after.estimate.ttft == before.estimate.ttft
