@@ -75,6 +75,7 @@ class MachinePanel(QWidget):
         self.offload_flops = _spin(0.0, 1e6, 3, " TFLOP/s", "Peak FLOP/s of the host CPU that computes the layers "
                                    "kept in the second memory (0 = not stated: a desktop CPU's 1.024 TFLOP/s "
                                    "is assumed behind a GPU).")
+        self.offload_flops.setSpecialValueText("not stated (1.024 assumed)")      # shown at 0
         self.eff_bandwidth = _spin(0.01, 100.0, 2, "", "Share of the peak bandwidth a real engine reaches "
                                    "(1.0 = the ceiling). Applied to B.")
         self.eff_compute = _spin(0.01, 100.0, 2, "", "Share of the peak FLOP/s a real engine reaches. Applied to C.")

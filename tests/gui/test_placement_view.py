@@ -173,6 +173,7 @@ def test_the_host_cpu_s_flops_field_reaches_the_placed_prefill(qtbot, window):
     frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
     panel = window.machine_panel
     assert panel.offload_flops.value() == 0.0                      # the preset does not state it
+    assert panel.offload_flops.text() == "not stated (1.024 assumed)"
     before = frame.summary
     with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
         panel.offload_flops.setValue(0.5)                          # a slow host: 0.5 TFLOP/s
