@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QImage, QPainter
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox, QWidget
 
 from rooflab.core import __version__
@@ -20,7 +20,7 @@ from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, ten
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import expected_csv
 from rooflab.gui.expected_lines import expected_lines, merged
-from rooflab.gui.explain import explain
+from rooflab.gui.explain import Line, explain
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
 from rooflab.gui.recompute import Frame
 from rooflab.gui.theme import LIGHT
@@ -178,6 +178,9 @@ def compose_sheet(frame: Frame, images: dict[str, QImage]) -> QImage:
     margin, title_h = 40, 150
     width = SHEET_COLUMNS * cell.width() + (SHEET_COLUMNS + 1) * margin
     height = title_h + rows * (cell.height() + margin) + margin
+    # the numbers cell is the grid's last: it may run below its row, never drop a line
+    numbers_top = title_h + (len(images) // SHEET_COLUMNS) * (cell.height() + margin)
+    height = max(height, numbers_top + _numbers_height(_numbers_lines(frame), cell.width()) + margin)
     sheet = QImage(width, height, QImage.Format.Format_ARGB32)
     sheet.fill(QColor(LIGHT.background))
     painter = QPainter(sheet)
@@ -215,27 +218,53 @@ def compose_sheet(frame: Frame, images: dict[str, QImage]) -> QImage:
     return sheet
 
 
-def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
-    font = QFont()
-    font.setPixelSize(20)
-    line_h = 26
-    y = box.top() + 10
+NUMBERS_PX, NUMBERS_LINE, NUMBERS_GAP = 20, 26, 12     # the sheet's numbers: font, title line, gap
+
+
+def _numbers_lines(frame: Frame) -> list[Line]:
     lines = explain(frame.scenario, frame.summary)
     if frame.expected_figures is not None:
         lines = merged(lines, expected_lines(frame.scenario, frame.expected_figures, frame.stands_on))
+    return lines
+
+
+def _sentence_rect(line: Line, left: int, top: int, width: int) -> tuple[str, QRect]:
+    """A line's sentence (kept from breaking inside a figure: not "165 TFLOP/" then "s") and
+    the rectangle it wraps into below its title."""
+    font = QFont()
+    font.setPixelSize(NUMBERS_PX)
+    sentence = keep_together(line.sentence)
+    rect = QFontMetrics(font).boundingRect(QRect(left + 16, top, width - 16, 100_000), Qt.TextFlag.TextWordWrap,
+                                           sentence)
+    return sentence, rect
+
+
+def _numbers_height(lines: Sequence[Line], width: int) -> int:
+    """Pixels the numbers take in a cell ``width`` wide: every line, none dropped."""
+    y = 10
     for line in lines:
+        y += NUMBERS_LINE
+        y += _sentence_rect(line, 0, y, width)[1].height() + NUMBERS_GAP
+    return y
+
+
+def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
+    """Every numbers-panel line, its title bold, its sentence wrapped under it (the sheet is
+    made tall enough for them all: ``compose_sheet``)."""
+    font = QFont()
+    font.setPixelSize(NUMBERS_PX)
+    y = box.top() + 10
+    for line in _numbers_lines(frame):
         font.setBold(True)
         painter.setFont(font)
         bound = f"  [{line.bound}-bound]" if line.bound else ""
-        painter.drawText(QRect(box.left(), y, box.width(), line_h), Qt.AlignmentFlag.AlignLeft,
+        painter.drawText(QRect(box.left(), y, box.width(), NUMBERS_LINE), Qt.AlignmentFlag.AlignLeft,
                          f"{line.label}: {line.value}{bound}")
-        y += line_h
+        y += NUMBERS_LINE
         font.setBold(False)
         painter.setFont(font)
-        sentence = keep_together(line.sentence)        # not "165 TFLOP/" on one line and "s" on the next
-        rect = painter.boundingRect(QRect(box.left() + 16, y, box.width() - 16, 400),
-                                    Qt.TextFlag.TextWordWrap, sentence)
-        painter.drawText(rect, Qt.TextFlag.TextWordWrap, sentence)
-        y += rect.height() + 12
-        if y > box.bottom() - line_h:
-            break
+        sentence, rect = _sentence_rect(line, box.left(), y, box.width())
+        # wrapped as measured, with a line to spare should the painter's metrics round otherwise
+        painter.drawText(QRect(rect.left(), rect.top(), box.width() - 16, rect.height() + NUMBERS_LINE),
+                         Qt.TextFlag.TextWordWrap, sentence)
+        y += rect.height() + NUMBERS_GAP

@@ -148,3 +148,32 @@ def test_screenshot_with_a_bad_model_fails_cleanly(tmp_path):
     result = _run_rooflab("gui", str(bad), "--screenshot", str(tmp_path / "x.png"), tmp_path=tmp_path)
     assert result.returncode == 2
     assert "bad.gguf" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_sheet_keeps_every_number_however_many_there_are(qtbot, window, tmp_path):
+    # a placed model with expected figures has 13 rows; the sheet's numbers cell used to stop at
+    # its cell's bottom and drop the last ones (the Memory row): the sheet now grows to hold them
+    from rooflab.core.io import load_model
+    from rooflab.gui import report
+
+    window.state.set_machine(load_machine("rtx-4090"))
+    with qtbot.waitSignal(window.redrawn, timeout=5000):
+        window.state.set_model(load_model("gpt-oss-120b-mxfp4"), "gpt-oss-120b-mxfp4")
+    window.recompute.add_band()
+    files = window.save_report(tmp_path / "report")
+    sheet = QImage(str(files.sheet))
+    frame = window.recompute.frame
+    lines = report._numbers_lines(frame)
+    assert [line.key for line in lines][-1] == "memory" and len(lines) >= 12
+    cell = QImage(str(files.pngs[0])).size()
+    plots = len(files.pngs)
+    top = 150 + (plots // report.SHEET_COLUMNS) * (cell.height() + 40)
+    needed = report._numbers_height(lines, cell.width())
+    assert needed > cell.height()                          # more than one cell's height of text ...
+    assert sheet.height() >= top + needed                   # ... and the sheet holds it all
+    # ink reaches below where the cell ended: the last rows were drawn
+    x0 = 40 + (plots % report.SHEET_COLUMNS) * (cell.width() + 40)
+    background = sheet.pixelColor(x0 + 5, sheet.height() - 5)
+    inked = [y for y in range(top + cell.height(), sheet.height(), 2)
+             if any(sheet.pixelColor(x, y) != background for x in range(x0, x0 + cell.width(), 7))]
+    assert inked
