@@ -33,7 +33,7 @@ from rooflab.core.predict.parallel import (
 )
 from rooflab.core.predict.parallel import largest_batch as parallel_largest_batch
 from rooflab.core.predict.placement import MAX_LAYERS, Placement, experts_kept_on_host
-from rooflab.core.report.placed import PlacedSummary, placed_summary
+from rooflab.core.report.placed import PlacedSummary, placed_as_chosen
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, Workload
@@ -120,10 +120,10 @@ def resolve_placed(args: argparse.Namespace, spec: ModelSpec, machine: MachinePr
     """The placed headline the flags ask for: by hand with --gpu-layers, -ngl fitted around
     --cpu-moe / --no-kv-offload without it, auto-fit without any (``PlacementChoice.fit``)."""
     choice = choice_from(args)
-    given, parallel = choice.fit(spec, machine, workload), choice.parallel_on(machine)
-    first = placed_summary(spec, machine, workload, placement=given, parallel=parallel)
-    if parallel is None and (not first.fits or first.placement != Placement.all_on_device(spec)):
-        return placed_summary(spec, machine, workload, placement=given, alternatives=alternatives(spec))
+    first = placed_as_chosen(spec, machine, workload, choice)
+    if first.parallel is None and (not first.fits or first.placement != Placement.all_on_device(spec)):
+        # not all on the device: what other weight formats would buy joins the suggestions
+        return placed_as_chosen(spec, machine, workload, choice, alternatives=alternatives(spec))
     return first
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rooflab.core.predict.batching import cache_resident
-from rooflab.core.predict.choice import PlacementChoice
+from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.fit import largest_context, shortfall
 from rooflab.core.predict.offload import placed_decode, placed_request
 from rooflab.core.predict.parallel import (
@@ -30,7 +30,7 @@ from rooflab.core.predict.parallel import largest_context as parallel_largest_co
 from rooflab.core.predict.placement import Placement, describe
 from rooflab.core.predict.request import RequestEstimate
 from rooflab.core.report.chart_types import devices_text
-from rooflab.core.report.placed import PlacedSummary, placed_summary
+from rooflab.core.report.placed import PlacedSummary, placed_as_chosen
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -86,10 +86,7 @@ def _placed(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     """Placed as ``choice`` asks when it places the model by hand or on several devices (as the
     window's headline places it: ``report.summary``), else by auto-fit (or the workload's
     offload share)."""
-    if choice is None or choice.is_auto:
-        return placed_summary(spec, machine, workload)
-    return placed_summary(spec, machine, workload, placement=choice.fit(spec, machine, workload),
-                          parallel=choice.parallel_on(machine))
+    return placed_as_chosen(spec, machine, workload, AUTO if choice is None else choice)
 
 
 def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *, weights: str = "",

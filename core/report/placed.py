@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.predict.fit import Fit, choose, placement_for_offload, suggestions
 from rooflab.core.predict.offload import placed_request
 from rooflab.core.predict.parallel import (
@@ -114,3 +115,13 @@ def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     how = "auto" if fit.chosen else how
     return PlacedSummary(fit=fit, how=how, estimate=placed_request(spec, machine, workload, fit.placement),
                          suggestions=suggestions(spec, machine, workload, fit, alternatives))
+
+
+def placed_as_chosen(spec: ModelSpec, machine: MachineProfile, workload: Workload, choice: PlacementChoice, *,
+                     alternatives: Mapping[str, ModelSpec] | None = None) -> PlacedSummary:
+    """The placed headline ``choice`` asks for: a placement by hand, -ngl fitted around the
+    user's other flags (``PlacementChoice.fit``), several devices, or (nothing chosen) auto-fit
+    or the workload's offload share. The window's headline, a Compare row and ``rooflab
+    predict`` all place a model through here."""
+    return placed_summary(spec, machine, workload, placement=choice.fit(spec, machine, workload),
+                          parallel=choice.parallel_on(machine), alternatives=alternatives)

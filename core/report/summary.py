@@ -22,7 +22,7 @@ from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.charts import build_charts
-from rooflab.core.report.placed import PlacedSummary, placed_summary
+from rooflab.core.report.placed import PlacedSummary, placed_as_chosen
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,11 +131,10 @@ def _placed(sc: Scenario, resident: float) -> PlacedSummary | None:
     hand or several devices always place it; otherwise a model the device holds whole keeps
     the one-memory request (as 'rooflab predict' does) and one it cannot hold (or an offload
     share) is placed as llama.cpp would: auto-fit, or the offload share."""
-    spec, m, w = sc.model, sc.machine, sc.workload
-    manual, parallel = sc.placement.fit(spec, m, w), sc.placement.parallel_on(m)
-    if manual is not None or parallel is not None:
-        return placed_summary(spec, m, w, placement=manual, parallel=parallel)
-    return placed_summary(spec, m, w) if resident > m.memory or w.offload_fraction > 0 else None
+    m, w = sc.machine, sc.workload
+    if sc.placement.is_auto and resident <= m.memory and w.offload_fraction == 0:
+        return None
+    return placed_as_chosen(sc.model, m, w, sc.placement)
 
 
 def headline_charts(sc: Scenario, s: Summary | None = None) -> dict[str, Chart]:
