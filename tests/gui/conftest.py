@@ -68,3 +68,20 @@ def save_this_machine() -> None:
     presets.save_measured_machine(MachineProfile(name="this machine (measured)", bandwidth=30e9,
                                                  peak_flops={"fp32": 150e9}, memory=16e9, default_dtype="fp32",
                                                  kind="cpu", key="measured"))
+
+
+def open_placed(qtbot, window, model: str, choice=None, machine: str = "rtx-4090"):
+    """Catalogue ``model`` on preset ``machine`` with placement ``choice`` (auto when None), and
+    the frame drawn for exactly that (no recompute pending)."""
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.predict.choice import AUTO
+
+    choice = AUTO if choice is None else choice
+    state = window.state
+    state.set_machine(load_machine(machine))
+    state.set_model(catalogue_spec(model), ref=model)
+    state.set_placement(choice)
+    qtbot.waitUntil(lambda: window.recompute.frame is not None and not window.recompute.pending
+                    and window.recompute.frame.scenario.model is state.model
+                    and window.recompute.frame.scenario.placement == choice, timeout=5000)
+    return window.recompute.frame

@@ -7,23 +7,12 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.report.compare import distinguishing_labels
 from rooflab.gui.units import fmt
-from tests.gui.conftest import catalogue_spec
+from tests.gui.conftest import open_placed
 
 GPT_OSS, QWEN_32B = "gpt-oss-120b-mxfp4", "qwen3-32b-q4_k_m"
-
-
-def _open(qtbot, window, model: str, choice: PlacementChoice):
-    window.state.set_machine(load_machine("rtx-4090"))
-    window.state.set_model(catalogue_spec(model), ref=model)
-    window.state.set_placement(choice)
-    qtbot.waitUntil(lambda: window.recompute.frame is not None and not window.recompute.pending
-                    and window.recompute.frame.scenario.model is window.state.model
-                    and window.recompute.frame.scenario.placement == choice, timeout=5000)
-    return window.recompute.frame
 
 
 def _add_current(qtbot, window):
@@ -43,7 +32,7 @@ def _cell(view, row: int, title: str) -> str:
 
 def test_add_current_keeps_gpu_layers_set_by_hand(qtbot, window):
     """-ngl 20 of gpt-oss on a 4090 does not fit; the row said fits=yes, -ngl 37 --n-cpu-moe 23."""
-    frame = _open(qtbot, window, GPT_OSS, PlacementChoice(gpu_layers=20))
+    frame = open_placed(qtbot, window, GPT_OSS, PlacementChoice(gpu_layers=20))
     assert not frame.summary.placed.fits
     view = _add_current(qtbot, window)
     row = view.controller.rows[0]
@@ -69,7 +58,7 @@ def test_add_current_keeps_gpu_layers_set_by_hand(qtbot, window):
 
 def test_add_current_on_two_devices_gives_the_headline(qtbot, window):
     """2 x tensor parallel: the row showed the one-card TPOT 19.7 ms against the headline's 10.4 ms."""
-    frame = _open(qtbot, window, QWEN_32B, PlacementChoice(devices=2, parallel="tensor"))
+    frame = open_placed(qtbot, window, QWEN_32B, PlacementChoice(devices=2, parallel="tensor"))
     view = _add_current(qtbot, window)
     row = view.controller.rows[0]
     assert row.tpot == pytest.approx(frame.summary.estimate.tpot, rel=1e-12)

@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QFont, QTextLayout, QTextOption
 
-from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.gui.units import keep_together
-from tests.gui.conftest import catalogue_spec
+from tests.gui.conftest import open_placed
 
 CASES = {"auto-fit": ("gpt-oss-120b-mxfp4", AUTO),
          "tensor parallel": ("qwen3-32b-q4_k_m", PlacementChoice(devices=2, parallel="tensor"))}
@@ -22,12 +21,7 @@ def _show(qtbot, window, size, model, choice, mode="light"):
     window.resize(*size)
     window.show()
     qtbot.waitExposed(window)
-    window.state.set_machine(load_machine("rtx-4090"))
-    window.state.set_model(catalogue_spec(model), ref=model)
-    window.state.set_placement(choice)
-    qtbot.waitUntil(lambda: window.recompute.frame is not None and not window.recompute.pending
-                    and window.recompute.frame.scenario.model is window.state.model
-                    and window.recompute.frame.scenario.placement == choice, timeout=5000)
+    open_placed(qtbot, window, model, choice)
     qtbot.wait(20)                        # let the layouts settle
 
 

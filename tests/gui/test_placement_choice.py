@@ -16,7 +16,7 @@ from rooflab.core.predict.placement import Placement
 from rooflab.gui.app import initial_state
 from rooflab.gui.settings import Settings
 from rooflab.gui.units import fmt
-from tests.gui.conftest import catalogue_spec
+from tests.gui.conftest import catalogue_spec, open_placed
 
 GPT_OSS, QWEN_32B = "gpt-oss-120b-mxfp4", "qwen3-32b-q4_k_m"
 
@@ -28,13 +28,6 @@ def _predicted(capsys, model: str, *flags: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def _open(qtbot, window, model: str) -> None:
-    window.state.set_machine(load_machine("rtx-4090"))
-    window.state.set_model(catalogue_spec(model), ref=model)
-    qtbot.waitUntil(lambda: window.recompute.frame is not None
-                    and window.recompute.frame.scenario.model is window.state.model, timeout=5000)
-
-
 def _frame_after_edit(qtbot, window):
     """The frame the debounced recompute draws for the state as it is now."""
     assert window.recompute.pending              # the edit went through the same debounce as the rest
@@ -44,7 +37,7 @@ def _frame_after_edit(qtbot, window):
 
 
 def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
-    _open(qtbot, window, GPT_OSS)
+    open_placed(qtbot, window, GPT_OSS)
     panel = window.workload_panel.placement
     assert panel.cpu_moe.isEnabled() and not panel.gpu_layers.isEnabled()      # auto: the spin waits
     assert panel.gpu_layers.maximum() == 37 and panel.cpu_moe.maximum() == 36   # layers + 1, layers
@@ -117,7 +110,7 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
 
 
 def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, capsys):
-    _open(qtbot, window, QWEN_32B)
+    open_placed(qtbot, window, QWEN_32B)
     panel = window.workload_panel.placement
     assert panel.devices.isEnabled() and not panel.parallel.isEnabled()
     assert not panel.cpu_moe.isEnabled()                                   # a dense model: no experts

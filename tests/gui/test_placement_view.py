@@ -7,20 +7,12 @@ import math
 
 import pytest
 
-from rooflab.core.io import load_model, presets
 from rooflab.gui.units import fmt
-
-
-def _frame_for(qtbot, window, model: str):
-    window.state.set_model(load_model(model), model)
-    qtbot.waitUntil(lambda: window.recompute.frame is not None
-                    and window.recompute.frame.scenario.model.name == load_model(model).name, timeout=5000)
-    return window.recompute.frame
+from tests.gui.conftest import open_placed
 
 
 def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
-    window.state.set_machine(presets.load_machine("rtx-4090"))
-    frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    frame = open_placed(qtbot, window, "gpt-oss-120b-mxfp4")
     placed = frame.summary.placed
     assert placed is not None and placed.fits and placed.placement.cpu_moe > 0
     keys = [line.key for line in window.numbers.lines]
@@ -91,8 +83,7 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
 
 
 def test_a_model_that_cannot_run_here_shows_no_figure(qtbot, window):
-    window.state.set_machine(presets.load_machine("rtx-4090"))
-    frame = _frame_for(qtbot, window, "deepseek-v3-q4_k_m")
+    frame = open_placed(qtbot, window, "deepseek-v3-q4_k_m")
     assert frame.summary.placed is not None and not frame.summary.placed.fits
     assert window.numbers.value_text("placement") == "does NOT fit"
     assert "ttft" not in [line.key for line in window.numbers.lines]
@@ -100,15 +91,14 @@ def test_a_model_that_cannot_run_here_shows_no_figure(qtbot, window):
 
 
 def test_a_model_the_card_holds_keeps_the_one_memory_headline(qtbot, window):
-    frame = _frame_for(qtbot, window, "qwen3-8b-q4_k_m")
+    frame = open_placed(qtbot, window, "qwen3-8b-q4_k_m")
     assert frame.summary.placed is None and window.numbers.lines[0].key == "ttft"
 
 
 def test_the_reports_expected_figures_stand_on_the_placement(qtbot, window, tmp_path):
     from rooflab.core.report.expected import expected_request
 
-    window.state.set_machine(presets.load_machine("rtx-4090"))
-    frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    frame = open_placed(qtbot, window, "gpt-oss-120b-mxfp4")
     files = window.save_report(tmp_path / "report")
     rows = dict(line.split(",", 1) for line in (files.folder / "expected.csv").read_text().splitlines()
                 if not line.startswith("#"))
@@ -130,8 +120,7 @@ def test_a_placement_that_does_not_fit_is_drawn_as_it_would_run(qtbot, window):
     from rooflab.core.predict.choice import PlacementChoice
     from rooflab.core.predict.offload import placed_request
 
-    window.state.set_machine(presets.load_machine("rtx-4090"))
-    _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    open_placed(qtbot, window, "gpt-oss-120b-mxfp4")
     with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
         window.state.set_placement(PlacementChoice(gpu_layers=20))
     frame = drawn.args[0]
@@ -157,8 +146,7 @@ def test_a_placement_that_does_not_fit_is_drawn_as_it_would_run(qtbot, window):
 def test_the_bounds_and_n_star_are_the_placements(qtbot, window):
     # auto-fit gpt-oss on a 4090: a 2,048-token prompt streams the host's experts over PCIe and is
     # memory-bound as placed, though the placed prefill first turned compute-bound near 100 tokens
-    window.state.set_machine(presets.load_machine("rtx-4090"))
-    frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    frame = open_placed(qtbot, window, "gpt-oss-120b-mxfp4")
     e = frame.summary.estimate
     assert e.prefill_bound == "memory" and frame.summary.prefill.bound == "compute"   # card alone: compute
     bounds = {line.key: line.bound for line in window.numbers.lines}
@@ -169,8 +157,7 @@ def test_the_bounds_and_n_star_are_the_placements(qtbot, window):
 
 def test_the_host_cpu_s_flops_field_reaches_the_placed_prefill(qtbot, window):
     # Machine tab > Second memory tier > Host compute: the layers kept on the host compute at it
-    window.state.set_machine(presets.load_machine("rtx-4090"))
-    frame = _frame_for(qtbot, window, "gpt-oss-120b-mxfp4")
+    frame = open_placed(qtbot, window, "gpt-oss-120b-mxfp4")
     panel = window.machine_panel
     assert panel.offload_flops.value() == 0.0                      # the preset does not state it
     assert panel.offload_flops.text() == "not stated (1.024 assumed)"
