@@ -253,7 +253,7 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
             lines[3] = "does NOT fit, so none of these figures can be reached; " + lines[3]
         # the one-memory figures of the JSON's top level, said to be so (the placement's are above)
         lines[5] = "  on the device alone (every byte there, nothing reserved): " + lines[5].strip()
-        lines[2:2] = placement_lines(spec, machine, workload, placed)
+        lines[2:2] = placement_lines(spec, machine, workload, placed, d["placement"])
         decode_rows, prefill_rows = as_placed(decode_rows), as_placed(prefill_rows)
         lines[-2] += ", as placed (memory: both memories, reserves and buffers included)"
     for row in decode_rows:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -239,10 +239,13 @@ def as_placed(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             for row in rows]
 
 
-def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload, placed: PlacedSummary) -> list[str]:
-    """The text headline's placement: how the model sits, each memory's bill, and what to change."""
+def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload, placed: PlacedSummary,
+                    figures: Mapping[str, Any]) -> list[str]:
+    """The text headline's placement: how the model sits, each memory's bill, and what to change.
+    ``figures``: the JSON's ``placement`` object (``with_placement``), whose largest batch and
+    crossovers are not searched for again."""
     lines = [f"placement: {placed.headline(spec, machine)}"]
-    largest = placed_largest_batch(spec, machine, workload, placed)
+    largest = figures["max_batch_that_fits"]
     length = workload.context + workload.prompt + workload.answer
     if placed.parallel is None:
         words = ("GPU", "host") if machine.kind == "gpu" else ("memory", "2nd tier")
@@ -266,9 +269,8 @@ def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload
                      if grow.crossover_devices else "communication stays below the compute time up to 64 devices")
             lines.append(f"  lowest TPOT at {grow.best_devices} devices; {cross}")
     lines.append(f"  as placed, {largest:,} sequence{'s' if largest != 1 else ''} of {length:,} tokens fit")
-    crossovers = placed_crossovers(spec, machine, workload, placed)
-    if crossovers is not None:
-        n_star, b_star = crossovers
+    if "prefill_crossover_tokens" in figures:
+        n_star, b_star = figures["prefill_crossover_tokens"], figures["batch_crossover"]
         lines.append("  as placed, prefill turns compute-bound at " + (
             f"n* = {n_star:,.1f} tokens" if math.isfinite(n_star) else "no prompt length") + ", decode " + (
             f"at batch {b_star:,.1f}" if math.isfinite(b_star) else "at no batch") + f" (below {MAX_BATCH:,})")
