@@ -39,6 +39,7 @@ from rooflab.core.predict.request import request
 from rooflab.core.predict.roofline import attainable, balance, phase_points
 from rooflab.core.predict.work import Array
 from rooflab.core.report.chart_types import Chart, Curve, CurveRole, Panel, Scenario
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
 
 ROOFLINE, PREFILL, DECODE, BATCHING, MEMORY = "roofline", "prefill", "decode", "batching", "memory"
@@ -241,6 +242,20 @@ def decode_chart(sc: Scenario, placement: Placement | None = None) -> Chart:
 
 # --- batching ----------------------------------------------------------------------------------
 
+def _placed_memory(m: MachineProfile, x: Array, device: Array, host: Array, axes: _Axes) -> tuple[Curve, ...]:
+    """Each memory's bill as placed against its own size: the device's, and the host's when
+    the placement keeps anything there."""
+    device_word, host_word = memory_words(m)
+    curves: tuple[Curve, ...] = (
+        Curve(key="resident", label=f"held {device_word}, as placed", x=x, y=device, **axes),
+        _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"))
+    if float(np.max(host)) > 0:
+        curves += (Curve(key="resident_host", label=f"held {host_word}, as placed", x=x, y=host, role="secondary",
+                         **axes),
+                   _y_marker("capacity_host", m.offload_name or "host memory", m.offload_memory, "memory", "B"))
+    return curves
+
+
 def batching_chart(sc: Scenario, placement: Placement | None = None, *, crossover: float | None = None,
                    largest: int | None = None) -> Chart:
     """Decode at batch b for sequences starting at context + prompt: per-sequence and total
@@ -273,15 +288,7 @@ def batching_chart(sc: Scenario, placement: Placement | None = None, *, crossove
         placed = placed_batch_sweep(spec, m, w, placement, batches, context=t, context_length=length)
         at = placed_batch_sweep(spec, m, w, placement, [w.batch], context=t, context_length=length)
         s, here, here_memory = placed.sweep, at.sweep, at.device_memory
-        device_word, host_word = memory_words(m)
-        resident = (Curve(key="resident", label=f"held {device_word}, as placed", x=batches, y=placed.device_memory,
-                          **mem),
-                    _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B"))
-        if float(np.max(placed.host_memory)) > 0:
-            resident += (Curve(key="resident_host", label=f"held {host_word}, as placed", x=batches,
-                               y=placed.host_memory, role="secondary", **mem),
-                         _y_marker("capacity_host", m.offload_name or "host memory", m.offload_memory, "memory",
-                                   "B"))
+        resident = _placed_memory(m, batches, placed.device_memory, placed.host_memory, mem)
     marks = []
     if math.isfinite(cross):
         marks.append(_x_marker("crossover", "compute crossover", cross, "batch", "sequences",
@@ -379,16 +386,9 @@ def memory_chart(sc: Scenario, placement: Placement | None = None) -> Chart:
                                     m.memory + m.offload_memory, "memory", "B", "secondary"))
         here = memory_resident(spec, length, w.batch, w.kv_type)
     else:
-        device_word, host_word = memory_words(m)
         device, host, _fits = memory_grid(spec, m, w, placement, t, w.batch)
-        at = memory_grid(spec, m, w, placement, length, w.batch)
-        growth = [Curve(key="resident", label=f"held {device_word}, as placed", x=t, y=device, **ax),
-                  _y_marker("capacity", f"{m.name} memory", m.memory, "memory", "B")]
-        if float(np.max(host)) > 0:
-            growth += [Curve(key="resident_host", label=f"held {host_word}, as placed", x=t, y=host,
-                             role="secondary", **ax),
-                       _y_marker("capacity_host", m.offload_name or "host memory", m.offload_memory, "memory", "B")]
-        here = at[0]
+        growth = list(_placed_memory(m, t, device, host, ax))
+        here = memory_grid(spec, m, w, placement, length, w.batch)[0]
     growth.append(Curve(key="current", label="current workload", x=_pts(length), y=here, kind="points",
                         role="marker", **ax))
     panels = (
