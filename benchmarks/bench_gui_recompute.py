@@ -44,9 +44,9 @@ def main() -> int:
     from rooflab.core.report.expected import expected_request
     from rooflab.core.report.summary import headline_charts
     from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
-    from rooflab.gui.main_window import MainWindow
-    from rooflab.gui.settings import Settings
-    from rooflab.gui.state import AppState
+    from rooflab.gui.shell.main_window import MainWindow
+    from rooflab.gui.state.app_state import AppState
+    from rooflab.gui.state.settings import Settings
 
     app = QApplication.instance() or QApplication([])
     spec, machine = load_model(DEFAULT_MODEL), load_machine(DEFAULT_MACHINE)

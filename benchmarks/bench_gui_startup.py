@@ -20,11 +20,11 @@ TARGET_S = 1.5
 CHILD = r"""
 import sys, time
 t0 = float(sys.argv[1])
-from rooflab.gui import app
+from rooflab.gui.shell import app
 from PySide6.QtWidgets import QApplication
 
 def exec_once(self):
-    from rooflab.gui.main_window import MainWindow
+    from rooflab.gui.shell.main_window import MainWindow
     window = next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow))
     QApplication.processEvents()
     window.repaint()                       # a synchronous paint of the whole window
@@ -51,7 +51,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
-        env = dict(os.environ, ROOFLAB_CONFIG_DIR=os.path.join(home, "cfg"), ROOFLAB_DATA_DIR=os.path.join(home, "data"))
+        env = dict(os.environ, ROOFLAB_CONFIG_DIR=os.path.join(home, "cfg"),
+                   ROOFLAB_DATA_DIR=os.path.join(home, "data"))
         if not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
             env["QT_QPA_PLATFORM"] = "offscreen"
         run_once(env)                                   # warm the file cache and .pyc files

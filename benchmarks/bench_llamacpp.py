@@ -25,7 +25,7 @@ from rooflab.core.io.presets import load_measured_machine
 from rooflab.core.jobs import run_job
 from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.engine import measure_in_llamacpp
-from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
 from rooflab.core.values.machine import MachineProfile
 
 BASE = dict(hidden_size=768, num_hidden_layers=8, num_attention_heads=12, num_key_value_heads=4, head_dim=64,

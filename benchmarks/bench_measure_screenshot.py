@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
     from rooflab.core.values.defaults import DEFAULT_WORKLOAD
-    from rooflab.gui.main_window import MainWindow
-    from rooflab.gui.settings import Settings
-    from rooflab.gui.state import AppState
+    from rooflab.gui.shell.main_window import MainWindow
+    from rooflab.gui.state.app_state import AppState
+    from rooflab.gui.state.settings import Settings
 
     app = QApplication.instance() or QApplication(sys.argv)
     folder = Path(tempfile.mkdtemp(prefix="rooflab-shot-"))

@@ -6,7 +6,7 @@ may carry a ``sample``: a point measured just now, to draw while the job runs) a
 to stop; between small chunks of work the job calls ``check_cancel(cancel)`` with the
 ``CancelToken`` it was given; its ``return`` value is the job's result.
 
-The GUI runs these generators on its worker (``rooflab.gui.jobs``); the command line and the
+The GUI runs these generators on its worker (``rooflab.gui.workers.jobs``); the command line and the
 benchmarks drain them with ``run_job``."""
 
 from __future__ import annotations

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 
 
 def run_gui(args: argparse.Namespace) -> int:
-    from rooflab.gui.app import run_gui as run
+    from rooflab.gui.shell.app import run_gui as run
 
     return run(args)
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from rooflab.gui.app import run_report as run
+    from rooflab.gui.shell.app import run_report as run
 
     return run(args)
 
@@ -28,8 +28,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
     if not args.out:
         return run(args)
-    from rooflab.gui.app import make_app
-    from rooflab.gui.compare_view import write_compare_png
+    from rooflab.gui.panels.compare_table import write_compare_png
+    from rooflab.gui.shell.app import make_app
 
     make_app(headless=True)
     return run(args, png=write_compare_png)

@@ -41,9 +41,20 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rooflab.core.report",),
     ("rooflab.core.measure",),
     ("rooflab.core.cli",),
-    ("rooflab.gui",),
+    # the window, by role, bottom first: shared widgets and the worker thread; the state; the
+    # plots; the panels; the controllers that drive panels; files written from the screen; the
+    # application shell; the entry point
+    ("rooflab.gui", "rooflab.gui.widgets", "rooflab.gui.workers"),
+    ("rooflab.gui.state",),
+    ("rooflab.gui.plots",),
+    ("rooflab.gui.panels",),
+    ("rooflab.gui.controllers",),
+    ("rooflab.gui.export",),
+    ("rooflab.gui.shell",),
+    ("rooflab.gui.main",),
 )
-INIT_ONLY = frozenset({"rooflab.core"})
+INIT_ONLY = frozenset({"rooflab.core", "rooflab.gui"})
+DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "import_module", "__import__"})
 
 QT = frozenset({"PySide6", "pyqtgraph", "shiboken6"})
 CORE_MODULE_LEVEL = frozenset({"numpy", "gguf", "platformdirs", "rooflab"}) | frozenset(sys.stdlib_module_names)
@@ -104,6 +115,41 @@ def _imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, bo
     yield from walk(tree, False)
 
 
+def _dynamic_imports(tree: ast.Module) -> Iterator[tuple[str, int, bool]]:
+    """(module, line, lazy) for each ``importlib.import_module("rooflab...")`` or
+    ``__import__("rooflab...")`` whose name is a string constant: an import all the same."""
+    def walk(node: ast.AST, lazy: bool) -> Iterator[tuple[str, int, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if (isinstance(child, ast.Call) and _dotted(child.func) in DYNAMIC_IMPORTS and child.args
+                    and isinstance(child.args[0], ast.Constant) and isinstance(child.args[0].value, str)):
+                yield child.args[0].value, child.lineno, lazy
+            yield from walk(child, lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+    yield from walk(tree, False)
+
+
+def _attribute_chains(tree: ast.Module) -> Iterator[tuple[ast.Attribute, str, bool]]:
+    """Each outermost ``a.b.c`` chain of attributes with its dotted text and whether it sits
+    inside a function (``rooflab.gui`` after ``import rooflab`` reaches the module all the same)."""
+    def walk(node: ast.AST, lazy: bool) -> Iterator[tuple[ast.Attribute, str, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Attribute):
+                chain = _dotted(child)
+                if chain:
+                    yield child, chain, lazy
+                    continue
+            yield from walk(child, lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+    yield from walk(tree, False)
+
+
+def _known_prefix(dotted: str, known: set[str]) -> str | None:
+    """The longest module in ``known`` that ``dotted`` names or lies inside."""
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in known:
+            return ".".join(parts[:end])
+    return None
+
+
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
@@ -141,6 +187,8 @@ def read_module(module: str, path: Path, root: Path, known: set[str]) -> tuple[l
         if isinstance(node, ast.Import):
             for alias in node.names:
                 external(alias.name, node.lineno, lazy)
+                if alias.name == "rooflab":
+                    bound[alias.asname or "rooflab"] = "rooflab"
                 if alias.name.startswith("rooflab."):
                     edges.append(Edge(module, alias.name, rel, node.lineno, lazy))
                     if _private_module(alias.name, module):
@@ -164,6 +212,19 @@ def read_module(module: str, path: Path, root: Path, known: set[str]) -> tuple[l
                 problems.append(Violation(rel, node.lineno, "private", f"imports {source}.{alias.name}"))
             if _private_module(target, module):
                 problems.append(Violation(rel, node.lineno, "private", f"imports private module {target}"))
+
+    for name, line, lazy in _dynamic_imports(tree):
+        external(name, line, lazy)
+        if name.startswith("rooflab."):
+            edges.append(Edge(module, _known_prefix(name, known) or name, rel, line, lazy))
+    for attr, chain, lazy in _attribute_chains(tree):   # rooflab.gui after "import rooflab"
+        head, _, rest = chain.partition(".")
+        if head in bound and rest:
+            # only a chain that reaches further than the import itself (rooflab -> rooflab.gui)
+            # is a new edge; "app.run" on an imported module is that import's edge already
+            target = _known_prefix(f"{bound[head]}.{rest}", known)
+            if target is not None and target not in (module, bound[head]):
+                edges.append(Edge(module, target, rel, attr.lineno, lazy))
 
     for node in ast.walk(tree):                 # x._y on a name bound to an imported module
         if isinstance(node, ast.Attribute) and _is_private(node.attr):
@@ -372,7 +433,7 @@ def test_the_checker_finds_planted_violations(tmp_path: Path):
     plant("report/summary.py", "from ..values import quant\nquant._TABLE\n", "private", offset=1)
     plant("io/gguf.py", "def show():\n    import PySide6.QtWidgets\n", "qt", offset=1)
     plant("measure/sysinfo.py", "import torch\n", "module-level")
-    plant("measure/backend.py", "def fine():\n    import torch\n")          # lazy: allowed
+    plant("measure/torch/backend.py", "def fine():\n    import torch\n")          # lazy: allowed
     plant("values/quant.py", "import requests\n", "module-level")
     (core / "values" / "loop_a.py").write_text("from rooflab.core.values import loop_b\n")
     (core / "values" / "loop_b.py").write_text("def f():\n    from rooflab.core.values.loop_a import x\n")
@@ -380,9 +441,21 @@ def test_the_checker_finds_planted_violations(tmp_path: Path):
     plant("jobs.py", "import rooflab.core.files.paths\n", "cycle")
     files_line = _plant(core / "files" / "atomic.py", "from rooflab.core import jobs\n")
     expected.add(("core/files/atomic.py", files_line, "cycle"))
+    # imports that do not look like imports: by name at run time, or through a package's attributes
+    plant("predict/sweep.py", 'import importlib\nimportlib.import_module("rooflab.core.cli.main")\n', "upward",
+          offset=1)
+    plant("report/text.py", '__import__("rooflab.core.measure.store")\n', "upward")
+    plant("io/roles.py", "import rooflab\nrooflab.gui\n", "upward", offset=1)
+    plant("values/defaults.py", "from rooflab import core as _c\n_c.measure\n", "upward", offset=1)
     (core / "plugins").mkdir()
     (core / "plugins" / "__init__.py").write_text('"""A package nobody placed."""\n')
     expected.add(("core/plugins/__init__.py", 1, "no-layer"))
+
+    gui = tmp_path / "gui"  # the same rules inside the window
+    line = _plant(gui / "widgets" / "theme.py", "def later():\n    from rooflab.gui.shell import app\n") + 1
+    expected.add(("gui/widgets/theme.py", line, "upward"))
+    line = _plant(gui / "plots" / "axis.py", "from rooflab.gui.panels import numbers_panel\n")
+    expected.add(("gui/plots/axis.py", line, "upward"))
 
     found = set(check_layering(tmp_path)) - before
     assert {(v.path, v.line, v.rule) for v in found} == expected, "\n".join(map(str, sorted(found)))

@@ -25,7 +25,8 @@ def add_calibrate_parser(sub: Any) -> None:
     p.add_argument("--engine", choices=("llamacpp", "torch"), default="llamacpp",
                    help="the engine to calibrate (default llamacpp)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
-    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="torch: compute dtype (default fp32)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="torch: compute dtype (default fp32)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each point, best and median kept (default 3)")
     p.add_argument("--quick", action="store_true", help="the dense models only, shallower sweeps (about half the time)")
     p.add_argument("--keep-machine", action="store_true",

@@ -217,10 +217,12 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
-    from rooflab.core.cli.placement import resolve_placed, with_placement
+    from rooflab.core.cli.placement import choice_from, resolve_placed, with_placement
     from rooflab.core.io import load_model
     from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.expected import expected_text, with_expected
+    from rooflab.core.report.explain import why_text
     from rooflab.core.values.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_PROMPTS
 
     workload = resolve_workload(args)
@@ -244,6 +246,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         sys.stdout.write(predict_csv(spec, machine, workload, contexts, batches, prompts))
     else:
         print(predict_text(spec, machine, workload, contexts, batches, prompts, placed=placed))
+        print(why_text(Scenario(model=spec, machine=machine, workload=workload, placement=choice_from(args))))
         if expected is not None and placed.fits:
             print(expected_text(spec, expected, workload, on))
         elif expected is not None:

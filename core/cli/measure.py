@@ -51,19 +51,23 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="llama.cpp: tokens already cached before timing generation (default 0,512,2048)")
     p.add_argument("--contexts", type=int_list(0, MAX_TOKENS), default=None,
                    help="contexts of the batched sweep (default: llamacpp 512, torch 2,256)")
-    p.add_argument("--batches", type=int_list(1, MAX_BATCH), default=None, help="batch sizes of the batched sweep (default: llamacpp 1,2,4,8; torch 1,2,4,8,16)")
+    p.add_argument("--batches", type=int_list(1, MAX_BATCH), default=None,
+                   help="batch sizes of the batched sweep (default: llamacpp 1,2,4,8; torch 1,2,4,8,16)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each point, best and median kept (default 3)")
     p.add_argument("--steps", type=int, default=None,
                    help="decode steps timed at each depth or after each prompt (default: llamacpp 16, torch 8)")
-    p.add_argument("--experiments", default="prefill,decode,batch", help="any of prefill,decode,batch (default: all three)")
+    p.add_argument("--experiments", default="prefill,decode,batch",
+                   help="any of prefill,decode,batch (default: all three)")
     p.add_argument("--kv-type", default="f16", help="llama.cpp: KV cache type, f16, q8_0, q4_0, ... (default f16)")
-    p.add_argument("--flash-attention", choices=("on", "off", "auto"), default="auto", help="llama.cpp: flash attention, -fa (default auto)")
+    p.add_argument("--flash-attention", choices=("on", "off", "auto"), default="auto",
+                   help="llama.cpp: flash attention, -fa (default auto)")
     p.add_argument("--gpu-layers", type=int, default=0, help="llama.cpp: layers on the GPU, -ngl (default 0)")
     p.add_argument("--cpu-moe", type=int, default=0, metavar="N",
                    help="llama-bench: keep the experts of the first N layers on the CPU, -ncmoe (default 0)")
     p.add_argument("--llama-bench", metavar="PATH", default=None,
                    help="llama-bench: the binary or its folder (default: found on PATH)")
-    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="torch: compute dtype (default fp32)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="torch: compute dtype (default fp32)")
     p.add_argument("--device", default="cpu", help="torch: cpu, cuda, cuda:N or mps (default cpu)")
     p.add_argument("--random-weights", action="store_true",
                    help="torch: build random weights from the config even when the folder has weights")
@@ -236,7 +240,7 @@ def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> A
 
     experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip())
     if engine == "torch":
-        from rooflab.core.measure.model import ModelPlan
+        from rooflab.core.measure.torch.timing import ModelPlan
 
         plan = ModelPlan(dtype=args.dtype, device=args.device, threads=args.threads, repeats=args.repeats,
                          experiments=experiments, random_weights=args.random_weights,
@@ -248,7 +252,7 @@ def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> A
     spec = load_model(args.model, weights=args.weights)
     flash = {"on": True, "off": False, "auto": None}[args.flash_attention]
     if engine == "llamacpp":
-        from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+        from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
 
         if args.cpu_moe:
             # llama-cpp-python 0.3.36 leaves llama.cpp's tensor buffer overrides unexposed
@@ -259,7 +263,7 @@ def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> A
                              **_given(args, prompts="prompts", depths="depths", contexts="contexts",
                                       batches="batches", gen_tokens="steps"))
         return engines.measure_in_llamacpp(spec, args.model, lplan, cancel, synthetic=args.synthetic)
-    from rooflab.core.measure.llamabench_plan import EngineOptions, find_tools, sweep_plans
+    from rooflab.core.measure.llamabench.plan import EngineOptions, find_tools, sweep_plans
 
     options = EngineOptions(threads=args.threads, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
                             flash_attention=bool(flash), cache_type_k=args.kv_type, cache_type_v=args.kv_type)

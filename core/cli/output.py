@@ -231,7 +231,8 @@ def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
         f"W = {weight_bytes_read_per_token(spec) / GB:.3f} GB read per token; KV "
         f"{d['model']['kv_bytes_per_token']:,} bytes/token ({workload.kv_type})",
         "",
-        f"request: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, batch {workload.batch}",
+        f"request: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, "
+        f"batch {workload.batch}",
         f"  TTFT {_duration(r['ttft_seconds'], 1)} ({r['prefill_bound']}-bound), TPOT "
         f"{_duration(r['tpot_seconds'], 2)} ({r['decode_bound']}-bound), end to end "
         f"{_duration(r['end_to_end_seconds'], 2, ms=False)}",

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from rooflab.core.errors import SpecError
+from rooflab.core.predict.autofit import largest_batch
 from rooflab.core.predict.choice import PlacementChoice
-from rooflab.core.predict.fit import largest_batch
 from rooflab.core.predict.footprint import MemoryUse
 from rooflab.core.predict.offload import (
     placed_batch_crossover,

@@ -131,7 +131,8 @@ def model_fields(spec: ModelSpec, *, name: str = "") -> list[Field]:
         fields.append(_u32(Keys.General.FILE_TYPE, file_type))
     if att.kv_lora_rank:
         q_rank = next((t.shape[1] for t in spec.tensors if _leaf(t.name) == "attn_q_a" and len(t.shape) > 1), 0)
-        fields += [_u32(attn.Q_LORA_RANK.format(arch=arch), q_rank),_u32(attn.KV_LORA_RANK.format(arch=arch), att.kv_lora_rank),
+        fields += [_u32(attn.Q_LORA_RANK.format(arch=arch), q_rank),
+                   _u32(attn.KV_LORA_RANK.format(arch=arch), att.kv_lora_rank),
                    _u32(Keys.Rope.DIMENSION_COUNT.format(arch=arch), att.rope_dim),
                    _u32(attn.KEY_LENGTH_MLA.format(arch=arch), att.head_dim_k),
                    _u32(attn.VALUE_LENGTH_MLA.format(arch=arch), att.head_dim_v),
@@ -206,6 +207,7 @@ def vocabulary_fields(n_tokens: int) -> list[Field]:
 
 
 # --- the binary header ------------------------------------------------------------------------
+
 
 def _string(text: str) -> bytes:
     raw = text.encode("utf-8")

@@ -17,7 +17,7 @@ from rooflab.core.files.safe_json import JsonError, dumps_json, parse_json, read
 from rooflab.core.io.arch import default_sliding
 from rooflab.core.io.hf_tables import HFShape, normalise, tensor_shapes
 from rooflab.core.io.roles import classify, layer_of
-from rooflab.core.io.safetensors import StoredTensor as StoredTensor  # re-exported: torch_model builds them
+from rooflab.core.io.safetensors import StoredTensor as StoredTensor  # re-exported: measure.torch.models builds them
 from rooflab.core.io.safetensors import read_safetensors
 from rooflab.core.io.textfile import printable, shown
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor

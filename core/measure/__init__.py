@@ -20,7 +20,7 @@ from rooflab.core.measure.machine_result import (
     MatmulResult,
     RooflineSample,
 )
-from rooflab.core.measure.model import (
+from rooflab.core.measure.torch.timing import (
     ModelMeasurement,
     ModelPlan,
     measure_model,

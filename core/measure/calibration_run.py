@@ -15,9 +15,9 @@ from typing import Any
 from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.measure import store
+from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine
 from rooflab.core.measure.calibration_models import CalibrationModel, calibration_models
 from rooflab.core.measure.engine import EngineRun, measure_in_llamacpp, measure_in_torch
-from rooflab.core.measure.transfer import ModelPoints, calibrate_engine
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 
@@ -55,12 +55,12 @@ class CalibrationPlan:
         """The sweep each model gets: short prompts, shallow caches and small batches to fit
         on, long, deep and large ones to score extrapolation on."""
         if self.engine == "torch":
-            from rooflab.core.measure.model import ModelPlan
+            from rooflab.core.measure.torch.timing import ModelPlan
 
             return ModelPlan(dtype=self.dtype, threads=self.threads, prompts=(16, 64, 256, 1024),
                              decode_steps=8, repeats=self.repeats, contexts=(2, 1024) if not self.quick else (2,),
                              batches=(1, 2, 4, 8, 16), random_weights=True)
-        from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+        from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
 
         return LlamaCppPlan(threads=self.threads, prompts=(32, 128, 512, 1024),
                             depths=(0, 256, 1024, 2048) if not self.quick else (0, 1024, 2048), gen_tokens=8,

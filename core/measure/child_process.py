@@ -1,7 +1,8 @@
 """A child process that can always be stopped: it runs in its own session (so in its own process
 group), its stdout and stderr are read line by line (on POSIX by one thread that polls both pipes
 and takes stderr first, so a log line written before a row is handed over before it; elsewhere by
-a thread per pipe) and handed over through a bounded queue, every line is capped in length, and stopping ends the whole group (SIGTERM, then
+a thread per pipe) and handed over through a bounded queue, every line is capped in length, and stopping ends
+the whole group (SIGTERM, then
 SIGKILL after a grace period) and reaps the child.
 
 The child is reaped only in ``stop``: until then its process-group id cannot be reused, so a

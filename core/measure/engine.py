@@ -94,7 +94,12 @@ def gguf_for(spec: ModelSpec, ref: object, *, synthetic: bool = False,
         path = Path(os.fspath(str(ref))).expanduser()
         # the user's own file, unless it is not the model on screen (a weight format chosen
         # on top of it): then a file of the model on screen is written
-        if not synthetic and path.is_file() and not takes_weights(path) and model_key(read_gguf(path)) == model_key(spec):
+        if (
+            not synthetic
+            and path.is_file()
+            and not takes_weights(path)
+            and model_key(read_gguf(path)) == model_key(spec)
+        ):
             return path
     target = synthetic_gguf_path(spec)
     try:
@@ -111,8 +116,8 @@ def measure_in_llamacpp(spec: ModelSpec, ref: object, plan: Any = None, cancel: 
                         ) -> Generator[Progress, None, EngineRun]:
     """Time ``spec`` (opened from ``ref``) in llama.cpp, in process, with ``plan`` (a
     ``LlamaCppPlan``). A run that would not fit in memory is refused before any GGUF is written."""
-    from rooflab.core.measure.llamacpp import check_memory, llamacpp_memory, measure_llamacpp
-    from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+    from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
+    from rooflab.core.measure.llamacpp.timing import check_memory, llamacpp_memory, measure_llamacpp
     from rooflab.core.measure.store import model_key
     from rooflab.core.measure.sysinfo import system_memory_available
 
@@ -137,7 +142,7 @@ def measure_in_llamabench(spec: ModelSpec, ref: object, plan: Any, batched: Any 
                           ) -> Generator[Progress, None, EngineRun]:
     """Time ``spec`` with the user's ``llama-bench`` (``plan``, a ``LlamaBenchPlan`` whose model
     path is filled in here) and, when ``batched`` is given, ``llama-batched-bench``."""
-    from rooflab.core.measure.llamabench_run import run_batched_bench, run_llama_bench
+    from rooflab.core.measure.llamabench.run import run_batched_bench, run_llama_bench
 
     path = yield from gguf_for(spec, ref, synthetic=synthetic, cancel=cancel)
     run, judged = yield from _judging(run_llama_bench(dataclasses.replace(plan, model=str(path)), binary, cancel))
@@ -157,7 +162,7 @@ def measure_in_torch(ref: object, plan: Any = None, cancel: CancelFlag = None, *
                      available: float | None = None) -> Generator[Progress, None, EngineRun]:
     """Time ``ref`` with transformers in torch (``plan``, a ``ModelPlan``); the points belong
     to the model as it ran (its dtype), not to a quantised file of the same shape."""
-    from rooflab.core.measure.model import measure_model
+    from rooflab.core.measure.torch.timing import measure_model
 
     run, judged = yield from _judging(measure_model(ref, plan, cancel, available))  # type: ignore[arg-type]
     settings = EngineSettings(engine="torch", version=run.torch_version, device=run.device,

@@ -196,6 +196,7 @@ def _small_multiply_gap(cal: Calibration, machine_run: MachineMeasurement | None
             s = max(near, key=lambda s: s.m)
             peak = max(r.best for r in machine_run.matmul if r.dtype == s.dtype) if any(
                 r.dtype == s.dtype for r in machine_run.matmul) else max(r.best for r in machine_run.matmul)
-            text += f" A {s.m}-row multiply reached {s.achieved / 1e9:.0f} GFLOP/s, {s.achieved / peak:.0%} of the peak."
+            text += (f" A {s.m}-row multiply reached {s.achieved / 1e9:.0f} GFLOP/s, "
+                     f"{s.achieved / peak:.0%} of the peak.")
     return Gap(contributor="Small multiplies reach little of the peak", seconds=0.0, share=0.0,
                applies=excess > 0.15, evidence=text)

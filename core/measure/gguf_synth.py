@@ -34,7 +34,7 @@ from rooflab.core.io.gguf_write import (
     vocabulary_fields,
     vocabulary_rows,
 )
-from rooflab.core.jobs import CancelFlag, Progress, check_cancel, run_job
+from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.values.model import ModelSpec, Tensor
 from rooflab.core.values.quant import block_size
 
@@ -166,12 +166,6 @@ def write_synthetic_gguf(spec: ModelSpec, path: str | os.PathLike[str], *, seed:
 def _eta(began: float, done: int, total: int) -> float | None:
     elapsed = time.perf_counter() - began
     return elapsed / done * (total - done) if done and elapsed > 0.05 else None
-
-
-def write_synthetic_gguf_blocking(spec: ModelSpec, path: str | os.PathLike[str], *, seed: int = 0,
-                                  max_bytes: int = DEFAULT_MAX_BYTES, cancel: CancelFlag = None) -> Path:
-    """``write_synthetic_gguf`` run to its end in this thread."""
-    return run_job(write_synthetic_gguf(spec, path, seed=seed, max_bytes=max_bytes, cancel=cancel))
 
 
 def _write_tensor(out: BinaryIO, tensor: Tensor, rng: np.random.Generator) -> Generator[int, None, None]:

@@ -4,7 +4,8 @@ empirical roofline: (m x k)(k x n) multiplies for m from 1 to a few thousand.
 
 Each measurement is a job (``rooflab.core.jobs``): a generator yielding ``Progress``, one per
 finished kernel or point carrying that result as its ``sample``, checking ``cancel`` between
-calls no longer than ``chunk_seconds``; it returns the summary. ``measure_machine_blocking`` drains it. torch only inside functions."""
+calls no longer than ``chunk_seconds``; it returns the summary. ``measure_machine_blocking``
+drains it. torch only inside functions."""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from typing import Any
 
 from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, run_job
-from rooflab.core.measure import backend
-from rooflab.core.measure.backend import timed
 from rooflab.core.measure.machine_result import (
     BandwidthResult,
     MachineMeasurement,
@@ -26,6 +25,8 @@ from rooflab.core.measure.machine_result import (
     RooflineSample,
 )
 from rooflab.core.measure.sysinfo import device_memory, last_level_cache_bytes
+from rooflab.core.measure.torch import backend
+from rooflab.core.measure.torch.backend import timed
 
 MiB = 1 << 20
 KERNELS: tuple[str, ...] = ("read", "copy", "triad")

@@ -153,7 +153,8 @@ def measured_curves(points: Sequence[MeasuredPoint], spec: ModelSpec, machine: M
         out[(DECODE, "step")] = [_points_curve("measured_step", label or "TPOT", pts, x, [p.seconds for p in pts], r,
                                                x_name="context", x_unit="tokens", y_name="time per token",
                                                y_unit="s")]
-        out[(DECODE, "rate")] = [_points_curve("measured_rate", label or "tokens/s", pts, x, [1.0 / p.seconds for p in pts],
+        out[(DECODE, "rate")] = [_points_curve("measured_rate", label or "tokens/s", pts, x,
+                                               [1.0 / p.seconds for p in pts],
                                                r, x_name="context", x_unit="tokens", y_name="decode rate",
                                                y_unit="tokens/s")]
     batch = [(p, r) for p, r in zip(points, ratio, strict=True) if p.kind == "batch"]
@@ -272,7 +273,8 @@ def expected_curves(spec: ModelSpec, expected: Expected, workload: Workload, *,
         banded = []
         for i, curve in enumerate(curves):
             label = curve.label
-            ys = [s[where][i].y for s in spread if where in s and len(s[where]) > i and s[where][i].y.shape == curve.y.shape]
+            ys = [s[where][i].y for s in spread
+                  if where in s and len(s[where]) > i and s[where][i].y.shape == curve.y.shape]
             extras = dict(curve.extras)
             if ys and curve.kind == "line":
                 low, high = band(curve.y, ys)

@@ -8,8 +8,9 @@ ROOFLAB_DATA_DIR overrides it):
 
 Every write is atomic (a temporary file, then os.replace). A file that cannot be read, or
 that is JSON of the wrong shape, is moved aside to ``<name>.corrupt-<time>`` and treated as
-absent, so a bad file costs its contents, never a crash (``files.records``). The model key is a digest of the model's structure and bytes per weight, so a
-spec read from a config.json and one built from the torch model that ran agree."""
+absent, so a bad file costs its contents, never a crash (``files.records``). The model key is
+a digest of the model's structure and bytes per weight, so a spec read from a config.json and
+one built from the torch model that ran agree."""
 
 from __future__ import annotations
 
@@ -104,13 +105,6 @@ def load_measurements(model: str, machine: str) -> list[Run]:
     (MeasuredPoint objects). A record of the wrong shape is set aside and gives no runs."""
     found = load_record(_measurement_path(model, machine), _measurement_record)
     return found[2] if found is not None else []
-
-
-def measured_models(machine: str | None = None) -> list[tuple[str, str]]:
-    """(model key, machine key) pairs that have stored measurements."""
-    root = data_dir() / "measurements"
-    pairs = [(p.parent.name, p.stem) for p in sorted(root.glob("*/*.json"))]
-    return [pair for pair in pairs if machine is None or pair[1] == _slug(machine)]
 
 
 # --- calibrations ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """What happens after a measurement, written once for the window and the command line:
 
-- measured points (a run in llama.cpp, llama-bench or torch, or an imported benchmark file): calibrate against the machine,
+- measured points (a run in llama.cpp, llama-bench or torch,
+                   or an imported benchmark file): calibrate against the machine,
   keep the points and the fit in the store, explain the gap between ceiling and measurement;
 - a machine measurement: make its profile and keep it as "this machine, measured".
 
@@ -17,10 +18,10 @@ from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure import store
 from rooflab.core.measure.calibrate import Calibration, calibrate
+from rooflab.core.measure.calibration_fit import ModelPoints, score
 from rooflab.core.measure.engine import EngineRun
 from rooflab.core.measure.gaps import Gap, explain
 from rooflab.core.measure.machine_result import MachineMeasurement
-from rooflab.core.measure.transfer import ModelPoints, score
 from rooflab.core.values.calibration import Accuracy, EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooflab.core.errors import SpecError
-from rooflab.core.predict.fit import Fit, choose, fit_placement
+from rooflab.core.predict.autofit import Fit, choose, fit_placement
 from rooflab.core.predict.parallel import MAX_DEVICES, MODES, Parallel, mode_text
 from rooflab.core.predict.placement import MAX_LAYERS, Placement
 from rooflab.core.values.machine import MachineProfile

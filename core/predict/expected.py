@@ -61,7 +61,9 @@ def _normalised(values: dict[str, float]) -> dict[str, float]:
     return {k: v / total for k, v in values.items() if v > 0}
 
 
-MINOR_SHARE = 0.05       # a class below this share rides with the model's largest (as the fit treats it)
+# a format class needs this share of some model's bytes or FLOPs to get its own rates in a
+# calibration fit; below it, it rides with the model's largest class (the fit and this file alike)
+MINOR_SHARE = 0.05
 
 
 def _mixed(rates: Rates, kind: str, shares: dict[str, float], missing: set[str]) -> float:

@@ -93,11 +93,6 @@ class PlacedPass(Clocked):
     def compute_seconds(self) -> Array:
         return self.device.compute_seconds + self.host.compute_seconds
 
-    @property
-    def host_seconds(self) -> Array:
-        """Seconds the host's part takes (0 when everything is on the device)."""
-        return self.host.seconds
-
 
 
 def _rows(spec: ModelSpec, part: Part, tokens: Array) -> Array:

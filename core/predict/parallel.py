@@ -36,9 +36,9 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
+from rooflab.core.predict.autofit import first_true
 from rooflab.core.predict.batching import cache_resident
 from rooflab.core.predict.clocks import Pass, combined_seconds, memory_seconds
-from rooflab.core.predict.fit import first_true
 from rooflab.core.predict.footprint import (
     DEFAULT_UBATCH,
     MemoryUse,

@@ -13,6 +13,7 @@ from typing import TypedDict
 
 import numpy as np
 
+from rooflab.core.predict.autofit import largest_batch
 from rooflab.core.predict.batching import (
     batch_crossover,
     batch_sweep,
@@ -22,7 +23,6 @@ from rooflab.core.predict.batching import (
 )
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
-from rooflab.core.predict.fit import largest_batch
 from rooflab.core.predict.footprint import memory_grid, plan_memory
 from rooflab.core.predict.offload import (
     PlacedPass,

@@ -16,9 +16,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rooflab.core.predict.autofit import largest_context, shortfall
 from rooflab.core.predict.batching import cache_resident
 from rooflab.core.predict.choice import AUTO, PlacementChoice
-from rooflab.core.predict.fit import largest_context, shortfall
 from rooflab.core.predict.offload import placed_decode, placed_request
 from rooflab.core.predict.parallel import (
     Parallel,

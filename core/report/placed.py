@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rooflab.core.predict.autofit import Fit, choose, placement_for_offload, suggestions
 from rooflab.core.predict.choice import PlacementChoice
-from rooflab.core.predict.fit import Fit, choose, placement_for_offload, suggestions
 from rooflab.core.predict.offload import placed_request
 from rooflab.core.predict.parallel import (
     DEVICE_COUNTS,

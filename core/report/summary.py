@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rooflab.core.predict.autofit import largest_batch
 from rooflab.core.predict.batching import (
     batch_crossover,
     cache_resident,
@@ -14,7 +15,6 @@ from rooflab.core.predict.batching import (
 )
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
-from rooflab.core.predict.fit import largest_batch
 from rooflab.core.predict.offload import placed_batch_crossover, placed_prefill_crossover
 from rooflab.core.predict.placement import Placement, has_host_tier
 from rooflab.core.predict.request import RequestEstimate, request

@@ -1,6 +1,6 @@
 """Numbers as text for people, shared by the command line and the window: significant figures,
 and long durations in hours or days. Everything else about display units is the GUI's
-(``gui/units.py``) or the command line's own layout."""
+(``report.units``) or the command line's own layout."""
 
 from __future__ import annotations
 

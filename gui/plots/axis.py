@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 
-from rooflab.gui import units
+from rooflab.core.report import units
 
 
 class UnitAxis(pg.AxisItem):

@@ -24,13 +24,13 @@ from PySide6.QtCore import QCoreApplication, QPointF, QSize, Qt, Signal
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
+from rooflab.core.report import units
 from rooflab.core.report.chart_types import Chart, Curve, Panel
-from rooflab.gui import units
 from rooflab.gui.plots.axis import log_position
 from rooflab.gui.plots.drawn import Drawn
 from rooflab.gui.plots.panel_view import PanelView
 from rooflab.gui.plots.style import Layer, LayerKind
-from rooflab.gui.theme import LIGHT, Theme
+from rooflab.gui.widgets.theme import LIGHT, Theme
 
 HOVER_HINT = "Hover over a curve to read its values."
 _MARGINS = (6, 6, 12, 6)          # around the panels, px: left, top, right, bottom

@@ -84,7 +84,8 @@ def place_labels(view: PanelView) -> None:
         elif c.kind == "points":                 # a marker: a small cross the labels keep off
             r = MARKER_REACH
             for px, py in pixels(view, c):
-                curves += [np.array([[px - r, py - r], [px + r, py + r]]), np.array([[px - r, py + r], [px + r, py - r]])]
+                curves += [np.array([[px - r, py - r], [px + r, py + r]]),
+                           np.array([[px - r, py + r], [px + r, py - r]])]
         for i, text in enumerate(d.labels):
             if text.isVisible():
                 spec = _spec(view, d, i, text.textItem.boundingRect(), (sx, sy, dx, dy))

@@ -47,7 +47,7 @@ def place(box: Rect, labels: Sequence[LabelSpec], curves: Sequence[np.ndarray],
 
     Placed greedily in the order given; when some find no room, once more with those first
     (a long label boxed in by short ones that could have gone elsewhere), keeping the better."""
-    grid = _Occupancy(box, _segments(curves))
+    grid = _Occupancy(box, segments(curves))
     # what does not depend on the other labels' places, once per label: the candidates, their
     # distance from the preferred one, leaving the box, and the curves and lines they cross
     fixed = []
@@ -163,7 +163,7 @@ def _crosses_line(rect: Rect, line: LabelSpec) -> bool:
     return False
 
 
-def _segments(curves: Sequence[np.ndarray]) -> np.ndarray:
+def segments(curves: Sequence[np.ndarray]) -> np.ndarray:
     """Every finite segment of the polylines as rows (x0, y0, x1, y1, which polyline)."""
     parts = []
     for i, pts in enumerate(curves):
@@ -175,12 +175,7 @@ def _segments(curves: Sequence[np.ndarray]) -> np.ndarray:
     return np.vstack(parts) if parts else np.empty((0, 5))
 
 
-def crossings(rect: Rect, curves: Sequence[np.ndarray]) -> int:
-    """How many of the polylines ``curves`` (pixel positions) pass through ``rect``."""
-    return int(_curve_counts(np.array([rect], dtype=np.float64), _segments(curves))[0])
-
-
-def _curve_counts(rects: np.ndarray, seg: np.ndarray) -> np.ndarray:
+def curve_counts(rects: np.ndarray, seg: np.ndarray) -> np.ndarray:
     """For each rectangle (rows left, top, width, height), how many polylines pass through
     it: Liang-Barsky clipping of every segment against every rectangle at once, a curve
     counted once however many of its segments cross."""

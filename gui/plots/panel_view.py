@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 
+from rooflab.core.report import units
 from rooflab.core.report.chart_types import Curve, Panel
-from rooflab.gui import units
 from rooflab.gui.plots import label_layout
 from rooflab.gui.plots.axis import UnitAxis, log_position
 from rooflab.gui.plots.drawn import Drawn
@@ -28,7 +28,7 @@ from rooflab.gui.plots.style import (
     point_style,
     translucent,
 )
-from rooflab.gui.theme import Theme
+from rooflab.gui.widgets.theme import Theme
 
 # the least plot-box height, px, whatever the y-axis title: below it ticks crowd together
 MIN_BOX_HEIGHT = 110

@@ -7,6 +7,7 @@ from rooflab.gui.plots.base import ChartPlot
 
 
 class RooflinePlot(ChartPlot):
-    """Roofline: attainable FLOP/s against arithmetic intensity, with this workload's prefill and decode placed on it."""
+    """Roofline: attainable FLOP/s against arithmetic intensity, with this workload's prefill and decode placed
+    on it."""
 
     chart_key = ROOFLINE

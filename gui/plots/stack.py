@@ -11,7 +11,7 @@ from PySide6.QtGui import QFont, QFontMetricsF
 
 from rooflab.gui.plots.drawn import Drawn
 from rooflab.gui.plots.labels import wrap_text
-from rooflab.gui.theme import Theme
+from rooflab.gui.widgets.theme import Theme
 
 #: the order of a memory bar's segments in its legend
 STACK_ORDER = ("weights", "KV cache", "buffers and reserve", "free", "over capacity", "weights offloaded",
@@ -92,7 +92,8 @@ class StackBars:
         room = max(40.0, width / (len(self.labels) + 0.2) - 8)
         axis = self.plot.getAxis("bottom")
         metrics = QFontMetricsF(axis.style.get("tickFont") or QFont())
-        ticks = [(i, "\n".join(wrap_text(label, room, metrics.horizontalAdvance))) for i, label in enumerate(self.labels)]
+        ticks = [(i, "\n".join(wrap_text(label, room, metrics.horizontalAdvance))) for i,
+                 label in enumerate(self.labels)]
         if ticks != self._ticks:
             self._ticks = ticks
             axis.setTicks([ticks, []])

@@ -14,7 +14,7 @@ from PySide6.QtGui import QColor
 
 from rooflab.core.report.chart_types import Curve
 from rooflab.gui.plots.labels import wrap_text
-from rooflab.gui.theme import Theme
+from rooflab.gui.widgets.theme import Theme
 
 LayerKind = Literal["current", "pinned", "measured", "calibrated"]
 

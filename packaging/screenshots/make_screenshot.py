@@ -30,10 +30,10 @@ def main() -> int:
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
     from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
-    from rooflab.gui.app import dispose, make_app
-    from rooflab.gui.main_window import MainWindow
-    from rooflab.gui.settings import Settings
-    from rooflab.gui.state import AppState
+    from rooflab.gui.shell.app import dispose, make_app
+    from rooflab.gui.shell.main_window import MainWindow
+    from rooflab.gui.state.app_state import AppState
+    from rooflab.gui.state.settings import Settings
 
     app = make_app(headless=True)
     state = AppState(load_model(DEFAULT_MODEL), load_machine(DEFAULT_MACHINE), DEFAULT_WORKLOAD,

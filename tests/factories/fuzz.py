@@ -540,7 +540,6 @@ def _read_store(folder: Path) -> None:
     store.load_calibration_record("qwen3-abc", "measured")
     store.load_calibration("qwen3-abc", "measured")
     store.load_calibration("/models/tiny.gguf", "measured")
-    store.measured_models()
     presets.load_measured_machine()
     presets.load_machine_measurement()
     presets.list_user_profiles()

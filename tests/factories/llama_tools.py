@@ -62,15 +62,15 @@ OLD_BENCH_HELP = """usage: ./llama-bench [options]
   -o, --output <csv|json|jsonl|md|sql>      (default: md)
   -p, --n-prompt <n>                        (default: 512)
   -fa, --flash-attn <0|1>                   (default: 0)"""
-BATCHED_HELP = """-fa,   --flash-attn [on|off|auto]       set Flash Attention use ('on', 'off', or 'auto', default: 'auto')
+BATCHED_HELP = """-fa,   --flash-attn [on|off|auto]       set Flash Attention use ('on', 'off', or 'auto',
+default: 'auto')
 -ncmoe, --n-cpu-moe N                    keep the MoE weights of the first N layers in the CPU
 --output-format {md,jsonl}               output format for batched-bench results (default: md)"""
 OLD_BATCHED_HELP = """-fa,   --flash-attn                     enable Flash Attention (default: disabled)
 --output-format {md,jsonl}               output format for batched-bench results (default: md)"""
 
 
-
-FAKE_TOOL = '''#!{python}
+FAKE_TOOL = """#!{python}
 import json, os, signal, subprocess, sys, time
 S = json.loads({scenario!r})
 args = sys.argv[1:]
@@ -100,7 +100,7 @@ for kind, value in S["steps"]:
         sys.exit(value)
     elif kind == "signal":
         os.kill(os.getpid(), value)
-'''
+"""
 
 
 def fake_tool(tmp_path: Path, steps: list, *, name: str = "llama-bench", help_text: str = BENCH_HELP,

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from rooflab.core.io.hf import spec_from_config
-from rooflab.core.measure.gguf_synth import write_synthetic_gguf_blocking
 from rooflab.core.values.model import ModelSpec
+from tests.factories.synthetic import write_synthetic_gguf_blocking
 
 
 def llama_config(**overrides: Any) -> dict[str, Any]:

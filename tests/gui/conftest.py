@@ -25,15 +25,15 @@ def catalogue_spec(key: str = DEFAULT_MODEL):
 @pytest.fixture
 def state(qapp):
     from rooflab.core.io.presets import load_machine
-    from rooflab.gui.state import AppState
+    from rooflab.gui.state.app_state import AppState
 
     return AppState(catalogue_spec(), load_machine(DEFAULT_MACHINE), DEFAULT_WORKLOAD, model_ref=DEFAULT_MODEL)
 
 
 @pytest.fixture
 def window(qtbot, state):
-    from rooflab.gui.main_window import MainWindow
-    from rooflab.gui.settings import Settings
+    from rooflab.gui.shell.main_window import MainWindow
+    from rooflab.gui.state.settings import Settings
 
     win = MainWindow(state, Settings(), persist=False)
     qtbot.addWidget(win)

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.report.compare import distinguishing_labels
-from rooflab.gui.units import fmt
+from rooflab.core.report.units import fmt
 from tests.gui.conftest import open_placed
 
 GPT_OSS, QWEN_32B = "gpt-oss-120b-mxfp4", "qwen3-32b-q4_k_m"

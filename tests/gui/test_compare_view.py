@@ -10,8 +10,8 @@ from PySide6.QtCore import Qt
 
 from rooflab.core.io.presets import load_machine
 from rooflab.core.report.compare import compare_row
-from rooflab.gui.compare_controller import CompareController
-from rooflab.gui.compare_view import CompareTablePanel
+from rooflab.gui.panels.compare_table import CompareTablePanel
+from rooflab.gui.state.compare_rows import CompareController
 
 
 @pytest.fixture

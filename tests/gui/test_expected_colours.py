@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rooflab.core.io.presets import load_machine
-from rooflab.gui.plot_tabs import EXPECTED_LAYER
-from rooflab.gui.theme import DARK, LIGHT
+from rooflab.gui.plots.plot_tabs import EXPECTED_LAYER
+from rooflab.gui.widgets.theme import DARK, LIGHT
 from tests.gui.conftest import catalogue_spec
 
 

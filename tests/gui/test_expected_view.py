@@ -10,8 +10,8 @@ from rooflab.core.io import load_model, presets
 from rooflab.core.measure import calibration_run, store
 from rooflab.core.measure.overlays import BAND_HIGH, BAND_LOW
 from rooflab.core.report.expected import expected_request
+from rooflab.core.report.units import fmt
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
-from rooflab.gui.units import fmt
 from tests.core.cli.test_calibrate_cli import TINY
 from tests.gui.conftest import save_this_machine
 
@@ -92,7 +92,7 @@ def test_the_calibrate_button_calibrates_this_machine_for_every_model(qtbot, win
 
 
 def _quick_plan(self):
-    from rooflab.core.measure.llamacpp_plan import LlamaCppPlan
+    from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
 
     return LlamaCppPlan(threads=self.threads, prompts=(16, 64, 256, 768), depths=(0, 512, 1536), gen_tokens=4,
                         contexts=(128,), batches=(1, 2, 4, 8), batch_steps=2, repeats=self.repeats)

@@ -16,7 +16,7 @@ import pytest
 
 from rooflab.core.cli.main import build_parser, resolve_workload
 from rooflab.core.io.presets import load_machine
-from rooflab.gui import units
+from rooflab.core.report import units
 from rooflab.gui.main import main
 from tests.gui.conftest import catalogue_spec
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rooflab.gui.app import display_problem, missing_xcb_libraries
+from rooflab.gui.shell.app import display_problem, missing_xcb_libraries
 
 _DISPLAY_VARS = ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
 
@@ -82,11 +82,11 @@ def test_the_torch_sweep_is_quick_by_default_and_says_how_long_before_it_starts(
 
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
-    from rooflab.core.measure.model import estimate_seconds
+    from rooflab.core.measure.torch.timing import estimate_seconds
     from rooflab.core.values.defaults import DEFAULT_WORKLOAD
-    from rooflab.gui.main_window import MainWindow
-    from rooflab.gui.settings import Settings
-    from rooflab.gui.state import AppState
+    from rooflab.gui.shell.main_window import MainWindow
+    from rooflab.gui.state.app_state import AppState
+    from rooflab.gui.state.settings import Settings
     from tests.core.measure.test_model_estimate import GEMMA_270M
 
     config = tmp_path / "gemma" / "config.json"

@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject
 
 from rooflab.core.errors import ModelFileError
 from rooflab.core.jobs import CancelToken, Progress, check_cancel
-from rooflab.gui.jobs import JobController
+from rooflab.gui.workers.jobs import JobController
 
 
 def _p(message: str, fraction: float | None = None) -> Progress:

@@ -3,9 +3,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from rooflab.core.report.charts import CHART_KEYS
+
+
+def crossings(rect: tuple[float, float, float, float], curves: list[np.ndarray]) -> int:
+    """How many of the polylines ``curves`` (pixel positions) pass through ``rect``: the count
+    the label placer keeps at zero, asked for one rectangle."""
+    from rooflab.gui.plots.labels import curve_counts, segments
+
+    return int(curve_counts(np.array([rect], dtype=np.float64), segments(curves))[0])
 
 
 def _show_at(qtbot, window, size: tuple[int, int], chart: str):
@@ -91,8 +100,8 @@ def test_a_one_token_prompt_reads_in_the_singular(qtbot, window):
     window.plot_tabs.setCurrentWidget(plot)
     text = _hover_marker(plot, "ttft")
     assert "prompt 1 token" in text and "1 tokens" not in text
+    from rooflab.core.report.explain import explain
     from rooflab.core.report.summary import summarise
-    from rooflab.gui.explain import explain
 
     sc = window.state.scenario
     end_to_end = next(line for line in explain(sc, summarise(sc)) if line.key == "end_to_end")
@@ -102,9 +111,9 @@ def test_a_one_token_prompt_reads_in_the_singular(qtbot, window):
 def test_one_tensor_groups_and_one_fitting_sequence_read_in_the_singular(window):
     import dataclasses
 
+    from rooflab.core.report.explain import explain
     from rooflab.core.report.summary import summarise
-    from rooflab.gui.explain import explain
-    from rooflab.gui.model_panel import SHAPE
+    from rooflab.gui.panels.model_panel import SHAPE
 
     tree = window.model_panel.tree
     shapes = [tree.topLevelItem(i).text(SHAPE) for i in range(tree.topLevelItemCount())]
@@ -129,7 +138,7 @@ def test_a_junk_file_is_described_in_hex_not_as_a_python_bytes_literal(qtbot, wi
 def test_report_folder_dialog_offers_to_create_a_new_folder(qtbot, tmp_path, monkeypatch, answer):
     from PySide6.QtWidgets import QDialog, QMessageBox
 
-    from rooflab.gui.report import ReportFolderDialog
+    from rooflab.gui.export.report import ReportFolderDialog
 
     asked: list[str] = []
 
@@ -154,7 +163,7 @@ def test_report_folder_dialog_offers_to_create_a_new_folder(qtbot, tmp_path, mon
 def test_save_report_into_a_new_folder_from_the_menu(qtbot, window, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from rooflab.gui.report import ReportFolderDialog
+    from rooflab.gui.export.report import ReportFolderDialog
 
     new = tmp_path / "new" / "report"
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.Yes)
@@ -176,8 +185,8 @@ def test_save_report_into_a_new_folder_from_the_menu(qtbot, window, tmp_path, mo
 def test_a_report_twin_widens_its_y_axes_for_their_tick_labels(window, chart):
     """In the report sheet the TTFT y-axis title overlapped "100 ms": an axis learns its
     tick labels' width only when painted, after the one grab the report kept."""
-    from rooflab.gui.report import PLOT_SIZE
-    from rooflab.gui.theme import LIGHT
+    from rooflab.gui.export.report import PLOT_SIZE
+    from rooflab.gui.widgets.theme import LIGHT
 
     window.flush_plots()
     plot = window.plots[chart]
@@ -273,7 +282,6 @@ def test_limit_and_marker_labels_stay_inside_the_plot_and_off_each_other(qtbot, 
 def test_limit_labels_keep_off_the_curves(qtbot, window):
     """"largest batch that fits" crossed the total-rate line; "sliding window 1,024 tokens"
     sat on the decode ceiling."""
-    from rooflab.gui.plots.labels import crossings
     from tests.gui.conftest import catalogue_spec
 
     window.resize(1400, 900)
@@ -388,7 +396,7 @@ def test_stacked_panels_line_up_and_count_tokens_from_zero(qtbot, window, size):
 def test_place_keeps_labels_apart_and_inside_and_off_a_curve():
     import numpy as np
 
-    from rooflab.gui.plots.labels import LabelSpec, crossings, place
+    from rooflab.gui.plots.labels import LabelSpec, place
 
     box = (0.0, 0.0, 400.0, 120.0)
     # three lines 6 px apart (as the TPOT of three series), their labels preferring one spot

@@ -102,8 +102,7 @@ def test_report_into_a_folder_that_cannot_be_made_is_one_line(qapp, tmp_path, ca
 
 
 def test_save_report_failure_shows_in_the_window_and_keeps_everything(qtbot, window, tmp_path, monkeypatch):
-    from rooflab.gui import main_window
-
+    from rooflab.gui.shell import main_window
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
     monkeypatch.setattr(main_window, "choose_report_folder", lambda *a, **k: blocker / "report")
@@ -154,8 +153,7 @@ def test_the_sheet_keeps_every_number_however_many_there_are(qtbot, window, tmp_
     # a placed model with expected figures has 13 rows; the sheet's numbers cell used to stop at
     # its cell's bottom and drop the last ones (the Memory row): the sheet now grows to hold them
     from rooflab.core.io import load_model
-    from rooflab.gui import report
-
+    from rooflab.gui.export import report
     window.state.set_machine(load_machine("rtx-4090"))
     with qtbot.waitSignal(window.redrawn, timeout=5000):
         window.state.set_model(load_model("gpt-oss-120b-mxfp4"), "gpt-oss-120b-mxfp4")

@@ -10,8 +10,8 @@ import pytest
 
 from rooflab.core.files.paths import profiles_dir
 from rooflab.core.io.presets import list_user_profiles
-from rooflab.gui.app import initial_state
-from rooflab.gui.settings import MAX_RECENT, Settings, load_settings, save_settings, settings_path
+from rooflab.gui.shell.app import initial_state
+from rooflab.gui.state.settings import MAX_RECENT, Settings, load_settings, save_settings, settings_path
 
 
 def test_missing_settings_give_defaults_without_notice():
@@ -65,13 +65,12 @@ def test_a_settings_folder_is_set_aside_not_a_crash():
 
 
 def test_corrupt_settings_notice_reaches_the_window(qtbot, monkeypatch):
-    from rooflab.gui import app
-
+    from rooflab.gui.shell import app
     path = settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{garbage", encoding="utf-8")
     shown = {}
-    from rooflab.gui.main_window import MainWindow
+    from rooflab.gui.shell.main_window import MainWindow
 
     earlier = [w for w in app.QApplication.topLevelWidgets() if isinstance(w, MainWindow)]    # kept alive
 

@@ -39,8 +39,8 @@ def test_a_gguf_opens_whatever_weight_format_is_chosen(qtbot, window, tmp_path, 
 
 
 def test_the_weight_format_comes_back_after_a_restart(qtbot, window, monkeypatch):
-    from rooflab.gui import app
-    from rooflab.gui.settings import load_settings
+    from rooflab.gui.shell import app
+    from rooflab.gui.state.settings import load_settings
 
     window._persist = True
     with qtbot.waitSignal(window.model_loaded, timeout=5000):
@@ -51,7 +51,7 @@ def test_the_weight_format_comes_back_after_a_restart(qtbot, window, monkeypatch
     shown = {}
 
     def fake_exec(self):
-        from rooflab.gui.main_window import MainWindow
+        from rooflab.gui.shell.main_window import MainWindow
 
         restarted = next(w for w in app.QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible())
         shown["format"] = restarted.state.model.weights_format

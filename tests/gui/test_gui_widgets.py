@@ -12,15 +12,15 @@ from PySide6.QtGui import QKeySequence
 
 from rooflab.core.predict.work import weight_bytes_read_per_token
 from rooflab.core.report.charts import CHART_KEYS
-from rooflab.gui.about import about_html, versions
-from rooflab.gui.compare_panel import ComparePanel
-from rooflab.gui.machine_panel import MachinePanel
-from rooflab.gui.model_panel import FILE_BYTES, READ_BYTES, ModelPanel
-from rooflab.gui.numbers_panel import NumbersPanel
+from rooflab.gui.panels.compare_panel import ComparePanel
+from rooflab.gui.panels.machine_panel import MachinePanel
+from rooflab.gui.panels.model_panel import FILE_BYTES, READ_BYTES, ModelPanel
+from rooflab.gui.panels.numbers_panel import NumbersPanel
+from rooflab.gui.panels.stopwatch_panel import StopwatchPanel
+from rooflab.gui.panels.workload_panel import WorkloadPanel
 from rooflab.gui.plots import PLOT_CLASSES
-from rooflab.gui.stopwatch_panel import StopwatchPanel
-from rooflab.gui.theme import LIGHT
-from rooflab.gui.workload_panel import WorkloadPanel
+from rooflab.gui.shell.about import about_html, versions
+from rooflab.gui.widgets.theme import LIGHT
 
 
 def _not_blank(image) -> bool:
@@ -115,8 +115,8 @@ def test_numbers_panel_says_which_clock_bounds_each_phase(window):
 def test_numbers_panel_sentences_at_the_extremes(window):
     import dataclasses
 
+    from rooflab.core.report.explain import explain
     from rooflab.core.report.summary import summarise
-    from rooflab.gui.explain import explain
 
     sc = window.state.scenario
 
@@ -144,8 +144,8 @@ def test_numbers_panel_sentences_at_the_extremes(window):
 def test_crossovers_of_a_machine_that_computes_slowly_read_right(window):
     import dataclasses
 
+    from rooflab.core.report.explain import explain
     from rooflab.core.report.summary import summarise
-    from rooflab.gui.explain import explain
 
     slow = dataclasses.replace(window.state.machine, key="", peak_flops={"fp16": 0.01e12})   # balance 0.01
     sc = dataclasses.replace(window.state.scenario, machine=slow)
@@ -223,7 +223,7 @@ def test_both_byte_columns_show_in_the_model_tab_as_it_opens(qtbot, window, mode
 def test_entry_point_module_loads_no_qt_and_the_window_no_torch(tmp_path):
     code = ("import sys; import rooflab.gui.main; "
             "assert not any(m.startswith(('PySide6', 'pyqtgraph', 'torch')) for m in sys.modules), 'qt at import'; "
-            "from rooflab.gui.main_window import MainWindow; "
+            "from rooflab.gui.shell.main_window import MainWindow; "
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -232,8 +232,8 @@ def test_entry_point_module_loads_no_qt_and_the_window_no_torch(tmp_path):
 def test_numbers_panel_warns_past_the_trained_context(window):
     import dataclasses
 
+    from rooflab.core.report.explain import explain
     from rooflab.core.report.summary import summarise
-    from rooflab.gui.explain import explain
 
     sc = window.state.scenario
     trained = sc.model.context_length

@@ -104,8 +104,8 @@ def test_workload_fields_take_the_whole_range_the_workload_accepts(qtbot, window
 
 
 def test_restored_extreme_workload_survives_an_edit_elsewhere(qtbot, state):
-    from rooflab.gui.main_window import MainWindow
-    from rooflab.gui.settings import Settings
+    from rooflab.gui.shell.main_window import MainWindow
+    from rooflab.gui.state.settings import Settings
 
     state.update_workload(batch=65_536, context=16_000_000)
     win = MainWindow(state, Settings(), persist=False)
@@ -294,8 +294,7 @@ def test_machine_change_shows_in_machine_fields(qtbot, window):
 
 def test_failed_prediction_warns_and_keeps_the_last_frame(qtbot, window, monkeypatch):
     from rooflab.core.errors import SpecError
-    from rooflab.gui import recompute
-
+    from rooflab.gui.state import recompute
     window.recompute.add_band()          # the expected curves' band, drawn once edits pause, is in
     before = window.recompute.frame
 

@@ -19,8 +19,8 @@ import pytest
 from rooflab.core.measure import store
 from rooflab.core.values.defaults import DEFAULT_MODEL
 from rooflab.core.values.measured import MeasuredPoint
-from rooflab.gui.measure_overlays import measured_layer
-from rooflab.gui.measure_panel import SWEEPS
+from rooflab.gui.panels.measure_panel import SWEEPS
+from rooflab.gui.plots.measure_overlays import measured_layer
 from tests.factories.spies import spy
 from tests.gui.conftest import save_this_machine
 
@@ -31,7 +31,7 @@ llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not ins
 def tiny_gguf(tiny_config: Path, tmp_path: Path) -> Path:
     """A random-weight Q8_0 GGUF of the tiny Qwen3 config (about 3.5 MB)."""
     from rooflab.core.io import load_model
-    from rooflab.core.measure.gguf_synth import write_synthetic_gguf_blocking
+    from tests.factories.synthetic import write_synthetic_gguf_blocking
 
     return write_synthetic_gguf_blocking(load_model(tiny_config, weights="q8_0"), tmp_path / "tiny-q8_0.gguf")
 
@@ -350,8 +350,8 @@ def test_engine_controls_and_plans(qtbot, window, tiny_config):
 
 
 def test_the_llama_bench_path_comes_from_the_settings(qtbot, state, tmp_path, monkeypatch):
-    from rooflab.gui.main_window import MainWindow
-    from rooflab.gui.settings import Settings
+    from rooflab.gui.shell.main_window import MainWindow
+    from rooflab.gui.state.settings import Settings
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     fake = fake_llama_bench(tmp_path)
@@ -386,9 +386,9 @@ def test_grab_smoke_with_the_engine_controls(qtbot, window):
 def test_the_estimate_waits_for_the_measure_tab(qtbot, state, monkeypatch):
     """Sizing the random-weight GGUF of a catalogue model reads its whole vocabulary (a quarter
     of a second for Qwen3's 151,936 tokens): a window start does not pay it, the tab does."""
-    from rooflab.gui import measure_jobs
-    from rooflab.gui.main_window import MainWindow
-    from rooflab.gui.settings import Settings
+    from rooflab.gui.controllers import measure_jobs
+    from rooflab.gui.shell.main_window import MainWindow
+    from rooflab.gui.state.settings import Settings
 
     sized: list[object] = []
     real = measure_jobs.synthetic_size

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from rooflab.core.report.units import fmt
 from rooflab.core.values.measured import MeasuredPoint
-from rooflab.gui.measure_overlays import measured_layer
-from rooflab.gui.units import fmt
+from rooflab.gui.plots.measure_overlays import measured_layer
 from tests.factories.spies import spy
 from tests.gui.conftest import save_this_machine
 
@@ -195,8 +195,7 @@ def test_worker_error_is_one_line_in_the_window(qtbot, tiny_window, tmp_path):
 def test_a_bug_in_a_job_reaches_the_excepthook(qtbot, tiny_window, monkeypatch):
     import sys
 
-    from rooflab.gui import measure_jobs
-
+    from rooflab.gui.controllers import measure_jobs
     def broken(path, cancel):
         raise ZeroDivisionError("a bug")
         yield  # pragma: no cover
@@ -226,7 +225,8 @@ def test_bad_controls_refuse_before_starting(qtbot, tiny_window):
 def test_import_llama_bench(qtbot, tiny_window, tmp_path, monkeypatch):
     calls = spy(monkeypatch, "after_import")
     rows = [{"model_filename": "tiny.gguf", "n_prompt": n, "n_gen": 0, "avg_ts": 1000.0 * n ** 0.5} for n in (16, 256)]
-    rows += [{"model_filename": "tiny.gguf", "n_prompt": 0, "n_gen": 64, "n_depth": d, "avg_ts": 500.0} for d in (0, 2048)]
+    rows += [{"model_filename": "tiny.gguf", "n_prompt": 0, "n_gen": 64, "n_depth": d, "avg_ts": 500.0}
+             for d in (0, 2048)]
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(rows))
     ctl = tiny_window.measure

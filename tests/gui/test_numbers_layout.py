@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtGui import QFont, QTextLayout, QTextOption
 
 from rooflab.core.predict.choice import AUTO, PlacementChoice
-from rooflab.gui.units import keep_together
+from rooflab.core.report.units import keep_together
 from tests.gui.conftest import open_placed
 
 CASES = {"auto-fit": ("gpt-oss-120b-mxfp4", AUTO),

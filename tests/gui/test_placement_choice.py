@@ -13,9 +13,9 @@ from rooflab.core.cli.main import main
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.placement import Placement
-from rooflab.gui.app import initial_state
-from rooflab.gui.settings import Settings
-from rooflab.gui.units import fmt
+from rooflab.core.report.units import fmt
+from rooflab.gui.shell.app import initial_state
+from rooflab.gui.state.settings import Settings
 from tests.gui.conftest import catalogue_spec, open_placed
 
 GPT_OSS, QWEN_32B = "gpt-oss-120b-mxfp4", "qwen3-32b-q4_k_m"

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from rooflab.gui.units import fmt
+from rooflab.core.report.units import fmt
 from tests.gui.conftest import open_placed
 
 
@@ -20,12 +20,13 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     assert window.numbers.value_text("tpot").endswith("ms")
     assert frame.summary.estimate.tpot == placed.estimate.tpot > 0.01      # not the card-alone 3.65 ms
     tpot = next(c for c in frame.charts["decode"].panel("step").curves if c.key == "tpot")
-    assert tpot.label.startswith("TPOT as placed (-ngl") and float(tpot.y[0]) == pytest.approx(frame.summary.estimate.tpot)
+    assert tpot.label.startswith("TPOT as placed (-ngl")
+    assert float(tpot.y[0]) == pytest.approx(frame.summary.estimate.tpot)
     step = next(c for c in frame.charts["decode"].panel("step").curves if c.key == "step")
     assert step.label == "time per token as placed (GPU + host)" and float(step.y[0]) > 0.01   # the curve too
     # the batching chart stands on the same placement: its current point is the headline's rate,
     # its largest batch the placement's, its memory each memory's bill against its own size
-    from rooflab.core.predict.fit import largest_batch
+    from rooflab.core.predict.autofit import largest_batch
 
     sc = frame.scenario
     rates = frame.charts["batching"].panel("rate")

@@ -329,3 +329,28 @@ def test_measure_import_of_an_absurd_prompt_is_one_line(tmp_path, capsys):
     code, out, err = run(capsys, "measure", "import", str(path), "--model", "qwen3-0.6b", "--machine", "rtx-4090",
                          "--json", "--no-save")
     assert code == 2 and out == "" and err.count("\n") == 1 and "n_prompt" in err
+
+
+@pytest.mark.parametrize(("machine", "flags"), [("rtx-4090", ()), ("rtx-4090", ("--gpu-layers", "10")),
+                                               ("rtx-4090", ("--gpu-layers", "20"))])
+def test_predict_says_why_in_the_numbers_panels_words(capsys, machine, flags):
+    """One text builder: the "why" block of ``rooflab predict`` is ``report.explain``'s rows, the
+    sentences the numbers panel shows, for the model placed as the same flags place it."""
+    from rooflab.core.io import load_model
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.predict.choice import PlacementChoice
+    from rooflab.core.report.chart_types import Scenario
+    from rooflab.core.report.explain import explain
+    from rooflab.core.report.summary import summarise
+    from rooflab.core.values.defaults import DEFAULT_WORKLOAD
+
+    code, out, _ = run(capsys, "predict", "--model", "gpt-oss-120b-mxfp4", "--machine", machine, *flags)
+    assert code == 0
+    choice = PlacementChoice(gpu_layers=int(flags[1])) if flags else PlacementChoice()
+    sc = Scenario(model=load_model("gpt-oss-120b-mxfp4"), machine=load_machine(machine), workload=DEFAULT_WORKLOAD,
+                  placement=choice)
+    rows = explain(sc, summarise(sc))
+    why = out[out.index("\nwhy:\n"):]
+    assert len(rows) >= (2 if rows[0].value == "does NOT fit" else 8)
+    for row in rows:
+        assert f"  {row.label} ({row.value}): {row.sentence}" in why

@@ -22,8 +22,9 @@ def test_measure_model_json_saves_points_and_fit(tmp_path: Path, capsys, monkeyp
     config = tmp_path / "config.json"
     config.write_text(json.dumps(TINY))
     calls = spy(monkeypatch, "after_engine_run")
-    status = main(["measure", "model", str(config), "--engine", "torch", "--prompts", "1,32", "--contexts", "4", "--batches", "1,2",
-                   "--repeats", "1", "--steps", "2", "--threads", "1", "--machine", "reference-cpu", "--json"])
+    status = main(["measure", "model", str(config), "--engine", "torch", "--prompts", "1,32", "--contexts", "4",
+                   "--batches", "1,2", "--repeats", "1", "--steps", "2", "--threads", "1", "--machine", "reference-cpu",
+                   "--json"])
     assert status == 0
     out = json.loads(capsys.readouterr().out)
     # the workflow the window runs too (tests/gui/test_measure_panel.py), once, and what it made is printed
@@ -128,7 +129,7 @@ LLAMA_SWEEP = ["--prompts", "8,32", "--depths", "0,32", "--contexts", "16", "--b
 
 def _tiny_gguf(tmp_path: Path) -> Path:
     from rooflab.core.io import load_model
-    from rooflab.core.measure.gguf_synth import write_synthetic_gguf_blocking
+    from tests.factories.synthetic import write_synthetic_gguf_blocking
 
     config = tmp_path / "config.json"
     config.write_text(json.dumps(dict(TINY, tie_word_embeddings=False)))

@@ -183,11 +183,13 @@ def test_safetensors_header_nesting_and_numbers(tmp_path):
 
 def test_packed_and_sub_byte_types_are_sized_exactly(tmp_path):
     write_config(tmp_path, json.dumps(ST_CONFIG))
-    (tmp_path / "model.safetensors").write_bytes(safetensors_bytes({"model.layers.0.mlp.up_proj.weight": ("U8", [8, 4])}))
+    tensors = {"model.layers.0.mlp.up_proj.weight": ("U8", [8, 4])}
+    (tmp_path / "model.safetensors").write_bytes(safetensors_bytes(tensors))
     assert load_model(tmp_path).weight_bytes == 32
 
 
 # --- fuzz: a few hundred mutations of each --------------------------------------------------------
+
 
 @pytest.mark.parametrize("make", [config_surface, safetensors_surface], ids=["config.json", "safetensors"])
 def test_fuzz_mutations_only_raise_clean_errors(tmp_path, make):

@@ -21,7 +21,7 @@ TINY = tuple(CalibrationModel(key=f"tiny-{layers}", description="", weights="fp3
 
 
 def _plan(self):
-    from rooflab.core.measure.model import ModelPlan
+    from rooflab.core.measure.torch.timing import ModelPlan
 
     return ModelPlan(dtype="fp32", threads=1, prompts=(4, 16, 64), decode_steps=2, repeats=1, contexts=(2, 16),
                      batches=(1, 2), random_weights=True, overhead_probe=False)

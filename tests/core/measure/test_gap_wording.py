@@ -26,7 +26,8 @@ def _gaps(spec, efficiency: Efficiency, prompts=(1, 64, 512), tweak=None) -> lis
     pts = [MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=1.0) for n in prompts]
     pts += [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=1.0) for t in (4, 512, 2048)]
     pts += [MeasuredPoint(kind="batch", prompt=1, context=256, batch=b, seconds=1.0) for b in (1, 4)]
-    seconds = predict_points(spec, dataclasses.replace(MACHINE, efficiency=efficiency), pts, kv_type="f32", dtype="fp32")
+    seconds = predict_points(spec, dataclasses.replace(MACHINE, efficiency=efficiency), pts, kv_type="f32",
+                             dtype="fp32")
     pts = [dataclasses.replace(p, seconds=float(s), median=float(s) * 1.02) for p, s in zip(pts, seconds, strict=True)]
     if tweak:
         pts = [tweak(p) for p in pts]

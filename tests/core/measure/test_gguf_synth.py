@@ -29,12 +29,12 @@ from rooflab.core.measure.gguf_synth import (
     random_data,
     synthetic_gguf_bytes,
     write_synthetic_gguf,
-    write_synthetic_gguf_blocking,
 )
 from rooflab.core.values.model import Tensor
 from rooflab.core.values.quant import block_size
 from tests.factories.gguf_files import llama_tensors, llm_meta, write_gguf
 from tests.factories.llm_configs import llama_config, qwen3_moe_config, small_configs, spec_of, weights_for
+from tests.factories.synthetic import write_synthetic_gguf_blocking
 
 HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
 
@@ -230,7 +230,7 @@ def test_llama_cpp_loads_and_runs_it(tmp_path: Path, name: str) -> None:
     """Each architecture family loads, and a prompt gives finite logits."""
     import llama_cpp
 
-    from rooflab.core.measure.llamacpp_engine import Engine, open_handles
+    from rooflab.core.measure.llamacpp.binding import Engine, open_handles
 
     spec = spec_of(small_configs()[name], weights_for(name), name=name)
     path = write_synthetic_gguf_blocking(spec, tmp_path / f"{name}.gguf")

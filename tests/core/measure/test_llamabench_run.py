@@ -19,7 +19,7 @@ import pytest
 
 from rooflab.core.errors import Cancelled, MeasurementError, SpecError
 from rooflab.core.jobs import run_job
-from rooflab.core.measure.llamabench_plan import (
+from rooflab.core.measure.llamabench.plan import (
     BatchedBenchPlan,
     BenchBinary,
     EngineOptions,
@@ -29,7 +29,7 @@ from rooflab.core.measure.llamabench_plan import (
     llama_bench_argv,
     probe_binary,
 )
-from rooflab.core.measure.llamabench_run import BenchRunError, run_batched_bench, run_llama_bench
+from rooflab.core.measure.llamabench.run import BenchRunError, run_batched_bench, run_llama_bench
 from tests.factories.llama_tools import (
     BATCHED_HELP,
     BATCHED_ROW,
@@ -188,7 +188,8 @@ def test_probe_reads_help_and_version(tmp_path):
 # --- running ------------------------------------------------------------------------------------
 
 def test_points_stream_while_the_tool_runs(tmp_path, model):
-    steps = [["err", "load_backend: loaded CUDA backend"], *row_lines(PP_ROW), ["sleep", 1.0], *row_lines(TG_ROW, OLD_ROW)]
+    steps = [["err", "load_backend: loaded CUDA backend"], *row_lines(PP_ROW), ["sleep", 1.0],
+             *row_lines(TG_ROW, OLD_ROW)]
     job = run_llama_bench(LlamaBenchPlan(model=str(model), prompts=(512,), gen=128), fake_tool(tmp_path, steps))
     first = next(p for p in job if p.sample is not None)
     pid = int((tmp_path / "pid").read_text())

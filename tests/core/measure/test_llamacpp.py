@@ -18,14 +18,14 @@ import numpy as np  # noqa: E402
 
 from rooflab.core.errors import Cancelled, MeasurementError  # noqa: E402
 from rooflab.core.jobs import Progress  # noqa: E402
-from rooflab.core.measure.llamacpp import (  # noqa: E402
+from rooflab.core.measure.llamacpp.binding import Engine, open_handles  # noqa: E402
+from rooflab.core.measure.llamacpp.timing import (  # noqa: E402
     LlamaCppMeasurement,
     LlamaCppPlan,
     llamacpp_memory,
     measure_llamacpp,
     measure_llamacpp_blocking,
 )
-from rooflab.core.measure.llamacpp_engine import Engine, open_handles  # noqa: E402
 from rooflab.core.values.measured import MeasuredPoint  # noqa: E402
 from tests.factories.gguf_files import tiny_llama  # noqa: E402
 from tests.factories.llm_configs import llama_config, qwen3_moe_config, random_gguf  # noqa: E402

@@ -14,8 +14,8 @@ import pytest
 from rooflab.core.errors import Cancelled, MeasurementError, ModelFileError
 from rooflab.core.io.hf_build import config_from_tensors
 from rooflab.core.jobs import CancelToken, Progress
-from rooflab.core.measure.model import ModelPlan, measure_model, measure_model_blocking
-from rooflab.core.measure.torch_model import resolve_source
+from rooflab.core.measure.torch.models import resolve_source
+from rooflab.core.measure.torch.timing import ModelPlan, measure_model, measure_model_blocking
 from rooflab.core.values.measured import MeasuredPoint
 
 TINY_QWEN3 = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -84,7 +84,8 @@ def test_cancel_inside_a_forward_pass_stops_at_the_next_layer():
 
     config = dict(TINY_QWEN3, hidden_size=256, intermediate_size=768, num_hidden_layers=8, vocab_size=4096)
     cancel = CancelToken()
-    plan = ModelPlan(threads=1, prompts=(2048,) * 50, decode_steps=1, repeats=50, max_repeats=50, experiments=("prefill",),
+    plan = ModelPlan(threads=1, prompts=(2048,) * 50, decode_steps=1, repeats=50, max_repeats=50,
+                     experiments=("prefill",),
                      overhead_probe=False)
     job = measure_model(config, plan, cancel)
     for item in job:
@@ -120,7 +121,8 @@ def test_cancel_inside_a_forward_pass_stops_at_the_next_layer():
      "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256},
 ], ids=["sliding-window", "mixture-of-experts"])
 def test_other_architectures(config):
-    plan = ModelPlan(threads=1, prompts=(4, 32), decode_steps=2, repeats=1, contexts=(24,), batches=(1, 3), batch_steps=2,
+    plan = ModelPlan(threads=1, prompts=(4, 32), decode_steps=2, repeats=1, contexts=(24,), batches=(1, 3),
+                     batch_steps=2,
                      overhead_probe=False, dtype="bf16")
     result = measure_model_blocking(config, plan)
     assert len(result.points) == 6 and result.kv_type == "bf16"
@@ -148,7 +150,8 @@ def test_real_weights_from_a_folder(tmp_path: Path):
 
     config = AutoConfig.for_model(**TINY_QWEN3)
     AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
-    plan = ModelPlan(threads=1, prompts=(4,), decode_steps=2, repeats=1, experiments=("prefill", "decode"), overhead_probe=False)
+    plan = ModelPlan(threads=1, prompts=(4,), decode_steps=2, repeats=1, experiments=("prefill", "decode"),
+                     overhead_probe=False)
     result = measure_model_blocking(tmp_path, plan)
     assert not result.random_weights
     assert [p.kind for p in result.points] == ["prefill", "decode"]
@@ -163,6 +166,7 @@ def test_gguf_tensor_table_becomes_a_torch_model(tmp_path: Path):
     assert config["model_type"] == "llama" and not notes
     assert (config["hidden_size"], config["num_hidden_layers"], config["intermediate_size"]) == (256, 8, 512)
     assert (config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]) == (2, 1, 128)
-    plan = ModelPlan(threads=1, prompts=(4,), decode_steps=2, repeats=1, experiments=("prefill", "decode"), overhead_probe=False)
+    plan = ModelPlan(threads=1, prompts=(4,), decode_steps=2, repeats=1, experiments=("prefill", "decode"),
+                     overhead_probe=False)
     result = measure_model_blocking(tmp_path / "tiny.gguf", plan)
     assert result.spec.params_total == spec.params_total     # the same matrices, in torch

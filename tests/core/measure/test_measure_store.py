@@ -49,7 +49,6 @@ def test_measurements_append_runs(data):
     runs = store.load_measurements("m-1", "measured")
     assert [r["meta"]["dtype"] for r in runs] == ["fp32", "bf16"]
     assert runs[0]["points"] == POINTS
-    assert store.measured_models() == [("m-1", "measured")]
     raw = json.loads((data / "measurements" / "m-1" / "measured.json").read_text())
     assert raw["label"] == "tiny" and raw["format"] == 1
 
@@ -218,7 +217,8 @@ def test_measured_machine_of_the_wrong_shape_is_set_aside(data):
     path = _file(data, "machines/measured.json", '{"format": 1, "profile": [1]}')
     assert presets.load_measured_machine() is None and _set_aside(path)
     path = _file(data, "machines/measured.json", '{"format": 1, "profile": {"name": "x", "bandwidth": 1e-300, '
-                                                 '"peak_flops": {"fp32": 1e12}, "memory": 1e9, "default_dtype": "fp32"}}')
+                                                 '"peak_flops": {"fp32": 1e12}, "memory": 1e9, '
+                                                 '"default_dtype": "fp32"}}')
     assert presets.load_measured_machine() is None and _set_aside(path)
 
 

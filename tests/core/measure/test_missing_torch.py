@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from rooflab.core.errors import MeasurementError
-from rooflab.core.measure import backend
+from rooflab.core.measure.torch import backend
 
 
 def test_missing_torch_names_what_to_pip_install(monkeypatch):
@@ -15,4 +15,5 @@ def test_missing_torch_names_what_to_pip_install(monkeypatch):
     with pytest.raises(MeasurementError) as caught:
         backend.require_torch()
     message = str(caught.value)
-    assert "pip install torch" in message and "dev.sh" not in message and "\n" not in message
+    # pinned: an unpinned torch is a multi-GB CUDA download on Linux
+    assert "pip install torch==" in message and "dev.sh" not in message and "\n" not in message

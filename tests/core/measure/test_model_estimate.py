@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from rooflab.core.io import load_model
-from rooflab.core.measure.model import ModelPlan, estimate_seconds
+from rooflab.core.measure.torch.timing import ModelPlan, estimate_seconds
 
 #: Gemma 3 270M's shape: the model a user found the default sweep estimated at about 700 s for.
 GEMMA_270M = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "_name_or_path": "gemma-270m",
@@ -13,7 +13,7 @@ GEMMA_270M = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text
               "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144, "max_position_embeddings": 32768,
               "sliding_window": 512, "tie_word_embeddings": True, "torch_dtype": "bfloat16"}
 
-#: The Measure tab's quick torch sweep (gui/measure_panel.py SWEEPS["torch"])
+#: The Measure tab's quick torch sweep (gui/panels/measure_panel.py SWEEPS["torch"])
 QUICK = ModelPlan(prompts=(1, 16, 128), contexts=(64,), batches=(1, 4))
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from rooflab.core.errors import SpecError
+from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine, predicted_seconds
 from rooflab.core.measure.calibration_models import LLAMACPP_MODELS
-from rooflab.core.measure.transfer import ModelPoints, calibrate_engine, predicted_seconds
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint

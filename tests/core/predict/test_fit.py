@@ -8,7 +8,7 @@ import pytest
 
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
-from rooflab.core.predict.fit import (
+from rooflab.core.predict.autofit import (
     choose,
     fit_placement,
     largest_batch,

@@ -111,7 +111,8 @@ class TestDecodeCeiling:
     def test_tracks_at_4096(self, qwen8b, qwen30b, gptoss, bandwidth, figures):
         for spec, rate in zip((qwen8b, qwen30b, gptoss), figures, strict=True):
             if rate is not None:
-                assert ceiling(spec, bandwidth, 4096)[0] == pytest.approx(rate, rel=1.5e-3, abs=0.051)  # the lesson rounds W to MB
+                # the lesson rounds W to MB
+                assert ceiling(spec, bandwidth, 4096)[0] == pytest.approx(rate, rel=1.5e-3, abs=0.051)
 
     def test_gpt_oss_does_not_fit_in_32_gb(self, gptoss):
         assert memory_resident(gptoss, 4096) > 32e9

@@ -142,7 +142,7 @@ def test_everything_on_the_device_is_the_one_memory_clock(gptoss, qwen8b):
         np.testing.assert_allclose(placed.bytes, plain.bytes, rtol=1e-12)
         np.testing.assert_allclose(placed.flops, plain.flops, rtol=1e-12)
         np.testing.assert_allclose(placed.seconds, plain.seconds, rtol=1e-12)
-        assert float(np.max(placed.host_seconds)) == 0.0
+        assert float(np.max(placed.host.seconds)) == 0.0
         pre, plain_pre = placed_prefill(spec, machine, w, full), prefill_pass(spec, machine, w)
         assert float(pre.seconds) == pytest.approx(float(plain_pre.seconds), rel=1e-12)
         assert placed_request(spec, machine, w, full) == request(spec, machine, w)      # exactly

@@ -10,7 +10,7 @@ import pytest
 
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
-from rooflab.core.predict.fit import fit_placement
+from rooflab.core.predict.autofit import fit_placement
 from rooflab.core.predict.offload import placed_request
 from rooflab.core.report.compare import (
     DEPTHS,

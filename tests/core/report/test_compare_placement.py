@@ -116,5 +116,6 @@ def test_no_choice_or_auto_is_auto_fit(gptoss):
 
 def test_labels_tell_one_model_placed_two_ways_apart(qwen32b):
     m = load_machine("rtx-4090")
-    rows = [compare_row(qwen32b, m, W), compare_row(qwen32b, m, W, choice=PlacementChoice(devices=2, parallel="tensor"))]
+    rows = [compare_row(qwen32b, m, W),
+            compare_row(qwen32b, m, W, choice=PlacementChoice(devices=2, parallel="tensor"))]
     assert distinguishing_labels(rows) == ["auto-fit", "2 × tensor parallel"]

@@ -1,0 +1,401 @@
+"""Fit a calibration that carries over to models it never saw, and score it honestly.
+
+The points of several models timed by one engine on one machine are fitted together to the
+model form of ``values.calibration`` (rates by weight format, a cache rate, fixed costs per
+pass and per layer, the overlap of the two clocks). For a given overlap and a given guess of
+which clock is the longer in each pass, a pass's time is linear in the inverse rates:
+
+    t = o + o_L x L + a x sum_f(W_f / bw_f) + a x K / bw_kv + c x sum_f(F_f / flops_f)
+
+(a, c: 1 for the longer clock, 1 - overlap for the shorter). The fit minimises the summed
+relative error |t - measured| / measured (a pass slowed by other load pulls it less than with
+squares) by iteratively reweighted least squares with every inverse rate kept >= 0, re-deciding
+the longer clock until it settles; the overlap is chosen on a grid. Deterministic.
+
+Accuracy is scored only on points the fit did not see: leave one model out (fit on the other
+models, predict the one left out) and extrapolation (fit on short prompts, shallow caches and
+small batches; predict long, deep and large). The in-sample error is reported as fit quality.
+Uncertainty: the fit redone on resampled models and points (a seeded bootstrap)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rooflab.core.errors import SpecError
+from rooflab.core.measure.calibrate import predict_points
+from rooflab.core.measure.store import model_key
+from rooflab.core.predict import work
+from rooflab.core.predict.expected import MINOR_SHARE, byte_shares, efficiency_for, flop_shares
+from rooflab.core.values.calibration import PHASES, Accuracy, EngineCalibration, Rates
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.values.model import ModelSpec
+
+Array = NDArray[np.float64]
+OVERLAPS = (0.0, 0.25, 0.5, 0.75, 1.0)
+REPLICATES = 40
+SMALL = {"prefill": 512, "decode": 1100, "batch": 4}     # the extrapolation fit's reach
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelPoints:
+    """The points one calibration model gave, with the model they belong to."""
+
+    key: str
+    spec: ModelSpec
+    points: tuple[MeasuredPoint, ...]
+    kv_type: str = "f16"
+    dtype: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Design:
+    """The linear pieces of every point, one row each."""
+
+    seconds: Array
+    weights: Array        # (n, classes): weight bytes by class
+    cache: Array          # (n,)
+    flops: Array          # (n, classes): FLOPs by class
+    prefill: NDArray[np.bool_]
+    layers: Array
+    model: NDArray[np.int64]
+    small: NDArray[np.bool_]
+
+
+def _point_work(spec: ModelSpec, p: MeasuredPoint, kv_type: str) -> tuple[float, float, float]:
+    if p.is_decode:
+        w, k = work.decode_bytes(spec, p.context, p.batch, kv_type, 1.0)
+        return float(w), float(k), float(work.decode_flops(spec, p.context, p.batch))
+    return (float(work.prefill_bytes(spec, p.prompt, p.context, kv_type, p.batch)), 0.0,
+            float(work.prefill_flops(spec, p.prompt, p.context, p.batch)))
+
+
+def _is_small(p: MeasuredPoint) -> bool:
+    if p.kind == "prefill":
+        return p.prompt <= SMALL["prefill"]
+    if p.kind == "decode":
+        return p.context <= SMALL["decode"]
+    return p.batch <= SMALL["batch"]
+
+
+@dataclass(frozen=True, slots=True)
+class Classes:
+    """The classes the fit gives rates: format classes of the bytes, and of the FLOPs (routed
+    experts apart), each holding at least ``MINOR_SHARE`` of some model's bytes or FLOPs."""
+
+    bytes: tuple[str, ...]
+    flops: tuple[str, ...]
+
+    @classmethod
+    def of(cls, models: Sequence[ModelPoints]) -> Classes:
+        def found(shares: Any) -> tuple[str, ...]:
+            return tuple(sorted({k for m in models for k, v in shares(m.spec).items() if v >= MINOR_SHARE}))
+
+        return cls(bytes=found(byte_shares), flops=found(flop_shares))
+
+
+def _shares(shares: dict[str, float], classes: tuple[str, ...]) -> Array:
+    """``shares`` over ``classes``; a minor class the fit has no column for goes to the
+    model's largest one."""
+    out = np.array([shares.get(k, 0.0) for k in classes])
+    rest = 1.0 - out.sum()
+    if rest > 0:
+        out[int(np.argmax(out))] += rest
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One point's linear pieces: its seconds, its weight bytes and FLOPs split by class, its
+    cache bytes, and which model and kind of pass it is."""
+
+    seconds: float
+    weights: Array        # (classes,): weight bytes by class
+    cache: float
+    flops: Array          # (classes,): FLOPs by class
+    prefill: bool
+    layers: float
+    model: int
+    small: bool
+
+
+def _design(models: Sequence[ModelPoints], classes: Classes) -> _Design:
+    rows: list[_Row] = []
+    for i, m in enumerate(models):
+        bs, fs = _shares(byte_shares(m.spec), classes.bytes), _shares(flop_shares(m.spec), classes.flops)
+        for p in m.points:
+            w, k, f = _point_work(m.spec, p, m.kv_type)
+            rows.append(_Row(seconds=p.seconds, weights=w * bs, cache=k, flops=f * fs, prefill=not p.is_decode,
+                             layers=float(m.spec.layers), model=i, small=_is_small(p)))
+    if not rows:
+        raise SpecError("calibration needs measured points")
+    return _Design(seconds=np.array([r.seconds for r in rows]), weights=np.stack([r.weights for r in rows]),
+                   cache=np.array([r.cache for r in rows]), flops=np.stack([r.flops for r in rows]),
+                   prefill=np.array([r.prefill for r in rows]), layers=np.array([r.layers for r in rows]),
+                   model=np.array([r.model for r in rows], dtype=np.int64),
+                   small=np.array([r.small for r in rows]))
+
+
+# --- the fit ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Unknowns:
+    """Where each term sits in the fit's vector of unknowns ``u`` (all >= 0): the inverse
+    bandwidth of each byte class, the cache's inverse bandwidth, the inverse prefill and decode
+    FLOP/s of each FLOP class, then the fixed seconds per pass and per layer."""
+
+    byte_classes: int
+    flop_classes: int
+
+    @classmethod
+    def of(cls, d: _Design) -> Unknowns:
+        return cls(byte_classes=d.weights.shape[1], flop_classes=d.flops.shape[1])
+
+    @property
+    def bandwidth(self) -> slice:
+        return slice(0, self.byte_classes)
+
+    @property
+    def cache(self) -> int:
+        return self.byte_classes
+
+    @property
+    def prefill(self) -> slice:
+        return slice(self.cache + 1, self.cache + 1 + self.flop_classes)
+
+    @property
+    def decode(self) -> slice:
+        return slice(self.prefill.stop, self.prefill.stop + self.flop_classes)
+
+    @property
+    def pass_seconds(self) -> int:
+        return self.decode.stop
+
+    @property
+    def layer_seconds(self) -> int:
+        return self.pass_seconds + 1
+
+    @property
+    def size(self) -> int:
+        return self.layer_seconds + 1
+
+
+def _clocks(d: _Design, u: Array) -> tuple[Array, Array]:
+    """(memory, compute) seconds of every point at unknowns ``u``."""
+    at = Unknowns.of(d)
+    memory = d.weights @ u[at.bandwidth] + d.cache * u[at.cache]
+    compute = np.where(d.prefill, d.flops @ u[at.prefill], d.flops @ u[at.decode])
+    return memory, compute
+
+
+def _predict(d: _Design, u: Array, overlap: float) -> Array:
+    at = Unknowns.of(d)
+    memory, compute = _clocks(d, u)
+    longer = np.maximum(memory, compute)
+    return longer + (1.0 - overlap) * np.minimum(memory, compute) + u[at.pass_seconds] + u[at.layer_seconds] * d.layers
+
+
+def _columns(d: _Design, memory_longer: NDArray[np.bool_], overlap: float) -> Array:
+    """The design matrix, its columns in ``Unknowns`` order."""
+    a = np.where(memory_longer, 1.0, 1.0 - overlap)[:, None]
+    c = np.where(memory_longer, 1.0 - overlap, 1.0)[:, None]
+    pre, dec = d.prefill[:, None], ~d.prefill[:, None]
+    return np.hstack([d.weights * a, (d.cache * a[:, 0])[:, None], d.flops * c * pre, d.flops * c * dec,
+                      np.ones((d.seconds.size, 1)), d.layers[:, None]])
+
+
+def _l1_nonnegative(a: Array, t: Array) -> Array:
+    """u >= 0 minimising sum |a u - t| / t: reweighted least squares; a column whose
+    coefficient goes negative is held at 0 and the rest refitted."""
+    scaled, y = a / t[:, None], np.ones_like(t)
+    norms = np.maximum(np.linalg.norm(scaled, axis=0), 1e-300)
+    scaled = scaled / norms
+    free = norms > 1e-250
+    weights = np.ones_like(t)
+    u = np.zeros(a.shape[1])
+    for _ in range(40):
+        root = np.sqrt(weights)[:, None]
+        for _ in range(a.shape[1]):
+            sol = np.zeros(a.shape[1])
+            if free.any():
+                sol[free] = np.linalg.lstsq(scaled[:, free] * root, y * root[:, 0], rcond=None)[0]
+            if (sol >= 0).all():
+                break
+            free &= sol > 0
+        u = np.maximum(sol, 0.0)
+        weights = 1.0 / np.maximum(np.abs(scaled @ u - y), 1e-3)
+    return np.asarray(u / norms, dtype=np.float64)
+
+
+def _fit_at(d: _Design, overlap: float) -> tuple[Array, float]:
+    """(unknowns, summed relative error) at a fixed overlap."""
+    memory_longer = ~d.prefill
+    u = np.zeros(Unknowns.of(d).size)
+    for _ in range(8):
+        u = _l1_nonnegative(_columns(d, memory_longer, overlap), d.seconds)
+        memory, compute = _clocks(d, u)
+        now = memory >= compute
+        if (now == memory_longer).all():
+            break
+        memory_longer = now
+    error = float(np.sum(np.abs(_predict(d, u, overlap) - d.seconds) / d.seconds))
+    return u, error
+
+
+def _fit(d: _Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float]:
+    """(unknowns, overlap) with the least summed relative error."""
+    best = min(((*_fit_at(d, o), o) for o in overlaps), key=lambda r: r[1])
+    return best[0], best[2]
+
+
+def _rates(u: Array, overlap: float, d: _Design, classes: Classes, machine: MachineProfile,
+           dtype: str | None) -> Rates:
+    """Unknowns as rates, each capped at 100 x the machine's peak (an inverse rate of 0: the
+    term cost nothing the data could see). A class none of ``d``'s points holds gets no rate
+    (it is then priced at the pooled one)."""
+    at = Unknowns(byte_classes=len(classes.bytes), flop_classes=len(classes.flops))
+    b_cap, c_cap = 100.0 * machine.bandwidth, 100.0 * machine.flops(dtype)
+    seen_b = d.weights.sum(axis=0) > 0
+    seen_f = d.flops.sum(axis=0) > 0
+
+    def rates(inverse: Array, names: tuple[str, ...], seen: NDArray[np.bool_], cap: float) -> dict[str, float]:
+        return {name: rate(x, cap) for name, x, keep in zip(names, inverse, seen, strict=True) if keep}
+
+    def rate(x: float, cap: float) -> float:
+        return float(min(cap, 1.0 / x)) if x > 0 else cap
+
+    return Rates(bandwidth=rates(u[at.bandwidth], classes.bytes, seen_b, b_cap),
+                 prefill_flops=rates(u[at.prefill], classes.flops, seen_f, c_cap),
+                 decode_flops=rates(u[at.decode], classes.flops, seen_f, c_cap),
+                 cache_bandwidth=rate(u[at.cache], b_cap), pass_seconds=float(min(u[at.pass_seconds], 59.0)),
+                 layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap)
+
+
+def _subset(d: _Design, index: NDArray[np.bool_] | NDArray[np.int64]) -> _Design:
+    """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
+    return _Design(*(getattr(d, f.name)[index] for f in dataclasses.fields(_Design)))
+
+
+# --- scoring through the app's own prediction path ---------------------------------------------
+
+def predicted_seconds(m: ModelPoints, machine: MachineProfile, rates: Rates,
+                      points: Sequence[MeasuredPoint] | None = None) -> Array:
+    """Seconds the calibration expects for ``m``'s points: its rates turned into the model's
+    Efficiency (``predict.expected``) and priced by the clocks, as every expected figure is."""
+    eff = efficiency_for(m.spec, machine, rates, dtype=m.dtype)
+    return predict_points(m.spec, dataclasses.replace(machine, efficiency=eff), points or m.points,
+                          kv_type=m.kv_type, dtype=m.dtype)
+
+
+def _errors(models: Sequence[ModelPoints], machine: MachineProfile, rates_of: dict[int, Rates],
+            chosen: dict[int, NDArray[np.bool_]]) -> dict[str, Accuracy]:
+    """Errors per phase of the chosen points of each model under that model's rates."""
+    by_phase: dict[str, list[float]] = {k: [] for k in PHASES}
+    for i, m in enumerate(models):
+        if i not in rates_of or not chosen[i].any():
+            continue
+        pts = [p for p, keep in zip(m.points, chosen[i], strict=True) if keep]
+        predicted = predicted_seconds(m, machine, rates_of[i], pts)
+        for p, t in zip(pts, predicted, strict=True):
+            by_phase[p.kind].append(abs(t - p.seconds) / p.seconds)
+    return {k: Accuracy(median=float(np.median(v)), worst=float(np.max(v)), count=len(v))
+            for k, v in by_phase.items() if v}
+
+
+def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, engine_label: str,
+                     settings: dict[str, object] | None = None, dtype: str | None = None,
+                     replicates: int = REPLICATES, seed: int = 0) -> EngineCalibration:
+    """Fit one calibration to every model's points, score it out of sample, and bound it.
+
+    ``machine``: the profile the points were measured on (its key names the calibration).
+    Points marked disturbed are left out (noted); points of different engine settings are
+    refused (SpecError)."""
+    notes: list[str] = []
+    kept = []
+    for m in models:
+        good = tuple(p for p in m.points if not p.disturbed)
+        if len(good) < len(m.points):
+            notes.append(f"{m.key}: {len(m.points) - len(good)} disturbed point(s) left out")
+        if good:
+            kept.append(dataclasses.replace(m, points=good))
+    keys = sorted({p.engine_key for m in kept for p in m.points})
+    if len(keys) != 1:
+        raise SpecError(f"a calibration needs points of one engine and settings, got {len(keys)}: {'; '.join(keys)}")
+    classes = Classes.of(kept)
+    d = _design(kept, classes)
+    u, overlap = _fit(d)
+    central = _rates(u, overlap, d, classes, machine, dtype)
+    in_sample = _errors(kept, machine, dict.fromkeys(range(len(kept)), central),
+                        {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(kept)})
+    accuracy = {"in_sample": in_sample, "leave_one_model_out": _leave_one_model_out(kept, d, classes, machine, dtype),
+                "extrapolation": _extrapolation(kept, d, classes, machine, dtype)}
+    reps = _bootstrap(kept, d, classes, machine, dtype, overlap, replicates, seed)
+    first = kept[0].points[0].settings
+    return EngineCalibration(
+        machine_key=machine.key or machine.name, machine_name=machine.name, engine_key=keys[0],
+        engine_label=engine_label, settings=settings if settings is not None else (first.to_dict() if first else {}),
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        models=tuple(m.key for m in kept), machine_bandwidth=machine.bandwidth, machine_flops=machine.flops(dtype),
+        central=central, replicates=reps, accuracy=accuracy, notes=tuple(notes),
+        points=int(d.seconds.size), model_keys=tuple(model_key(m.spec) for m in kept))
+
+
+def _leave_one_model_out(models: Sequence[ModelPoints], d: _Design, classes: Classes,
+                         machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
+    if len(models) < 2:
+        return {}
+    rates_of = {}
+    for i in range(len(models)):
+        part = _subset(d, d.model != i)
+        u, overlap = _fit(part)
+        rates_of[i] = _rates(u, overlap, part, classes, machine, dtype)
+    return _errors(models, machine, rates_of, {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(models)})
+
+
+def _extrapolation(models: Sequence[ModelPoints], d: _Design, classes: Classes,
+                   machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
+    if d.small.all() or not d.small.any():
+        return {}
+    part = _subset(d, d.small)
+    u, overlap = _fit(part)
+    rates = _rates(u, overlap, part, classes, machine, dtype)
+    chosen = {i: np.array([not _is_small(p) for p in m.points]) for i, m in enumerate(models)}
+    return _errors(models, machine, dict.fromkeys(range(len(models)), rates), chosen)
+
+
+def _bootstrap(models: Sequence[ModelPoints], d: _Design, classes: Classes, machine: MachineProfile,
+               dtype: str | None, overlap: float, count: int, seed: int) -> tuple[Rates, ...]:
+    """The fit redone ``count`` times on resampled data: models drawn with replacement among
+    those of the same main format class (so every class stays present), points drawn with
+    replacement within each model."""
+    rng = np.random.default_rng(seed)
+    groups: dict[str, list[int]] = {}
+    for i, m in enumerate(models):
+        shares = byte_shares(m.spec)
+        groups.setdefault(max(shares, key=lambda k: shares[k]), []).append(i)
+    out = []
+    for _ in range(count):
+        rows: list[NDArray[np.int64]] = []
+        for members in groups.values():
+            for i in rng.choice(members, size=len(members), replace=True):
+                own = np.flatnonzero(d.model == i)
+                rows.append(rng.choice(own, size=own.size, replace=True))
+        part = _subset(d, np.concatenate(rows))
+        u, _ = _fit_at(part, overlap)
+        out.append(_rates(u, overlap, part, classes, machine, dtype))
+    return tuple(out)
+
+
+def score(m: ModelPoints, machine: MachineProfile, calibration: EngineCalibration) -> dict[str, Accuracy]:
+    """How well ``calibration`` predicts ``m``'s points, per phase: out of sample when ``m`` is
+    not among the models it was fitted to (the caller checks ``calibration.models``)."""
+    rates = calibration.central
+    chosen = {0: np.array([not p.disturbed for p in m.points])}
+    return _errors([m], machine, {0: rates}, chosen)

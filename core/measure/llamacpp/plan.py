@@ -1,0 +1,137 @@
+"""What a llama.cpp measurement times and how llama.cpp runs it (``LlamaCppPlan``), and the
+memory such a run needs, checked before the model is loaded (``llamacpp_memory``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rooflab.core.errors import MeasurementError
+from rooflab.core.measure.budget import MemoryEstimate
+from rooflab.core.predict.footprint import CTX_PAD, compute_buffer_bytes
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.quant import KV_TYPES
+
+EXPERIMENTS: tuple[str, ...] = ("prefill", "decode", "batch")
+RUNTIME_BYTES = 128 << 20      # llama.cpp's own allocations besides weights, cache, compute buffers
+MAX_SEQUENCES = 256            # LLAMA_MAX_SEQ
+_FLOAT_CACHES = ("f32", "f16", "bf16")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlamaCppPlan:
+    """What to time and how llama.cpp runs (llama-bench's flags in brackets).
+
+    Engine: ``threads`` [-t] (None: the CPUs this process may use), ``gpu_layers`` [-ngl],
+    ``flash_attention`` [-fa] (None: llama.cpp decides, "auto"), ``cache_type_k`` /
+    ``cache_type_v`` [-ctk/-ctv], ``batch_size`` / ``ubatch_size`` [-b/-ub], tokens.
+    Sweep: ``prompts`` [-p]; ``depths`` [-d] with ``gen_tokens`` steps timed at each [-n];
+    ``contexts`` x ``batches`` [llama-batched-bench -npp x -npl], ``batch_steps`` steps each;
+    ``repeats`` [-r] runs of every prompt and depth."""
+
+    threads: int | None = None
+    gpu_layers: int = 0
+    flash_attention: bool | None = None
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    batch_size: int = 2048
+    ubatch_size: int = 512
+    prompts: tuple[int, ...] = (64, 256, 512)
+    depths: tuple[int, ...] = (0, 512, 2048)
+    gen_tokens: int = 16
+    contexts: tuple[int, ...] = (512,)
+    batches: tuple[int, ...] = (1, 2, 4, 8)
+    batch_steps: int = 8
+    repeats: int = 3
+    experiments: tuple[str, ...] = EXPERIMENTS
+    warmup: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.experiments) - set(EXPERIMENTS)
+        if unknown:
+            raise MeasurementError(f"unknown llama.cpp experiments: {', '.join(sorted(unknown))}")
+        for name, low in (("prompts", 1), ("batches", 1), ("depths", 0), ("contexts", 0)):
+            values = getattr(self, name)
+            if any(not isinstance(v, int) or isinstance(v, bool) or v < low for v in values):
+                raise MeasurementError(f"{name} must be whole numbers >= {low}, got {values!r}")
+        for experiment, sweeps in (("prefill", ("prompts",)), ("decode", ("depths",)),
+                                   ("batch", ("contexts", "batches"))):
+            if experiment in self.experiments and not all(getattr(self, name) for name in sweeps):
+                raise MeasurementError(f"the {experiment} experiment needs {' and '.join(sweeps)}")
+        for name in ("gen_tokens", "batch_steps", "repeats", "batch_size", "ubatch_size"):
+            if getattr(self, name) < 1:
+                raise MeasurementError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.gpu_layers < 0 or (self.threads is not None and self.threads < 1):
+            raise MeasurementError("gpu_layers must be >= 0 and threads >= 1")
+        if max(self.batches, default=1) > min(MAX_SEQUENCES, self.ubatch):
+            raise MeasurementError(f"a batch of {max(self.batches)} sequences must fit one ubatch "
+                                   f"({self.ubatch} tokens) and llama.cpp's {MAX_SEQUENCES} sequences")
+        for name in ("cache_type_k", "cache_type_v"):
+            if getattr(self, name) not in KV_TYPES:
+                raise MeasurementError(f"{name} must be one of {', '.join(KV_TYPES)}, got {getattr(self, name)!r}")
+        if self.cache_type_v not in _FLOAT_CACHES and self.flash_attention is False:
+            raise MeasurementError(f"llama.cpp needs flash attention for a {self.cache_type_v} V cache")
+
+    @property
+    def kv_type(self) -> str:
+        """"q8_0" when K and V agree, else "q8_0/f16" (K/V), as the llama-bench reader writes it."""
+        k, v = self.cache_type_k, self.cache_type_v
+        return k if k == v else f"{k}/{v}"
+
+    @property
+    def ubatch(self) -> int:
+        """The physical batch llama.cpp uses: never more than the logical one."""
+        return min(self.batch_size, self.ubatch_size)
+
+    @property
+    def single_context(self) -> int:
+        """Tokens the one-sequence context must hold (prompts, depths plus their steps), 0 if unused."""
+        need = [max(self.prompts)] if "prefill" in self.experiments else []
+        if "decode" in self.experiments:
+            need.append(max(self.depths, default=0) + self.gen_tokens)
+        return max(need) + 1 if need else 0
+
+    @property
+    def batch_context(self) -> int:
+        """Tokens each sequence of the batched context holds, 0 if unused."""
+        return max(self.contexts) + 2 if "batch" in self.experiments and self.contexts else 0
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+def _padded(tokens: int) -> int:
+    return -(-tokens // CTX_PAD) * CTX_PAD
+
+
+def kv_cache_bytes(spec: ModelSpec, plan: LlamaCppPlan, tokens_per_seq: int, sequences: int) -> float:
+    """Bytes of llama.cpp's cache for ``sequences`` of ``tokens_per_seq`` (padded to 256):
+    full-attention layers hold every token, sliding-window layers window + ubatch tokens.
+    K and V at their own types (each type's per-token bytes count keys and values, hence / 2)."""
+    cells = _padded(tokens_per_seq)
+    swa_cells = min(cells, spec.attention.sliding_window + plan.ubatch)
+    total = 0.0
+    for kv_type in (plan.cache_type_k, plan.cache_type_v):
+        full, sliding = spec.kv_bytes_per_token(kv_type)
+        total += (full * cells + sliding * swa_cells) * sequences / 2
+    return total
+
+
+def compute_bytes(spec: ModelSpec, plan: LlamaCppPlan, tokens_per_seq: int) -> float:
+    """llama.cpp's compute buffer for one ubatch, erring high (``compute_buffer_bytes``), with
+    the attention scores ubatch x context x heads that a pass without flash attention holds."""
+    return float(compute_buffer_bytes(spec, plan.ubatch, _padded(tokens_per_seq), attention_scores=True))
+
+
+def llamacpp_memory(spec: ModelSpec, plan: LlamaCppPlan) -> MemoryEstimate:
+    """Peak memory of the run: the weights, plus the larger of the two contexts it makes in
+    turn (one sequence for prompts and depths, ``max(batches)`` sequences for the batch sweep)."""
+    peaks = [(0.0, 0.0)]
+    if plan.single_context:
+        peaks.append((kv_cache_bytes(spec, plan, plan.single_context, 1),
+                      compute_bytes(spec, plan, plan.single_context)))
+    if plan.batch_context:
+        peaks.append((kv_cache_bytes(spec, plan, plan.batch_context, max(plan.batches)),
+                      compute_bytes(spec, plan, plan.batch_context)))
+    cache, activations = max(peaks, key=sum)
+    return MemoryEstimate(weights=float(spec.weight_bytes), cache=cache, activations=activations,
+                          runtime=RUNTIME_BYTES)

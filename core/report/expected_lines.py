@@ -1,0 +1,56 @@
+"""The expected figures of a calibrated machine as numbers-panel rows (``explain``'s ``Line``): TTFT, TPOT and the
+batch's total rate the calibrated engine is expected to reach, with their band and where the
+calibration comes from (its out-of-sample accuracy, never its in-sample fit)."""
+
+from __future__ import annotations
+
+from rooflab.core.predict.expected import Expected
+from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.expected import StandsOn, accuracy_phrase, expected_request
+from rooflab.core.report.explain import Line
+from rooflab.core.report.units import fmt
+
+
+def _origin(ex: Expected) -> str:
+    cal = ex.calibration
+    if cal.source == "public":
+        return f"the {cal.engine_label} back end's published llama-bench results"
+    models = len(cal.models)
+    return f"{cal.engine_label}, calibrated on this machine on {cal.date[:10]} with {models} model" + \
+        ("s" if models != 1 else "")
+
+
+def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> list[Line]:
+    """Rows for the expected TTFT, TPOT and total rate, after the ceiling's rows (on
+    ``placement`` when the headline is a placement's)."""
+    r = expected_request(sc.model, ex, sc.workload, placement)
+    origin = _origin(ex)
+    tooltip = f"Expected: {origin}. The band is the 16th-84th percentile over the calibration's resampled fits."
+    notes = " ".join(n[0].upper() + n[1:] + "." for n in ex.notes)
+    rows = []
+    for key, label, name, phase in (("expected_ttft", "Expected TTFT", "ttft_seconds", "prefill"),
+                                    ("expected_tpot", "Expected TPOT", "tpot_seconds", "decode")):
+        value, low, high = r[f"expected_{name}"], r[f"expected_{name}_low"], r[f"expected_{name}_high"]
+        accuracy = accuracy_phrase(ex.calibration, phase)
+        sentence = f"{fmt(low, 's')} to {fmt(high, 's')}; " + (accuracy or origin) + (f". {notes}" if notes else "")
+        rows.append(Line(key=key, label=label, value=fmt(value, "s"), bound="", sentence=sentence, tooltip=tooltip))
+    batch = sc.workload.batch
+    rate, low, high = (batch / r[f"expected_tpot_seconds{s}"] for s in ("", "_high", "_low"))
+    rows.append(Line(key="expected_rate", label="Expected rate", value=fmt(rate, "tokens/s"), bound="",
+                     sentence=f"{fmt(low, 'tokens/s')} to {fmt(high, 'tokens/s')} for the batch of {batch}; "
+                              f"from {origin}",
+                     tooltip=tooltip))
+    return rows
+
+
+_AFTER = {"expected_ttft": "ttft", "expected_tpot": "tpot", "expected_rate": "ceiling"}
+
+
+def merged(lines: list[Line], expected: list[Line]) -> list[Line]:
+    """``lines`` with each expected row right under the ceiling row it is the twin of."""
+    out = list(lines)
+    for row in expected:
+        at = next((i for i, line in enumerate(out) if line.key == _AFTER.get(row.key)), len(out) - 1)
+        out.insert(at + 1, row)
+    return out
+

@@ -1,0 +1,293 @@
+"""One sentence per headline number: which clock bounds it and why, in words.
+
+The one text builder for these sentences: the numbers panel, the report sheet and ``rooflab
+predict``'s text all read ``explain``. It takes the ``Summary`` core computed and only formats
+it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rooflab.core.predict.offload import OP_OFFLOAD_MIN_TOKENS
+from rooflab.core.predict.parallel import ParallelEstimate, mode_text
+from rooflab.core.predict.placement import memory_words
+from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.placed import PlacedSummary
+from rooflab.core.report.summary import Summary, summarise
+from rooflab.core.report.text import capacity_text, count, significant, whole_gib
+from rooflab.core.report.units import fmt
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One row of the numbers panel."""
+
+    key: str
+    label: str
+    value: str
+    bound: str          # "memory", "compute" or ""
+    sentence: str
+    tooltip: str        # the formula in words
+
+
+def _bound_phrase(bound: str) -> str:
+    return "bandwidth-bound" if bound == "memory" else "compute-bound"
+
+
+def _unplaced_why(sc: Scenario, s: Summary) -> tuple[str, str]:
+    """(why TTFT, why TPOT) of the model on one device: what sets each clock and what the other
+    clock would take."""
+    m, w = sc.machine, sc.workload
+    e, pre, dec = s.estimate, s.prefill, s.decode
+    bandwidth = fmt(m.effective_bandwidth, "B/s")
+    compute = fmt(m.effective_flops(w.compute_dtype), "FLOP/s")
+    prompts = f"{w.batch:,} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
+    needs = "need" if w.batch > 1 else "needs"
+    if pre.bound == "compute":
+        ttft_why = (f"The {prompts} {needs} {fmt(pre.flops, 'FLOP')}: {fmt(pre.compute_seconds, 's')} at "
+                    f"{compute}. Reading {fmt(pre.bytes, 'B')} at {bandwidth} would take only "
+                    f"{fmt(pre.memory_seconds, 's')}.")
+    else:
+        ttft_why = (f"Reading {fmt(pre.bytes, 'B')} of weights and cache at {bandwidth} takes "
+                    f"{fmt(pre.memory_seconds, 's')}. The arithmetic of the {prompts} needs only "
+                    f"{fmt(pre.compute_seconds, 's')}.")
+    if dec.bound == "memory":
+        tpot_why = (f"Each step reads {fmt(dec.bytes, 'B')} at {bandwidth}: {fmt(dec.memory_seconds, 's')}. "
+                    f"{significant(e.kv_share * 100, 2)} % of it is KV cache. Its arithmetic needs only "
+                    f"{fmt(dec.compute_seconds, 's')}.")
+    else:
+        who = f"{w.batch:,} sequences'" if w.batch > 1 else "one sequence's"
+        tpot_why = (f"At {fmt(dec.flops, 'FLOP')} a step, {who} arithmetic takes {fmt(dec.compute_seconds, 's')} "
+                    f"at {compute}. The bytes take only {fmt(dec.memory_seconds, 's')}.")
+    return ttft_why, tpot_why
+
+
+def _placed_why(placed: PlacedSummary) -> tuple[str, str]:
+    """(why TTFT, why TPOT) of a placement: several devices and their link, or parts one after
+    the other."""
+    if placed.parallel is not None:
+        par = placed.parallel
+        mode = mode_text(par.parallel.mode)
+        return (f"On {par.devices} devices ({mode}), each with its share of the weights; the link adds "
+                f"{fmt(par.prefill_communication_seconds, 's')} to the prefill.",
+                f"On {par.devices} devices ({mode}): the link adds "
+                f"{fmt(par.communication_seconds_per_step, 's')} to each step.")
+    how = "Placed by hand" if placed.how == "manual" else "Placed as llama.cpp would place it"
+    why = (f"{how} ({placed.placement.flags()}): each part runs at its own memory's bandwidth and FLOP/s, "
+           "one after the other.")
+    return why, why
+
+
+def _not_fitting(sc: Scenario, s: Summary, placed: PlacedSummary, where: str) -> list[Line]:
+    """The rows of a placement that does not fit: why, how to fit, and the memory."""
+    to_fit = "; ".join(placed.suggestions) or (
+        "try fewer sequences, a shorter context, a smaller KV type or weight format, or a machine "
+        "with more memory")
+    return [Line("placement", "Placement", "does NOT fit", "",
+                 f"{where[0].upper()}{where[1:]}. No figure is shown: this model cannot run here "
+                 f"this way. To fit: {to_fit}.",
+                 "Memory per device = weights placed there + KV + compute buffer + the back end's "
+                 "reserve; host memory holds the rest."), *_memory_lines(sc, s)]
+
+
+def explain(sc: Scenario, s: Summary) -> list[Line]:
+    """The numbers panel's rows for ``s``: each headline figure, the clock bounding it and why."""
+    e, pre, placed = s.estimate, s.prefill, s.placed
+    lines: list[Line] = []
+    if placed is None:
+        ttft_why, tpot_why = _unplaced_why(sc, s)
+    else:
+        # the device cannot hold the model at once: the headline is the placement's, and every
+        # sentence says so (a figure of the model on the card alone would be a fast fiction)
+        where = placed.headline(sc.model, sc.machine)
+        if not placed.fits:
+            return _not_fitting(sc, s, placed, where)
+        ttft_why, tpot_why = _placed_why(placed)
+        lines.append(_placement_line(placed, where))
+    # the request's own bounds (a placement's: the slower of its parts' summed clocks)
+    pre_bound = pre.bound if placed is None else e.prefill_bound
+    lines += _timing_lines(sc, s, f"Prefill is {_bound_phrase(pre_bound)}. {ttft_why}",
+                           f"Decode is {_bound_phrase(e.decode_bound)}. {tpot_why}")
+    lines += _crossover_lines(sc, s)
+    return lines + _memory_lines(sc, s)
+
+
+def _timing_lines(sc: Scenario, s: Summary, ttft_sentence: str, tpot_sentence: str) -> list[Line]:
+    """TTFT, TPOT, end to end, the decode ceiling and the prompt rate."""
+    w, e = sc.workload, s.estimate
+    pre_bound, dec_bound = e.prefill_bound, e.decode_bound
+    return [
+        Line("ttft", "Time to first token", fmt(e.ttft, "s"), pre_bound, ttft_sentence,
+             "TTFT = max(prompt FLOPs / peak compute, bytes read / bandwidth) + per-step overhead. "
+             "Queueing and tokenisation are left out."),
+        Line("tpot", "Time per output token", fmt(e.tpot, "s"), dec_bound, tpot_sentence + (
+                 f" Speculative decoding divides it by {significant(e.speculative_speedup, 3)}."
+                 if w.draft_tokens else ""),
+             "TPOT = the mean decode step while the cache grows over the answer; one step = "
+             "max((weights + batch × cache bytes) / bandwidth, batch × 2 × active parameters / compute)."),
+        Line("end_to_end", "End to end", fmt(e.end_to_end, "s"), "",
+             f"TTFT plus {count(f'{w.answer - 1:,}', 'more step')} of TPOT: the wait for a "
+             f"{w.answer:,}-token answer."
+             if w.answer > 1 else "TTFT alone: the prefill gives the only answer token, no decode step follows.",
+             "end to end = TTFT + TPOT × (answer tokens − 1)."),
+        Line("ceiling", "Decode ceiling", fmt(e.decode_ceiling, "tokens/s"), dec_bound,
+             "The fastest one sequence can generate at the first answer token" +
+             (f"; {fmt(e.total_rate, 'tokens/s')} summed over a batch of {w.batch:,}." if w.batch > 1 else "."),
+             "ceiling = 1 / (one decode step at context + prompt tokens)."),
+        Line("prompt_rate", "Prompt rate", fmt(e.prompt_rate, "tokens/s"), pre_bound,
+             "Prompt tokens processed per second of prefill (all sequences).",
+             "prompt rate = prompt tokens × batch / TTFT."),
+    ]
+
+
+def _crossover_lines(sc: Scenario, s: Summary) -> list[Line]:
+    """n* and b*: where prefill and decode turn compute-bound."""
+    w, placed = sc.workload, s.placed
+    pre_bound = s.estimate.prefill_bound
+    lines = []
+    ncross = s.headline_prefill_crossover
+    if math.isfinite(ncross):
+        nstar = count(f"{ncross:,.0f}", "token")
+        if placed is not None and w.prompt > ncross and pre_bound == "memory":
+            sentence = (f"The prefill first turns compute-bound at about {nstar}; from {OP_OFFLOAD_MIN_TOKENS} "
+                        "tokens on llama.cpp streams the host's layers to the GPU over its link, so this "
+                        f"{w.prompt:,}-token prompt is bandwidth-bound again.")
+        elif ncross > 1:
+            sentence = (f"Prompts longer than about {nstar} are compute-bound; shorter ones mostly pay "
+                        "for reading the weights once.")
+        else:
+            sentence = ("Every prompt is compute-bound here: even one token's arithmetic outlasts reading "
+                        "the weights once.")
+        lines.append(Line("n_star", "Prefill crossover n*", nstar, "", sentence,
+                          "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."
+                          if placed is None else "n* is the first prompt length where the two parts' arithmetic "
+                          "(each at its own FLOP/s) outlasts their reads (each at its own bandwidth)."))
+    bcross = s.headline_batch_crossover
+    formula = "b* solves 2 × N × b / C = (W + b × k × t) / B." if placed is None else (
+        "b* is the first batch where the two parts' arithmetic (each at its own FLOP/s) outlasts "
+        "their reads (each at its own bandwidth).")
+    if math.isfinite(bcross):
+        bstar = count(f"{bcross:,.0f}", "sequence")
+        lines.append(Line("batch_crossover", "Batch crossover", bstar, "",
+                          f"Up to about {bstar} share each read of the weights almost for free; past it, "
+                          "decode turns compute-bound." if round(bcross) > 1 else
+                          "Decode is compute-bound from the first sequence: batching shares the weights' "
+                          "read but adds arithmetic at full cost.", formula))
+    else:
+        lines.append(Line("batch_crossover", "Batch crossover", "none", "",
+                          "Decode stays bandwidth-bound at every batch: the caches grow as fast as the arithmetic.",
+                          formula))
+    return lines
+
+
+def _placement_line(placed: PlacedSummary, where: str) -> Line:
+    """The Placement row: llama.cpp's flags, or the devices sharing the model."""
+    if placed.parallel is not None:
+        par = placed.parallel
+        return Line("placement", "Placement", f"{par.devices} × {mode_text(par.parallel.mode)}", "",
+                    f"{where[0].upper()}{where[1:]}.",
+                    "Layer split: the devices run their layers in turn, each reading its share. Tensor "
+                    "parallel: every layer is split across the devices, with an all-reduce per layer "
+                    "over the link. The charts show one device.")
+    chosen = {"auto": "chosen as llama.cpp's fit does: as many layers on the device as fit, experts moved "
+                      "out first." if not placed.fit.kept else
+                      f"fitted around what was set ({placed.fit.kept}): as many layers on the device as fit.",
+              "manual": "as set in the Workload tab's Placement group.",
+              "offload": "from the Workload tab's share of the weights offloaded."}[placed.how]
+    return Line("placement", "Placement", placed.placement.flags(), "", f"{where[0].upper()}{where[1:]}.",
+                f"Layers on the GPU (-ngl) and routed experts kept on the host (--n-cpu-moe), {chosen}")
+
+
+def used_of(used: float, capacity: float) -> str:
+    """"25.4 GB of 25.8 GB (24 GiB)": both in the same unit, so they compare at a glance, and
+    the vendor's GiB beside the capacity when that is how it is stated."""
+    gib = whole_gib(capacity)
+    return f"{fmt(used, 'B')} of {fmt(capacity, 'B')}" + (f" ({gib:,} GiB)" if gib is not None else "")
+
+
+def _parallel_memory_line(sc: Scenario, par: ParallelEstimate) -> Line:
+    """Memory on each of several devices: its share of the weights, its KV, buffer and reserve."""
+    w = sc.workload
+    length = w.context + w.prompt + w.answer
+    mem = par.memory
+    return Line("memory", "Memory", f"{used_of(mem.used, mem.capacity)} per device", "",
+                f"Each of the {par.devices} devices holds {fmt(mem.weights, 'B')} of weights, "
+                f"{fmt(mem.kv, 'B')} of KV cache for {w.batch:,} × {length:,} tokens, a compute buffer and the "
+                "back end's reserve: " + ("it fits." if mem.fits else "it does NOT fit."),
+                "Memory per device = its share of the weights + its share of the KV + compute buffer + "
+                "the back end's reserve.")
+
+
+def _placed_memory_line(sc: Scenario, s: Summary) -> Line:
+    """Memory as placed: each memory's bill against its size, and the largest batch it holds."""
+    assert s.placed is not None
+    m, w = sc.machine, sc.workload
+    bill = s.placed.fit.memory
+    length = w.context + w.prompt + w.answer
+    most = s.headline_max_batch
+    parts = [f"{fmt(use.used, 'B')} of {capacity_text(use.capacity)} {where}" + ("" if use.fits else " (too much)")
+             for use, where in zip((bill.device, bill.host), memory_words(m), strict=True) if use.used > 0]
+    if bill.fits:
+        verdict = f"at most {count(f'{most:,}', 'such sequence')} " + ("fits." if most == 1 else "fit.")
+    elif most > 0:
+        verdict = f"it does NOT fit; at most {count(f'{most:,}', 'such sequence')} would."
+    elif any(use.weights + use.reserve > use.capacity for use in (bill.device, bill.host)):
+        short = [where for use, where in zip((bill.device, bill.host), memory_words(m), strict=True)
+                 if use.weights + use.reserve > use.capacity]
+        verdict = (f"it does NOT fit: before any cache, the weights placed {' and '.join(short)} and the back "
+                   "end's reserve need more than there is.")
+    else:
+        verdict = f"it does NOT fit: not even one sequence of {length:,} tokens fits beside the weights."
+    return Line("memory", "Memory", used_of(bill.device.used, m.memory), "",
+                f"As placed: {' and '.join(parts)} (weights placed there, KV cache, compute buffer and the "
+                f"back end's reserve) for {w.batch:,} × {length:,} tokens; {verdict}",
+                "Memory per device = weights placed there + KV + compute buffer + the back end's reserve; "
+                "host memory holds the rest.")
+
+
+def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
+    spec, w = sc.model, sc.workload
+    lines: list[Line] = []
+    length = w.context + w.prompt + w.answer
+    if s.placed is not None and s.placed.parallel is not None:
+        return [_parallel_memory_line(sc, s.placed.parallel), *_more_lines(sc, s)]
+    if s.placed is not None and s.placed.parallel is None:
+        return [_placed_memory_line(sc, s), *_more_lines(sc, s)]
+    # not placed: the device holds weights and caches at once (summarise places anything else)
+    most = f"at most {count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
+    lines.append(Line("memory", "Memory", used_of(s.resident_bytes, s.memory), "",
+                      f"Weights {fmt(spec.file_bytes, 'B')} + KV cache {fmt(s.cache_bytes, 'B')} for "
+                      f"{w.batch:,} × {length:,} tokens fit; {most}",
+                      "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "
+                      "at most their window). Engine buffers and activations are left out."))
+    return lines + _more_lines(sc, s)
+
+
+def _more_lines(sc: Scenario, s: Summary) -> list[Line]:
+    """The trained-context and speculative rows, when they apply."""
+    spec, w = sc.model, sc.workload
+    length = w.context + w.prompt + w.answer
+    lines: list[Line] = []
+    if spec.context_length and length > spec.context_length:
+        lines.append(Line("trained_context", "Context", f"{length:,} of {spec.context_length:,} tokens", "",
+                          f"Past the {spec.context_length:,} tokens {spec.name} was trained for: the speed "
+                          "above still holds, the answers may not.",
+                          "trained context = the model's max_position_embeddings / context_length."))
+    if s.speculative is not None:
+        sp = s.speculative
+        lines.append(Line("speculative", "Speculative speed-up", f"{significant(sp.speedup, 3)}×", "",
+                          f"{count(w.draft_tokens, 'draft')} at {significant(w.acceptance * 100, 3)} % "
+                          f"acceptance {'yields' if w.draft_tokens == 1 else 'yield'} "
+                          f"{count(significant(sp.expected_tokens, 3), 'token')} per verify step. "
+                          f"That step costs {count(significant(sp.verify_cost, 3), 'decode step')}.",
+                          "speed-up = E × t_step / (t_verify + k × draft cost × t_step), "
+                          "E = (1 − a^(k+1)) / (1 − a)."))
+    return lines
+
+
+def why_text(sc: Scenario) -> str:
+    """The sentences of ``explain`` as plain text, one per figure: ``rooflab predict``'s "why"
+    block, the same words the numbers panel shows."""
+    rows = explain(sc, summarise(sc))
+    return "\n".join(["why:", *(f"  {row.label} ({row.value}): {row.sentence}" for row in rows)])

@@ -1,0 +1,326 @@
+"""The Measure tab's controller: runs the measurements (core jobs, on its own JobController, so
+opening a model and measuring never cancel each other) and hands their progress to the
+``MeasurePanel``; what a finished job leads to (the after-measurement workflow that the command
+line runs too) is the ``MeasureOutcomeController``'s, and the points on the plots, with what was
+kept for the model and machine on screen, the ``MeasureDisplayController``'s, which this one
+tells when the model or machine on screen moved.
+
+The model on screen is the user's: timing it in any engine never replaces it, its weight format
+or the workload's cache type."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from rooflab.core.errors import MeasurementError, RooflabError
+from rooflab.core.io import takes_weights
+from rooflab.core.jobs import Progress
+from rooflab.core.measure.calibrate import Calibration
+from rooflab.core.measure.engine import default_engine, measure_in_torch
+from rooflab.core.measure.machine_result import RooflineSample
+from rooflab.core.measure.overlays import MeasuredSeries
+from rooflab.core.values.measured import MeasuredPoint
+from rooflab.gui.controllers import measure_jobs
+from rooflab.gui.controllers.measure_display import MeasureDisplayController
+from rooflab.gui.controllers.measure_outcome import MeasureOutcomeController
+from rooflab.gui.panels.measure_panel import MeasurePanel
+from rooflab.gui.plots import ChartPlot
+from rooflab.gui.state.app_state import AppState
+from rooflab.gui.state.settings import Settings
+from rooflab.gui.workers.jobs import JobController, report_unexpected
+
+
+class MeasureController(QObject):
+    """Runs the Measure tab; see the module docstring."""
+
+    message = Signal(str, str)              # text, level ("error", "warning", "info")
+    sample_measured = Signal(object)        # a MeasuredPoint or RooflineSample, as it arrives
+    calibrated = Signal(object)             # a Calibration
+    machine_measured = Signal(object)       # the MachineProfile "this machine, measured", once kept
+    engine_calibrated = Signal(object)      # an EngineCalibration of this machine, once fitted (and kept)
+
+    def __init__(self, state: AppState, plots: Mapping[str, ChartPlot], view: MeasurePanel,
+                 parent: QObject | None = None, *, settings: Settings | None = None) -> None:
+        super().__init__(parent)
+        self._state = state
+        self._settings = settings or Settings()
+        self.view = view
+        self.jobs = JobController(self)
+        self.memory_limit: float | None = None     # bytes to plan against (None: ask the device)
+        self.display = MeasureDisplayController(state, plots, view, measuring_machine=self._measuring_machine,
+                                                parent=self)
+        self.outcome = MeasureOutcomeController(state, view, self.display, self)
+        self._source = ""                          # the model's path or key when the job started
+        self._kind = ""                            # "machine", "calibrate", "model" or "import": the job running
+        self._default_engine = default_engine(self._engine_ref())
+        self._kv_type = state.workload.kv_type
+        self._written: tuple[object, float | None] = (None, 0.0)   # (model, bytes of its random-weight GGUF)
+        view.set_engine(self._default_engine)
+        view.set_kv_type(self._kv_type)
+        view.bench_path.setText(self._settings.llama_bench)
+        self._connect()
+        self.display.load_stored()
+        self._refresh_engine()
+
+    def _connect(self) -> None:
+        v = self.view
+        v.machine_button.clicked.connect(self._on_machine_button_clicked)
+        v.calibrate_button.clicked.connect(self._on_calibrate_button_clicked)
+        v.model_button.clicked.connect(self._on_model_button_clicked)
+        v.import_button.clicked.connect(self._on_import_button_clicked)
+        v.cancel_button.clicked.connect(self._on_cancel_button_clicked)
+        v.apply_button.clicked.connect(self._on_apply_button_clicked)
+        v.bench_browse.clicked.connect(self._on_bench_browse_clicked)
+        v.bench_path.editingFinished.connect(self._on_bench_path_editing_finished)
+        v.plan_edited.connect(self._on_view_plan_edited)
+        v.shown.connect(self._on_view_shown)
+        self.jobs.started.connect(self._on_jobs_started)
+        self.jobs.yielded.connect(self._on_jobs_yielded)
+        self.jobs.returned.connect(self._on_jobs_returned)
+        self.jobs.errored.connect(self._on_jobs_errored)
+        self.jobs.aborted.connect(self._on_jobs_aborted)
+        self.jobs.finished.connect(self._on_jobs_finished)
+        self._state.model_changed.connect(self._on_state_model_changed)
+        self._state.machine_changed.connect(self._on_state_machine_changed)
+        self._state.workload_changed.connect(self._on_state_workload_changed)
+        # the helpers' signals are this controller's (same thread: passed on at once, in order)
+        self.display.message.connect(self.message)
+        self.display.calibrated.connect(self.calibrated)
+        self.outcome.message.connect(self.message)
+        self.outcome.machine_measured.connect(self.machine_measured)
+        self.outcome.engine_calibrated.connect(self.engine_calibrated)
+
+    # -- what is measured (kept and drawn by ``display``) -------------------------------------------
+    @property
+    def series(self) -> list[MeasuredSeries]:
+        """One series per engine and settings, the newest run of each; the running job's first."""
+        return self.display.series
+
+    @property
+    def points(self) -> list[MeasuredPoint]:
+        """The points of the newest series (the one ``calibration`` was fitted to)."""
+        return self.display.points
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The fit of ``series[0]`` (None: none on screen)."""
+        return self.display.calibration
+
+    @property
+    def samples(self) -> list[RooflineSample]:
+        """This machine's measured multiplies: the run's as they arrive, else the kept ones."""
+        return self.display.samples
+
+    def model_ref(self) -> Any:
+        """What torch times: the file or folder on screen when there is one, else its ModelSpec."""
+        ref = self._state.model_ref
+        return ref if ref and Path(ref).exists() else self._state.model
+
+    def _engine_ref(self) -> Any:
+        """What llama.cpp is given: the path or catalogue key on screen, else its ModelSpec."""
+        return self._state.model_ref or self._state.model
+
+    def _synthetic(self) -> bool:
+        """Whether llama.cpp must run a random-weight GGUF of the model on screen rather than the
+        file: the file is shown in another weight format than its own."""
+        return bool(self._state.model_weights)
+
+    def _own_gguf(self) -> bool:
+        """Whether llama.cpp runs the user's own GGUF file (else one written for the model)."""
+        ref = self._state.model_ref
+        path = Path(ref).expanduser() if ref else None
+        return bool(path and path.is_file() and not takes_weights(path) and not self._synthetic())
+
+    def _measuring_machine(self) -> bool:
+        """Whether this machine is being measured now (its multiplies are drawn as they come)."""
+        return self.jobs.busy and self._kind == "machine"
+
+    # -- starting jobs --------------------------------------------------------------------------
+    def measure_machine(self) -> None:
+        from rooflab.core.measure.machine import measure_machine
+
+        self._start(functools.partial(measure_machine, self.view.machine_plan()), "machine")
+
+    def calibrate_machine(self) -> None:
+        """Measure this machine and calibrate the chosen engine (llama.cpp, or torch) on it for
+        every model; MeasurementError when the engine chosen cannot be calibrated."""
+        from rooflab.core.measure.calibration_run import CalibrationPlan, run_calibration
+
+        engine = self.view.engine_key()
+        if engine not in ("llamacpp", "torch"):
+            raise MeasurementError("calibration runs llama.cpp in process or torch: choose one of them as the engine")
+        plan = CalibrationPlan(engine=engine, threads=self.view.threads.value() or None,
+                               repeats=self.view.repeats.value(), measure_machine=self.view.remeasure.isChecked())
+        self._start(functools.partial(run_calibration, plan), "calibrate")
+
+    def measure_model(self) -> None:
+        """Time the model on screen in the chosen engine; RooflabError (shown by the caller)
+        when the controls or the engine cannot start."""
+        self._start(self._model_job(self.view.engine_key()), "model")
+        self.display.begin_run()
+
+    def _model_job(self, engine: str) -> Any:
+        if engine == "torch":
+            return functools.partial(measure_in_torch, self.model_ref(), self.view.model_plan(),
+                                     available=self.memory_limit)
+        job, warnings = measure_jobs.engine_job(engine, self._state.model, self._engine_ref(), self.view,
+                                   synthetic=self._synthetic(), available=self.memory_limit)
+        for warning in warnings:
+            self.message.emit(warning, "warning")
+        return job
+
+    def import_file(self, path: str) -> None:
+        self._start(functools.partial(measure_jobs.import_job, path), "import")
+
+    def _start(self, job: Any, kind: str) -> None:
+        self.jobs.start(job)          # a job still running ends (aborted) before this one starts
+        self._kind = kind
+        self._source = str(self._state.model_ref)
+
+    def cancel(self) -> None:
+        self.jobs.cancel()
+
+    def shutdown(self) -> None:
+        """On close: cancel, then wait for the worker."""
+        self.jobs.shutdown()
+
+    # -- the view's controls --------------------------------------------------------------------
+    def _on_machine_button_clicked(self) -> None:
+        self._guarded(self.measure_machine)
+
+    def _on_calibrate_button_clicked(self) -> None:
+        self._guarded(self.calibrate_machine)
+
+    def _on_model_button_clicked(self) -> None:
+        self._guarded(self.measure_model)
+
+    def _on_import_button_clicked(self) -> None:
+        path = self.view.ask_bench_file()
+        if path:
+            self.import_file(path)
+
+    def _guarded(self, action: Any) -> None:
+        try:
+            action()
+        except RooflabError as exc:
+            self._show_error(str(exc))
+
+    def _on_cancel_button_clicked(self) -> None:
+        self.cancel()
+        self.view.step.setText("Cancelling…")
+
+    def _on_apply_button_clicked(self) -> None:
+        if self.calibration is not None:
+            self._state.update_machine(efficiency=self.calibration.efficiency)
+
+    def _on_bench_browse_clicked(self) -> None:
+        path = self.view.ask_bench_binary()
+        if path:
+            self.view.bench_path.setText(path)
+            self._on_bench_path_editing_finished()
+
+    def _on_bench_path_editing_finished(self) -> None:
+        self._settings.llama_bench = self.view.bench_path_text()
+        self._refresh_engine()
+
+    def _on_view_plan_edited(self) -> None:
+        self._refresh_engine()
+
+    def _on_view_shown(self) -> None:
+        self._refresh_engine()
+
+    def _refresh_engine(self) -> None:
+        """Show which llama-bench would run (or why none can) and what a llama.cpp run needs;
+        only while the tab is on screen (sizing a random-weight GGUF reads the whole vocabulary:
+        a quarter of a second for a large one, which no window start should pay)."""
+        if not self.view.isVisible():
+            return                    # brought up to date when shown
+        engine = self.view.engine_key()
+        if engine == "llama-bench":
+            text, found = measure_jobs.bench_status(self.view.bench_path_text())
+            self.view.show_bench_status(text, found=found)
+        self.view.show_estimate(self._estimate() if engine == "llamacpp" else
+                                measure_jobs.torch_estimate(self._state.model, self.view) if engine == "torch" else "")
+
+    def _estimate(self) -> str:
+        spec = self._state.model
+        if not self._own_gguf() and self._written[0] is not spec:
+            # tens of ms for a large model: once per model, not per keystroke
+            self._written = (spec, measure_jobs.synthetic_size(spec))
+        return measure_jobs.llamacpp_estimate(spec, self.view, written=None if self._own_gguf() else self._written[1],
+                                 available=self.memory_limit)
+
+    # -- the job's signals ----------------------------------------------------------------------
+    def _on_jobs_started(self) -> None:
+        self.view.show_running(True)
+
+    def _on_jobs_yielded(self, progress: Progress) -> None:
+        self.view.show_progress(progress)
+        if progress.sample is None:
+            return
+        if self._kind == "model" and isinstance(progress.sample, MeasuredPoint):
+            self.display.add_live(progress.sample)
+            self.sample_measured.emit(progress.sample)
+            self.display.draw_points()
+        elif self._kind == "machine" and isinstance(progress.sample, RooflineSample):
+            self.display.samples.append(progress.sample)     # (its bandwidth and matmul results are not drawn)
+            self.sample_measured.emit(progress.sample)
+            self.display.draw_samples()
+
+    def _on_jobs_returned(self, result: Any) -> None:
+        try:
+            summary = self.outcome.apply(self._kind, result, source=self._source)
+        except RooflabError as exc:
+            self.display.drop_live()
+            self._show_error(str(exc))
+            return
+        self.view.show_done(summary)
+
+    def _on_jobs_errored(self, exc: BaseException) -> None:
+        self.display.drop_live()
+        if isinstance(exc, RooflabError):
+            self._show_error(str(exc))
+        else:
+            self.view.step.setText("Stopped")
+            report_unexpected(exc)
+
+    def _on_jobs_aborted(self) -> None:
+        self.display.drop_live()
+        self.view.step.setText("Cancelled")
+
+    def _on_jobs_finished(self) -> None:
+        self.view.show_running(False)
+        self._reload_if_moved()      # a model or machine picked while the job ran
+
+    def _show_error(self, text: str) -> None:
+        self.view.show_error(text)
+        self.message.emit(f"Measurement: {text}", "error")
+
+    # -- the scenario on screen -----------------------------------------------------------------
+    def _reload_if_moved(self) -> None:
+        """Show the measurements kept for the model and machine now on screen, not the last ones
+        (once no job runs: its points belong to what was on screen when it started)."""
+        if not self.jobs.busy and self.display.moved():
+            self.display.load_stored()
+
+    def _on_state_model_changed(self, _spec: object) -> None:
+        # the engine follows the model unless the user chose another one for the last model
+        default = default_engine(self._engine_ref())
+        if self.view.engine_key() == self._default_engine and not self.jobs.busy:
+            self.view.set_engine(default)
+        self._default_engine = default
+        self._reload_if_moved()
+        self._refresh_engine()
+
+    def _on_state_machine_changed(self, _machine: object) -> None:
+        self._reload_if_moved()
+
+    def _on_state_workload_changed(self, workload: Any) -> None:
+        if workload.kv_type != self._kv_type:        # the cache type to measure follows the workload's
+            self._kv_type = workload.kv_type
+            self.view.set_kv_type(workload.kv_type)

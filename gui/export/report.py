@@ -1,0 +1,270 @@
+"""Save a report: a PNG of each plot, one composed sheet (all plots and the numbers), a CSV of
+every series drawn (predicted, pinned, measured), the summary and the tensor table.
+
+Plots are rendered from light-themed twins at a fixed size, so a report looks the same from
+the window (File > Save report) and from ``rooflab report`` (no window at all)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
+from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox, QWidget
+
+from rooflab.core import __version__
+from rooflab.core.errors import ReportError
+from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
+from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.expected import expected_csv
+from rooflab.core.report.expected_lines import expected_lines, merged
+from rooflab.core.report.explain import Line, explain
+from rooflab.core.report.units import keep_together
+from rooflab.gui.plots.base import ChartPlot, DrawnSeries
+from rooflab.gui.state.recompute import Frame
+from rooflab.gui.widgets.theme import LIGHT
+
+PLOT_SIZE = QSize(1200, 800)
+SHEET_COLUMNS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    folder: Path
+    pngs: tuple[Path, ...]
+    csvs: tuple[Path, ...]
+    sheet: Path
+
+    @property
+    def all(self) -> tuple[Path, ...]:
+        return (*self.pngs, self.sheet, *self.csvs)
+
+
+class ReportFolderDialog(QFileDialog):
+    """Pick the report's folder or type a new one: Qt's folder dialog refuses a folder that does
+    not exist ("Directory not found"); this one offers to create it. Qt's own dialog, not the
+    platform's: only it lets ``accept`` ask first."""
+
+    def __init__(self, parent: QWidget | None, start: str | Path = "") -> None:
+        super().__init__(parent, "Save report into folder")
+        self.setFileMode(QFileDialog.FileMode.Directory)
+        self.setOptions(QFileDialog.Option.ShowDirsOnly | QFileDialog.Option.DontUseNativeDialog)
+        self.setLabelText(QFileDialog.DialogLabel.Accept, "Save here")
+        target = Path(start).expanduser() if str(start) else Path.home()
+        existing = next((p for p in (target, *target.parents) if p.is_dir()), Path.home())
+        self.setDirectory(str(existing))
+        if target != existing:
+            # the last report's folder has gone: offer it again (relative: Qt reads an absolute
+            # path to a missing file as relative to the dialog's folder)
+            self.selectFile(str(target.relative_to(existing)))
+
+    def chosen(self) -> Path | None:
+        files = self.selectedFiles()
+        return Path(files[0]).expanduser() if files and files[0] else None
+
+    def accept(self) -> None:
+        folder = self.chosen()
+        if folder is not None and not folder.exists() and not offer_to_create(self, folder):
+            return                              # stay open: the user may pick another
+        super().accept()
+
+
+def offer_to_create(parent: QWidget | None, folder: Path) -> bool:
+    """Ask whether to create ``folder``; True once it exists. A refusal or a failure (shown
+    to the user) leaves it absent and returns False."""
+    answer = QMessageBox.question(parent, "Create folder?", f"{folder} does not exist. Create it?",
+                                  QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                  QMessageBox.StandardButton.Yes)
+    if answer != QMessageBox.StandardButton.Yes:
+        return False
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        QMessageBox.warning(parent, "Cannot create folder", f"{folder}: {exc.strerror or exc}")
+        return False
+    return True
+
+
+def choose_report_folder(parent: QWidget | None, start: str | Path = "") -> Path | None:
+    """The folder to save a report into, created if the user named a new one; None on Cancel."""
+    dialog = ReportFolderDialog(parent, start)
+    try:
+        return dialog.chosen() if dialog.exec() == QDialog.DialogCode.Accepted else None
+    finally:
+        dialog.deleteLater()
+
+
+def _scenario_for(series: DrawnSeries, frame: Frame) -> Scenario:
+    for pinned, _charts in frame.pinned:
+        if series.layer.key == f"pin:{pinned.pin_id}":
+            return pinned.scenario
+    return frame.scenario
+
+
+def _csv_name(series: DrawnSeries) -> str:
+    """"<chart>-<panel>-<layer>.csv": the layer's key, then its label unless the label already
+    opens with the key ("expected, llama.cpp (published)" on the "expected" layer is named
+    once: "decode-step-expected-llama.cpp-published.csv")."""
+    layer = series.layer
+    key, label = slug(layer.key), slug(layer.label)
+    if layer.label in ("", layer.key) or layer.kind == "current":
+        who = key
+    elif label == key or label.startswith(f"{key}-"):
+        who = label
+    else:
+        who = slug(f"{layer.key}-{layer.label}")
+    return f"{series.chart}-{series.panel}-{who}.csv"
+
+
+def render_plots(plots: Sequence[ChartPlot], size: QSize = PLOT_SIZE) -> dict[str, QImage]:
+    """Each plot drawn afresh by a light-themed twin at ``size``."""
+    images = {}
+    for plot in plots:
+        twin = type(plot)(theme=LIGHT)
+        try:
+            twin.resize(size)
+            plot.replay_on(twin)
+            images[plot.chart_key] = twin.render_image(size)
+        finally:
+            twin.deleteLater()
+    return images
+
+
+def write_report(folder: str | Path, plots: Sequence[ChartPlot], frame: Frame,
+                 size: QSize = PLOT_SIZE) -> ReportFiles:
+    """Write every report file into ``folder`` (created if needed); returns their paths.
+    Raises ReportError (one line naming the folder) when it cannot be written."""
+    out = Path(folder).expanduser()
+    try:
+        return _write_files(out, plots, frame, size)
+    except OSError as exc:
+        raise ReportError(f"{out}: cannot write the report there ({exc.strerror or exc})") from exc
+
+
+def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSize) -> ReportFiles:
+    out.mkdir(parents=True, exist_ok=True)
+    images = render_plots(plots, size)
+    pngs = []
+    for key, image in images.items():
+        path = out / f"{key}.png"
+        if not image.save(str(path)):
+            raise OSError(f"could not write {path.name}")
+        pngs.append(path)
+    csvs = []
+    for plot in plots:
+        for series in plot.drawn():
+            sc = _scenario_for(series, frame)
+            header = header_lines(sc, chart=plot.chart.title if plot.chart else series.chart, panel=series.panel,
+                                  series=series.layer.label, series_kind=series.layer.kind)
+            csvs.append(write_text(out / _csv_name(series), curves_csv(series.curves, header)))
+    csvs.append(write_text(out / "summary.csv", summary_csv(frame.summary, header_lines(frame.scenario))))
+    csvs.append(write_text(out / "tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario))))
+    if frame.expected_figures is not None:
+        sc = frame.scenario
+        csvs.append(write_text(out / "expected.csv", expected_csv(sc.model, frame.expected_figures, sc.workload,
+                                                                  header_lines(sc), frame.stands_on)))
+    sheet = out / "sheet.png"
+    if not compose_sheet(frame, images).save(str(sheet)):
+        raise OSError(f"could not write {sheet.name}")
+    return ReportFiles(folder=out, pngs=tuple(pngs), csvs=tuple(csvs), sheet=sheet)
+
+
+def compose_sheet(frame: Frame, images: dict[str, QImage]) -> QImage:
+    """One page: a title block with the scenario and the numbers, then every plot in a grid."""
+    cell = next(iter(images.values())).size() if images else PLOT_SIZE
+    rows = (len(images) + 1 + SHEET_COLUMNS - 1) // SHEET_COLUMNS      # +1: the numbers cell
+    margin, title_h = 40, 150
+    width = SHEET_COLUMNS * cell.width() + (SHEET_COLUMNS + 1) * margin
+    height = title_h + rows * (cell.height() + margin) + margin
+    # the numbers cell is the grid's last: it may run below its row, never drop a line
+    numbers_top = title_h + (len(images) // SHEET_COLUMNS) * (cell.height() + margin)
+    height = max(height, numbers_top + _numbers_height(_numbers_lines(frame), cell.width()) + margin)
+    sheet = QImage(width, height, QImage.Format.Format_ARGB32)
+    sheet.fill(QColor(LIGHT.background))
+    painter = QPainter(sheet)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        painter.setPen(QColor(LIGHT.foreground))
+        sc = frame.scenario
+        font = QFont()
+        font.setPixelSize(34)
+        font.setBold(True)
+        painter.setFont(font)
+        painter.drawText(QRect(margin, 20, width - 2 * margin, 48), Qt.AlignmentFlag.AlignLeft, sc.label)
+        font.setPixelSize(20)
+        font.setBold(False)
+        painter.setFont(font)
+        w = sc.workload
+        sub = (f"prompt {w.prompt:,} · answer {w.answer:,} · context {w.context:,} · batch {w.batch} · "
+               f"{w.kv_type} cache · rooflab {__version__} prediction (ceilings at the machine's efficiency)")
+        painter.drawText(QRect(margin, 74, width - 2 * margin, 30), Qt.AlignmentFlag.AlignLeft, sub)
+        if frame.pinned:
+            pinned = "compared with: " + "; ".join(p.label for p, _ in frame.pinned)
+            painter.drawText(QRect(margin, 106, width - 2 * margin, 30), Qt.AlignmentFlag.AlignLeft, pinned)
+        cells = list(images.values())
+        for i, image in enumerate(cells):
+            x = margin + (i % SHEET_COLUMNS) * (cell.width() + margin)
+            y = title_h + (i // SHEET_COLUMNS) * (cell.height() + margin)
+            painter.drawImage(x, y, image)
+        i = len(cells)
+        x = margin + (i % SHEET_COLUMNS) * (cell.width() + margin)
+        y = title_h + (i // SHEET_COLUMNS) * (cell.height() + margin)
+        _draw_numbers(painter, frame, QRect(x, y, cell.width(), cell.height()))
+    finally:
+        painter.end()
+    return sheet
+
+
+NUMBERS_PX, NUMBERS_LINE, NUMBERS_GAP = 20, 26, 12     # the sheet's numbers: font, title line, gap
+
+
+def _numbers_lines(frame: Frame) -> list[Line]:
+    lines = explain(frame.scenario, frame.summary)
+    if frame.expected_figures is not None:
+        lines = merged(lines, expected_lines(frame.scenario, frame.expected_figures, frame.stands_on))
+    return lines
+
+
+def _sentence_rect(line: Line, left: int, top: int, width: int) -> tuple[str, QRect]:
+    """A line's sentence (kept from breaking inside a figure: not "165 TFLOP/" then "s") and
+    the rectangle it wraps into below its title."""
+    font = QFont()
+    font.setPixelSize(NUMBERS_PX)
+    sentence = keep_together(line.sentence)
+    rect = QFontMetrics(font).boundingRect(QRect(left + 16, top, width - 16, 100_000), Qt.TextFlag.TextWordWrap,
+                                           sentence)
+    return sentence, rect
+
+
+def _numbers_height(lines: Sequence[Line], width: int) -> int:
+    """Pixels the numbers take in a cell ``width`` wide: every line, none dropped."""
+    y = 10
+    for line in lines:
+        y += NUMBERS_LINE
+        y += _sentence_rect(line, 0, y, width)[1].height() + NUMBERS_GAP
+    return y
+
+
+def _draw_numbers(painter: QPainter, frame: Frame, box: QRect) -> None:
+    """Every numbers-panel line, its title bold, its sentence wrapped under it (the sheet is
+    made tall enough for them all: ``compose_sheet``)."""
+    font = QFont()
+    font.setPixelSize(NUMBERS_PX)
+    y = box.top() + 10
+    for line in _numbers_lines(frame):
+        font.setBold(True)
+        painter.setFont(font)
+        bound = f"  [{line.bound}-bound]" if line.bound else ""
+        painter.drawText(QRect(box.left(), y, box.width(), NUMBERS_LINE), Qt.AlignmentFlag.AlignLeft,
+                         f"{line.label}: {line.value}{bound}")
+        y += NUMBERS_LINE
+        font.setBold(False)
+        painter.setFont(font)
+        sentence, rect = _sentence_rect(line, box.left(), y, box.width())
+        # wrapped as measured, with a line to spare should the painter's metrics round otherwise
+        painter.drawText(QRect(rect.left(), rect.top(), box.width() - 16, rect.height() + NUMBERS_LINE),
+                         Qt.TextFlag.TextWordWrap, sentence)
+        y += rect.height() + NUMBERS_GAP

@@ -1,0 +1,160 @@
+"""The Workload tab: prompt, answer, context, batch, cache type, speculative decoding, offload,
+and the placement (``placement_panel``).
+
+control -> state: each edit calls ``state.update_workload``; a value the workload rejects is
+shown under the fields and the state keeps its last good workload.
+state -> control: ``workload_changed`` and ``machine_changed`` refresh the fields silently."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
+
+from rooflab.core.errors import RooflabError
+from rooflab.core.predict.choice import PlacementChoice
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.quant import KV_TYPES
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
+from rooflab.gui.panels.placement_panel import PlacementPanel
+from rooflab.gui.state.app_state import AppState
+from rooflab.gui.widgets.controls import SliderSpin, error_label
+
+_TIPS = {
+    "prompt": "Prompt tokens: processed together in one prefill pass. Its FLOPs grow with the prompt "
+              "(2 × active parameters × tokens), its bytes hardly at all, so long prompts turn compute-bound.",
+    "answer": "Answer tokens: generated one decode step each; every step re-reads the weights and the "
+              "whole cache. TPOT averages the steps as the cache grows over the answer.",
+    "context": "Tokens already in the cache before the prompt (a cached prefix or an earlier conversation): "
+               "every decode step reads their keys and values too.",
+    "batch": "Sequences decoded together: they share one read of the weights per step, so the total rate "
+             "grows almost with the batch until the caches, memory or arithmetic stop it.",
+    "kv_type": "KV-cache element type: bytes per cached key or value (f16: 2, q8_0: 1.06, q4_0: 0.56). "
+               "KV bytes per token = 2 × layers × KV heads × head size × bytes per element.",
+    "draft_tokens": "Speculative decoding: tokens a draft model proposes per step; the target verifies them "
+                    "in one pass over drafts + 1 positions, which costs about one step while decode is "
+                    "bandwidth-bound.",
+    "acceptance": "Probability each drafted token is accepted; expected tokens per verify step = "
+                  "(1 − a^(k+1)) / (1 − a).",
+    "draft_cost": "One draft step's time as a share of one target step (a small draft model: ~0.05).",
+    "offload": "Share of the weights kept on the slower second memory (system RAM behind a GPU), as whole "
+               "layers. Time per token becomes a sum: W_fast / B_fast + W_slow / B_slow. A placement "
+               "given under Placement (GPU layers, experts on the CPU, the KV cache on the host, or several "
+               "devices) overrides this share.",
+}
+
+
+class WorkloadPanel(QWidget):
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._state = state
+        self.fields: dict[str, SliderSpin] = {
+            # the whole range the workload accepts: a narrower spin box would turn a typed
+            # 65536 into 655 and clip a restored workload on the next edit
+            "prompt": SliderSpin(1, MAX_TOKENS, log=True),
+            "answer": SliderSpin(1, MAX_TOKENS, log=True),
+            "context": SliderSpin(0, MAX_TOKENS, log=True),
+            "batch": SliderSpin(1, MAX_BATCH, log=True),
+            "draft_tokens": SliderSpin(0, 16),
+            "acceptance": SliderSpin(0.0, 1.0, integer=False, step=0.05),
+            "draft_cost": SliderSpin(0.0, 1.0, integer=False, step=0.01),
+            "offload": SliderSpin(0.0, 100.0, integer=False, decimals=0, step=5, suffix=" %"),
+        }
+        self.kv_type = QComboBox()
+        self.kv_type.addItems(list(KV_TYPES))
+        self.kv_type.setToolTip(_TIPS["kv_type"])
+        self.error = error_label()
+
+        request = QGroupBox("Request")
+        form = QFormLayout(request)
+        for key, label in (("prompt", "Prompt tokens"), ("answer", "Answer tokens"),
+                           ("context", "Cached context"), ("batch", "Batch (sequences)")):
+            form.addRow(label, self.fields[key])
+        form.addRow("KV-cache type", self.kv_type)
+        spec = QGroupBox("Speculative decoding")
+        form = QFormLayout(spec)
+        form.addRow("Draft tokens", self.fields["draft_tokens"])
+        form.addRow("Acceptance", self.fields["acceptance"])
+        form.addRow("Draft cost", self.fields["draft_cost"])
+        off = QGroupBox("Partial offload")
+        form = QFormLayout(off)
+        form.addRow("Weights offloaded", self.fields["offload"])
+        self.offload_note = QLabel()
+        self.offload_note.setWordWrap(True)
+        form.addRow(self.offload_note)
+
+        self.placement = PlacementPanel(state)
+
+        layout = QVBoxLayout(self)
+        for box in (request, spec, off, self.placement):
+            layout.addWidget(box)
+        layout.addWidget(self.error)
+        layout.addStretch(1)
+
+        for key, field in self.fields.items():
+            field.setToolTip(_TIPS[key])
+            field.value_edited.connect(self._on_field_value_edited)
+        self.kv_type.currentTextChanged.connect(self._on_kv_type_text_changed)
+        state.workload_changed.connect(self._on_state_workload_changed)
+        state.machine_changed.connect(self._on_state_machine_changed)
+        state.placement_changed.connect(self._on_state_placement_changed)
+        self._show(state.workload)
+        self._on_state_machine_changed(state.machine)
+
+    # -- state -> controls ------------------------------------------------------------------
+    def _show(self, w: Workload) -> None:
+        values = {"prompt": w.prompt, "answer": w.answer, "context": w.context, "batch": w.batch,
+                  "draft_tokens": w.draft_tokens, "acceptance": w.acceptance, "draft_cost": w.draft_cost,
+                  "offload": w.offload_fraction * 100.0}
+        for key, value in values.items():
+            self.fields[key].set_value(value)
+        self.kv_type.blockSignals(True)
+        self.kv_type.setCurrentText(w.kv_type.lower())
+        self.kv_type.blockSignals(False)
+        for key in ("acceptance", "draft_cost"):
+            self.fields[key].setEnabled(w.draft_tokens > 0)
+
+    def _on_state_workload_changed(self, workload: Workload) -> None:
+        self._show(workload)
+
+    def _on_state_machine_changed(self, machine: MachineProfile) -> None:
+        self._show_offload(machine, self._state.placement)
+
+    def _on_state_placement_changed(self, choice: PlacementChoice) -> None:
+        self._show_offload(self._state.machine, choice)
+
+    def _show_offload(self, machine: MachineProfile, choice: PlacementChoice) -> None:
+        """The share applies with a second tier and no placement given by hand."""
+        has = machine.has_offload
+        self.fields["offload"].setEnabled(has and choice.is_auto)
+        if not has:
+            text = "This machine has no second memory tier; give it one on the Machine tab to offload."
+        elif not choice.is_auto:
+            text = "Overridden by the placement below: set it back to auto, on one device, to use this share."
+        else:
+            text = f"Second tier: {machine.offload_name or 'slow memory'}."
+        self.offload_note.setText(text)
+
+    # -- controls -> state ------------------------------------------------------------------
+    def _collect(self) -> dict[str, object]:
+        f = self.fields
+        return dict(prompt=int(f["prompt"].value()), answer=int(f["answer"].value()),
+                    context=int(f["context"].value()), batch=int(f["batch"].value()),
+                    kv_type=self.kv_type.currentText(), draft_tokens=int(f["draft_tokens"].value()),
+                    acceptance=f["acceptance"].value(), draft_cost=f["draft_cost"].value(),
+                    offload_fraction=f["offload"].value() / 100.0)
+
+    def _apply(self) -> None:
+        try:
+            self._state.update_workload(**self._collect())
+        except RooflabError as exc:
+            self.error.setText(str(exc))
+            self.error.show()
+            return
+        self.error.hide()
+        for key in ("acceptance", "draft_cost"):
+            self.fields[key].setEnabled(self._state.workload.draft_tokens > 0)
+
+    def _on_field_value_edited(self, _value: float) -> None:
+        self._apply()
+
+    def _on_kv_type_text_changed(self, _text: str) -> None:
+        self._apply()

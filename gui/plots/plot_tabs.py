@@ -1,0 +1,137 @@
+"""The plot area: one tab per chart, with the scenario line (and the pinned series' swatches)
+above them. Each recompute's Frame redraws the plot on screen at once and the others when
+their tab is shown (or a report needs them): redrawing all five would take most of a frame for
+nothing visible."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
+
+from rooflab.core.measure.overlays import expected_label
+from rooflab.core.report.chart_types import distinguishing_labels
+from rooflab.core.report.charts import CHART_TITLES
+from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
+from rooflab.gui.plots.style import EXPECTED_INDEX
+from rooflab.gui.state.recompute import Frame
+from rooflab.gui.widgets.theme import Theme
+
+EXPECTED_LAYER = "expected"
+
+
+class PlotTabsPanel(QWidget):
+    """The plots in tabs, drawn lazily; see the module docstring."""
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._theme = theme
+        self.plots: dict[str, ChartPlot] = {cls.chart_key: cls(theme=theme) for cls in PLOT_CLASSES}
+        self.tabs = QTabWidget()
+        for key, plot in self.plots.items():
+            self.tabs.addTab(plot, CHART_TITLES[key])
+            self.tabs.setTabToolTip(self.tabs.count() - 1, type(plot).__doc__ or "")
+        self.tabs.setCurrentIndex(2)
+        self.scenario_label = QLabel()
+        self.scenario_label.setTextFormat(Qt.TextFormat.RichText)
+        self.scenario_label.setWordWrap(True)     # pinned series wrap instead of widening the window
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.scenario_label)
+        layout.addWidget(self.tabs, 1)
+        self._frame: Frame | None = None
+        self._stale: set[str] = set()
+        self._expected_shapes: dict[str, Shape] = {}
+        self.tabs.currentChanged.connect(self._on_tabs_current_changed)
+
+    def show_frame(self, frame: Frame) -> None:
+        """Draw ``frame`` on the plot on screen; the others are drawn when shown."""
+        self._frame = frame
+        self._stale = set(self.plots)
+        current = self.tabs.currentWidget()
+        if isinstance(current, ChartPlot):
+            self._draw(current)
+        self._show_scenario()
+
+    def flush(self) -> None:
+        """Bring every plot, shown or not, up to the last frame."""
+        for plot in self.plots.values():
+            self._draw(plot)
+
+    def clear_readouts(self) -> None:
+        """Forget every hover read-out (the model, machine or workload it described changed)."""
+        for plot in self.plots.values():
+            plot.clear_readout()
+
+    def apply_theme(self, theme: Theme) -> None:
+        self._theme = theme
+        for plot in self.plots.values():
+            plot.apply_theme(theme)
+        self._show_scenario()                  # its swatches take the new series colours
+
+    def _show_scenario(self) -> None:
+        frame = self._frame
+        if frame is None:
+            return
+        series = self._theme.series
+        swatch = f"<span style='color:{self._theme.current['main']}'>■</span>"
+        pinned = "".join(f" &nbsp; <span style='color:{series[p.pin_id % len(series)]}'>■</span> {p.label}"
+                         for p, _ in frame.pinned)
+        self.scenario_label.setText(f"{swatch} <b>{frame.scenario.label}</b>{pinned}")
+
+    def _draw(self, plot: ChartPlot) -> None:
+        frame = self._frame
+        if frame is None or plot.chart_key not in self._stale:
+            return
+        self._stale.discard(plot.chart_key)
+        # legends name each series by what sets it apart (the line above names them in full)
+        labels = distinguishing_labels([frame.scenario.description,
+                                        *(p.scenario.description for p, _ in frame.pinned)])
+        pinned = [PinnedChart(p.pin_id, label, charts[plot.chart_key])
+                  for (p, charts), label in zip(frame.pinned, labels[1:], strict=True)]
+        plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])
+        self._draw_expected(plot, frame, labels[0] if pinned else "")
+
+    def _draw_expected(self, plot: ChartPlot, frame: Frame, whose: str) -> None:
+        key = plot.chart_key
+        shape = draw_expected(plot, frame, self._expected_shapes.get(key), whose=whose)
+        if shape is None:
+            self._expected_shapes.pop(key, None)
+        else:
+            self._expected_shapes[key] = shape
+
+    def _on_tabs_current_changed(self, index: int) -> None:
+        plot = self.tabs.widget(index)
+        if isinstance(plot, ChartPlot):
+            self._draw(plot)
+
+
+Shape = tuple[str, frozenset[tuple[str, tuple[str, ...]]]]
+
+
+def draw_expected(plot: ChartPlot, frame: Frame, drawn: Shape | None = None, *, whose: str = "") -> Shape | None:
+    """The calibrated machine's expected curves (with their band) as their own layer on
+    ``plot``, in the expected colours (no pinned series has them); off it when the machine has
+    no calibration. ``whose``: the current series' name, for when series are pinned ("expected
+    for Qwen3-32B, llama.cpp": the expectation is the current one's alone). ``drawn``: what the
+    last call drew on this plot; a layer whose label or curves change is taken off first (a
+    plot keeps a layer's first label and legend entries). Returns what is drawn now."""
+    if frame.expected is None or frame.expected_curves is None:
+        if drawn is not None:
+            plot.clear_layer(EXPECTED_LAYER)
+        return None
+    label = _whose(expected_label(frame.expected), whose)
+    mine = {panel: curves for (chart, panel), curves in frame.expected_curves.items() if chart == plot.chart_key}
+    shape = (label, frozenset((panel, tuple(c.key for c in curves)) for panel, curves in mine.items()))
+    if drawn is not None and drawn != shape:
+        plot.clear_layer(EXPECTED_LAYER)
+    plot.set_calibrated_panels(mine, label=label, key=EXPECTED_LAYER, index=EXPECTED_INDEX)
+    return shape
+
+
+def _whose(label: str, whose: str) -> str:
+    """"expected, llama.cpp" as the expectation of ``whose``: "expected for Qwen3-32B, llama.cpp"."""
+    if not whose:
+        return label
+    head, comma, rest = label.partition(", ")
+    return f"{head} for {whose}{comma}{rest}"

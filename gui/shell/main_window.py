@@ -1,0 +1,393 @@
+"""The main window: Machine / Model / Workload / Measure tabs on the left, the plot tabs on the
+right, the numbers, Compare and the stopwatch below them, a message bar on top.
+
+It wires the parts together: opening a model runs on the OpenModelController, measuring on the
+MeasureController (each a job off the GUI thread); a recompute (on the GUI thread, debounced)
+hands the plot tabs their Frame."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QMainWindow,
+    QMenu,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rooflab.core.errors import ReportError, RooflabError
+from rooflab.core.values.workload import Workload
+from rooflab.gui.controllers.measure_controller import MeasureController
+from rooflab.gui.controllers.open_controller import Opened, OpenModelController
+from rooflab.gui.export.report import ReportFiles, choose_report_folder, write_report
+from rooflab.gui.panels.compare_panel import ComparePanel
+from rooflab.gui.panels.compare_table import CompareTablePanel
+from rooflab.gui.panels.machine_panel import MachinePanel
+from rooflab.gui.panels.measure_panel import MeasurePanel
+from rooflab.gui.panels.model_panel import MODEL_FILTER, ModelPanel
+from rooflab.gui.panels.numbers_panel import NumbersPanel
+from rooflab.gui.panels.stopwatch_panel import StopwatchPanel
+from rooflab.gui.panels.workload_panel import WorkloadPanel
+from rooflab.gui.plots import ChartPlot
+from rooflab.gui.plots.plot_tabs import PlotTabsPanel
+from rooflab.gui.shell import about
+from rooflab.gui.shell.dnd import DropController
+from rooflab.gui.state.app_state import AppState
+from rooflab.gui.state.recompute import Frame, RecomputeController
+from rooflab.gui.state.settings import Settings, save_settings
+from rooflab.gui.widgets.controls import MessageBar
+from rooflab.gui.widgets.theme import THEME_MODES, apply_theme
+
+log = logging.getLogger(__name__)
+
+
+def window_title(model: str, machine: str) -> str:
+    """"<model> on <machine> — rooflab". Qt appends the application's display name to a
+    title that does not already end with it (X11, Wayland, Windows): ending with it, the name
+    shows once everywhere."""
+    return f"{model} on {machine} — rooflab"
+
+
+def _scrolled(widget: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidget(widget)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    return area
+
+
+class MainWindow(QMainWindow):
+    model_loaded = Signal(object)        # ModelSpec
+    model_failed = Signal(str)           # the reason, one line
+    redrawn = Signal(object)             # Frame: the plot on screen and the numbers show it
+    report_saved = Signal(object)        # ReportFiles
+
+    def __init__(self, state: AppState, settings: Settings | None = None, *, persist: bool = True,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("rooflab")
+        self.state = state
+        self.settings = settings or Settings()
+        self._persist = persist
+        self.theme = apply_theme(self.settings.theme)
+        self.recompute = RecomputeController(state, self)
+        self.messages = MessageBar()
+        self.machine_panel = MachinePanel(state)
+        self.model_panel = ModelPanel(state)
+        self.workload_panel = WorkloadPanel(state)
+        self.numbers = NumbersPanel()
+        self.compare = ComparePanel(state, self.theme)
+        self.stopwatch = StopwatchPanel()
+        self.plot_panel = PlotTabsPanel(self.theme)
+        self.plots: dict[str, ChartPlot] = self.plot_panel.plots
+        self.plot_tabs = self.plot_panel.tabs
+        self.scenario_label = self.plot_panel.scenario_label
+        self.compare_view = CompareTablePanel(state, self.theme)     # models x machines, sortable
+        self.plot_tabs.addTab(self.compare_view, "Compare table")
+        self.measure_panel = MeasurePanel()
+        self.measure = MeasureController(state, self.plots, self.measure_panel, self, settings=self.settings)
+        self.opener = OpenModelController(state, self.settings, self.model_panel, self)
+        self.left_tabs = QTabWidget()
+        self._build_layout()
+        self._build_menus()
+        self.drops = DropController(self)
+        self._connect()
+        self.model_panel.set_recent(self.settings.recent)
+        self.resize(1480, 940)
+        if self.settings.geometry:
+            self.restoreGeometry(QByteArray.fromBase64(self.settings.geometry.encode()))
+        self.recompute.recompute_now()
+
+    # -- building ---------------------------------------------------------------------------
+    def _build_layout(self) -> None:
+        self.left_tabs.addTab(_scrolled(self.machine_panel), "Machine")
+        self.left_tabs.addTab(_scrolled(self.model_panel), "Model")
+        self.left_tabs.addTab(_scrolled(self.workload_panel), "Workload")
+        self.left_tabs.addTab(_scrolled(self.measure_panel), "Measure")
+        self.left_tabs.setCurrentIndex(2)
+        self.left_tabs.setMinimumWidth(340)
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.compare)
+        side_layout.addWidget(self.stopwatch)
+        side_layout.addStretch(1)
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(_scrolled(self.numbers))
+        bottom.addWidget(_scrolled(side))
+        bottom.setStretchFactor(0, 3)
+        bottom.setStretchFactor(1, 1)
+        bottom.setSizes([760, 360])
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.plot_panel)
+        right.addWidget(bottom)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
+        right.setSizes([560, 330])
+        self.main_split = QSplitter(Qt.Orientation.Horizontal)
+        self.main_split.addWidget(self.left_tabs)
+        self.main_split.addWidget(right)
+        self.main_split.setStretchFactor(1, 1)
+        self.main_split.setSizes([380, 1100])
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addWidget(self.messages)
+        layout.addWidget(self.main_split, 1)
+        self.setCentralWidget(central)
+
+    def _action(self, menu: QMenu, text: str, slot: object, shortcut: QKeySequence | str | None = None,
+                tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file = bar.addMenu("&File")
+        self.open_action = self._action(file, "&Open model…", self._on_open_action_triggered,
+                                        QKeySequence.StandardKey.Open, "Open a .gguf, config.json or model folder")
+        self._action(file, "Open model &folder…", self._on_open_folder_action_triggered)
+        self.recent_menu = file.addMenu("Open &recent")
+        file.addSeparator()
+        self.save_action = self._action(file, "&Save report…", self._on_save_action_triggered,
+                                        QKeySequence.StandardKey.Save,
+                                        "PNG of every plot, a composed sheet and CSV of every series")
+        self._action(file, "Save &screenshot…", self._on_screenshot_action_triggered, "Ctrl+Shift+S")
+        file.addSeparator()
+        self.quit_action = self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        compare = bar.addMenu("&Compare")
+        self.pin_action = self._action(compare, "&Pin current series", self._on_pin_action_triggered, "Ctrl+P",
+                                       "Draw what is on screen beside later changes on every plot")
+        self._action(compare, "&Clear pinned series", self._on_clear_pins_action_triggered)
+        view = bar.addMenu("&View")
+        theme_menu = view.addMenu("&Theme")
+        self.theme_actions = QActionGroup(self)
+        for mode in THEME_MODES:
+            action = QAction(mode.capitalize() if mode != "system" else "Follow the system", self, checkable=True)
+            action.setData(mode)
+            action.setChecked(mode == self.settings.theme)
+            self.theme_actions.addAction(action)
+            theme_menu.addAction(action)
+        self.theme_actions.triggered.connect(self._on_theme_actions_triggered)
+        help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "&About rooflab", self._on_about_action_triggered,
+                     QKeySequence.StandardKey.HelpContents)
+        self._refresh_recent_menu()
+
+    def _connect(self) -> None:
+        self.recompute.recomputed.connect(self._on_recompute_recomputed)
+        self.recompute.failed.connect(self._on_recompute_failed)
+        self.opener.progressed.connect(self._on_opener_progressed)
+        self.opener.opened.connect(self._on_opener_opened)
+        self.opener.failed.connect(self._on_opener_failed)
+        self.drops.dropped.connect(self._on_drops_dropped)
+        self.model_panel.open_requested.connect(self._on_model_panel_open_requested)
+        self.machine_panel.message.connect(self._on_panel_message)
+        self.measure.message.connect(self._on_panel_message)
+        self.measure.machine_measured.connect(self._on_measure_machine_measured)
+        self.measure.engine_calibrated.connect(self._on_measure_engine_calibrated)
+        # a read-out describes a point of the series on screen: it goes when the series does
+        self.state.model_changed.connect(self._on_state_scenario_changed)
+        self.state.machine_changed.connect(self._on_state_scenario_changed)
+        self.state.workload_changed.connect(self._on_state_scenario_changed)
+        from PySide6.QtGui import QGuiApplication
+
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
+
+    # -- opening models ---------------------------------------------------------------------
+    def open_model(self, ref: str, weights: str | None = None) -> None:
+        """Open a model file, folder or catalogue key off the GUI thread (see
+        ``OpenModelController.open``); the model on screen stays until the new one is read."""
+        self.opener.open(ref, weights)
+
+    def _on_opener_progressed(self, message: str) -> None:
+        self.statusBar().showMessage(message)
+
+    def _on_opener_opened(self, opened: Opened) -> None:
+        self._refresh_recent_menu()
+        self.messages.clear("open")
+        self.statusBar().showMessage(f"Opened {opened.spec.name}", 5000)
+        self.left_tabs.setCurrentWidget(self.left_tabs.widget(1))
+        self.model_loaded.emit(opened.spec)
+
+    def _on_opener_failed(self, exc: RooflabError) -> None:
+        self.messages.show_message(f"Could not open the model: {exc}. "
+                                   f"{self.state.model.name} stays loaded.", "error", "open")
+        self.statusBar().clearMessage()
+        self.model_failed.emit(str(exc))
+
+    def _on_drops_dropped(self, paths: list[str]) -> None:
+        self.open_model(paths[0])
+        if len(paths) > 1:
+            self.statusBar().showMessage(f"Opened the first of {len(paths)} dropped items", 5000)
+
+    def _on_model_panel_open_requested(self, ref: str, weights: str) -> None:
+        self.open_model(ref, weights)
+
+    def _on_open_action_triggered(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", MODEL_FILTER)
+        if path:
+            self.open_model(path)
+
+    def _on_open_folder_action_triggered(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open model folder")
+        if path:
+            self.open_model(path)
+
+    def _refresh_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for ref in self.settings.recent:
+            action = self.recent_menu.addAction(ref)
+            action.setData(ref)
+            action.triggered.connect(self._on_recent_action_triggered)
+        self.recent_menu.setEnabled(bool(self.settings.recent))
+
+    def _on_recent_action_triggered(self) -> None:
+        action = self.sender()
+        if isinstance(action, QAction):
+            self.open_model(str(action.data()))
+
+    # -- drawing ----------------------------------------------------------------------------
+    def _on_recompute_recomputed(self, frame: Frame) -> None:
+        self.plot_panel.show_frame(frame)
+        self.setWindowTitle(window_title(frame.scenario.model.name, frame.scenario.machine.name))
+        self.numbers.show_frame(frame)
+        self.stopwatch.show_frame(frame)
+        self.messages.clear("predict")
+        self.redrawn.emit(frame)
+
+    def _on_state_scenario_changed(self, _value: object) -> None:
+        self.plot_panel.clear_readouts()
+
+    def flush_plots(self) -> None:
+        """Bring every plot, shown or not, up to the last frame."""
+        self.plot_panel.flush()
+
+    def _on_recompute_failed(self, message: str) -> None:
+        self.messages.show_message(f"Cannot predict this combination: {message}", "warning", "predict")
+
+    def _on_measure_engine_calibrated(self, _calibration: object) -> None:
+        self.recompute.forget_calibrations()      # every model on this machine gains its expected figures
+
+    def _on_measure_machine_measured(self, _profile: object) -> None:
+        self.machine_panel.refresh_picker()        # list "this machine, measured" to pick again
+
+    def _on_panel_message(self, text: str, level: str) -> None:
+        if level == "info":
+            self.statusBar().showMessage(text, 8000)
+        else:
+            self.messages.show_message(text, level)
+
+    # -- compare ----------------------------------------------------------------------------
+    def _on_pin_action_triggered(self) -> None:
+        if self.state.pin_current() is None:
+            self.statusBar().showMessage("That series is already pinned", 4000)
+
+    def _on_clear_pins_action_triggered(self) -> None:
+        self.state.clear_pinned()
+
+    # -- reports ----------------------------------------------------------------------------
+    def save_report(self, folder: str | Path) -> ReportFiles:
+        """Write the report for what is on screen into ``folder``."""
+        if self.recompute.pending or self.recompute.frame is None:
+            self.recompute.recompute_now()
+        self.recompute.add_band()          # the expected curves with their band, not waiting for the pause
+        frame = self.recompute.frame
+        if frame is None:
+            raise RooflabError("nothing to report: the current combination cannot be predicted")
+        self.flush_plots()
+        files = write_report(folder, list(self.plots.values()), frame)
+        if self.compare_view.controller.rows:       # the comparison table goes into the report too
+            self.compare_view.save(files.folder)
+        self.settings.report_dir = str(files.folder)
+        self.report_saved.emit(files)
+        return files
+
+    def _on_save_action_triggered(self) -> None:
+        folder = choose_report_folder(self, self.settings.report_dir)
+        if folder is None:
+            return
+        try:
+            files = self.save_report(folder)
+        except (RooflabError, OSError) as exc:
+            self.messages.show_message(f"Could not save the report: {exc}", "error")
+            return
+        self.messages.show_message(f"Saved {len(files.all)} report files to {files.folder}.", "info")
+
+    def save_screenshot(self, path: str | Path) -> Path:
+        """Render the whole window to a PNG."""
+        self.flush_plots()
+        for _ in range(3):       # rows whose height follows their wrapped text settle a pass later
+            QApplication.processEvents()
+        target = Path(path).expanduser()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ReportError(f"{target}: cannot write the screenshot ({exc.strerror or exc})") from exc
+        if not self.grab().save(str(target)):
+            raise ReportError(f"{target}: cannot write the screenshot")
+        return target
+
+    def _on_screenshot_action_triggered(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save screenshot", "rooflab.png", "PNG image (*.png)")
+        if path:
+            try:
+                self.save_screenshot(path)
+            except RooflabError as exc:
+                self.messages.show_message(str(exc), "error")
+
+    # -- look -------------------------------------------------------------------------------
+    def set_theme(self, mode: str) -> None:
+        self.settings.theme = mode
+        self.theme = apply_theme(mode)
+        self.plot_panel.apply_theme(self.theme)
+        self.compare.apply_theme(self.theme)
+        for action in self.theme_actions.actions():
+            action.setChecked(action.data() == mode)
+
+    def _on_theme_actions_triggered(self, action: QAction) -> None:
+        self.set_theme(str(action.data()))
+
+    def _on_color_scheme_changed(self, _scheme: object) -> None:
+        if self.settings.theme == "system":
+            self.set_theme("system")
+
+    def _on_about_action_triggered(self) -> None:
+        about.show_about(self)
+
+    # -- closing ----------------------------------------------------------------------------
+    def remember(self) -> None:
+        """Copy what should survive a restart into the settings (and save them)."""
+        s = self.settings
+        s.geometry = bytes(self.saveGeometry().toBase64().data()).decode()
+        s.machine = self.state.machine.key
+        s.machine_data = {} if s.machine else self.state.machine.to_dict()
+        s.workload = {f.name: getattr(self.state.workload, f.name) for f in dataclasses.fields(Workload)}
+        s.placement = {} if self.state.placement.is_auto else self.state.placement.to_dict()
+        if self._persist:
+            try:
+                save_settings(s)
+            except OSError:
+                log.exception("could not save settings")
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        self.opener.shutdown()          # cancel, then wait: the only place a job is waited for
+        self.measure.shutdown()
+        self.remember()
+        self.drops.uninstall()
+        super().closeEvent(event)

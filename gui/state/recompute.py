@@ -1,0 +1,172 @@
+"""Turn state changes into drawn curves: debounced, on the GUI thread (it is cheap).
+
+Each change restarts a short timer; when it fires, the current scenario's charts and summary
+are built (pinned series' charts are built once, when pinned) and handed over in one
+``Frame`` by the ``recomputed`` signal. A prediction that fails (a workload the machine
+cannot run) reports ``failed`` and the last good frame stays on screen."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from rooflab.core.errors import RooflabError
+from rooflab.core.measure.expectations import calibration_for
+from rooflab.core.measure.overlays import Overlay, expected_curves
+from rooflab.core.predict.expected import Expected, expected_for
+from rooflab.core.predict.parallel import Parallel
+from rooflab.core.predict.placement import Placement
+from rooflab.core.report.chart_types import Chart, Scenario
+from rooflab.core.report.summary import Summary, headline_charts, summarise
+from rooflab.core.values.calibration import EngineCalibration
+from rooflab.gui.state.app_state import AppState, Pinned
+
+DEBOUNCE_MS = 8
+BAND_DELAY_MS = 150        # the expected curves' band is drawn once edits pause this long
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """Everything one redraw needs."""
+
+    scenario: Scenario
+    charts: dict[str, Chart]
+    summary: Summary
+    pinned: tuple[tuple[Pinned, dict[str, Chart]], ...]
+    expected: Expected | None = None        # what the machine's calibration expects, None without one
+    expected_curves: Overlay | None = None
+
+    @property
+    def runs_on(self) -> Placement | None:
+        """The placement the headline stands on (None: the device holds the model whole, or
+        nothing fits, or several devices)."""
+        placed = self.summary.placed
+        return None if placed is None else placed.runs_on
+
+    @property
+    def stands_on(self) -> Placement | Parallel | None:
+        """Where the headline's request runs (``PlacedSummary.stands_on``; None: the device
+        holds the model whole)."""
+        placed = self.summary.placed
+        return None if placed is None else placed.stands_on
+
+    @property
+    def expected_figures(self) -> Expected | None:
+        """``expected`` when there are figures to stand beside (none for a model that cannot
+        run here)."""
+        placed = self.summary.placed
+        return self.expected if placed is None or placed.fits else None
+
+
+class RecomputeController(QObject):
+    recomputed = Signal(object)       # Frame
+    failed = Signal(str)
+
+    def __init__(self, state: AppState, parent: QObject | None = None, delay_ms: int = DEBOUNCE_MS) -> None:
+        super().__init__(parent)
+        self._state = state
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(delay_ms)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._band_timer = QTimer(self)
+        self._band_timer.setSingleShot(True)
+        self._band_timer.setInterval(BAND_DELAY_MS)
+        self._band_timer.timeout.connect(self._on_band_timer_timeout)
+        self._pinned_charts: dict[int, dict[str, Chart]] = {}
+        self._calibrations: dict[str, EngineCalibration | None] = {}
+        self._last_expected: tuple[tuple[object, ...], Expected] | None = None
+        self.frame: Frame | None = None
+        state.changed.connect(self._on_state_changed)
+
+    def schedule(self) -> None:
+        self._timer.start()
+
+    def recompute_now(self) -> Frame | None:
+        """Build and hand over a frame now (also what the timer does)."""
+        self._timer.stop()
+        state = self._state
+        try:
+            sc = state.scenario
+            summary = summarise(sc)
+            on = None if summary.placed is None else summary.placed.runs_on
+            charts = headline_charts(sc, summary)
+            # a model that cannot run here has no expected figure, in the numbers or on the charts
+            expected = self._expected(sc) if summary.placed is None or summary.placed.fits else None
+            # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
+            curves = None if expected is None else expected_curves(
+                sc.model, expected, sc.workload, replicas=0, n_star=summary.headline_prefill_crossover, placement=on)
+            pinned = []
+            for p in state.pinned:
+                if p.pin_id not in self._pinned_charts:
+                    self._pinned_charts[p.pin_id] = headline_charts(p.scenario)
+                pinned.append((p, self._pinned_charts[p.pin_id]))
+        except RooflabError as exc:
+            self.failed.emit(str(exc))
+            return None
+        live = {p.pin_id for p in state.pinned}
+        self._pinned_charts = {k: v for k, v in self._pinned_charts.items() if k in live}
+        self.frame = Frame(scenario=sc, charts=charts, summary=summary, pinned=tuple(pinned), expected=expected,
+                           expected_curves=curves)
+        self.recomputed.emit(self.frame)
+        if expected is not None:
+            self._band_timer.start()
+        return self.frame
+
+    def add_band(self) -> Frame | None:
+        """The last frame again with its expected curves' band, handed over (what the band
+        timer does once edits pause)."""
+        self._band_timer.stop()
+        frame = self.frame
+        if frame is None or frame.expected is None or self._timer.isActive():
+            return None
+        sc = frame.scenario
+        try:
+            curves = expected_curves(sc.model, frame.expected, sc.workload,
+                                     n_star=frame.summary.headline_prefill_crossover, placement=frame.runs_on)
+        except RooflabError:
+            return None
+        self.frame = dataclasses.replace(frame, expected_curves=curves)
+        self.recomputed.emit(self.frame)
+        return self.frame
+
+    def _on_band_timer_timeout(self) -> None:
+        self.add_band()
+
+    def forget_calibrations(self) -> None:
+        """Look the machines' calibrations up again (one was made or removed), and redraw."""
+        self._calibrations.clear()
+        self._last_expected = None
+        self.schedule()
+
+    def _expected(self, sc: Scenario) -> Expected | None:
+        """What the calibration of the scenario's machine expects of its model (looked up once
+        per machine; a machine whose efficiency was set by hand or by a model's own fit shows
+        that instead)."""
+        machine = sc.machine
+        if not machine.efficiency.is_identity:
+            return None
+        key = machine.key or machine.name
+        if key not in self._calibrations:
+            self._calibrations[key] = calibration_for(machine)
+        cal = self._calibrations[key]
+        if cal is None:
+            return None
+        # what a calibration expects depends on the model, the machine and the dtype, not on the
+        # workload: kept for the last of them, so a slider's drag does not re-mix the rates
+        found = (sc.model, machine, cal, sc.workload.compute_dtype)
+        if self._last_expected is None or any(a is not b for a, b in zip(self._last_expected[0], found, strict=True)):
+            self._last_expected = (found, expected_for(sc.model, machine, cal, dtype=sc.workload.compute_dtype))
+        return self._last_expected[1]
+
+    @property
+    def pending(self) -> bool:
+        return self._timer.isActive()
+
+    def _on_state_changed(self) -> None:
+        self.schedule()
+
+    def _on_timer_timeout(self) -> None:
+        self.recompute_now()
