@@ -129,3 +129,14 @@ def steady_load(monkeypatch: pytest.MonkeyPatch) -> None:
     from rooflab.core.measure import engine
 
     monkeypatch.setattr(engine, "load_average", lambda: 1.0)
+
+
+@pytest.fixture
+def steady_timings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every measured point reads as trusted: on a shared machine the other work spreads a
+    tiny model's repeats past ``trust.SPREAD_LIMIT`` (at a load of 5-8, every point), so a test
+    of what a run does with its points (fit, keep, print) must not ask the real clock whether
+    they agreed. The judge itself is tested on given timings in tests/core/measure/test_trust.py."""
+    from rooflab.core.measure import engine
+
+    monkeypatch.setattr(engine, "judge", lambda point, load_at_start, load_now: point)

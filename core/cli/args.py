@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from rooflab.core.values.workload import DTYPE_NAME
+
 
 def int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
     """A parser of comma-separated whole numbers in [low, high] ("1e3" is 1000; "2.5" is refused)."""
@@ -19,6 +21,22 @@ def int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
         if not all(n.is_integer() and low <= n <= high for n in numbers):
             raise argparse.ArgumentTypeError(f"values must be integers in [{low:,}, {high:,}], got {text!r}")
         return tuple(int(n) for n in numbers)
+
+    return parse
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """A parser of one whole number in [low, high] ("1e3" is 1000): a count far past what a
+    machine has (99999999999999999999 threads, repeats) would abort the engine or never end."""
+
+    def parse(text: str) -> int:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
+        if not (value.is_integer() and low <= value <= high):       # inf and NaN fail too
+            raise argparse.ArgumentTypeError(f"must be a whole number in [{low:,}, {high:,}], got {text[:40]!r}")
+        return int(value)
 
     return parse
 
@@ -38,3 +56,13 @@ def number_in(low: float, high: float, unit: str = "") -> Callable[[str], float]
         return value
 
     return parse
+
+
+
+def dtype_name(text: str) -> str:
+    """A compute dtype's name ("fp16", "BF16" -> "bf16"): letters, digits and underscores only,
+    so what the user typed can be echoed in a message without reaching the terminal raw."""
+    name = text.strip().lower()
+    if not DTYPE_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"expected a dtype name such as fp32, fp16 or bf16, got {text[:40]!r}")
+    return name

@@ -8,8 +8,10 @@ import argparse
 import sys
 from typing import Any
 
+from rooflab.core.cli.args import int_in
 from rooflab.core.jobs import CancelToken
 from rooflab.core.values.calibration import EngineCalibration
+from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_THREADS
 
 PROTOCOL_LABELS = {
     "leave_one_model_out": "accuracy, leave one model out",
@@ -24,10 +26,12 @@ def add_calibrate_parser(sub: Any) -> None:
     p = sub.add_parser("calibrate", help="calibrate this machine and engine for every model (several minutes)")
     p.add_argument("--engine", choices=("llamacpp", "torch"), default="llamacpp",
                    help="the engine to calibrate (default llamacpp)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
+    p.add_argument("--threads", type=int_in(1, MAX_THREADS), default=None,
+                   help="CPU threads (default: the engine's choice)")
     p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
                    help="torch: compute dtype (default fp32)")
-    p.add_argument("--repeats", type=int, default=3, help="runs of each point, best and median kept (default 3)")
+    p.add_argument("--repeats", type=int_in(1, MAX_PLAN_REPEATS), default=3,
+                   help="runs of each point, best and median kept (default 3)")
     p.add_argument("--quick", action="store_true", help="the dense models only, shallower sweeps (about half the time)")
     p.add_argument("--keep-machine", action="store_true",
                    help="use the machine measured before instead of measuring it again")

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rooflab.core.cli.args import int_list
 from rooflab.core.errors import ReportError, SpecError
+from rooflab.core.jobs import Progress
 from rooflab.core.report.compare import CompareRow
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -69,22 +71,26 @@ def compare_workload(args: argparse.Namespace) -> Workload:
 
 def entries(models: Sequence[str], machines: Sequence[str],
             weights: Sequence[str] | None) -> list[tuple[ModelSpec, MachineProfile, str]]:
-    """(model, machine, weight format) for every combination, models read once per format.
-    Raises a RooflabError naming the first bad model, machine or format."""
+    """(model, machine, weight format) for every distinct combination, in the order named: a
+    name given twice, or two names for the same model or machine, make one row. Models are
+    read once per format. Raises a RooflabError naming the first bad model, machine or format."""
     from rooflab.core.io import load_model, takes_weights
     from rooflab.core.io.presets import load_machine
 
+    models, machines = tuple(dict.fromkeys(models)), tuple(dict.fromkeys(machines))
+    weights = tuple(dict.fromkeys(w.lower() for w in weights)) if weights else None
     rows = len(models) * len(machines) * max(1, len(weights or ()))
     if rows > MAX_ROWS:
         raise SpecError(f"{rows:,} rows asked for; at most {MAX_ROWS:,}")
-    hardware = [load_machine(m) for m in machines]
-    specs: list[tuple[ModelSpec, str]] = []
+    hardware = list({repr(m): m for m in (load_machine(m) for m in machines)}.values())     # equal: one
+    specs: dict[tuple[str, str, str], tuple[ModelSpec, str]] = {}
     for ref in models:
         formats: Sequence[str | None] = list(weights) if weights and takes_weights(ref) else [None]
         for fmt in formats:
             spec = load_model(ref, weights=fmt)
-            specs.append((spec, (fmt or spec.weights_format).upper()))
-    return [(spec, machine, fmt) for spec, fmt in specs for machine in hardware]
+            label = (fmt or spec.weights_format).upper()
+            specs.setdefault((spec.source, spec.name, label), (spec, label))
+    return [(spec, machine, fmt) for spec, fmt in specs.values() for machine in hardware]
 
 
 def expected_machine(spec: ModelSpec, machine: MachineProfile) -> MachineProfile | None:
@@ -107,8 +113,12 @@ def _rate(x: float | None) -> str:
     return "" if x is None else f"{x:,.1f}"
 
 
-def compare_text(rows: Sequence[CompareRow], depths: Sequence[int]) -> str:
-    """An aligned table (GB = 10^9 bytes, ms, tokens/s), the placement last, in words."""
+def compare_text(rows: Sequence[CompareRow], depths: Sequence[int] | None = None) -> str:
+    """An aligned table (GB = 10^9 bytes, ms, tokens/s), the placement last, in words; the
+    decode-rate columns at ``depths`` (default: those the rows were worked out at)."""
+    from rooflab.core.report.compare import row_depths
+
+    depths = row_depths(rows) if depths is None else depths
     table: list[list[str]] = [["model", "machine", "weights", "weights GB", "KV GB", "fits", "TTFT",
                                "TPOT", "expected TPOT", *[f"tok/s @{d:,}" for d in depths], "max context",
                                "tok/s/seq", "tok/s total", "placement"]]
@@ -124,16 +134,46 @@ def compare_text(rows: Sequence[CompareRow], depths: Sequence[int]) -> str:
     return "\n".join(text)
 
 
+class RowProgress:
+    """Progress of a long table on stderr: nothing for a run that ends within ``quiet_s``, then
+    a line at most every ``every_s`` (one line rewritten in place on a terminal). ``clock``:
+    seconds, monotonic (a test passes its own)."""
+
+    def __init__(self, *, quiet_s: float = 2.0, every_s: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._start = clock()
+        self._quiet, self._every = quiet_s, every_s
+        self._last: float | None = None
+        self._tty = sys.stderr.isatty()
+
+    def __call__(self, progress: Progress) -> None:
+        now = self._clock()
+        if now - self._start < self._quiet or (self._last is not None and now - self._last < self._every):
+            return
+        self._last = now
+        line = f"rooflab compare: {progress.message}"
+        print(f"\r{line:<60}" if self._tty else line, end="" if self._tty else "\n", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self._tty and self._last is not None:
+            print(file=sys.stderr)
+
+
 def run_compare(args: argparse.Namespace, *, png: PngWriter | None = None) -> int:
     """Build, print and (with --out) save the table; ``png`` draws compare.png when given."""
     from rooflab.core.cli.output import print_json
     from rooflab.core.files.atomic import write_atomic
-    from rooflab.core.report.compare import DEPTHS, columns, compare_csv, compare_rows, row_dict
+    from rooflab.core.jobs import run_job
+    from rooflab.core.report.compare import DEPTHS, columns, compare_csv, compare_rows_job, row_dict
 
     workload = compare_workload(args)
-    depths = tuple(args.depths or DEPTHS)
+    depths = tuple(dict.fromkeys(args.depths or DEPTHS))
     hook = None if args.ceiling_only else expected_machine
-    rows = compare_rows(entries(args.models, args.machines, args.weights), workload, depths=depths, expected=hook)
+    combos = entries(args.models, args.machines, args.weights)
+    status = RowProgress()
+    rows = run_job(compare_rows_job(combos, workload, depths=depths, expected=hook), status)
+    status.done()
     header = [f"rooflab compare: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, "
               f"batch {workload.batch}, {workload.kv_type} cache; SI units; ceilings unless expected_*",
               "placement: chosen by auto-fit (llama.cpp's -ngl / --n-cpu-moe); empty cells: does not fit"]

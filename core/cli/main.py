@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from rooflab.core import __version__
-from rooflab.core.cli.args import int_list, number_in
+from rooflab.core.cli.args import dtype_name, int_list, number_in
 from rooflab.core.errors import RooflabError, SpecError
 from rooflab.core.values.machine import (
     BANDWIDTH_RANGE,
@@ -35,7 +35,10 @@ class _Parser(argparse.ArgumentParser):
     Sub-commands' parsers are made of this class too (argparse's default)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        from rooflab.core.io.textfile import printable
+
+        # "unrecognized arguments: ..." quotes what was typed as it was typed
+        self.exit(2, f"{printable(f'{self.prog}: error: {message}', 4000)} (see {self.prog} --help)\n")
 
 
 def add_model_options(p: argparse.ArgumentParser, *, positional: bool = False, required: bool = True) -> None:
@@ -58,7 +61,7 @@ def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) ->
                    metavar="T", help="override peak TFLOP/s (compute dtype)")
     p.add_argument("--memory-gb", type=number_in(MEMORY_RANGE[0] / GB, MEMORY_RANGE[1] / GB, "GB"), metavar="G",
                    help="override memory size (10^9 bytes)")
-    p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE", type=str.lower,
+    p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE", type=dtype_name,
                    help="compute dtype whose peak applies (fp32, fp16, bf16, ...); default: the machine's")
     p.add_argument("--bandwidth-efficiency", type=number_in(*FACTOR_RANGE), metavar="F",
                    help="share of the bandwidth an engine reaches (predictions are ceilings at 1.0)")
@@ -81,7 +84,10 @@ def add_workload_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draft-tokens", type=int, default=0, help="speculative decoding: drafts per verify")
     p.add_argument("--acceptance", type=float, default=0.7, help="speculative decoding: acceptance rate")
     p.add_argument("--offload", type=float, default=0.0, metavar="FRACTION",
-                   help="share of the weights on the machine's second, slower memory")
+                   help="share of the weights on the machine's second, slower memory (as whole layers)")
+    p.add_argument("--ubatch", "-ub", type=int, default=None, metavar="N",
+                   help="llama.cpp's -ub: tokens per pass of a prompt; host-resident weights stream to the "
+                        "GPU once per pass (default 512)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rooflab.core.cli.placement import add_placement_options
 
     add_placement_options(p)
+    from rooflab.core.cli.serve import add_serve_options
+
+    add_serve_options(p)
     from rooflab.core.cli.compare import add_compare_parser
 
     add_compare_parser(sub)
@@ -196,6 +205,7 @@ def resolve_workload(args: argparse.Namespace) -> Workload:
         batch=args.batch if args.batch is not None else d.batch,
         kv_type=args.kv_type.lower(), compute_dtype=getattr(args, "compute_dtype", None),
         draft_tokens=args.draft_tokens, acceptance=args.acceptance, offload_fraction=args.offload,
+        ubatch=args.ubatch if getattr(args, "ubatch", None) is not None else d.ubatch,
     )
 
 
@@ -235,13 +245,17 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     expected = None if args.calibrated or args.ceiling_only else expected_on(spec, machine,
                                                                              dtype=workload.compute_dtype)
     placed = resolve_placed(args, spec, machine, workload)     # auto-fit unless placement flags
+    if args.serve or args.concurrency or args.request_rate:     # serving under load: cli/serve.py
+        from rooflab.core.cli.serve import run_serve
+
+        return run_serve(args, spec, machine, workload, expected, placed)
     # the expected request sits where the headline's does: its placement, or its devices
     on = placed.stands_on
     if args.json:
         d = with_placement(predict_dict(spec, machine, workload, contexts, batches, prompts), spec, machine,
                            workload, placed, contexts, batches, prompts)
-        print_json(with_expected(d, spec, expected, workload, contexts, batches, prompts, on, runs=placed.fits)
-                   if expected else d)
+        print_json(with_expected(d, spec, expected, workload, contexts, batches, prompts, on, runs=placed.fits,
+                                 rows_on=placed.priced_on) if expected else d)
     elif args.csv:
         sys.stdout.write(predict_csv(spec, machine, workload, contexts, batches, prompts))
     else:
@@ -371,9 +385,12 @@ def _discard_stdout() -> None:
 
 
 def _error_line(line: str) -> None:
-    """One line on stderr; silently nothing when stderr itself cannot be written."""
+    """One line on stderr, control characters removed (a message can quote a file's text);
+    silently nothing when stderr itself cannot be written."""
+    from rooflab.core.io.textfile import printable
+
     try:
-        print(line, file=sys.stderr)
+        print(printable(line, 4000), file=sys.stderr)
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

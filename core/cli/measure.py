@@ -9,11 +9,12 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
-from rooflab.core.cli.args import int_list
+from rooflab.core.cli.args import int_in, int_list
 from rooflab.core.cli.calibrate import add_calibrate_parser, run_calibrate
 from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.io import presets
 from rooflab.core.jobs import CancelToken, Progress
+from rooflab.core.values.measured import ALL_LAYERS, MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
 
 if TYPE_CHECKING:
@@ -25,12 +26,12 @@ GB = 1e9
 def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``measure machine``, ``measure model`` and ``measure import`` to ``subparsers``."""
     measure = subparsers.add_parser("measure", help="measure this machine or time a model, then calibrate")
-    sub = measure.add_subparsers(dest="measure_command", metavar="{machine,model,calibrate,import}")
+    sub = measure.add_subparsers(dest="measure_command", metavar="{machine,model,calibrate,import,server}")
     sub.required = True
 
     p = sub.add_parser("machine", help="memory bandwidth, matmul peaks and an empirical roofline")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=int_in(1, MAX_THREADS), default=None, help="CPU threads (default: torch's choice)")
     p.add_argument("--quick", action="store_true", help="fewer repeats, no roofline")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-save", action="store_true", help="do not keep the result as the 'measured' machine")
@@ -44,7 +45,8 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="weight format of a config-defined model for llama.cpp (q4_k_m, q8_0, ...)")
     p.add_argument("--synthetic", action="store_true",
                    help="llama.cpp: time a random-weight GGUF of the tensor table even for a GGUF file")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
+    p.add_argument("--threads", type=int_in(1, MAX_THREADS), default=None,
+                   help="CPU threads (default: the engine's choice)")
     p.add_argument("--prompts", type=int_list(1, MAX_TOKENS), default=None,
                    help="prompt lengths (default: llamacpp 64,256,512; llama-bench 512; torch 1,16,64,256,1024)")
     p.add_argument("--depths", type=int_list(0, MAX_TOKENS), default=None,
@@ -53,16 +55,18 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="contexts of the batched sweep (default: llamacpp 512, torch 2,256)")
     p.add_argument("--batches", type=int_list(1, MAX_BATCH), default=None,
                    help="batch sizes of the batched sweep (default: llamacpp 1,2,4,8; torch 1,2,4,8,16)")
-    p.add_argument("--repeats", type=int, default=3, help="runs of each point, best and median kept (default 3)")
-    p.add_argument("--steps", type=int, default=None,
+    p.add_argument("--repeats", type=int_in(1, MAX_PLAN_REPEATS), default=3,
+                   help="runs of each point, best and median kept (default 3)")
+    p.add_argument("--steps", type=int_in(1, MAX_PLAN_STEPS), default=None,
                    help="decode steps timed at each depth or after each prompt (default: llamacpp 16, torch 8)")
     p.add_argument("--experiments", default="prefill,decode,batch",
                    help="any of prefill,decode,batch (default: all three)")
     p.add_argument("--kv-type", default="f16", help="llama.cpp: KV cache type, f16, q8_0, q4_0, ... (default f16)")
     p.add_argument("--flash-attention", choices=("on", "off", "auto"), default="auto",
                    help="llama.cpp: flash attention, -fa (default auto)")
-    p.add_argument("--gpu-layers", type=int, default=0, help="llama.cpp: layers on the GPU, -ngl (default 0)")
-    p.add_argument("--cpu-moe", type=int, default=0, metavar="N",
+    p.add_argument("--gpu-layers", type=int_in(0, ALL_LAYERS), default=0,
+                   help=f"llama.cpp: layers on the GPU, -ngl ({ALL_LAYERS}: all; default 0)")
+    p.add_argument("--cpu-moe", type=int_in(0, ALL_LAYERS), default=0, metavar="N",
                    help="llama-bench: keep the experts of the first N layers on the CPU, -ncmoe (default 0)")
     p.add_argument("--llama-bench", metavar="PATH", default=None,
                    help="llama-bench: the binary or its folder (default: found on PATH)")
@@ -79,6 +83,9 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-save", action="store_true", help="keep neither points nor fit")
 
     add_calibrate_parser(sub)
+    from rooflab.core.cli.server import add_server_parser
+
+    add_server_parser(sub)
 
     p = sub.add_parser("import", help="read llama-bench / llama-batched-bench output")
     p.add_argument("file", metavar="FILE")
@@ -92,9 +99,10 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run_measure(args: argparse.Namespace) -> int:
     """Run the ``measure`` subcommand in ``args``; returns the exit status."""
     command = getattr(args, "measure_command", None)
-    handler = {"machine": _machine, "model": _model, "import": _import, "calibrate": _calibrate}.get(command or "")
+    handler = {"machine": _machine, "model": _model, "import": _import, "calibrate": _calibrate,
+               "server": _server}.get(command or "")
     if handler is None:
-        raise MeasurementError("measure needs a subcommand: machine, model, calibrate or import")
+        raise MeasurementError("measure needs a subcommand: machine, model, calibrate, import or server")
     cancel = CancelToken()
     try:
         return handler(args, cancel)
@@ -161,6 +169,12 @@ def _calibrate(args: argparse.Namespace, cancel: CancelToken) -> int:
     return run_calibrate(args, cancel, _Status())
 
 
+def _server(args: argparse.Namespace, cancel: CancelToken) -> int:
+    from rooflab.core.cli.server import run_server
+
+    return run_server(args, cancel)
+
+
 def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> Any:
     """The profile predictions are compared with: --machine, else the stored measured one,
     else a quick measurement of this machine now (kept for next time)."""
@@ -187,9 +201,10 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     from rooflab.core.measure.workflow import after_engine_run
 
     engine = args.engine or default_engine(args.model)
+    model = _model_to_time(engine, args)          # a file that is not there is said before any timing
     machine = _reference_machine(args.machine, args.device, cancel)
     status = _Status()
-    run = run_job(_engine_job(engine, args, cancel), status)
+    run = run_job(_engine_job(engine, args, model, cancel), status)
     status.done()
     done = after_engine_run(run, machine, source=str(args.model), keep=not args.no_save,
                             include_disturbed=args.include_disturbed)
@@ -234,8 +249,21 @@ def _print_accuracy(done: Calibrated) -> None:
             print(f"    {phase:<8} median {acc.median:6.1%}   worst {acc.worst:6.1%}   ({acc.count} points)")
 
 
-def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> Any:
-    """The measurement generator for ``engine`` with the command line's sweep and settings."""
+def _model_to_time(engine: str, args: argparse.Namespace) -> Any:
+    """What ``engine`` times, read now: torch's source (a folder, a config.json or a model's
+    shapes), else the ModelSpec of the file or catalogue entry."""
+    if engine == "torch":
+        from rooflab.core.measure.torch.models import resolve_source
+
+        return resolve_source(args.model, random_weights=args.random_weights)
+    from rooflab.core.io import load_model
+
+    return load_model(args.model, weights=args.weights)
+
+
+def _engine_job(engine: str, args: argparse.Namespace, model: Any, cancel: CancelToken) -> Any:
+    """The measurement generator for ``engine`` with the command line's sweep and settings;
+    ``model``: what ``_model_to_time`` read."""
     from rooflab.core.measure import engine as engines
 
     experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip())
@@ -246,10 +274,8 @@ def _engine_job(engine: str, args: argparse.Namespace, cancel: CancelToken) -> A
                          experiments=experiments, random_weights=args.random_weights,
                          **_given(args, prompts="prompts", contexts="contexts", batches="batches",
                                   decode_steps="steps"))
-        return engines.measure_in_torch(args.model, plan, cancel)
-    from rooflab.core.io import load_model
-
-    spec = load_model(args.model, weights=args.weights)
+        return engines.measure_in_torch(model, plan, cancel)
+    spec = model
     flash = {"on": True, "off": False, "auto": None}[args.flash_attention]
     if engine == "llamacpp":
         from rooflab.core.measure.llamacpp.plan import LlamaCppPlan

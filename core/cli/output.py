@@ -127,6 +127,9 @@ def machine_dict(m: MachineProfile) -> dict[str, Any]:
         "balance_flop_per_byte": balance(m),
         "offload": {"name": m.offload_name, "bandwidth_gb_per_s": m.offload_bandwidth / GB,
                     "memory_gb": m.offload_memory / GB} if m.has_offload else None,
+        "host_link": None if m.host_link is None else {
+            "name": m.host_link.name, "pcie_generation": m.host_link.generation, "lanes": m.host_link.lanes,
+            "bandwidth_gb_per_s": m.host_link.bandwidth / GB},
         "efficiency": {"bandwidth": m.efficiency.bandwidth, "compute": m.efficiency.compute,
                        "step_overhead_s": m.efficiency.step_overhead,
                        "kv_read_factor": m.efficiency.kv_read_factor},
@@ -174,7 +177,7 @@ def predict_dict(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
         "machine": machine_dict(machine),
         "workload": {"prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
                      "batch": workload.batch, "kv_type": workload.kv_type,
-                     "offload_fraction": workload.offload_fraction},
+                     "offload_fraction": workload.offload_fraction, "ubatch": workload.ubatch},
         "prefill_crossover_tokens": _num(s.prefill_crossover),
         "batch_crossover": _num(s.batch_crossover),
         "max_batch_that_fits": s.max_batch,

@@ -16,15 +16,11 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict.autofit import largest_batch
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.predict.footprint import MemoryUse
-from rooflab.core.predict.offload import (
-    placed_batch_crossover,
-    placed_batch_sweep,
-    placed_prefill,
-    placed_prefill_crossover,
-)
+from rooflab.core.predict.layer_split import device_parts
+from rooflab.core.predict.offload import placed_batch_sweep, placed_prefill
 from rooflab.core.predict.parallel import (
-    MAX_DEVICES,
     MODES,
+    Parallel,
     ParallelEstimate,
     Scaling,
     device_memory,
@@ -32,8 +28,8 @@ from rooflab.core.predict.parallel import (
     parallel_prefill,
 )
 from rooflab.core.predict.parallel import largest_batch as parallel_largest_batch
-from rooflab.core.predict.placement import MAX_LAYERS, Placement, experts_kept_on_host
-from rooflab.core.report.placed import PlacedSummary, placed_as_chosen
+from rooflab.core.predict.placement import MAX_DEVICES, MAX_LAYERS, Placement, experts_kept_on_host, input_on_host
+from rooflab.core.report.placed import PlacedSummary, placed_as_chosen, placed_crossovers
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, Workload
@@ -89,10 +85,12 @@ def add_placement_options(p: argparse.ArgumentParser) -> None:
 
 
 def choice_from(args: argparse.Namespace) -> PlacementChoice:
-    """The placement the flags ask for (SpecError for one-device flags with --devices)."""
-    if args.devices > 1 and (args.gpu_layers is not None or args.cpu_moe is not None or args.no_kv_offload):
-        raise SpecError("--gpu-layers, --cpu-moe and --no-kv-offload place a model on one device; "
-                        "with --devices every layer is on the devices")
+    """The placement the flags ask for (SpecError for llama.cpp's placement flags with
+    --devices in tensor parallel, where every layer is on the devices)."""
+    if args.devices > 1 and args.parallel == "tensor" and (
+            args.gpu_layers is not None or args.cpu_moe is not None or args.no_kv_offload):
+        raise SpecError("--gpu-layers, --cpu-moe and --no-kv-offload are llama.cpp's; with --parallel tensor "
+                        "every layer is on the devices (a layer split, --parallel layer, takes them)")
     link = None if args.interconnect is None else args.interconnect * GB
     return PlacementChoice(gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
                            kv_on_device=not args.no_kv_offload, devices=args.devices, parallel=args.parallel,
@@ -144,16 +142,24 @@ def placement_dict(spec: ModelSpec, machine: MachineProfile, placed: PlacedSumma
               "experts_on_cpu_layers": experts_kept_on_host(spec, p)}
     out: dict[str, Any] = {"placement": {
         "chosen_by": placed.how, "description": fit.describe(spec, machine), "flags": p.flags(),
-        "gpu_layers": p.gpu_layers, "cpu_moe": p.cpu_moe, "kv_on_device": p.kv_on_device,
+        "gpu_layers": p.gpu_layers, "cpu_moe": p.cpu_moe, "partial": p.partial or None,
+        "kv_on_device": p.kv_on_device,
         "kv_location": fit.memory.kv_location, "layers_total": spec.layers + 1,
         "devices": [device], "host": {**_use(fit.memory.host), "layers_computed": s.host.layers,
                                       "expert_layers_computed": s.host.expert_layers},
         "suggestions": list(placed.suggestions)}, "fits": placed.fits}
+    if p.devices > 1:          # a layer split with host memory: each device's bill and layers
+        parts = device_parts(spec, p, embedding_on_host=input_on_host(machine))
+        out["placement"]["devices"] = [
+            {**_use(use), "count": 1, "gpu_layers": p.gpu_layers, "layers_computed": part.layers,
+             "output_layer": part.output, "experts_on_cpu_layers": part.layers - part.expert_layers if spec.is_moe
+             else 0} for use, part in zip(fit.memory.device_bills, parts, strict=True)]
     if placed.parallel is not None:
         par = placed.parallel
-        out["placement"]["devices"] = [{**_use(par.memory), "count": par.devices,
-                                        "gpu_layers": p.gpu_layers, "layers_computed": spec.layers,
-                                        "output_layer": True, "experts_on_cpu_layers": 0}]
+        if p.devices == 1:
+            out["placement"]["devices"] = [{**_use(par.memory), "count": par.devices,
+                                            "gpu_layers": p.gpu_layers, "layers_computed": spec.layers,
+                                            "output_layer": True, "experts_on_cpu_layers": 0}]
         out["placement"]["description"] = placed.headline(spec, machine)
         out["communication_seconds_per_step"] = par.communication_seconds_per_step
         out["communication_seconds_per_token"] = par.communication_seconds_per_token
@@ -189,9 +195,10 @@ def with_placement(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, 
                     "prompt_tokens_per_second": est.prompt_rate, "kv_share": est.kv_share}
     d.update(placement_dict(spec, machine, placed))
     d["placement"]["max_batch_that_fits"] = placed_largest_batch(spec, machine, workload, placed)
-    crossovers = placed_crossovers(spec, machine, workload, placed)
-    if crossovers is not None:        # JSON has no infinity: one never reached is null (print_json)
-        d["placement"]["prefill_crossover_tokens"], d["placement"]["batch_crossover"] = crossovers
+    # JSON has no infinity: one never reached is null (print_json), as are both where the headline
+    # runs on no one-device placement (one that does not fit, or several devices)
+    crossovers = placed_crossovers(spec, machine, workload, placed) or (math.inf, math.inf)
+    d["placement"]["prefill_crossover_tokens"], d["placement"]["batch_crossover"] = crossovers
     _rows(d, spec, machine, workload, placed, contexts, batches, prompts)
     return d
 
@@ -202,16 +209,16 @@ def _rows(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, workload:
     t = np.asarray(contexts, dtype=np.float64).reshape(-1, 1)
     b = np.asarray(batches, dtype=np.float64).reshape(1, -1)
     n = np.asarray(prompts, dtype=np.float64)
-    par = placed.parallel
-    if par is not None:
-        decode = parallel_decode(spec, machine, workload, par.parallel, context=t, batch=b)
+    on = placed.priced_on
+    if isinstance(on, Parallel):
+        decode = parallel_decode(spec, machine, workload, on, context=t, batch=b)
         step, bound = decode.seconds, decode.device.compute_bound
-        uses = [[device_memory(spec, machine, workload, par.parallel, length=int(x), batch=int(y))
+        uses = [[device_memory(spec, machine, workload, on, length=int(x), batch=int(y))
                  for y in batches] for x in contexts]
         used = np.array([[u.used for u in row] for row in uses])
         fits = np.array([[u.fits for u in row] for row in uses])
     else:
-        sweep = placed_batch_sweep(spec, machine, workload, placed.placement, b, context=t).sweep
+        sweep = placed_batch_sweep(spec, machine, workload, on, b, context=t).sweep
         step, bound, used, fits = sweep.step_seconds, sweep.compute_bound, sweep.memory, sweep.fits
     step = np.broadcast_to(step, (len(contexts), len(batches)))
     bound = np.broadcast_to(bound, step.shape)
@@ -224,8 +231,8 @@ def _rows(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, workload:
         row["placed_memory_bytes"] = round(float(used[i, j]))       # bytes: a whole number
         row["placed_fits"] = bool(fits[i, j])
         row["placed_bound"] = "compute" if bound[i, j] else "memory"
-    pre = placed_prefill(spec, machine, workload, placed.placement, prompt=n, batch=1) if par is None else \
-        parallel_prefill(spec, machine, workload, par.parallel, prompt=n, batch=1)
+    pre = parallel_prefill(spec, machine, workload, on, prompt=n, batch=1) if isinstance(on, Parallel) else \
+        placed_prefill(spec, machine, workload, on, prompt=n, batch=1)
     bounds = pre.bound()
     for k, row in enumerate(d["prefill"]):
         row["placed_seconds"] = float(pre.seconds[k])
@@ -269,7 +276,7 @@ def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload
                      if grow.crossover_devices else "communication stays below the compute time up to 64 devices")
             lines.append(f"  lowest TPOT at {grow.best_devices} devices; {cross}")
     lines.append(f"  as placed, {largest:,} sequence{'s' if largest != 1 else ''} of {length:,} tokens fit")
-    if "prefill_crossover_tokens" in figures:
+    if placed.runs_on is not None:       # the crossovers of a placement that runs (``placed_crossovers``)
         n_star, b_star = figures["prefill_crossover_tokens"], figures["batch_crossover"]
         lines.append("  as placed, prefill turns compute-bound at " + (
             f"n* = {n_star:,.1f} tokens" if math.isfinite(n_star) else "no prompt length") + ", decode " + (
@@ -279,20 +286,10 @@ def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload
     return lines
 
 
-def placed_crossovers(spec: ModelSpec, machine: MachineProfile, workload: Workload,
-                      placed: PlacedSummary) -> tuple[float, float] | None:
-    """(n*, b*) of the one-device placement the headline stands on (inf: never reached), the
-    figures the window's numbers panel shows; None on several devices or when nothing fits."""
-    on = placed.runs_on
-    if on is None:
-        return None
-    return (placed_prefill_crossover(spec, machine, workload, on),
-            placed_batch_crossover(spec, machine, workload, on, context=workload.context + workload.prompt))
-
-
 def placed_largest_batch(spec: ModelSpec, machine: MachineProfile, workload: Workload,
                          placed: PlacedSummary) -> int:
     """Most sequences of the workload's length the placement (or each of the devices) holds."""
-    if placed.parallel is None:
-        return largest_batch(spec, machine, workload, placed.placement)
-    return parallel_largest_batch(spec, machine, workload, placed.parallel.parallel)
+    on = placed.priced_on
+    if isinstance(on, Parallel):
+        return parallel_largest_batch(spec, machine, workload, on)
+    return largest_batch(spec, machine, workload, on)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rooflab.core.errors import ModelFileError, RooflabError
+from rooflab.core.errors import ModelFileError, ResourceError, RooflabError
 from rooflab.core.files.atomic import write_atomic
 from rooflab.core.files.capped import MissingFileError, UnreadableFileError
 from rooflab.core.files.safe_json import MAX_JSON_BYTES, dumps_json, read_json
@@ -108,7 +108,12 @@ def set_aside(path: Path, why: str, *, tag: str = "corrupt") -> Path | None:
 
 def write_record(path: Path, data: Mapping[str, Any]) -> Path:
     """Write ``data`` (plus the format number) to ``path`` atomically; non-finite numbers are
-    written as null. A newer rooflab's record at ``path`` is kept beside, not overwritten."""
+    written as null. A newer rooflab's record at ``path`` is kept beside, not overwritten.
+    ResourceError, nothing written, when the record is larger than ``read_record`` reads."""
+    payload = (dumps_json({"format": FORMAT, **data}, indent=1, sort_keys=True) + "\n").encode()
+    if len(payload) > MAX_RECORD_BYTES:         # read_record would refuse it and set it aside
+        raise ResourceError(f"{path}: {len(payload):,} bytes, more than a rooflab record may hold "
+                            f"({MAX_RECORD_BYTES:,}): not written")
     if is_newer(path):
         set_aside(path, "written by a newer rooflab", tag="newer")
-    return write_atomic(path, dumps_json({"format": FORMAT, **data}, indent=1, sort_keys=True) + "\n")
+    return write_atomic(path, payload)

@@ -43,9 +43,9 @@ def _read_profile(path: Path, key: str) -> MachineProfile:
         data = read_json(path, max_bytes=MAX_PROFILE_BYTES, what="a machine profile")
         return profile_from_dict(data, key)
     except ModelFileError as exc:
-        raise ResourceError(str(exc)) from exc
-    except SpecError as exc:
-        raise ResourceError(f"{path}: {exc}") from exc
+        raise ResourceError(printable(exc, 1000)) from exc
+    except SpecError as exc:            # its message quotes the file's own name for the machine
+        raise ResourceError(printable(f"{path}: {exc}", 1000)) from exc
 
 
 def _presets_dir() -> Path:

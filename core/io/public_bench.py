@@ -1,4 +1,4 @@
-"""Public llama-bench results (resources/benchmarks/llamacpp-public.json): what other people's
+"""Public llama-bench results (resources/benchmarks/*.json, read together): what other people's
 machines measured, with the peaks of those machines and where every figure came from.
 
 The file holds ``sources`` (the pages read), ``models`` (a benchmark's model name -> a catalogue
@@ -6,13 +6,17 @@ entry), ``machines`` (back end, bandwidth in bytes/s, dense FP16 peak in FLOP/s,
 each) and ``rows`` (machine, model, weight format, llama-bench test such as "pp512" or "tg128",
 tokens/s, and the row's own source: URL, date, build, settings; null where not stated). This
 module is the only code that knows those spellings; it returns frozen value objects and
-raises ResourceError (one line naming the file and the problem) for anything malformed."""
+raises ResourceError (one line naming the file and the problem) for anything malformed.
+
+Several files are merged: each may use the sources, models and machines another defines, but
+no key may be defined in two files. A row's source may also state its run settings (n_ubatch,
+n_batch, --n-cpu-moe, -ot, KV cache types, device count, split mode, depth of ``ppN @ dD``)."""
 
 from __future__ import annotations
 
-import math
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,10 +24,16 @@ from typing import Any
 from rooflab.core.errors import ModelFileError, ResourceError
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.files.safe_json import read_json
-from rooflab.core.io.textfile import printable, shown
+from rooflab.core.io import public_bench_rows as f
+from rooflab.core.io.public_bench_rows import KV_TYPES, SPLIT_MODES
+from rooflab.core.io.textfile import shown
+
+__all__ = ["BACKENDS", "KV_TYPES", "SPLIT_MODES", "BenchTest", "PublicBenchmarks", "PublicMachine", "PublicModel",
+           "PublicRow", "PublicSource", "RowSource", "default_path", "default_paths", "parse_test",
+           "read_public_benchmark_files", "read_public_benchmarks"]
 
 BACKENDS: tuple[str, ...] = ("cuda", "metal", "rocm", "vulkan", "cpu")
-MAX_FILE_BYTES = 4 << 20             # the shipped file is ~200 KB
+MAX_FILE_BYTES = 4 << 20             # the shipped files are ~200 KB and ~1 MB
 _TEST = re.compile(r"(pp|tg)([1-9][0-9]{0,5})")
 _TEST_KINDS = {"pp": "prefill", "tg": "decode"}
 
@@ -70,6 +80,9 @@ class PublicMachine:
     peak_fp16: float
     sources: tuple[tuple[str, str], ...]       # (figure, where it comes from)
     notes: str = ""
+    vendor: str | None = None                  # "nvidia", "amd", "intel", "apple", ...; None: not given
+    cores: int | None = None                   # CPUs: physical cores, where known
+    threads: int | None = None                 # CPUs: hardware threads, where known
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +98,23 @@ class RowSource:
     flash_attention: bool | None = None
     via: str | None = None          # the copy the figure was read from, when not the page itself
     notes: str = ""
+    stddev: float | None = None     # tokens/s, llama-bench's spread over its repetitions
+    seen: str | None = None         # when the copy named in ``via`` was taken
+    ubatch: int | None = None       # -ub
+    batch: int | None = None        # -b
+    n_cpu_moe: int | None = None    # --n-cpu-moe: layers whose experts stay in host memory
+    override_tensors: str | None = None   # -ot pattern
+    type_k: str | None = None       # -ctk, one of KV_TYPES
+    type_v: str | None = None       # -ctv
+    devices: int | None = None      # accelerators used
+    split_mode: str | None = None   # -sm, one of SPLIT_MODES
+    depth: int = 0                  # tokens already in the cache (``pp512 @ d4096``: 4096)
+    host_bandwidth: float | None = None   # bytes/s of the host memory holding offloaded weights
+
+    @property
+    def partial_offload(self) -> bool:
+        """Some weights stay in host memory: experts kept on the CPU or tensors overridden."""
+        return bool(self.n_cpu_moe) or bool(self.override_tensors)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,9 +132,9 @@ class PublicRow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PublicBenchmarks:
-    """The whole file. Hashable, so results computed from it can be cached."""
+    """The files read, merged. Hashable, so results computed from it can be cached."""
 
-    path: str
+    path: str                       # the files read, joined by "; "
     sources: tuple[PublicSource, ...]
     models: tuple[PublicModel, ...]
     machines: tuple[PublicMachine, ...]
@@ -124,8 +154,13 @@ class PublicBenchmarks:
 
 
 def default_path() -> Path:
-    """The shipped file, resources/benchmarks/llamacpp-public.json."""
+    """The first shipped file, resources/benchmarks/llamacpp-public.json."""
     return Path(resources_dir()) / "benchmarks" / "llamacpp-public.json"
+
+
+def default_paths() -> tuple[Path, ...]:
+    """Every shipped file, resources/benchmarks/*.json, in name order."""
+    return tuple(sorted((Path(resources_dir()) / "benchmarks").glob("*.json")))
 
 
 def parse_test(name: str) -> BenchTest:
@@ -137,148 +172,124 @@ def parse_test(name: str) -> BenchTest:
 
 
 def read_public_benchmarks(path: str | Path | None = None) -> PublicBenchmarks:
-    """Read and check the file (the shipped one by default); ResourceError naming the file and
-    the first problem."""
-    file = Path(path) if path is not None else default_path()
-    try:
-        data = read_json(file, max_bytes=MAX_FILE_BYTES, what="a public benchmark file")
-        return _parse(data, str(file))
-    except ModelFileError as exc:
-        raise ResourceError(str(exc)) from exc
-    except (ValueError, TypeError) as exc:
-        raise ResourceError(f"{file}: {_clean(exc, 300)}") from exc
+    """Read and check one file, or every shipped file merged when ``path`` is None;
+    ResourceError naming the file and the first problem."""
+    return read_public_benchmark_files(default_paths() if path is None else (Path(path),))
+
+
+def read_public_benchmark_files(paths: Iterable[str | Path]) -> PublicBenchmarks:
+    """Read ``paths`` and merge them. A source, model or machine key defined in two files is a
+    ResourceError naming both; rows may use what any of the files defines."""
+    parts: list[_Part] = []
+    for p in paths:
+        file = Path(p)
+        parts.append(_guard(file, functools.partial(_read_part, file)))
+    if not parts:
+        raise ResourceError(f"{Path(resources_dir()) / 'benchmarks'}: no public benchmark file")
+    owners: dict[tuple[str, str], str] = {}
+    for part in parts:
+        for what, keys in (("source", [s.key for s in part.sources]), ("model", [m.key for m in part.models]),
+                           ("machine", [m.key for m in part.machines])):
+            for key in keys:
+                first = owners.setdefault((what, key), part.path)
+                if first != part.path:
+                    raise ResourceError(f"{part.path}: {what} {shown(key)} is also defined in {first}")
+    sources = tuple(s for part in parts for s in part.sources)
+    models = tuple(m for part in parts for m in part.models)
+    machines = tuple(m for part in parts for m in part.machines)
+    known = {"machine": {m.key for m in machines}, "model": {m.key for m in models}}
+    rows: list[PublicRow] = []
+    for part in parts:
+        rows.extend(_guard(Path(part.path), lambda part=part: tuple(
+            _row(f.obj(r, f"row {i + 1}"), i + 1, known) for i, r in enumerate(part.rows))))
+    return PublicBenchmarks(path="; ".join(part.path for part in parts), sources=sources, models=models,
+                            machines=machines, rows=tuple(rows))
 
 
 # --- parsing ----------------------------------------------------------------------------------
 
-def _parse(data: Any, path: str) -> PublicBenchmarks:
-    top = _object(data, "the file")
-    sources = tuple(_source(_object(s, "a source")) for s in _list(top, "sources"))
-    models = tuple(_model(_object(m, "a model")) for m in _list(top, "models"))
-    machines = tuple(_machine(_object(m, "a machine")) for m in _list(top, "machines"))
-    _unique("source", [s.key for s in sources])
-    _unique("model", [m.key for m in models])
-    _unique("machine", [m.key for m in machines])
-    known = {"machine": {m.key for m in machines}, "model": {m.key for m in models}}
-    rows = tuple(_row(_object(r, f"row {i + 1}"), i + 1, known) for i, r in enumerate(_list(top, "rows")))
+@dataclass(frozen=True, slots=True)
+class _Part:
+    path: str
+    sources: tuple[PublicSource, ...]
+    models: tuple[PublicModel, ...]
+    machines: tuple[PublicMachine, ...]
+    rows: tuple[Any, ...]          # checked once every file's machines and models are known
+
+
+def _read_part(file: Path) -> _Part:
+    return _part(read_json(file, max_bytes=MAX_FILE_BYTES, what="a public benchmark file"), str(file))
+
+
+def _guard(file: Path, read: Any) -> Any:
+    """``read()``, its problems turned into one ResourceError line naming ``file``."""
+    try:
+        return read()
+    except ModelFileError as exc:
+        raise ResourceError(str(exc)) from exc
+    except (ValueError, TypeError) as exc:
+        raise ResourceError(f"{file}: {f.clean(exc, 300)}") from exc
+
+
+def _part(data: Any, path: str) -> _Part:
+    top = f.obj(data, "the file")
+    sources = tuple(_source(f.obj(s, "a source")) for s in f.listed(top, "sources"))
+    models = tuple(_model(f.obj(m, "a model")) for m in f.listed(top, "models"))
+    machines = tuple(_machine(f.obj(m, "a machine")) for m in f.listed(top, "machines"))
+    f.unique("source", [s.key for s in sources])
+    f.unique("model", [m.key for m in models])
+    f.unique("machine", [m.key for m in machines])
+    rows = tuple(f.listed(top, "rows"))
     if not rows:
         raise ValueError("holds no rows")
-    return PublicBenchmarks(path=path, sources=sources, models=models, machines=machines, rows=rows)
+    return _Part(path=path, sources=sources, models=models, machines=machines, rows=rows)
 
 
 def _source(d: Mapping[str, Any]) -> PublicSource:
-    return PublicSource(key=_text(d, "id"), url=_url(d, "url"), title=_text(d, "title"),
-                        accessed=_text(d, "accessed"), notes=_text(d, "notes", ""))
+    return PublicSource(key=f.text(d, "id"), url=f.url(d, "url"), title=f.text(d, "title"),
+                        accessed=f.text(d, "accessed"), notes=f.text(d, "notes", ""))
 
 
 def _model(d: Mapping[str, Any]) -> PublicModel:
-    return PublicModel(key=_text(d, "key"), catalogue=_text(d, "catalogue"), name=_text(d, "name"),
-                       notes=_text(d, "notes", ""))
+    return PublicModel(key=f.text(d, "key"), catalogue=f.text(d, "catalogue"), name=f.text(d, "name"),
+                       notes=f.text(d, "notes", ""))
 
 
 def _machine(d: Mapping[str, Any]) -> PublicMachine:
-    key = _text(d, "key")
-    backend = _text(d, "backend")
+    key = f.text(d, "key")
+    where = f"machine {key}"
+    backend = f.text(d, "backend")
     if backend not in BACKENDS:
-        raise ValueError(f"machine {key}: backend {shown(backend)} is not one of {', '.join(BACKENDS)}")
-    figures = _object(d.get("sources"), f"machine {key}: sources")
+        raise ValueError(f"{where}: backend {shown(backend)} is not one of {', '.join(BACKENDS)}")
+    figures = f.obj(d.get("sources"), f"{where}: sources")
     for needed in ("bandwidth", "peak_fp16"):
         if not str(figures.get(needed) or "").strip():
-            raise ValueError(f"machine {key}: no source for {needed}")
-    return PublicMachine(key=key, name=_text(d, "name"), backend=backend,
-                         bandwidth=_positive(d, "bandwidth", f"machine {key}"),
-                         peak_fp16=_positive(d, "peak_fp16", f"machine {key}"),
-                         sources=tuple((_clean(k, 40), _clean(v, 600)) for k, v in figures.items()),
-                         notes=_text(d, "notes", ""))
+            raise ValueError(f"{where}: no source for {needed}")
+    return PublicMachine(key=key, name=f.text(d, "name"), backend=backend,
+                         bandwidth=f.positive(d, "bandwidth", where), peak_fp16=f.positive(d, "peak_fp16", where),
+                         sources=tuple((f.clean(k, 40), f.clean(v, 600)) for k, v in figures.items()),
+                         notes=f.text(d, "notes", ""), vendor=f.vendor(d, where),
+                         cores=f.maybe_int(d, "cores", where, low=1), threads=f.maybe_int(d, "threads", where, low=1))
 
 
 def _row(d: Mapping[str, Any], number: int, known: Mapping[str, set[str]]) -> PublicRow:
     where = f"row {number}"
     for field in ("machine", "model"):
-        if _text(d, field) not in known[field]:
+        if f.text(d, field) not in known[field]:
             raise ValueError(f"{where}: unknown {field} {shown(d.get(field))}")
     try:
-        test = parse_test(_text(d, "test"))
+        test = parse_test(f.text(d, "test"))
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
-    src = _object(d.get("source"), f"{where}: source")
-    source = RowSource(url=_url(src, "url", where), source=_text(src, "id", ""), date=_maybe_text(src, "date"),
-                       build=_maybe_text(src, "build"), ngl=_maybe_int(src, "ngl", where),
-                       threads=_maybe_int(src, "threads", where), flash_attention=_maybe_flag(src, "fa", where),
-                       via=_maybe_text(src, "via"), notes=_text(src, "notes", ""))
-    return PublicRow(machine=_text(d, "machine"), model=_text(d, "model"), weights=_text(d, "weights").lower(),
-                     test=test, tokens_per_second=_positive(d, "tokens_per_second", where), source=source)
+    src = f.obj(d.get("source"), f"{where}: source")
+    source = RowSource(url=f.url(src, "url", where), source=f.text(src, "id", ""), date=f.maybe_text(src, "date"),
+                       build=f.maybe_text(src, "build"), ngl=_ngl(src, where),
+                       threads=f.maybe_int(src, "threads", where), flash_attention=f.maybe_flag(src, "fa", where),
+                       via=f.maybe_text(src, "via"), notes=f.text(src, "notes", ""), **f.settings(src, where))
+    return PublicRow(machine=f.text(d, "machine"), model=f.text(d, "model"), weights=f.text(d, "weights").lower(),
+                     test=test, tokens_per_second=f.positive(d, "tokens_per_second", where), source=source)
 
 
-# --- field helpers: each raises ValueError with a message that reads after the file name ------
-
-def _clean(value: Any, limit: int) -> str:
-    """``value`` as one printable line of at most ``limit`` characters (text from a file)."""
-    return str(printable(value, limit))
-
-
-def _object(value: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} must be a JSON object")
-    return value
-
-
-def _list(d: Mapping[str, Any], name: str) -> list[Any]:
-    value = d.get(name)
-    if not isinstance(value, list):
-        raise ValueError(f"field {shown(name)} must be a list")
-    return value
-
-
-def _text(d: Mapping[str, Any], name: str, default: str | None = None) -> str:
-    value = d.get(name)
-    if default is not None and (value is None or isinstance(value, str)):
-        return default if value is None else _clean(value, 2000)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"field {shown(name)} must be non-empty text, got {shown(value)}")
-    return _clean(value, 2000)
-
-
-def _maybe_text(d: Mapping[str, Any], name: str) -> str | None:
-    value = d.get(name)
-    return None if value is None else _clean(value, 200)
-
-
-def _url(d: Mapping[str, Any], name: str, where: str = "") -> str:
-    value = d.get(name)
-    if not isinstance(value, str) or not value.startswith(("https://", "http://")) or len(value) < 12:
-        raise ValueError(f"{where + ': ' if where else ''}{name} must be an http(s) URL, got {shown(value)}")
-    return _clean(value, 500)
-
-
-def _positive(d: Mapping[str, Any], name: str, where: str) -> float:
-    value = d.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{where}: {name} must be a positive number, got {shown(value)}")
-    return float(value)
-
-
-def _maybe_int(d: Mapping[str, Any], name: str, where: str) -> int | None:
-    value = d.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{where}: {name} must be a whole number or null, got {shown(value)}")
-    return value
-
-
-def _maybe_flag(d: Mapping[str, Any], name: str, where: str) -> bool | None:
-    value = d.get(name)
-    if value is None:
-        return None
-    if value not in (0, 1) or isinstance(value, float):
-        raise ValueError(f"{where}: {name} must be 0, 1 or null, got {shown(value)}")
-    return bool(value)
-
-
-def _unique(what: str, keys: list[str]) -> None:
-    seen: set[str] = set()
-    for key in keys:
-        if key in seen:
-            raise ValueError(f"{what} {shown(key)} is listed twice")
-        seen.add(key)
+def _ngl(src: Mapping[str, Any], where: str) -> int | None:
+    """-ngl as the table prints it; llama-bench's -1 (all layers) is kept as 999."""
+    return 999 if src.get("ngl") == -1 else f.maybe_int(src, "ngl", where)

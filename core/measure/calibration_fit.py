@@ -56,7 +56,7 @@ class ModelPoints:
 
 
 @dataclass(frozen=True, slots=True)
-class _Design:
+class Design:
     """The linear pieces of every point, one row each."""
 
     seconds: Array
@@ -67,6 +67,11 @@ class _Design:
     layers: Array
     model: NDArray[np.int64]
     small: NDArray[np.bool_]
+    weight: Array         # (n,): each point's weight in the summed error (1: all alike)
+
+    def subset(self, index: NDArray[np.bool_] | NDArray[np.int64]) -> Design:
+        """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
+        return Design(*(getattr(self, f.name)[index] for f in dataclasses.fields(Design)))
 
 
 def _point_work(spec: ModelSpec, p: MeasuredPoint, kv_type: str) -> tuple[float, float, float]:
@@ -126,7 +131,7 @@ class _Row:
     small: bool
 
 
-def _design(models: Sequence[ModelPoints], classes: Classes) -> _Design:
+def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
     rows: list[_Row] = []
     for i, m in enumerate(models):
         bs, fs = _shares(byte_shares(m.spec), classes.bytes), _shares(flop_shares(m.spec), classes.flops)
@@ -136,11 +141,11 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> _Design:
                              layers=float(m.spec.layers), model=i, small=_is_small(p)))
     if not rows:
         raise SpecError("calibration needs measured points")
-    return _Design(seconds=np.array([r.seconds for r in rows]), weights=np.stack([r.weights for r in rows]),
+    return Design(seconds=np.array([r.seconds for r in rows]), weights=np.stack([r.weights for r in rows]),
                    cache=np.array([r.cache for r in rows]), flops=np.stack([r.flops for r in rows]),
                    prefill=np.array([r.prefill for r in rows]), layers=np.array([r.layers for r in rows]),
                    model=np.array([r.model for r in rows], dtype=np.int64),
-                   small=np.array([r.small for r in rows]))
+                   small=np.array([r.small for r in rows]), weight=np.ones(len(rows)))
 
 
 # --- the fit ----------------------------------------------------------------------------------
@@ -155,7 +160,7 @@ class Unknowns:
     flop_classes: int
 
     @classmethod
-    def of(cls, d: _Design) -> Unknowns:
+    def of(cls, d: Design) -> Unknowns:
         return cls(byte_classes=d.weights.shape[1], flop_classes=d.flops.shape[1])
 
     @property
@@ -187,7 +192,7 @@ class Unknowns:
         return self.layer_seconds + 1
 
 
-def _clocks(d: _Design, u: Array) -> tuple[Array, Array]:
+def _clocks(d: Design, u: Array) -> tuple[Array, Array]:
     """(memory, compute) seconds of every point at unknowns ``u``."""
     at = Unknowns.of(d)
     memory = d.weights @ u[at.bandwidth] + d.cache * u[at.cache]
@@ -195,14 +200,14 @@ def _clocks(d: _Design, u: Array) -> tuple[Array, Array]:
     return memory, compute
 
 
-def _predict(d: _Design, u: Array, overlap: float) -> Array:
+def _predict(d: Design, u: Array, overlap: float) -> Array:
     at = Unknowns.of(d)
     memory, compute = _clocks(d, u)
     longer = np.maximum(memory, compute)
     return longer + (1.0 - overlap) * np.minimum(memory, compute) + u[at.pass_seconds] + u[at.layer_seconds] * d.layers
 
 
-def _columns(d: _Design, memory_longer: NDArray[np.bool_], overlap: float) -> Array:
+def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float) -> Array:
     """The design matrix, its columns in ``Unknowns`` order."""
     a = np.where(memory_longer, 1.0, 1.0 - overlap)[:, None]
     c = np.where(memory_longer, 1.0 - overlap, 1.0)[:, None]
@@ -211,14 +216,14 @@ def _columns(d: _Design, memory_longer: NDArray[np.bool_], overlap: float) -> Ar
                       np.ones((d.seconds.size, 1)), d.layers[:, None]])
 
 
-def _l1_nonnegative(a: Array, t: Array) -> Array:
-    """u >= 0 minimising sum |a u - t| / t: reweighted least squares; a column whose
+def _l1_nonnegative(a: Array, t: Array, w: Array) -> Array:
+    """u >= 0 minimising sum w |a u - t| / t: reweighted least squares; a column whose
     coefficient goes negative is held at 0 and the rest refitted."""
     scaled, y = a / t[:, None], np.ones_like(t)
     norms = np.maximum(np.linalg.norm(scaled, axis=0), 1e-300)
     scaled = scaled / norms
     free = norms > 1e-250
-    weights = np.ones_like(t)
+    weights = w.copy()
     u = np.zeros(a.shape[1])
     for _ in range(40):
         root = np.sqrt(weights)[:, None]
@@ -230,32 +235,32 @@ def _l1_nonnegative(a: Array, t: Array) -> Array:
                 break
             free &= sol > 0
         u = np.maximum(sol, 0.0)
-        weights = 1.0 / np.maximum(np.abs(scaled @ u - y), 1e-3)
+        weights = w / np.maximum(np.abs(scaled @ u - y), 1e-3)
     return np.asarray(u / norms, dtype=np.float64)
 
 
-def _fit_at(d: _Design, overlap: float) -> tuple[Array, float]:
+def _fit_at(d: Design, overlap: float) -> tuple[Array, float]:
     """(unknowns, summed relative error) at a fixed overlap."""
     memory_longer = ~d.prefill
     u = np.zeros(Unknowns.of(d).size)
     for _ in range(8):
-        u = _l1_nonnegative(_columns(d, memory_longer, overlap), d.seconds)
+        u = _l1_nonnegative(_columns(d, memory_longer, overlap), d.seconds, d.weight)
         memory, compute = _clocks(d, u)
         now = memory >= compute
         if (now == memory_longer).all():
             break
         memory_longer = now
-    error = float(np.sum(np.abs(_predict(d, u, overlap) - d.seconds) / d.seconds))
+    error = float(np.sum(d.weight * np.abs(_predict(d, u, overlap) - d.seconds) / d.seconds))
     return u, error
 
 
-def _fit(d: _Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float]:
+def fit(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float]:
     """(unknowns, overlap) with the least summed relative error."""
     best = min(((*_fit_at(d, o), o) for o in overlaps), key=lambda r: r[1])
     return best[0], best[2]
 
 
-def _rates(u: Array, overlap: float, d: _Design, classes: Classes, machine: MachineProfile,
+def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: MachineProfile,
            dtype: str | None) -> Rates:
     """Unknowns as rates, each capped at 100 x the machine's peak (an inverse rate of 0: the
     term cost nothing the data could see). A class none of ``d``'s points holds gets no rate
@@ -276,11 +281,6 @@ def _rates(u: Array, overlap: float, d: _Design, classes: Classes, machine: Mach
                  decode_flops=rates(u[at.decode], classes.flops, seen_f, c_cap),
                  cache_bandwidth=rate(u[at.cache], b_cap), pass_seconds=float(min(u[at.pass_seconds], 59.0)),
                  layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap)
-
-
-def _subset(d: _Design, index: NDArray[np.bool_] | NDArray[np.int64]) -> _Design:
-    """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
-    return _Design(*(getattr(d, f.name)[index] for f in dataclasses.fields(_Design)))
 
 
 # --- scoring through the app's own prediction path ---------------------------------------------
@@ -330,7 +330,7 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
         raise SpecError(f"a calibration needs points of one engine and settings, got {len(keys)}: {'; '.join(keys)}")
     classes = Classes.of(kept)
     d = _design(kept, classes)
-    u, overlap = _fit(d)
+    u, overlap = fit(d)
     central = _rates(u, overlap, d, classes, machine, dtype)
     in_sample = _errors(kept, machine, dict.fromkeys(range(len(kept)), central),
                         {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(kept)})
@@ -347,30 +347,30 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
         points=int(d.seconds.size), model_keys=tuple(model_key(m.spec) for m in kept))
 
 
-def _leave_one_model_out(models: Sequence[ModelPoints], d: _Design, classes: Classes,
+def _leave_one_model_out(models: Sequence[ModelPoints], d: Design, classes: Classes,
                          machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
     if len(models) < 2:
         return {}
     rates_of = {}
     for i in range(len(models)):
-        part = _subset(d, d.model != i)
-        u, overlap = _fit(part)
+        part = d.subset(d.model != i)
+        u, overlap = fit(part)
         rates_of[i] = _rates(u, overlap, part, classes, machine, dtype)
     return _errors(models, machine, rates_of, {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(models)})
 
 
-def _extrapolation(models: Sequence[ModelPoints], d: _Design, classes: Classes,
+def _extrapolation(models: Sequence[ModelPoints], d: Design, classes: Classes,
                    machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
     if d.small.all() or not d.small.any():
         return {}
-    part = _subset(d, d.small)
-    u, overlap = _fit(part)
+    part = d.subset(d.small)
+    u, overlap = fit(part)
     rates = _rates(u, overlap, part, classes, machine, dtype)
     chosen = {i: np.array([not _is_small(p) for p in m.points]) for i, m in enumerate(models)}
     return _errors(models, machine, dict.fromkeys(range(len(models)), rates), chosen)
 
 
-def _bootstrap(models: Sequence[ModelPoints], d: _Design, classes: Classes, machine: MachineProfile,
+def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machine: MachineProfile,
                dtype: str | None, overlap: float, count: int, seed: int) -> tuple[Rates, ...]:
     """The fit redone ``count`` times on resampled data: models drawn with replacement among
     those of the same main format class (so every class stays present), points drawn with
@@ -387,7 +387,7 @@ def _bootstrap(models: Sequence[ModelPoints], d: _Design, classes: Classes, mach
             for i in rng.choice(members, size=len(members), replace=True):
                 own = np.flatnonzero(d.model == i)
                 rows.append(rng.choice(own, size=own.size, replace=True))
-        part = _subset(d, np.concatenate(rows))
+        part = d.subset(np.concatenate(rows))
         u, _ = _fit_at(part, overlap)
         out.append(_rates(u, overlap, part, classes, machine, dtype))
     return tuple(out)

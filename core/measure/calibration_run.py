@@ -20,6 +20,7 @@ from rooflab.core.measure.calibration_models import CalibrationModel, calibratio
 from rooflab.core.measure.engine import EngineRun, measure_in_llamacpp, measure_in_torch
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_THREADS
 
 ENGINE_LABELS = {"llamacpp": "llama.cpp", "torch": "torch"}
 
@@ -41,10 +42,10 @@ class CalibrationPlan:
     def __post_init__(self) -> None:
         if self.engine not in ENGINE_LABELS:
             raise MeasurementError(f"calibration engine must be one of {', '.join(ENGINE_LABELS)}, got {self.engine!r}")
-        if self.threads is not None and self.threads < 1:
-            raise MeasurementError(f"threads must be >= 1, got {self.threads}")
-        if self.repeats < 1:
-            raise MeasurementError(f"repeats must be >= 1, got {self.repeats}")
+        if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
+            raise MeasurementError(f"threads must be in [1, {MAX_THREADS}], got {self.threads}")
+        if not 1 <= self.repeats <= MAX_PLAN_REPEATS:
+            raise MeasurementError(f"repeats must be in [1, {MAX_PLAN_REPEATS}], got {self.repeats}")
 
     def models(self) -> tuple[CalibrationModel, ...]:
         chosen = calibration_models(self.engine)

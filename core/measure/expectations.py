@@ -13,11 +13,15 @@ import dataclasses
 import functools
 import hashlib
 import logging
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from rooflab.core.errors import ResourceError, RooflabError
 from rooflab.core.files.paths import cache_dir
 from rooflab.core.files.records import load_record, write_record
+from rooflab.core.files.resources import resources_dir
 from rooflab.core.measure import store
 from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
@@ -37,27 +41,40 @@ def calibration_for(machine: MachineProfile, engine: str | None = None) -> Engin
 
 
 def public_calibration(machine: MachineProfile) -> EngineCalibration | None:
-    """The published-benchmark calibration of ``machine``'s back end, None without one."""
+    """The published-benchmark calibration of ``machine``'s back end (Vulkan: of its GPU
+    vendor's), None without one."""
     backend = getattr(machine, "backend", "") or ("cpu" if machine.kind == "cpu" else "")
     if not backend:
         return None
+    group = f"vulkan-{vendor_of(machine.name)}" if backend == "vulkan" else backend
     try:
-        return _public(backend, machine.key, machine.flops("fp16") if "fp16" in machine.peak_flops else 0.0)
+        return _public(group, machine.published_twin or machine.key,
+                       machine.flops("fp16") if "fp16" in machine.peak_flops else 0.0)
     except RooflabError as exc:
-        log.warning("published benchmarks unusable for %s: %s", backend, exc)
+        log.warning("published benchmarks unusable for %s: %s", group, exc)
         return None
 
 
+_VENDORS = (("nvidia", ("nvidia", "geforce", "rtx", "quadro", "tesla")),
+            ("amd", ("amd", "radeon", "ryzen", "instinct")), ("intel", ("intel", "arc ")), ("apple", ("apple",)))
+
+
+def vendor_of(name: str) -> str:
+    """The GPU maker a machine's name names ("AMD Ryzen AI Max+ 395" -> "amd"), "" when none."""
+    low = name.lower() + " "
+    return next((vendor for vendor, words in _VENDORS if any(w in low for w in words)), "")
+
+
 ANY = "any format"
-PUBLIC_CACHE_FORMAT = 1       # bump when what ``_fitted_backend`` computes changes
+PUBLIC_CACHE_FORMAT = 2       # bump when what ``_fitted_backend`` computes changes
 
 
 @functools.lru_cache(maxsize=64)
-def _public(backend: str, key: str, fp16: float) -> EngineCalibration | None:
-    """The back end's calibration for one machine: when ``key`` is itself among the published
-    machines, compute factors are rescaled to the preset's own FP16 peak (the tables count
-    GeForce FP16 at FP16 accumulate, presets at FP32)."""
-    kept = _backend(backend)
+def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
+    """The group's calibration for one machine: when ``key`` (the preset's published twin, or
+    its own key) is among the published machines, compute factors are rescaled to the preset's
+    own FP16 peak (the tables count GeForce FP16 at FP16 accumulate, presets at FP32)."""
+    kept = _backend(group)
     if kept is None:
         return None
     cal, peaks = kept
@@ -72,22 +89,71 @@ def _public(backend: str, key: str, fp16: float) -> EngineCalibration | None:
     return dataclasses.replace(cal, central=rescaled(cal.central), replicates=tuple(map(rescaled, cal.replicates)))
 
 
-@functools.lru_cache(maxsize=8)
-def _backend(backend: str) -> tuple[EngineCalibration, dict[str, float]] | None:
-    """(the back end's calibration, each published machine's FP16 peak), fitted once per
-    version of the shipped file and kept in the cache folder: fitting and scoring it leave one
-    out takes a few tenths of a second that a window's start should not pay every time."""
-    from rooflab.core.io.public_bench import default_path
+def data_digest() -> str:
+    """A digest of the shipped published-benchmark files: what a fit of them is kept under."""
+    from rooflab.core.io.public_bench import default_paths
 
     try:
-        digest = hashlib.sha1(default_path().read_bytes()).hexdigest()[:16]
+        return hashlib.sha1(b"".join(p.read_bytes() for p in default_paths())).hexdigest()[:16]
     except OSError as exc:
-        raise ResourceError(f"{default_path()}: cannot read the published benchmarks ({exc})") from exc
-    path = cache_dir() / "published" / f"{backend}-{digest}-{PUBLIC_CACHE_FORMAT}.json"
+        raise ResourceError(f"cannot read the published benchmarks ({exc})") from exc
+
+
+def shipped_path() -> Path:
+    """resources/fitted/public-calibrations.json: every group's fit of the shipped data, made by
+    ``python benchmarks/bench_public_accuracy.py --write-fit`` (a test checks it is current)."""
+    return Path(resources_dir()) / "fitted" / "public-calibrations.json"
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped(digest: str) -> dict[str, tuple[EngineCalibration, dict[str, float]]] | None:
+    """The shipped fits when they were made from the data as it is now, else None."""
+    from rooflab.core.files.safe_json import read_json
+
+    try:        # a shipped file is never set aside: one that does not fit the data is refitted
+        found = _fits(read_json(shipped_path(), what="the shipped public fits"))
+    except (OSError, RooflabError, KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        log.info("%s unused: %s", shipped_path(), exc)
+        return None
+    return found[1] if found[0] == digest else None
+
+
+def _fits(data: dict[str, Any]) -> tuple[str, dict[str, tuple[EngineCalibration, dict[str, float]]]]:
+    if data.get("fit_format") != PUBLIC_CACHE_FORMAT:
+        raise TypeError("made by another version of the fit")
+    peaks = {str(k): float(v) for k, v in data["peaks"].items()}
+    return str(data["digest"]), {str(g): (store.printable_calibration(EngineCalibration.from_dict(c)), peaks)
+                                 for g, c in data["groups"].items()}
+
+
+def write_shipped_fits(path: Path | None = None) -> Path:
+    """Fit every group of the shipped data and write them where ``_backend`` looks first."""
+    from rooflab.core.measure import public
+
+    fits = {g: _fitted_group(g) for g in public.group_rows(public.load_public())}
+    kept = {g: f for g, f in fits.items() if f is not None}
+    peaks = next(iter(kept.values()))[1] if kept else {}
+    target = path or shipped_path()
+    write_record(target, {"fit_format": PUBLIC_CACHE_FORMAT, "digest": data_digest(), "peaks": peaks,
+                          "groups": {g: f[0].to_dict() for g, f in kept.items()}})
+    _shipped.cache_clear()
+    return target
+
+
+@functools.lru_cache(maxsize=8)
+def _backend(group: str) -> tuple[EngineCalibration, dict[str, float]] | None:
+    """(the group's calibration, each published machine's FP16 peak): the shipped fit when it is
+    current, else fitted once per version of the data and kept in the cache folder (fitting and
+    scoring it leave one machine out takes seconds a window's start should not pay)."""
+    digest = data_digest()
+    shipped = _shipped(digest)
+    if shipped is not None:
+        return shipped.get(group)
+    path = cache_dir() / "published" / f"{group}-{digest}-{PUBLIC_CACHE_FORMAT}.json"
     kept = load_record(path, _cached)
     if kept is not None:
         return kept
-    fitted = _fitted_backend(backend)
+    fitted = _fitted_group(group)
     if fitted is not None:
         try:
             write_record(path, {"calibration": fitted[0].to_dict(), "peaks": fitted[1]})
@@ -100,42 +166,48 @@ def _cached(data: dict[str, Any]) -> tuple[EngineCalibration, dict[str, float]]:
     peaks = data["peaks"]
     if not isinstance(peaks, dict):
         raise TypeError("peaks must be an object")
-    return EngineCalibration.from_dict(data["calibration"]), {str(k): float(v) for k, v in peaks.items()}
+    return (store.printable_calibration(EngineCalibration.from_dict(data["calibration"])),
+            {str(k): float(v) for k, v in peaks.items()})
 
 
-def _fitted_backend(backend: str) -> tuple[EngineCalibration, dict[str, float]] | None:
-    """The back end's factors as relative rates: each machine's vote a replicate (the band is
-    the spread of machines), accuracy from leaving a machine (and a model) out."""
-    from rooflab.core.measure import public
+BAND_REPLICATES = 25          # replicates that make an expected figure's band
+
+
+def _fitted_group(group: str) -> tuple[EngineCalibration, dict[str, float]] | None:
+    """The group's factors as relative rates; the band from leaving one machine out: each
+    replicate the central rates scaled by one quantile of measured / predicted over held-out
+    rows (generation and prompt processing apart), so the band is the spread unseen machines
+    showed; accuracy from the same held-out rows."""
+    from rooflab.core.measure import public, public_fit, public_score
 
     data = public.load_public()
-    if backend not in public.backends(data):
+    rows = public.group_rows(data)
+    if group not in rows:
         return None
-    eff = public.backend_efficiency(backend, data)
-    rows = [i for i, r in enumerate(data.rows) if data.machine(r.machine).backend == backend]
-    tg, pp = public.machine_votes(data, rows, "tg"), public.machine_votes(data, rows, "pp")
-
-    def rates(bandwidth: float, compute: float) -> Rates:
-        compute = min(100.0, compute)
-        return Rates(bandwidth={ANY: bandwidth}, prefill_flops={ANY: compute}, decode_flops={ANY: compute},
-                     cache_bandwidth=bandwidth)
-
-    replicates = tuple(rates(tg.get(m, eff.bandwidth), pp.get(m, eff.compute)) for m in sorted({*tg, *pp}))
-    check = next(v for v in public.validate(data) if v.backend == backend)
+    fits = public.fit_groups(data)
+    central = fits[group].rates(public.expert_ratio(fits))
+    held = list(public_score.held_out(data, "machine", [group]))
+    quantiles = np.linspace(2.0, 98.0, BAND_REPLICATES)
+    tg, pp = (np.exp(public_score.residual_quantiles(data, held, group, kind, quantiles)) for kind in ("tg", "pp"))
+    replicates = tuple(public_fit.scaled(central, float(d), float(p)) for d, p in zip(tg, pp, strict=True))
     accuracy: dict[str, dict[str, Accuracy]] = {}
-    for protocol, tg_err, pp_err in (("leave_one_machine_out", check.machine_out_tg, check.machine_out_pp),
-                                     ("leave_one_model_out", check.model_out_tg, check.model_out_pp)):
-        table = {phase: Accuracy(median=e.median, worst=e.worst, count=e.rows)
-                 for phase, e in (("prefill", pp_err), ("decode", tg_err)) if e.rows}
-        if table:
-            accuracy[protocol] = table
+    table = {}
+    for phase, kind in (("prefill", "pp"), ("decode", "tg")):
+        errors = [p.error for p in held if public.kind(data.rows[p.row]) == kind]
+        if errors:
+            table[phase] = Accuracy(median=float(np.median(errors)), worst=float(np.max(errors)), count=len(errors))
+    if table:
+        accuracy["leave_one_machine_out"] = table
+    machines = {data.rows[i].machine for i in rows[group]}
+    backend = group.split("-")[0]
+    label = BACKEND_NAMES.get(backend, backend) + (f" ({group.split('-', 1)[1]})" if "-" in group else "")
     cal = EngineCalibration(
-        machine_key="", machine_name=f"{backend} machines", engine_key=f"llama.cpp-{backend}-published",
-        engine_label=f"llama.cpp {BACKEND_NAMES.get(backend, backend)}", settings={"backend": backend},
+        machine_key="", machine_name=f"{group} machines", engine_key=f"llama.cpp-{group}-published",
+        engine_label=f"llama.cpp {label}", settings={"backend": backend, "group": group},
         date=max((s.accessed for s in data.sources), default=""), models=("published llama-bench results",),
-        machine_bandwidth=1.0, machine_flops=1.0, central=rates(eff.bandwidth, eff.compute), replicates=replicates,
-        accuracy=accuracy, source="public", points=eff.rows,
-        notes=(f"llama.cpp on {backend}: {eff.machines} machines, {eff.rows} published results",))
+        machine_bandwidth=1.0, machine_flops=1.0, central=central, replicates=replicates,
+        accuracy=accuracy, source="public", points=len(rows[group]),
+        notes=(f"llama.cpp on {group}: {len(machines)} machines, {len(rows[group])} published results",))
     return cal, {m.key: m.peak_fp16 for m in data.machines}
 
 
@@ -146,4 +218,13 @@ def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None =
                 engine: str | None = None) -> Expected | None:
     """What the calibration of ``machine`` expects of ``spec``, None when nothing is calibrated."""
     cal = calibration_for(machine, engine)
-    return None if cal is None else expected_for(spec, machine, cal, dtype=dtype)
+    return None if cal is None else expected_for(spec, machine, cal, dtype=dtype, host=host_rates(machine))
+
+
+def host_rates(machine: MachineProfile) -> Rates | None:
+    """The factors llama.cpp's CPU back end reaches (its published fit), for the host behind a
+    discrete GPU: the layers kept in host memory run on that CPU, not at the GPU's shares."""
+    if machine.kind != "gpu" or machine.offload_bandwidth <= 0:
+        return None
+    kept = _backend("cpu")
+    return None if kept is None else kept[0].central

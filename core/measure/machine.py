@@ -27,6 +27,7 @@ from rooflab.core.measure.machine_result import (
 from rooflab.core.measure.sysinfo import device_memory, last_level_cache_bytes
 from rooflab.core.measure.torch import backend
 from rooflab.core.measure.torch.backend import timed
+from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_THREADS
 
 MiB = 1 << 20
 KERNELS: tuple[str, ...] = ("read", "copy", "triad")
@@ -56,8 +57,10 @@ class MachinePlan:
     experiments: tuple[str, ...] = ("bandwidth", "matmul", "roofline")
 
     def __post_init__(self) -> None:
-        if self.repeats < 1:
-            raise MeasurementError("repeats must be >= 1")
+        if not 1 <= self.repeats <= MAX_PLAN_REPEATS:
+            raise MeasurementError(f"repeats must be in [1, {MAX_PLAN_REPEATS}], got {self.repeats}")
+        if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
+            raise MeasurementError(f"threads must be in [1, {MAX_THREADS}], got {self.threads}")
         unknown = set(self.experiments) - {"bandwidth", "matmul", "roofline"}
         if unknown:
             raise MeasurementError(f"unknown machine experiments: {', '.join(sorted(unknown))}")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rooflab.core.errors import MeasurementError, SpecError
+from rooflab.core.errors import MeasurementError, ResourceError, SpecError
 from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure import store
@@ -102,7 +102,7 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
         # disturbed, say) must not lose minutes of measurement
         try:
             store.save_measurement(key, mkey, points, meta, label=label, source=source)
-        except OSError as exc:
+        except (OSError, ResourceError) as exc:          # a disk full, a run too large to keep
             error = str(exc)
     cal = calibrate(spec, machine, points, kv_type=kv_type, dtype=dtype, overhead=overhead,
                     include_disturbed=include_disturbed)

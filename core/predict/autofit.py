@@ -1,13 +1,29 @@
 """Auto-fit: the placement rooflab chooses when the user does not, the largest context and batch
 a placement holds, and what to change when a model does not fit.
 
-The search follows llama.cpp's fit (``--fit``, ggml-org/llama.cpp#16653): keep every layer on
-the device if the bill allows; for a mixture of experts, then move the routed experts of the
-first layers to the host one layer at a time (``--n-cpu-moe``: they are most of the bytes and
-each token reads few of them), and only then move whole layers (``-ngl``). The first
-placement on that path that fits is the fastest one on it, since every step puts more of
-each token's bytes on the slower memory. The path's device bill falls and its host bill grows
-step by step, so a bisection finds it.
+The search follows llama.cpp's fit (common/fit.cpp, ``common_params_fit_impl``):
+
+- Each device's target is its free memory less a margin: the bill's reserve
+  (``footprint.runtime_reserve``) is the back end's context, which is gone before llama.cpp reads
+  what is free, plus ``--fit-target``'s 1 GiB.
+- It fits at the context llama.cpp allocates: the workload's length, as ``-c`` gives it, but
+  never less than ``--fit-ctx``'s 4,096 tokens (``FIT_MIN_CONTEXT``; at most the trained
+  context), the least llama.cpp shrinks an unset context to before it moves any layer (step 2).
+- A dense model sheds whole layers (-ngl, step 3). A mixture of experts first moves the routed
+  experts of one layer after another to the host with every layer on the device (steps 3-4:
+  "dense-only" layers converted back to full ones until the device is full), then sheds whole
+  layers with the experts of all but one device layer on the host. In both llama.cpp keeps one
+  layer's experts on the device (its partial layers are the last n_part of the device's
+  n_layer, the output among them: n_part - 1 real ones), so at most L - 1 layers' experts move.
+- Having moved experts, it tries to fit part of one more layer (step 4): of the last layer whose
+  experts left, its up projections ("up"), then also its gate projections ("gate"); when not
+  even "up" fits, that layer's whole feed-forward block goes ("attn"). See
+  ``placement.Placement.partial``. Its test is strict (used < target), as llama.cpp's is.
+
+The first placement on that path that fits is the fastest one on it, since every step puts more
+of each token's bytes on the slower memory. The path's device bill falls and its host bill
+grows step by step, so a bisection finds it (llama.cpp's false-position search finds the same
+last placement that fits).
 
 A flag the user sets is kept and only the others are fitted around it, as llama.cpp's fit
 leaves a value the user set alone: ``--no-kv-offload`` fixes the cache's place and the path
@@ -23,14 +39,17 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rooflab.core.predict.footprint import MemoryPlan, plan_memory
-from rooflab.core.predict.placement import Placement, describe, has_host_tier
+from rooflab.core.predict.footprint import MemoryPlan, compute_buffer_bytes, plan_memory, runtime_reserve
+from rooflab.core.predict.layer_split import layer_units
+from rooflab.core.predict.placement import Placement, describe, has_host_tier, input_on_host
+from rooflab.core.predict.work import kv_bytes_held, padded
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import KV_TYPES, kv_bytes_per_value
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 GB = 1e9
+FIT_MIN_CONTEXT = 4096        # llama.cpp's --fit-ctx default (common.h fit_params_min_ctx)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,23 +86,33 @@ def shortfall(plan: MemoryPlan) -> str:
 
 
 def placement_path(spec: ModelSpec, machine: MachineProfile, *, cpu_moe: int | None = None,
-                   kv_on_device: bool = True) -> list[Placement]:
+                   kv_on_device: bool = True, devices: int = 1) -> list[Placement]:
     """Placements from fastest to slowest, as llama.cpp's fit walks them: all on the device;
-    (MoE) the experts of layers 0..k-1 on the host, k = 1..L; then fewer layers on the device
-    (-ngl L, ..., 0). Only the first without a host tier. ``cpu_moe`` given: the experts of
+    (MoE) the experts of layers 0..k-1 on the host, k = 1..L - 1; then fewer layers on the
+    device (-ngl L, ..., 0), the experts of all device layers but one on the host (see the
+    module docstring). Only the first without a host tier. ``cpu_moe`` given: the experts of
     exactly that many layers stay on the host and only -ngl walks (L + 1, ..., 0);
-    ``kv_on_device``: where every placement on the path keeps the cache."""
-    kv = kv_on_device
+    ``kv_on_device``: where every placement on the path keeps the cache; ``devices``: how many
+    identical devices share the device's layers."""
+    kv, n = kv_on_device, devices
     top = spec.layers + 1
     fixed = None if cpu_moe is None else Placement(gpu_layers=top, cpu_moe=cpu_moe).clamp(spec).cpu_moe
     if not has_host_tier(machine):
-        return [Placement(gpu_layers=top, cpu_moe=fixed or 0, kv_on_device=kv)]
+        return [Placement(gpu_layers=top, cpu_moe=fixed or 0, kv_on_device=kv, devices=n)]
     if fixed is not None:
-        return [Placement(gpu_layers=g, cpu_moe=fixed, kv_on_device=kv) for g in range(top, -1, -1)]
-    experts = spec.layers if spec.is_moe else 0
-    path = [Placement(gpu_layers=top, cpu_moe=k, kv_on_device=kv) for k in range(experts + 1)]
-    path += [Placement(gpu_layers=g, cpu_moe=experts, kv_on_device=kv) for g in range(top - 1, -1, -1)]
+        return [Placement(gpu_layers=g, cpu_moe=fixed, kv_on_device=kv, devices=n) for g in range(top, -1, -1)]
+    experts = max(spec.layers - 1, 0) if spec.is_moe else 0
+    path = [Placement(gpu_layers=top, cpu_moe=k, kv_on_device=kv, devices=n) for k in range(experts + 1)]
+    path += [Placement(gpu_layers=g, cpu_moe=experts, kv_on_device=kv, devices=n) for g in range(top - 1, -1, -1)]
     return path
+
+
+def fit_context(spec: ModelSpec, workload: Workload) -> int:
+    """Tokens per sequence llama.cpp's fit allocates for the workload: its length (context +
+    prompt + answer, as ``-c``), at least ``FIT_MIN_CONTEXT`` (at most the trained context)."""
+    length = workload.context + workload.prompt + workload.answer
+    floor = min(FIT_MIN_CONTEXT, spec.context_length) if spec.context_length else FIT_MIN_CONTEXT
+    return max(length, floor)
 
 
 def first_true(count: int, ok: Callable[[int], bool]) -> int:
@@ -100,22 +129,81 @@ def first_true(count: int, ok: Callable[[int], bool]) -> int:
 
 def fit_placement(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
                   context_length: int | None = None, batch: int | None = None,
-                  cpu_moe: int | None = None, kv_on_device: bool = True) -> Fit:
-    """The fastest placement on ``placement_path`` whose bill fits both memories, for sequences of
-    ``context_length`` tokens (default: context + prompt + answer) at ``batch``; ``cpu_moe``
-    (None: fitted) and ``kv_on_device`` are the user's flags it keeps (see the module docstring)."""
-    path = placement_path(spec, machine, cpu_moe=cpu_moe, kv_on_device=kv_on_device)
+                  cpu_moe: int | None = None, kv_on_device: bool = True, devices: int = 1) -> Fit:
+    """The fastest placement on ``placement_path`` whose device bill fits, for sequences of
+    ``context_length`` tokens (default: ``fit_context``) at ``batch``, with llama.cpp's partial
+    layer when it moved experts; ``cpu_moe`` (None: fitted) and ``kv_on_device`` are the
+    user's flags it keeps (see the module docstring). Its bill is for the workload's own
+    length (context + prompt + answer), as a placement given by hand is billed. On several
+    ``devices`` each placement's layers are split evenly when that fits, else as llama.cpp's
+    fit fills the devices in turn (``fill_split``, its -ts)."""
+    path = placement_path(spec, machine, cpu_moe=cpu_moe, kv_on_device=kv_on_device, devices=devices)
     # a dense model has no experts to keep: --n-cpu-moe given changes nothing there
     kept = " ".join(([f"--n-cpu-moe {path[0].cpu_moe}"] if cpu_moe is not None and spec.is_moe else [])
                     + ([] if kv_on_device else ["--no-kv-offload"]))
+    length = fit_context(spec, workload) if context_length is None else context_length
 
-    def bill(i: int) -> MemoryPlan:
-        return plan_memory(spec, machine, workload, path[i], context_length=context_length, batch=batch)
+    def bill(p: Placement) -> MemoryPlan:
+        return plan_memory(spec, machine, workload, p, context_length=length, batch=batch)
 
-    i = min(first_true(len(path), lambda j: bill(j).device.fits), len(path) - 1)
+    def placed(p: Placement) -> Placement | None:
+        """``p`` as it fits its devices (split evenly, else filled in turn), None when it does not."""
+        if bill(p).device.fits:
+            return p
+        if p.devices == 1:
+            return None
+        counts = fill_split(spec, machine, workload, p, context_length=length, batch=batch)
+        return None if counts is None else dataclasses.replace(p, tensor_split=counts)
+
+    i = min(first_true(len(path), lambda j: placed(path[j]) is not None), len(path) - 1)
+    chosen = placed(path[i]) or path[i]
+    if cpu_moe is None and i > 0 and chosen.gpu_layers == spec.layers + 1 and chosen.cpu_moe >= 1 \
+            and devices == 1:
+        chosen = _with_partial_layer(chosen, bill)
     # past the end: not even -ngl 0 leaves the device enough room, the path's end comes closest;
     # otherwise it fits unless the host overflows
-    return Fit(placement=path[i], memory=bill(i), chosen=True, kept=kept)
+    if context_length is None:
+        plan = plan_memory(spec, machine, workload, chosen, batch=batch)
+    else:
+        plan = bill(chosen)
+    return Fit(placement=chosen, memory=plan, chosen=True, kept=kept)
+
+
+def fill_split(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
+               context_length: int | None = None, batch: int | None = None) -> tuple[int, ...] | None:
+    """llama.cpp's fit's -ts: the device's layers (``layer_split.layer_units``: weights and KV
+    held, the output with the last) packed in order onto ``placement.devices`` devices, each up
+    to its room (capacity less the reserve and a compute buffer); layers per device, None when
+    they do not all fit."""
+    length = workload.context + workload.prompt + workload.answer if context_length is None else context_length
+    b = workload.batch if batch is None else batch
+    room = machine.memory - runtime_reserve(machine) - float(
+        compute_buffer_bytes(spec, workload.ubatch, b * padded(length), attention_scores=False))
+    counts = [0] * placement.devices
+    device, held = 0, 0.0
+    for unit in layer_units(spec, placement, embedding_on_host=input_on_host(machine)):
+        size = unit.weight_bytes + (b * float(kv_bytes_held(unit.spec, length, workload.kv_type, workload.ubatch))
+                                    if unit.spec is not None else 0.0)
+        while held + size > room:
+            device, held = device + 1, 0.0
+            if device == placement.devices:
+                return None
+        counts[device] += 1
+        held += size
+    return tuple(counts)
+
+
+def _with_partial_layer(chosen: Placement, bill: Callable[[Placement], MemoryPlan]) -> Placement:
+    """llama.cpp's "try to fit at least part of one more layer": ``chosen`` with layer
+    cpu_moe - 1 keeping its up projections, then its gate ones too, on the device when that
+    leaves the device below its target (strictly); when not even the up projections fit, that
+    layer's whole feed-forward block on the host (common/fit.cpp, step 4)."""
+    up = dataclasses.replace(chosen, partial="up")
+    if bill(up).device.free > 0:
+        gate = dataclasses.replace(chosen, partial="gate")
+        return gate if bill(gate).device.free > 0 else up
+    attn = dataclasses.replace(chosen, partial="attn")
+    return attn if bill(attn).device.free > 0 else chosen
 
 
 def choose(spec: ModelSpec, machine: MachineProfile, workload: Workload,

@@ -15,30 +15,31 @@ from rooflab.core.predict.crossover import crossing
 from rooflab.core.predict.work import Array, Flags
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import MAX_BATCH, Workload
+from rooflab.core.values.workload import DEFAULT_UBATCH, MAX_BATCH, Workload
 
 
 def cache_resident(spec: ModelSpec, context_length: ArrayLike, batch: ArrayLike = 1,
-                   kv_type: str = "f16") -> Array:
-    """Bytes the caches of b sequences of ``context_length`` tokens hold: b x kv_bytes
-    (sliding layers hold at most their window). Paging slack is left out."""
-    return np.asarray(batch, dtype=np.float64) * work.kv_bytes(spec, context_length, kv_type)
+                   kv_type: str = "f16", ubatch: int = DEFAULT_UBATCH) -> Array:
+    """Bytes the caches of b sequences of ``context_length`` tokens hold: b x
+    ``work.kv_bytes_held`` (cells padded to 256; sliding layers hold their window plus a
+    ubatch), the one rule a placement's bill uses too. Paging slack is left out."""
+    return np.asarray(batch, dtype=np.float64) * work.kv_bytes_held(spec, context_length, kv_type, ubatch)
 
 
 def memory_resident(spec: ModelSpec, context_length: ArrayLike, batch: ArrayLike = 1,
-                    kv_type: str = "f16") -> Array:
+                    kv_type: str = "f16", ubatch: int = DEFAULT_UBATCH) -> Array:
     """Bytes held: file size + ``cache_resident``. Engine buffers and activations are left out."""
-    return spec.file_bytes + cache_resident(spec, context_length, batch, kv_type)
+    return spec.file_bytes + cache_resident(spec, context_length, batch, kv_type, ubatch)
 
 
 def max_batch_that_fits(spec: ModelSpec, machine: MachineProfile, context_length: int,
-                        kv_type: str = "f16") -> int:
+                        kv_type: str = "f16", ubatch: int = DEFAULT_UBATCH) -> int:
     """Largest b whose weights and caches fit the machine's memory (0 if the weights alone
     do not fit; MAX_BATCH when the cache is empty)."""
     free = machine.memory - spec.file_bytes
     if free < 0:
         return 0
-    per_sequence = float(work.kv_bytes(spec, context_length, kv_type))
+    per_sequence = float(cache_resident(spec, context_length, 1, kv_type, ubatch))
     if per_sequence <= 0:
         return MAX_BATCH
     return int(min(MAX_BATCH, math.floor(free / per_sequence)))
@@ -90,7 +91,7 @@ def batch_sweep(spec: ModelSpec, machine: MachineProfile, workload: Workload, ba
     b = np.asarray(batches, dtype=np.float64)
     p = decode_pass(spec, machine, workload, context=t, batch=b)
     shape = p.seconds.shape
-    mem = np.broadcast_to(memory_resident(spec, length, b, workload.kv_type), shape)
+    mem = np.broadcast_to(memory_resident(spec, length, b, workload.kv_type, workload.ubatch), shape)
     touched = work.experts_touched_per_layer(spec, b) if spec.is_moe else np.zeros_like(b)
     return BatchSweep(batch=b, step_seconds=p.seconds, per_sequence=1.0 / p.seconds,
                       total=b / p.seconds, bytes_per_step=p.bytes, cache_bytes_per_step=p.cache_bytes,

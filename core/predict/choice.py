@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.autofit import Fit, choose, fit_placement
-from rooflab.core.predict.parallel import MAX_DEVICES, MODES, Parallel, mode_text
-from rooflab.core.predict.placement import MAX_LAYERS, Placement
+from rooflab.core.predict.parallel import MODES, Parallel, mode_text
+from rooflab.core.predict.placement import MAX_DEVICES, MAX_LAYERS, Placement
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -32,8 +32,10 @@ class PlacementChoice:
     identical devices sharing the model as ``parallel`` says ("layer" or "tensor") over
     ``link_bandwidth`` bytes/s per direction (None: the machine's stated interconnect).
 
-    On several devices every layer is on the devices, so the one-device flags must be left
-    at their defaults (SpecError otherwise, naming both)."""
+    On several devices in tensor parallel (vLLM) every layer is on the devices, so the
+    one-device flags must be left at their defaults (SpecError otherwise, naming both); a layer
+    split (llama.cpp's) takes them as llama.cpp does, the layers on the devices shared among
+    them and the rest in host memory."""
 
     gpu_layers: int | None = None
     cpu_moe: int | None = None
@@ -56,10 +58,10 @@ class PlacementChoice:
                 isinstance(self.link_bandwidth, (int, float)) and not isinstance(self.link_bandwidth, bool)
                 and self.link_bandwidth > 0):
             raise SpecError(f"placement.link_bandwidth must be > 0 bytes/s, got {self.link_bandwidth!r}")
-        if self.devices > 1 and self.is_manual:
+        if self.devices > 1 and self.is_manual and self.parallel == "tensor":
             raise SpecError("GPU layers (-ngl), experts on the CPU (--n-cpu-moe) and the KV cache's place "
-                            "(--no-kv-offload) place a model on one device; with several devices every "
-                            "layer is on the devices")
+                            "(--no-kv-offload) are llama.cpp's; in tensor parallel (vLLM) every layer is on "
+                            "the devices: use --parallel layer to keep some in host memory")
 
     @property
     def is_manual(self) -> bool:
@@ -76,13 +78,18 @@ class PlacementChoice:
         """The placement of ``spec`` the flags ask for, with its bill: -ngl given, that
         placement by hand (``chosen`` False), fitting or not; -ngl on auto with --n-cpu-moe or
         --no-kv-offload given, the fastest placement that fits keeping them as given
-        (``fit_placement``; ``chosen`` True); None when no one-device flag is given (auto-fit,
-        or the workload's offload share, is then ``placed_summary``'s to make)."""
+        (``fit_placement``; ``chosen`` True); on several devices in a layer split with any of
+        them given, the same over the devices. None when no one-device flag is given (auto-fit,
+        the devices sharing every layer, or the workload's offload share, is then
+        ``placed_summary``'s to make)."""
         if not self.is_manual:
             return None
+        n = self.devices
         if self.gpu_layers is None:
-            return fit_placement(spec, machine, workload, cpu_moe=self.cpu_moe, kv_on_device=self.kv_on_device)
-        given = Placement(gpu_layers=self.gpu_layers, cpu_moe=self.cpu_moe or 0, kv_on_device=self.kv_on_device)
+            return fit_placement(spec, machine, workload, cpu_moe=self.cpu_moe, kv_on_device=self.kv_on_device,
+                                 devices=n)
+        given = Placement(gpu_layers=self.gpu_layers, cpu_moe=self.cpu_moe or 0, kv_on_device=self.kv_on_device,
+                          devices=n)
         return choose(spec, machine, workload, given)
 
     def parallel_on(self, machine: MachineProfile) -> Parallel | None:
@@ -111,11 +118,12 @@ class PlacementChoice:
 
     def describe(self) -> str:
         """A short text for series labels: the flags, or the devices, or "auto placement"."""
-        if self.devices > 1:
+        if self.devices > 1 and not self.is_manual:
             return f"{self.devices} × {mode_text(self.parallel)}"
         if not self.is_manual:
             return "auto placement"
-        parts = ["-ngl auto" if self.gpu_layers is None else f"-ngl {self.gpu_layers}"]
+        parts = [f"{self.devices} × {mode_text(self.parallel)},"] if self.devices > 1 else []
+        parts.append("-ngl auto" if self.gpu_layers is None else f"-ngl {self.gpu_layers}")
         if self.cpu_moe is not None:
             parts.append(f"--n-cpu-moe {self.cpu_moe}")
         if not self.kv_on_device:

@@ -114,8 +114,10 @@ def combined_seconds(memory: ArrayLike, compute: ArrayLike, overlap: float = 1.0
 
 def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cache_bytes: Array,
            flops: Array, *, decode: bool = False) -> Pass:
+    # every byte on the one memory: the workload's offload share is a placement (``report.placed``
+    # turns it into llama.cpp's layers, priced by ``offload``), never a share of these clocks
     eff = machine.efficiency
-    mem = memory_seconds(machine, weight_bytes + cache_bytes, workload.offload_fraction)
+    mem = memory_seconds(machine, weight_bytes + cache_bytes)
     factor = eff.decode_compute_factor if decode else eff.compute
     comp = flops / (machine.flops(workload.compute_dtype) * factor)
     seconds = combined_seconds(mem, comp, eff.overlap) + eff.step_overhead

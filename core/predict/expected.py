@@ -11,6 +11,7 @@ expected figure with the same formulas as the ceiling. Replicates of the fit giv
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -96,17 +97,25 @@ class Shares:
 
     @classmethod
     def of(cls, spec: ModelSpec) -> Shares:
-        return cls(bytes=byte_shares(spec), flops=flop_shares(spec))
+        """``spec``'s shares, worked out once per model: each is a pass over every tensor, and
+        ``rooflab compare`` prices a model on dozens of machines (issue 15)."""
+        return _shares_of(spec)
+
+
+@functools.lru_cache(maxsize=64)
+def _shares_of(spec: ModelSpec) -> Shares:
+    return Shares(bytes=byte_shares(spec), flops=flop_shares(spec))
 
 
 def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dtype: str | None = None,
                    relative: bool = False, missing: set[str] | None = None,
-                   shares: Shares | None = None) -> Efficiency:
+                   shares: Shares | None = None, host: Rates | None = None) -> Efficiency:
     """The ``Efficiency`` that makes ``machine``'s clocks price ``spec`` at ``rates``.
 
     relative: the rates are factors of the machine's B and C (a back end's published
     efficiency) rather than absolute bytes/s and FLOP/s. ``missing`` collects format classes
-    the rates do not cover (priced at the pooled rate)."""
+    the rates do not cover (priced at the pooled rate). ``host``: factors (relative rates) of
+    the CPU behind a discrete GPU, for the layers kept in host memory (None: its peaks)."""
     missing = set() if missing is None else missing
     b, c = machine.bandwidth, machine.flops(dtype)
     scale_b, scale_c = (b, c) if relative else (1.0, 1.0)
@@ -116,10 +125,14 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
     prefill = _mixed(rates, "prefill_flops", flops, missing) * scale_c
     decode = _mixed(rates, "decode_flops", flops, missing) * scale_c
     cache = rates.cache_bandwidth * scale_b
+    host_b = host_c = 1.0
+    if host is not None:
+        host_b = _factor(_mixed(host, "bandwidth", bytes_, set()))
+        host_c = _factor(_mixed(host, "prefill_flops", flops, set()))
     return Efficiency(bandwidth=_factor(bandwidth / b), compute=_factor(prefill / c),
                       decode_compute=_factor(decode / c), kv_read_factor=_factor(bandwidth / cache),
                       step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers),
-                      overlap=rates.overlap)
+                      overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,17 +159,19 @@ class Expected:
 
 
 def expected_for(spec: ModelSpec, machine: MachineProfile, calibration: EngineCalibration, *,
-                 dtype: str | None = None) -> Expected:
-    """What ``calibration`` expects of ``spec`` on ``machine``."""
+                 dtype: str | None = None, host: Rates | None = None) -> Expected:
+    """What ``calibration`` expects of ``spec`` on ``machine`` (``host``: the factors of the CPU
+    behind a discrete GPU, as ``efficiency_for`` takes them)."""
     relative = calibration.source == "public"
     missing: set[str] = set()
     shares = Shares.of(spec)
     central = efficiency_for(spec, machine, calibration.central, dtype=dtype, relative=relative, missing=missing,
-                             shares=shares)
+                             shares=shares, host=host)
     if relative:
         missing.clear()        # a back end's published factors hold for every format alike
     replicas = tuple(dataclasses.replace(machine, efficiency=efficiency_for(spec, machine, r, dtype=dtype,
-                                                                            relative=relative, shares=shares))
+                                                                            relative=relative, shares=shares,
+                                                                            host=host))
                      for r in spread_out(calibration.replicates, MAX_REPLICATES))
     notes = [f"no {k} among the calibration models: priced at the mean rate of those that were"
              if k == EXPERTS else

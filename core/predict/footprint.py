@@ -1,25 +1,29 @@
 """Memory a placed model needs in each memory: weights + KV cache + compute buffer + a runtime
 reserve, and whether that fits.
 
-    used = W_placed + b x kv_bytes(layers there, length) + compute buffer + reserve <= capacity
+    used = W_placed + b x kv_bytes_held(layers there, length) + compute buffer + reserve <= capacity
 
-Reserves (bytes kept free besides the model), per llama.cpp back end:
+Reserves (bytes kept free besides the model), per llama.cpp back end, as its fit counts them
+(common/fit.cpp: each device's target is its *free* memory, read once the back end's context
+exists, less a margin):
 
-- cuda, rocm, vulkan: 1 GiB per device, llama.cpp's own margin when it fits a model
-  (``--fit-target``, default 1024 MiB per device: ggml-org/llama.cpp#16653, #18390). It covers
-  the CUDA/HIP context (300-500 MiB, depending on the GPU and driver; lazy module loading since
-  CUDA 11.7 keeps it near the low end), cuBLAS workspaces and what a desktop puts on the card.
-- metal: a quarter of the unified memory. macOS lets the GPU wire at most
+- cuda, rocm, vulkan: the back end's context (``BACKEND_CONTEXT``, 0.45 GiB: a CUDA/HIP context
+  and its cuBLAS workspace take 0.3-0.6 GiB of the total before llama.cpp asks what is free)
+  plus the fit's margin (``--fit-target``, 1024 MiB per device: common.h
+  ``fit_params_target``).
+- metal: a quarter of the unified memory plus the margin. macOS lets the GPU wire at most
   ``recommendedMaxWorkingSetSize``, about 75 % of the memory on Macs with more than 36 GB
-  (llama.cpp prints it at load; ``sysctl iogpu.wired_limit_mb`` raises it).
+  (llama.cpp reports that as the device's memory; ``sysctl iogpu.wired_limit_mb`` raises it).
 - cpu, and the host memory behind a GPU: 4 GiB for the operating system, a desktop and
   llama.cpp's host-side buffers (an assumption; ``free -g`` on your machine says better).
 - A unified machine with another back end (DGX Spark's CUDA, Strix Halo's Vulkan): the OS
-  share plus the device margin, since both live in the one memory.
+  share plus the device's context and margin, since all live in the one memory.
 
-The compute buffer is llama.cpp's for one ubatch (``compute_buffer_bytes``, erring high); the
-machine's second tier holds no reserve unless it is the host memory behind a GPU (an NVMe
-read through mmap needs none)."""
+The KV cache is held as llama.cpp allocates it (``work.kv_bytes_held``: cells padded to 256,
+sliding-window layers their window plus a ubatch), the rule ``batching.cache_resident`` uses
+too. The compute buffer is llama.cpp's for one ubatch of the workload's ``-ub``
+(``compute_buffer_bytes``, erring high); the machine's second tier holds no reserve unless it is
+the host memory behind a GPU (an NVMe read through mmap needs none)."""
 
 from __future__ import annotations
 
@@ -29,19 +33,23 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rooflab.core.predict import work
-from rooflab.core.predict.placement import Placement, Split, has_host_tier, input_on_host, split
-from rooflab.core.predict.work import Array, Flags
+from rooflab.core.predict.layer_split import device_parts
+from rooflab.core.predict.placement import Part, Placement, Split, has_host_tier, input_on_host, split
+from rooflab.core.predict.work import CTX_PAD, Array, Flags, padded
 from rooflab.core.values.machine import MachineProfile
-from rooflab.core.values.model import ModelSpec, Role
-from rooflab.core.values.workload import Workload
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import DEFAULT_UBATCH, Workload
 
 MiB = float(1 << 20)
 GiB = float(1 << 30)
 DEVICE_MARGIN = 1024 * MiB          # llama.cpp --fit-target default, per device
+BACKEND_CONTEXT = 0.45 * GiB        # CUDA/HIP/Vulkan context: gone before llama.cpp reads free memory
 OS_RESERVE = 4 * GiB                # operating system, desktop, host-side buffers (assumption)
 METAL_WIRED_SHARE = 0.75            # recommendedMaxWorkingSetSize / memory, Macs over 36 GB
-DEFAULT_UBATCH = 512                # llama.cpp's -ub default: the compute buffer is sized for it
-CTX_PAD = 256                       # llama.cpp rounds each sequence's context up to this
+
+__all__ = ["BACKEND_CONTEXT", "CTX_PAD", "DEFAULT_UBATCH", "DEVICE_MARGIN", "GiB", "METAL_WIRED_SHARE", "MiB",
+           "MemoryPlan", "MemoryUse", "OS_RESERVE", "backend_of", "compute_buffer_bytes", "host_reserve",
+           "memory_grid", "padded", "plan_memory", "runtime_reserve"]
 
 
 def backend_of(machine: MachineProfile) -> str:
@@ -54,23 +62,18 @@ def runtime_reserve(machine: MachineProfile) -> float:
     """Bytes of the device's memory the runtime and the system keep (see the module docstring)."""
     backend = backend_of(machine)
     if backend == "metal":
-        return machine.memory * (1.0 - METAL_WIRED_SHARE)
+        return machine.memory * (1.0 - METAL_WIRED_SHARE) + DEVICE_MARGIN
     if backend == "cpu" or machine.kind == "cpu":
         return OS_RESERVE
     if machine.kind == "unified":
-        return OS_RESERVE + DEVICE_MARGIN
-    return DEVICE_MARGIN
+        return OS_RESERVE + BACKEND_CONTEXT + DEVICE_MARGIN
+    return BACKEND_CONTEXT + DEVICE_MARGIN
 
 
 def host_reserve(machine: MachineProfile) -> float:
     """Bytes of the second tier kept free: the OS share when it is the host memory behind a
     discrete GPU, else 0 (a disk read through mmap)."""
     return OS_RESERVE if machine.kind == "gpu" and has_host_tier(machine) else 0.0
-
-
-def padded(tokens: ArrayLike) -> Array:
-    """A sequence's context as llama.cpp allocates it: rounded up to 256 tokens."""
-    return np.ceil(np.asarray(tokens, dtype=np.float64) / CTX_PAD) * CTX_PAD
 
 
 def compute_buffer_bytes(spec: ModelSpec, ubatch: int, context_tokens: ArrayLike, *,
@@ -83,9 +86,7 @@ def compute_buffer_bytes(spec: ModelSpec, ubatch: int, context_tokens: ArrayLike
     uses) per token; ``scores`` = 4 x context x heads for the attention scores a pass without
     flash attention holds, else 2 x context for flash attention's f16 mask. ``context_tokens``:
     cache cells of all sequences (padded)."""
-    ffn = max((max(t.shape[:2]) for t in spec.tensors
-               if t.role in (Role.FEED_FORWARD, Role.EXPERTS, Role.SHARED_EXPERTS) and len(t.shape) > 1),
-              default=4 * spec.hidden)
+    ffn = spec.widest_feed_forward or 4 * spec.hidden      # read once per model, not per bill (issue 15)
     heads = max(spec.attention.heads, default=1)
     per_token = spec.vocab + 8 * spec.hidden + 3 * ffn * max(1, spec.experts_used)
     cells = np.asarray(context_tokens, dtype=np.float64)
@@ -119,13 +120,16 @@ class MemoryUse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryPlan:
-    """The device's and the host's bills for one placement, sequences of ``length`` tokens."""
+    """The device's and the host's bills for one placement, sequences of ``length`` tokens.
+    On several devices (``Placement.devices``) ``devices`` holds each one's bill and ``device``
+    is the one with the least room left, so ``device.fits`` says whether all of them fit."""
 
     split: Split
     device: MemoryUse
     host: MemoryUse
     length: int
     batch: int
+    devices: tuple[MemoryUse, ...] = ()
 
     @property
     def placement(self) -> Placement:
@@ -136,6 +140,11 @@ class MemoryPlan:
         return self.device.fits and self.host.fits
 
     @property
+    def device_bills(self) -> tuple[MemoryUse, ...]:
+        """Each device's bill, in order (the one device's alone)."""
+        return self.devices or (self.device,)
+
+    @property
     def kv_location(self) -> str:
         """"device", "host" or "split" (each layer's cache with its layer)."""
         if self.host.kv <= 0:
@@ -143,24 +152,38 @@ class MemoryPlan:
         return "host" if self.device.kv <= 0 else "split"
 
 
-def _bills(spec: ModelSpec, machine: MachineProfile, workload: Workload, s: Split, length: ArrayLike,
-           batch: ArrayLike, flash_attention: bool) -> tuple[dict[str, Array], dict[str, Array]]:
-    """(device, host) bills as arrays over ``length`` x ``batch`` (broadcast): weights, kv,
-    compute_buffer, reserve, capacity."""
+Bill = dict[str, Array]       # weights, kv, compute_buffer, reserve, capacity
+
+
+def _bill(part: Part, machine: MachineProfile, workload: Workload, t: Array, b: Array, buffer: Array,
+          reserve: float, capacity: float) -> Bill:
+    zero = np.zeros_like(buffer)
+    kv = b * work.kv_bytes_held(part.spec, t, workload.kv_type, workload.ubatch) + zero \
+        if part.spec is not None else zero
+    return {"weights": part.weight_bytes + zero, "kv": kv, "compute_buffer": buffer if part.computes else zero,
+            "reserve": reserve + zero, "capacity": capacity + zero}
+
+
+def _bills(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, length: ArrayLike,
+           batch: ArrayLike, flash_attention: bool) -> tuple[list[Bill], Bill]:
+    """(each device's bill, the host's) as arrays over ``length`` x ``batch`` (broadcast).
+    Each device that computes a layer holds a whole compute buffer (erring high)."""
     t = np.asarray(length, dtype=np.float64)
     b = np.asarray(batch, dtype=np.float64)
     zero = np.zeros(np.broadcast(t, b).shape)
-    buffer = compute_buffer_bytes(spec, DEFAULT_UBATCH, b * padded(t), attention_scores=not flash_attention) + zero
-    bills = []
-    for part, reserve, capacity in (
-            (s.device, runtime_reserve(machine), machine.memory),
-            (s.host, host_reserve(machine) if (s.host.weight_bytes > 0 or s.host.computes) else 0.0,
-             machine.offload_memory if has_host_tier(machine) else 0.0)):
-        kv = b * work.kv_bytes(part.spec, t, workload.kv_type) + zero if part.spec is not None else zero
-        bills.append({"weights": part.weight_bytes + zero, "kv": kv,
-                      "compute_buffer": buffer if part.computes else zero,
-                      "reserve": reserve + zero, "capacity": capacity + zero})
-    return bills[0], bills[1]
+    buffer = compute_buffer_bytes(spec, workload.ubatch, b * padded(t), attention_scores=not flash_attention) + zero
+    on_host = input_on_host(machine)
+    host_part = split(spec, placement, embedding_on_host=on_host).host
+    devices = [_bill(part, machine, workload, t, b, buffer, runtime_reserve(machine), machine.memory)
+               for part in device_parts(spec, placement, embedding_on_host=on_host)]
+    host = _bill(host_part, machine, workload, t, b, buffer,
+                 host_reserve(machine) if (host_part.weight_bytes > 0 or host_part.computes) else 0.0,
+                 machine.offload_memory if has_host_tier(machine) else 0.0)
+    return devices, host
+
+
+def _used(bill: Bill) -> Array:
+    return bill["weights"] + bill["kv"] + bill["compute_buffer"] + bill["reserve"]
 
 
 def plan_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
@@ -168,23 +191,31 @@ def plan_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, pl
                 flash_attention: bool = True) -> MemoryPlan:
     """Each memory's bill for ``placement`` with ``batch`` sequences of ``context_length`` tokens
     (default: the workload's context + prompt + answer, and its batch). The compute buffer is
-    llama.cpp's at its default ubatch of 512 (flash attention on), on each memory that computes
-    a layer; the KV cache of each layer where its layer's cache sits."""
+    llama.cpp's for the workload's ubatch (flash attention on), on each memory that computes
+    a layer; the KV cache of each layer where its layer's cache sits, held as llama.cpp
+    allocates it (``work.kv_bytes_held``); on several devices, each device's layers
+    (``layer_split``)."""
     length = workload.context + workload.prompt + workload.answer if context_length is None else context_length
     b = workload.batch if batch is None else batch
     s = split(spec, placement, embedding_on_host=input_on_host(machine))
-    device, host = _bills(spec, machine, workload, s, length, b, flash_attention)
-    uses = [MemoryUse(name=name, **{k: float(v) for k, v in bill.items()})
-            for name, bill in ((machine.name, device), (machine.offload_name or "host memory", host))]
-    return MemoryPlan(split=s, device=uses[0], host=uses[1], length=int(length), batch=int(b))
+    devices, host = _bills(spec, machine, workload, s.placement, length, b, flash_attention)
+
+    def use(name: str, bill: Bill) -> MemoryUse:
+        return MemoryUse(name=name, **{k: float(v) for k, v in bill.items()})
+
+    uses = tuple(use(machine.name, bill) for bill in devices)
+    tightest = min(uses, key=lambda u: u.free)
+    return MemoryPlan(split=s, device=tightest, host=use(machine.offload_name or "host memory", host),
+                      length=int(length), batch=int(b), devices=uses if len(uses) > 1 else ())
 
 
 def memory_grid(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement,
                 lengths: ArrayLike, batches: ArrayLike) -> tuple[Array, Array, Flags]:
     """(device bytes used, host bytes used, fits) for every (length, batch), broadcast: the
-    bills of ``plan_memory`` over a grid in one call."""
-    s = split(spec, placement, embedding_on_host=input_on_host(machine))
-    device, host = _bills(spec, machine, workload, s, lengths, batches, True)
-    used = [bill["weights"] + bill["kv"] + bill["compute_buffer"] + bill["reserve"] for bill in (device, host)]
-    fits = (used[0] <= device["capacity"]) & (used[1] <= host["capacity"])
-    return used[0], used[1], fits
+    bills of ``plan_memory`` over a grid in one call (on several devices, the fullest device's
+    bytes, and whether every device fits)."""
+    devices, host = _bills(spec, machine, workload, placement.clamp(spec), lengths, batches, True)
+    used = [_used(bill) for bill in devices]
+    fits = np.logical_and.reduce([u <= bill["capacity"] for u, bill in zip(used, devices, strict=True)])
+    host_used = _used(host)
+    return np.maximum.reduce(used), host_used, fits & (host_used <= host["capacity"])

@@ -1,30 +1,18 @@
 """A placed model's clocks: the device computes its part at its bandwidth and FLOP/s, the host
 computes the layers (and routed experts) in host memory at the host's, one after the other.
 
-    t_step = max(W_dev / B_dev, F_dev / C_dev) + max(W_host / B_host, F_host / C_host) + overhead
+    t_step = max(W_dev / B_dev, F_dev / C_dev) + t_host + overhead
 
 This is the lessons' offload example (GPU time plus CPU time: each token passes through every
 layer in order, so the two parts add, no overlap), with each part's bytes and FLOPs from
 ``work`` applied to the part's sub-model (``placement.split``): the experts' union for a batch,
 the cache of the layers whose cache sits there, attention's arithmetic where the cache is.
-
-The host's FLOP/s: behind a discrete GPU, the profile's ``offload.flops`` when it states one;
-else the host computes at ``DEFAULT_HOST_FLOPS``, the lessons' 8-core desktop CPU (8 cores x 4 GHz x
-2 FMA units x 8 fp32 lanes x 2 FLOP = 1.024 TFLOP/s, roofline lesson example 5) - conservative
-next to a server CPU, and it matters only for prefill (decode on a host is bandwidth-bound,
-balance ~11 FLOP/byte). On a CPU or unified machine the second tier is read by the machine's
-own processor, at its own FLOP/s. Both scale by the machine's efficiency factors, and each
-part's two clocks combine as ``clocks`` combines them (a calibrated overlap, say).
-
-A pass of 32 tokens or more (a prompt, a large batch) may instead copy a host layer's weights
-to the GPU and multiply them there, as llama.cpp does by default (ggml-backend's
-``op_offload``, for batches of 32 or more): that part then takes max(W_host / B_link,
-F_host / C_dev), B_link the GPU's PCIe link (the interconnect when it is PCIe, else the host
-memory's rate: an NVLink card's offload tier states its PCIe rate). The faster of the two ways
-is taken, so the figure stays a ceiling.
+The host's part runs ubatch by ubatch, each computed by the host or (from 32 tokens on, as
+llama.cpp's op_offload does) streamed over the PCIe host link to the GPU: ``host_part``.
+Each part's two clocks combine as ``clocks`` combines them (a calibrated overlap, say).
 
 Left out: copying activations between the memories at each boundary (hidden x tokens x 4
-bytes over PCIe, microseconds) and any overlap of the two ways."""
+bytes over PCIe, microseconds)."""
 
 from __future__ import annotations
 
@@ -34,30 +22,29 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import BatchSweep
 from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, memory_seconds
 from rooflab.core.predict.crossover import first_crossing
 from rooflab.core.predict.footprint import memory_grid
-from rooflab.core.predict.placement import Part, Placement, has_host_tier, input_on_host, split
+from rooflab.core.predict.host_part import (
+    DEFAULT_HOST_FLOPS,
+    OP_OFFLOAD_MIN_TOKENS,
+    host_clock,
+    host_flops,
+    host_link_bandwidth,
+)
+from rooflab.core.predict.parallel import Parallel, communication_seconds
+from rooflab.core.predict.placement import Part, Placement, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
-DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
-OP_OFFLOAD_MIN_TOKENS = 32         # llama.cpp copies host weights to the GPU for passes this large
-
-
-def host_flops(machine: MachineProfile, dtype: str | None = None) -> float:
-    """Peak FLOP/s the host computes its layers at: behind a discrete GPU the profile's
-    ``offload_flops`` when stated, else ``DEFAULT_HOST_FLOPS``; the machine's own peak on a CPU
-    or unified machine (efficiency not applied)."""
-    if machine.kind != "gpu":
-        return machine.flops(dtype)
-    return machine.offload_flops if machine.offload_flops > 0 else DEFAULT_HOST_FLOPS
+__all__ = ["DEFAULT_HOST_FLOPS", "OP_OFFLOAD_MIN_TOKENS", "PlacedPass", "PlacedSweep", "host_flops",
+           "host_link_bandwidth", "layer_link", "placed_batch_crossover", "placed_batch_sweep", "placed_decode",
+           "placed_prefill", "placed_prefill_crossover", "placed_request"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +52,15 @@ class PlacedPass(Clocked):
     """One pass of a placed model: the device's clocks, the host's, and their sum.
 
     ``device`` and ``host`` are ``clocks.Pass``es whose ``seconds`` leave out the per-step
-    overhead; ``seconds`` = device + host + overhead. Bytes, FLOPs, ``memory_seconds`` and
-    ``compute_seconds`` sum the two parts; the bound and KV share follow from the sums
-    (``clocks.Clocked``)."""
+    overhead; ``seconds`` = device + host + communication + overhead (on several devices the
+    device part is all of them in turn, and ``communication`` their hops). Bytes, FLOPs,
+    ``memory_seconds`` and ``compute_seconds`` sum the two parts; the bound and KV share follow
+    from the sums (``clocks.Clocked``)."""
 
     device: Pass
     host: Pass
     seconds: Array
+    communication: Array         # seconds the hidden state spends between devices (0 on one)
 
     @property
     def weight_bytes(self) -> Array:
@@ -103,13 +92,6 @@ def _rows(spec: ModelSpec, part: Part, tokens: Array) -> Array:
     return tokens * spec.embedding_row_bytes
 
 
-def host_link_bandwidth(machine: MachineProfile) -> float:
-    """bytes/s at which host weights reach a discrete GPU: its PCIe interconnect when that is
-    what the preset names, at most the host memory's rate; the host memory's rate otherwise."""
-    link = machine.interconnect_bandwidth if "pcie" in machine.interconnect_name.lower() else 0.0
-    return min(link, machine.offload_bandwidth) if link > 0 else machine.offload_bandwidth
-
-
 def _clock(machine: MachineProfile, workload: Workload, weights: Array, cache: Array, flops: Array,
            *, decode: bool) -> Pass:
     """The device part's clocks, combined as ``clocks`` combines them (the efficiency's overlap
@@ -122,50 +104,40 @@ def _clock(machine: MachineProfile, workload: Workload, weights: Array, cache: A
     return Pass(w, c, f, m, k, combined_seconds(m, k, eff.overlap))
 
 
-def _host_clock(machine: MachineProfile, workload: Workload, weights: Array, cache: Array, flops: Array,
-                tokens: Array, *, decode: bool) -> Pass:
-    """The host part's clocks: computed by the host at its bandwidth and FLOP/s, or, for a pass
-    of ``OP_OFFLOAD_MIN_TOKENS`` or more on a discrete GPU, streamed over the link to the GPU
-    when that is faster (see the module docstring)."""
-    eff = machine.efficiency
-    factor = eff.decode_compute_factor if decode else eff.compute
-    nbytes = weights + cache
-    if not bool(np.any(nbytes + flops > 0)):
-        zero = np.zeros_like(nbytes + flops + tokens)
-        return Pass(zero, zero, zero, zero, zero, zero)
-    if not has_host_tier(machine):
-        raise SpecError(f"{machine.name}: no host memory is stated, so every layer must be on the device")
-    mem = memory_seconds(machine, nbytes, 1.0)
-    comp = flops / (host_flops(machine, workload.compute_dtype) * factor)
-    if machine.kind == "gpu":
-        link = nbytes / (host_link_bandwidth(machine) * eff.bandwidth)
-        on_gpu = flops / (machine.flops(workload.compute_dtype) * factor)
-        streamed = (tokens >= OP_OFFLOAD_MIN_TOKENS) & \
-            (combined_seconds(link, on_gpu, eff.overlap) < combined_seconds(mem, comp, eff.overlap))
-        mem, comp = np.where(streamed, link, mem), np.where(streamed, on_gpu, comp)
-    w, c, f, m, k = np.broadcast_arrays(weights, cache, flops, mem, comp)
-    return Pass(w, c, f, m, k, combined_seconds(m, k, eff.overlap))
+def layer_link(machine: MachineProfile, devices: int) -> Parallel:
+    """The link the hidden state crosses between ``devices`` devices of a layer split: the
+    machine's interconnect, else its PCIe host link (the devices talk through the host)."""
+    if machine.interconnect_bandwidth > 0 or machine.host_link is None:
+        return Parallel.on(machine, devices, "layer")
+    return Parallel(devices=devices, mode="layer", link_bandwidth=machine.host_link.bandwidth,
+                    link_name=machine.host_link.name)
 
 
-def _placed(machine: MachineProfile, device: Pass, host: Pass) -> PlacedPass:
-    return PlacedPass(device=device, host=host,
-                      seconds=device.seconds + host.seconds + machine.efficiency.step_overhead)
+def _placed(machine: MachineProfile, spec: ModelSpec, placement: Placement, device: Pass, host: Pass,
+            tokens: Array) -> PlacedPass:
+    comm = np.zeros_like(device.seconds + host.seconds)
+    if placement.devices > 1:
+        comm = comm + communication_seconds(spec, layer_link(machine, placement.devices), tokens)
+    return PlacedPass(device=device, host=host, communication=comm,
+                      seconds=device.seconds + host.seconds + comm + machine.efficiency.step_overhead)
 
 
 Work = tuple[Array, Array, Array]       # weight bytes, cache bytes, FLOPs of one part
 
 
 def _parts_work(spec: ModelSpec, machine: MachineProfile, placement: Placement, tokens: Array,
-                shape: tuple[int, ...], price: Callable[[ModelSpec], tuple[Array, Array, Array]]) -> tuple[Work, Work]:
+                shape: tuple[int, ...], price: Callable[[ModelSpec], tuple[Array, Array, Array]]
+                ) -> tuple[Work, Work, ModelSpec | None]:
     """(device, host) work of one pass: ``price`` applied to each part's sub-model, broadcast
-    to ``shape``, the input lookup's embedding rows (``tokens`` of them) added where it sits."""
+    to ``shape``, the input lookup's embedding rows (``tokens`` of them) added where it sits;
+    and the host's sub-model (None when it holds no tensor)."""
     s = split(spec, placement, embedding_on_host=input_on_host(machine))
     out = []
     for part in (s.device, s.host):
         zero = np.zeros(shape)
         weights, cache, flops = price(part.spec) if part.spec is not None else (zero, zero, zero)
         out.append((weights + _rows(spec, part, tokens + zero), cache + zero, flops + zero))
-    return out[0], out[1]
+    return out[0], out[1], s.host.spec
 
 
 def placed_decode(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
@@ -181,9 +153,9 @@ def placed_decode(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
         return weights, cache, work.decode_flops(sub, t, b)
 
     shape = np.broadcast(t, b).shape
-    device, host = _parts_work(spec, machine, placement, b, shape, price)
-    return _placed(machine, _clock(machine, workload, *device, decode=True),
-                   _host_clock(machine, workload, *host, b + np.zeros(shape), decode=True))
+    device, host, sub = _parts_work(spec, machine, placement, b, shape, price)
+    return _placed(machine, spec, placement, _clock(machine, workload, *device, decode=True),
+                   host_clock(machine, workload, sub, *host, b + np.zeros(shape), decode=True), b)
 
 
 def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
@@ -200,16 +172,16 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
         return weights, cache, work.prefill_flops(sub, n, t, b)
 
     shape = np.broadcast(n, t, b).shape
-    device, host = _parts_work(spec, machine, placement, n * b, shape, price)
-    return _placed(machine, _clock(machine, workload, *device, decode=False),
-                   _host_clock(machine, workload, *host, n * b + np.zeros(shape), decode=False))
+    device, host, sub = _parts_work(spec, machine, placement, n * b, shape, price)
+    return _placed(machine, spec, placement, _clock(machine, workload, *device, decode=False),
+                   host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False), n * b)
 
 
 def placed_request(spec: ModelSpec, machine: MachineProfile, workload: Workload,
                    placement: Placement) -> RequestEstimate:
     """TTFT, TPOT and the rest of ``request`` for a placed model (``placed_decode``,
-    ``placed_prefill``); a model wholly on the device is ``request`` itself."""
-    if not split(spec, placement, embedding_on_host=input_on_host(machine)).on_host:
+    ``placed_prefill``); a model wholly on one device is ``request`` itself."""
+    if placement.devices == 1 and not split(spec, placement, embedding_on_host=input_on_host(machine)).on_host:
         return request(spec, machine, workload)
 
     def step(t: ArrayLike) -> PlacedPass:

@@ -40,12 +40,12 @@ from rooflab.core.predict.autofit import first_true
 from rooflab.core.predict.batching import cache_resident
 from rooflab.core.predict.clocks import Pass, combined_seconds, memory_seconds
 from rooflab.core.predict.footprint import (
-    DEFAULT_UBATCH,
     MemoryUse,
     compute_buffer_bytes,
     padded,
     runtime_reserve,
 )
+from rooflab.core.predict.placement import MAX_DEVICES
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile, in_range
@@ -59,7 +59,6 @@ def mode_text(mode: str) -> str:
     """A parallel mode as the window's Placement group names it: "layer split" (llama.cpp's
     default, devices in sequence) or "tensor parallel" (vLLM's, every layer split)."""
     return "layer split" if mode == "layer" else f"{mode} parallel"
-MAX_DEVICES = 64
 ALLREDUCES_PER_LAYER = 2          # attention output and feed-forward down projection
 ACTIVATION_BYTES = 2.0            # fp16/bf16 hidden states on the link
 DEFAULT_LINK_LATENCY = 2e-6       # seconds per ring step or hop (assumption, see above)
@@ -195,8 +194,8 @@ def device_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     workload's batch, context + prompt + answer)."""
     length = workload.context + workload.prompt + workload.answer if length is None else length
     b = workload.batch if batch is None else batch
-    kv = float(cache_resident(spec, length, b, workload.kv_type)) * kv_copies(spec, p)
-    buffer = compute_buffer_bytes(spec, DEFAULT_UBATCH, b * padded(length), attention_scores=False)
+    kv = float(cache_resident(spec, length, b, workload.kv_type, workload.ubatch)) * kv_copies(spec, p)
+    buffer = compute_buffer_bytes(spec, workload.ubatch, b * padded(length), attention_scores=False)
     return MemoryUse(name=machine.name, capacity=machine.memory, weights=spec.weight_bytes / p.devices,
                      kv=kv / p.devices, compute_buffer=float(buffer), reserve=runtime_reserve(machine))
 

@@ -22,6 +22,14 @@ llama.cpp's rules, followed here (llama-model.cpp, ``load_tensors``):
   layer's device.
 - Each layer's cache sits with the layer, or all of it in host memory with
   ``--no-kv-offload`` (attention over it then runs on the host).
+- ``partial`` is what llama.cpp's fit adds to fill the last of the device (common/fit.cpp,
+  "try to fit at least part of one more layer"): of the last layer whose experts are on the
+  host (layer K - 1 of --n-cpu-moe K), the feed-forward tensors its overflow pattern names go
+  to the host and the rest stay on the device: "up" keeps attention and the up projections
+  there (LAYER_FRACTION_UP moves ``ffn_(gate|gate_up|down).*``, the router among them), "gate"
+  attention, up and gate (LAYER_FRACTION_GATE moves ``ffn_down.*``), "attn" attention alone
+  (LAYER_FRACTION_ATTN moves every ``ffn_(gate|up|gate_up|down).*``, router and shared experts
+  included). llama.cpp spells it as a tensor override (``-ot``).
 
 On a "cpu" or "unified" machine the device is the main memory and the host tier the
 machine's second memory (``offload_*``: an NVMe read through mmap, say); the input embedding
@@ -30,6 +38,7 @@ then sits in the main memory with everything else."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -38,16 +47,32 @@ from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
 MAX_LAYERS = 1 << 16
+MAX_DEVICES = 64
+# llama.cpp's overflow patterns for a partial layer (common/fit.cpp, get_overflow_pattern): the
+# feed-forward tensors of layer {il} that go to the host. llama.cpp searches a tensor's name for the
+# pattern, so fit.cpp's "ffn_(gate|gate_up|down).*" and "ffn_(gate|down)" pick the same tensors;
+# these are the shortest spellings, which a shell and a CSV cell take as they are where they can.
+PARTIAL_PATTERNS: dict[str, str] = {
+    "attn": "blk.{il}.ffn_(gate|up|down)",       # LAYER_FRACTION_ATTN: the whole feed-forward block
+    "up": "blk.{il}.ffn_(gate|down)",            # LAYER_FRACTION_UP: attention and up stay
+    "gate": "blk.{il}.ffn_down",                 # LAYER_FRACTION_GATE: attention, up and gate stay
+}
+PARTIALS: tuple[str, ...] = ("", *PARTIAL_PATTERNS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Placement:
     """llama.cpp's placement flags: ``gpu_layers`` [-ngl] (clamped to the model's layers + 1,
-    the output layer), ``cpu_moe`` [--n-cpu-moe], ``kv_on_device`` (False: --no-kv-offload)."""
+    the output layer), ``cpu_moe`` [--n-cpu-moe], ``kv_on_device`` (False: --no-kv-offload),
+    ``partial``: what of layer cpu_moe - 1 llama.cpp's fit keeps on the device besides its
+    attention ("", "up", "gate", "attn"; see the module docstring)."""
 
     gpu_layers: int
     cpu_moe: int = 0
     kv_on_device: bool = True
+    partial: str = ""
+    devices: int = 1                          # identical devices sharing the device's layers (-sm layer)
+    tensor_split: tuple[int, ...] = ()        # layers per device, in order (-ts); (): llama.cpp's even split
 
     def __post_init__(self) -> None:
         for name in ("gpu_layers", "cpu_moe"):
@@ -56,6 +81,18 @@ class Placement:
                 raise SpecError(f"placement.{name} must be an integer in [0, {MAX_LAYERS:,}], got {value!r}")
         if not isinstance(self.kv_on_device, bool):
             raise SpecError(f"placement.kv_on_device must be true or false, got {self.kv_on_device!r}")
+        if self.partial not in PARTIALS:
+            raise SpecError(f"placement.partial must be one of {', '.join(map(repr, PARTIALS))}, got {self.partial!r}")
+        if self.partial and not self.cpu_moe:
+            raise SpecError("placement.partial splits layer cpu_moe - 1: it needs cpu_moe >= 1")
+        if isinstance(self.devices, bool) or not isinstance(self.devices, int) or not 1 <= self.devices <= MAX_DEVICES:
+            raise SpecError(f"placement.devices must be an integer in [1, {MAX_DEVICES}], got {self.devices!r}")
+        split = self.tensor_split
+        if not isinstance(split, tuple) or (split and (len(split) != self.devices or not all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_LAYERS for n in split)
+                or not sum(split))):
+            raise SpecError(f"placement.tensor_split must be () or {self.devices} whole numbers of layers, "
+                            f"not all 0, got {split!r}")
 
     @classmethod
     def all_on_device(cls, spec: ModelSpec) -> Placement:
@@ -65,17 +102,47 @@ class Placement:
     def clamp(self, spec: ModelSpec) -> Placement:
         """The same flags as llama.cpp applies them to ``spec``: -ngl at most layers + 1,
         --n-cpu-moe at most layers (0 for a dense model, which has no routed experts)."""
-        return dataclasses.replace(self, gpu_layers=min(self.gpu_layers, spec.layers + 1),
-                                   cpu_moe=min(self.cpu_moe, spec.layers) if spec.is_moe else 0)
+        gpu_layers = min(self.gpu_layers, spec.layers + 1)
+        cpu_moe = min(self.cpu_moe, spec.layers) if spec.is_moe else 0
+        # a partial layer counts only when that layer is on the device
+        on_device = cpu_moe >= 1 and cpu_moe - 1 >= spec.layers + 1 - gpu_layers
+        partial = self.partial if on_device else ""
+        if (gpu_layers, cpu_moe, partial) == (self.gpu_layers, self.cpu_moe, self.partial):
+            return self         # as it was: no copy (every memory bill clamps, issue 15)
+        return dataclasses.replace(self, gpu_layers=gpu_layers, cpu_moe=cpu_moe, partial=partial)
 
     def flags(self) -> str:
-        """The llama.cpp command-line flags that make this placement."""
+        """The llama.cpp command-line flags that make this placement (a partial layer as the
+        tensor override llama.cpp's fit sets for it)."""
         text = f"-ngl {self.gpu_layers}"
-        if self.cpu_moe:
-            text += f" --n-cpu-moe {self.cpu_moe}"
+        moe = self.cpu_moe - 1 if self.partial else self.cpu_moe
+        if moe:
+            text += f" --n-cpu-moe {moe}"
+        if self.partial:
+            override = f"{partial_pattern(self.partial, self.cpu_moe - 1)}=CPU"
+            # quoted only where a shell would act on it, and with single quotes, which a CSV cell keeps as they are
+            text += f" -ot {override}" if "(" not in override else f" -ot '{override}'"
         if not self.kv_on_device:
             text += " --no-kv-offload"
+        if self.devices > 1 and self.tensor_split:
+            text += " -ts " + ",".join(map(str, self.tensor_split))
         return text
+
+
+def brief_flags(placement: Placement) -> str:
+    """The flags in a narrow column: a partial layer's tensor override as "-ot …" (the full
+    spelling is ``Placement.flags``)."""
+    full = placement.flags()
+    if not placement.partial:
+        return full
+    head, _, tail = full.partition(" -ot ")
+    rest = tail.split(" ", 1)[1] if " " in tail and not tail.startswith("'") else tail.partition("' ")[2]
+    return f"{head} -ot …" + (f" {rest}" if rest else "")
+
+
+def partial_pattern(partial: str, layer: int) -> str:
+    """llama.cpp's overflow pattern of ``partial`` for ``layer`` (a regular expression)."""
+    return PARTIAL_PATTERNS[partial].replace("{il}", str(layer))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +218,7 @@ def _split(spec: ModelSpec, placement: Placement, embedding_on_host: bool) -> Sp
     start = device_layer_start(spec, placement)
     output_on_device = placement.gpu_layers >= 1
     n = spec.layers
+    partial = re.compile(partial_pattern(placement.partial, placement.cpu_moe - 1)) if placement.partial else None
     device: list[Tensor] = []
     host: list[Tensor] = []
     for t in spec.tensors:
@@ -160,6 +228,8 @@ def _split(spec: ModelSpec, placement: Placement, embedding_on_host: bool) -> Sp
             continue
         if t.layer is None or not 0 <= t.layer < n:     # head, output norm, extra (MTP) layers
             (device if output_on_device else host).append(t)
+        elif partial is not None and t.layer == placement.cpu_moe - 1 and t.layer >= start:
+            (host if _overflows(t, partial) else device).append(t)
         elif t.role is Role.EXPERTS and t.layer < placement.cpu_moe:
             host.append(t)
         else:
@@ -172,17 +242,26 @@ def _split(spec: ModelSpec, placement: Placement, embedding_on_host: bool) -> Sp
     device_moe = n - start - experts_kept_on_host(spec, placement) if spec.is_moe else 0
     moe_layers = n if spec.is_moe else 0
     parts = {
-        True: Part(spec=_sub_spec(spec, device, [i for i in range(n) if kv_layers[i]]),
+        True: Part(spec=sub_spec(spec, device, [i for i in range(n) if kv_layers[i]]),
                    embedding_rows=True, embedding_bytes=0.0 if embedding_on_host else input_bytes,
                    layers=n - start, expert_layers=device_moe, output=output_on_device),
-        False: Part(spec=_sub_spec(spec, host, [i for i in range(n) if not kv_layers[i]]),
+        False: Part(spec=sub_spec(spec, host, [i for i in range(n) if not kv_layers[i]]),
                     embedding_rows=False, embedding_bytes=input_bytes if embedding_on_host else 0.0,
                     layers=start, expert_layers=moe_layers - device_moe, output=not output_on_device),
     }
     return Split(placement=placement, device=parts[True], host=parts[False])
 
 
-def _sub_spec(spec: ModelSpec, tensors: list[Tensor], layers: list[int]) -> ModelSpec | None:
+def _overflows(t: Tensor, pattern: re.Pattern[str]) -> bool:
+    """Whether the partial layer's tensor ``t`` goes to the host: its name matches llama.cpp's
+    overflow pattern (searched, as llama.cpp searches a tensor override); a tensor not named in
+    llama.cpp's way goes by the --n-cpu-moe rule (routed experts to the host)."""
+    if t.name.startswith("blk."):
+        return pattern.search(t.name) is not None
+    return t.role is Role.EXPERTS
+
+
+def sub_spec(spec: ModelSpec, tensors: list[Tensor], layers: list[int]) -> ModelSpec | None:
     """``spec`` cut down to ``tensors`` and the attention (cache) of ``layers``: a model the
     ``work`` formulas price as they price a whole one. None when it has no tensor."""
     if not tensors and not layers:
@@ -207,6 +286,11 @@ def experts_kept_on_host(spec: ModelSpec, placement: Placement) -> int:
     return max(0, min(placement.cpu_moe, spec.layers) - device_layer_start(spec, placement))
 
 
+_PARTIAL_WORDS = {"": "", "up": " (one of them keeps its up projections {device})",
+                  "gate": " (one of them keeps its up and gate projections {device})",
+                  "attn": " (one of them with its whole feed-forward block)"}
+
+
 def memory_words(machine: MachineProfile | None) -> tuple[str, str]:
     """How the two memories read in a sentence: ("on the GPU", "on the CPU") behind a discrete
     GPU (or when no machine is named), ("in memory", "on <second tier>") elsewhere."""
@@ -217,15 +301,17 @@ def memory_words(machine: MachineProfile | None) -> tuple[str, str]:
 
 def describe(spec: ModelSpec, placement: Placement, machine: MachineProfile | None = None) -> str:
     """The placement in words: "all 37 layers on the GPU", "all 37 layers on the GPU, the
-    experts of 24 of them on the CPU", "20 of 37 layers on the GPU"."""
+    experts of 24 of them on the CPU", "20 of 37 layers on the GPU", "all 37 layers on 2 GPUs"."""
     p = placement.clamp(spec)
     device, host = memory_words(machine)
+    if p.devices > 1:
+        device = f"on {p.devices} {'GPUs' if machine is None or machine.kind == 'gpu' else 'devices'}"
     total = spec.layers + 1
     moe_host = experts_kept_on_host(spec, p)
     head = f"all {total} layers" if p.gpu_layers >= total else f"{p.gpu_layers} of {total} layers"
     text = f"{head} {device}"
     if moe_host > 0:
-        text += f", the experts of {moe_host} of them {host}"
+        text += f", the experts of {moe_host} of them {host}" + _PARTIAL_WORDS[p.partial].format(device=device)
     if not p.kv_on_device:
         text += ", the KV cache in host memory"
     return text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.clocks import combined_seconds, decode_pass, prefill_pass
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -41,7 +41,8 @@ def speculative(spec: ModelSpec, machine: MachineProfile, workload: Workload,
         p = prefill_pass(spec, machine, workload, prompt=k + 1, context=t)
         # unlike a prefill, a verify pass computes logits at all k + 1 positions
         head = 2.0 * spec.head_params * k * workload.batch / machine.effective_flops(workload.compute_dtype)
-        verify = max(float(p.memory_seconds), float(p.compute_seconds) + head)
+        # the two clocks combine as every other pass's do (the calibrated overlap, 1: the max)
+        verify = float(combined_seconds(p.memory_seconds, p.compute_seconds + head, machine.efficiency.overlap))
         verify += machine.efficiency.step_overhead
     else:
         verify = step

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rooflab.core.values.model import ModelSpec, Role
+from rooflab.core.values.workload import DEFAULT_UBATCH
 
 Array = NDArray[np.float64]
 Flags = NDArray[np.bool_]
@@ -42,11 +43,44 @@ def kv_tokens_read(spec: ModelSpec, context: ArrayLike) -> tuple[Array, Array]:
 
 
 def kv_bytes(spec: ModelSpec, context: ArrayLike, kv_type: str = "f16") -> Array:
-    """Bytes of one sequence's cache at ``context`` tokens: k_full x t + k_window x min(t, w).
-
-    The same figure is what a decode step's attention reads and what the cache holds."""
+    """Bytes of one sequence's cache that attention reads at ``context`` tokens:
+    k_full x t + k_window x min(t, w). (What the cache holds in memory, padded and with room
+    for a ubatch, is ``kv_bytes_held``.)"""
     k_full, k_window = spec.kv_bytes_per_token(kv_type)
     full, window = kv_tokens_read(spec, context)
+    return k_full * full + k_window * window
+
+
+CTX_PAD = 256          # llama.cpp rounds each sequence's cache (and its sliding-window cache) up to this
+
+
+def padded(tokens: ArrayLike) -> Array:
+    """A count of cache cells as llama.cpp allocates it: rounded up to 256."""
+    return np.ceil(_f(tokens) / CTX_PAD) * CTX_PAD
+
+
+def kv_cells_held(spec: ModelSpec, context_length: ArrayLike, ubatch: int) -> tuple[Array, Array]:
+    """Cache cells one sequence of ``context_length`` tokens holds in (full, sliding-window)
+    layers, as llama.cpp allocates them (llama-kv-cache-iswa.cpp, one stream per sequence):
+
+        full = pad(t, 256)        sliding = min(full, pad(window + ubatch, 256))
+
+    A sliding layer keeps its window plus room for the ubatch being written; with no sliding
+    layers the second is 0. (--swa-full, a full-size sliding cache, is left out.)"""
+    full = padded(context_length)
+    window = spec.attention.sliding_window
+    if not window:
+        return full, np.zeros_like(full)
+    return full, np.minimum(full, padded(window + ubatch))
+
+
+def kv_bytes_held(spec: ModelSpec, context_length: ArrayLike, kv_type: str = "f16",
+                  ubatch: int = DEFAULT_UBATCH) -> Array:
+    """Bytes one sequence's cache holds: k_full x full cells + k_window x sliding cells
+    (``kv_cells_held``). What the cache takes in memory, as against what a step reads of it
+    (``kv_bytes``: min(t, window) in sliding layers, no padding)."""
+    k_full, k_window = spec.kv_bytes_per_token(kv_type)
+    full, window = kv_cells_held(spec, context_length, ubatch)
     return k_full * full + k_window * window
 
 

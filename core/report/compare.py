@@ -13,9 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from rooflab.core.jobs import Progress, run_job
 from rooflab.core.predict.autofit import largest_context, shortfall
 from rooflab.core.predict.batching import cache_resident
 from rooflab.core.predict.choice import AUTO, PlacementChoice
@@ -86,7 +89,7 @@ def _placed(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     """Placed as ``choice`` asks when it places the model by hand or on several devices (as the
     window's headline places it: ``report.summary``), else by auto-fit (or the workload's
     offload share)."""
-    return placed_as_chosen(spec, machine, workload, AUTO if choice is None else choice)
+    return placed_as_chosen(spec, machine, workload, AUTO if choice is None else choice, suggest=False)
 
 
 def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *, weights: str = "",
@@ -103,10 +106,8 @@ def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
     fit, est = s.fit, s.estimate
     plan = fit.memory
     ok = fit.fits
-    rates: list[tuple[int, float | None]] = []
-    for depth in depths:
-        step = placed_decode(spec, machine, workload, fit.placement, context=depth, batch=1)
-        rates.append((int(depth), 1.0 / float(step.seconds) if ok else None))
+    steps = np.atleast_1d(placed_decode(spec, machine, workload, fit.placement, context=list(depths), batch=1).seconds)
+    rates = [(int(d), 1.0 / float(s) if ok else None) for d, s in zip(depths, steps, strict=True)]
     e_ttft, e_tpot = expected_clocks(spec, machine, workload, fit.placement, expected) if ok else (None, None)
     length = workload.context + workload.prompt + workload.answer
     by_hand = s.how == "manual"
@@ -156,8 +157,31 @@ def _parallel_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
 def compare_rows(entries: Sequence[tuple[ModelSpec, MachineProfile, str]], workload: Workload, *,
                  depths: Sequence[int] = DEPTHS, expected: ExpectedHook | None = None) -> list[CompareRow]:
     """A row for each (model, machine, weight format) in order, each placed by auto-fit."""
-    return [compare_row(spec, machine, workload, weights=w, depths=depths, expected=expected)
-            for spec, machine, w in entries]
+    return run_job(compare_rows_job(entries, workload, depths=depths, expected=expected))
+
+
+def compare_rows_job(entries: Sequence[tuple[ModelSpec, MachineProfile, str]], workload: Workload, *,
+                     depths: Sequence[int] = DEPTHS, expected: ExpectedHook | None = None,
+                     ) -> Generator[Progress, None, list[CompareRow]]:
+    """``compare_rows`` as a job: a Progress after each row worked out (a few milliseconds
+    each, so a thousand rows take seconds). An entry that repeats an earlier one (the same
+    model and machine objects, the same weight format) is worked out once."""
+    done: dict[tuple[int, int, str], CompareRow] = {}
+    rows: list[CompareRow] = []
+    for i, (spec, machine, weights) in enumerate(entries):
+        key = (id(spec), id(machine), weights)
+        if key not in done:
+            done[key] = compare_row(spec, machine, workload, weights=weights, depths=depths, expected=expected)
+        rows.append(done[key])
+        yield Progress(step="compare", message=f"{i + 1:,} of {len(entries):,} rows",
+                       fraction=(i + 1) / len(entries))
+    return rows
+
+
+def row_depths(rows: Sequence[CompareRow]) -> tuple[int, ...]:
+    """The depths ``rows``' decode-rate columns were worked out at (``DEPTHS`` when there are
+    no rows): a table or a chart labels the columns the rows have, not the defaults."""
+    return tuple(d for d, _ in rows[0].decode_rates) if rows else DEPTHS
 
 
 def columns(depths: Sequence[int] = DEPTHS) -> list[tuple[str, str]]:
@@ -199,9 +223,11 @@ def _cell(value: str | float | int | bool | None) -> str:
     return str(value)
 
 
-def compare_csv(rows: Sequence[CompareRow], header: Sequence[str] = (), depths: Sequence[int] = DEPTHS) -> str:
+def compare_csv(rows: Sequence[CompareRow], header: Sequence[str] = (), depths: Sequence[int] | None = None) -> str:
     """The table as CSV: ``#`` header lines, a row of column keys, one line per row (empty
-    cells where a figure does not apply; byte counts whole)."""
+    cells where a figure does not apply; byte counts whole); the decode-rate columns at
+    ``depths`` (default: those the rows were worked out at)."""
+    depths = row_depths(rows) if depths is None else depths
     out = io.StringIO()
     for line in header:
         out.write(f"# {line}\n")

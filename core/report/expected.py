@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from rooflab.core.predict.expected import Expected
-from rooflab.core.predict.offload import placed_request
-from rooflab.core.predict.parallel import Parallel, parallel_estimate
+from rooflab.core.predict.offload import placed_decode, placed_prefill, placed_request
+from rooflab.core.predict.parallel import Parallel, parallel_decode, parallel_estimate, parallel_prefill
 from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
@@ -40,12 +40,42 @@ def _banded(name: str, central: np.ndarray, low: np.ndarray, high: np.ndarray, i
     return {name: float(central[i]), f"{name}_low": float(low[i]), f"{name}_high": float(high[i])}
 
 
+def decode_step_seconds(spec: ModelSpec, m: MachineProfile, workload: Workload, contexts: Sequence[int],
+                        batches: Sequence[int], on: StandsOn = None) -> np.ndarray:
+    """Seconds of one decode step at every (context, batch), shape (contexts, batches), on ``on``:
+    one memory (None), a placement across the device and host memory, or several devices. The
+    ceiling's rows and their expected twins are both priced here, so each twin stands on the
+    placement its ceiling does."""
+    t = np.asarray(contexts, dtype=np.float64).reshape(-1, 1)
+    b = np.asarray(batches, dtype=np.float64).reshape(1, -1)
+    if isinstance(on, Parallel):
+        seconds = parallel_decode(spec, m, workload, on, context=t, batch=b).seconds
+    elif isinstance(on, Placement):
+        seconds = placed_decode(spec, m, workload, on, context=t, batch=b).seconds
+    else:
+        seconds = decode_grid(spec, m, workload, contexts, batches).step_seconds
+    return np.broadcast_to(seconds, (t.size, b.size))
+
+
+def prefill_seconds(spec: ModelSpec, m: MachineProfile, workload: Workload, prompts: Sequence[int],
+                    on: StandsOn = None) -> np.ndarray:
+    """Seconds of a prefill of each prompt length (one sequence after the workload's context)
+    on ``on``, as ``decode_step_seconds``."""
+    n = np.array([max(1, p) for p in prompts], dtype=np.float64)
+    if isinstance(on, Parallel):
+        return np.asarray(parallel_prefill(spec, m, workload, on, prompt=n, batch=1).seconds)
+    if isinstance(on, Placement):
+        return np.asarray(placed_prefill(spec, m, workload, on, prompt=n, batch=1).seconds)
+    return np.asarray(prefill_sweep(spec, m, workload, n).seconds)
+
+
 def expected_decode_rows(spec: ModelSpec, ex: Expected, workload: Workload, contexts: Sequence[int],
-                         batches: Sequence[int]) -> list[dict[str, float]]:
+                         batches: Sequence[int], on: StandsOn = None) -> list[dict[str, float]]:
     """Per (context, batch), in ``decode_grid``'s order: expected seconds per step and rates,
-    each with _low / _high (the slow end of the seconds is the low end of the rates)."""
+    each with _low / _high (the slow end of the seconds is the low end of the rates), on ``on``
+    (see ``decode_step_seconds``)."""
     def seconds(m: MachineProfile) -> np.ndarray:
-        return decode_grid(spec, m, workload, contexts, batches).step_seconds
+        return decode_step_seconds(spec, m, workload, contexts, batches, on)
 
     central = seconds(ex.machine)
     low, high = ex.curve_band(seconds)
@@ -61,12 +91,12 @@ def expected_decode_rows(spec: ModelSpec, ex: Expected, workload: Workload, cont
 
 
 def expected_prefill_rows(spec: ModelSpec, ex: Expected, workload: Workload,
-                          prompts: Sequence[int]) -> list[dict[str, float]]:
-    """Per prompt length: expected seconds and prompt tokens/s, each with _low / _high."""
+                          prompts: Sequence[int], on: StandsOn = None) -> list[dict[str, float]]:
+    """Per prompt length: expected seconds and prompt tokens/s, each with _low / _high, on ``on``."""
     n = np.array([max(1, p) for p in prompts], dtype=np.float64)
 
     def seconds(m: MachineProfile) -> np.ndarray:
-        return prefill_sweep(spec, m, workload, n).seconds
+        return prefill_seconds(spec, m, workload, prompts, on)
 
     central = seconds(ex.machine)
     low, high = ex.curve_band(seconds)
@@ -98,14 +128,17 @@ def expected_request(spec: ModelSpec, ex: Expected, workload: Workload,
 
 def with_expected(d: dict[str, Any], spec: ModelSpec, ex: Expected, workload: Workload, contexts: Sequence[int],
                   batches: Sequence[int], prompts: Sequence[int], placement: StandsOn = None,
-                  runs: bool = True) -> dict[str, Any]:
+                  runs: bool = True, rows_on: StandsOn = None) -> dict[str, Any]:
     """``d`` (``predict``'s JSON: request, decode rows, prefill rows) with each ceiling figure's
     expected twin beside it, and where the expectation comes from. The request's twins are on
-    ``placement`` when given (the headline's); the rows' keep the rows' one-memory meaning.
-    ``runs``: False for a model that does not fit here, whose request gets no expected twin."""
-    for row, more in zip(d["decode"], expected_decode_rows(spec, ex, workload, contexts, batches), strict=True):
+    ``placement`` when given (the headline's); the rows' on ``rows_on`` (default ``placement``),
+    where the rows' placed figures are priced (``PlacedSummary.priced_on``), so no expected
+    figure stands on another placement than its ceiling. ``runs``: False for a model that does
+    not fit here, whose request gets no expected twin."""
+    on = placement if rows_on is None else rows_on
+    for row, more in zip(d["decode"], expected_decode_rows(spec, ex, workload, contexts, batches, on), strict=True):
         row.update(more)
-    for row, more in zip(d["prefill"], expected_prefill_rows(spec, ex, workload, prompts), strict=True):
+    for row, more in zip(d["prefill"], expected_prefill_rows(spec, ex, workload, prompts, on), strict=True):
         row.update(more)
     if runs:         # a model that cannot run here has no expected request (nor a reachable ceiling)
         d["request"].update(expected_request(spec, ex, workload, placement))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rooflab.core.predict.offload import OP_OFFLOAD_MIN_TOKENS
 from rooflab.core.predict.parallel import ParallelEstimate, mode_text
-from rooflab.core.predict.placement import memory_words
+from rooflab.core.predict.placement import brief_flags, memory_words
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.summary import Summary, summarise
@@ -195,7 +195,7 @@ def _placement_line(placed: PlacedSummary, where: str) -> Line:
                       f"fitted around what was set ({placed.fit.kept}): as many layers on the device as fit.",
               "manual": "as set in the Workload tab's Placement group.",
               "offload": "from the Workload tab's share of the weights offloaded."}[placed.how]
-    return Line("placement", "Placement", placed.placement.flags(), "", f"{where[0].upper()}{where[1:]}.",
+    return Line("placement", "Placement", brief_flags(placed.placement), "", f"{where[0].upper()}{where[1:]}.",
                 f"Layers on the GPU (-ngl) and routed experts kept on the host (--n-cpu-moe), {chosen}")
 
 

@@ -4,23 +4,31 @@ predict``, ``rooflab compare`` and the window's Compare view all read it from he
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rooflab.core.predict.autofit import Fit, choose, placement_for_offload, suggestions
+from rooflab.core.predict.autofit import Fit, choose, fit_placement, placement_for_offload, suggestions
 from rooflab.core.predict.choice import PlacementChoice
-from rooflab.core.predict.offload import placed_request
+from rooflab.core.predict.offload import (
+    placed_batch_crossover,
+    placed_decode,
+    placed_prefill,
+    placed_prefill_crossover,
+    placed_request,
+)
 from rooflab.core.predict.parallel import (
     DEVICE_COUNTS,
     Parallel,
     ParallelEstimate,
     Scaling,
+    device_memory,
     mode_text,
     parallel_estimate,
     parallel_request,
     scaling,
 )
-from rooflab.core.predict.placement import Placement
+from rooflab.core.predict.placement import Placement, describe, has_host_tier
 from rooflab.core.predict.request import RequestEstimate
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -44,7 +52,17 @@ class PlacedSummary:
 
     @property
     def fits(self) -> bool:
-        return self.parallel.fits if self.parallel is not None else self.fit.fits
+        """Whether it runs: the devices' bills (on several devices sharing every layer), else
+        the placement's, host memory included."""
+        if self.parallel is not None and self._shares_every_layer:
+            return self.parallel.fits
+        return self.fit.fits
+
+    @property
+    def _shares_every_layer(self) -> bool:
+        """Several devices with every layer on them (``parallel``'s own pricing), as against a
+        layer split with host memory (``fit.placement.devices`` > 1)."""
+        return self.parallel is not None and self.fit.placement.devices == 1
 
     @property
     def placement(self) -> Placement:
@@ -64,22 +82,34 @@ class PlacedSummary:
         return self.placement if self.parallel is None else None
 
     @property
+    def priced_on(self) -> Placement | Parallel:
+        """Where the figures priced beside the headline's are (``rooflab predict``'s placed rows
+        and their expected twins): the placement, fitting or not (on several devices with host
+        memory too), or the devices sharing every layer."""
+        return self.parallel.parallel if self.parallel is not None and self._shares_every_layer else self.placement
+
+    @property
     def stands_on(self) -> Placement | Parallel | None:
         """Where the headline's request runs, for expected figures priced beside it: the
         placement, or the devices sharing the model; None when nothing fits."""
         if not self.fits:
             return None
-        return self.parallel.parallel if self.parallel is not None else self.placement
+        return self.priced_on
 
     def headline(self, spec: ModelSpec, machine: MachineProfile) -> str:
         """One line: how the model sits and whether it runs at all."""
         if self.parallel is not None:
             p = self.parallel.parallel
             state = "fits" if self.fits else "does NOT fit"
-            return (f"{state} on {p.devices} x {machine.name} ({mode_text(p.mode)} over "
-                    f"{p.link_name or 'the link'}, {p.link_bandwidth / 1e9:,.0f} GB/s per direction): "
-                    f"{self.parallel.memory.used / 1e9:,.1f} of {self.parallel.memory.capacity / 1e9:,.1f} GB "
-                    "per device")
+            head = (f"{state} on {p.devices} x {machine.name} ({mode_text(p.mode)} over "
+                    f"{p.link_name or 'the link'}, {p.link_bandwidth / 1e9:,.0f} GB/s per direction)")
+            use = self.parallel.memory
+            if self._shares_every_layer:
+                return f"{head}: {use.used / 1e9:,.1f} of {use.capacity / 1e9:,.1f} GB per device"
+            host = self.fit.memory.host
+            return (f"{head} with {describe(spec, self.placement, machine)} ({self.placement.flags()}): "
+                    f"{use.used / 1e9:,.1f} of {use.capacity / 1e9:,.1f} GB on the fullest device, "
+                    f"{host.used / 1e9:,.1f} of {host.capacity / 1e9:,.1f} GB of host memory")
         who = {"auto": "chosen by rooflab (auto-fit)", "manual": "as given",
                "offload": "from the share of the weights offloaded"}[self.how]
         if self.how == "auto" and self.fit.kept:
@@ -90,16 +120,35 @@ class PlacedSummary:
         return f"{line}; placement {who}"
 
 
+def placed_crossovers(spec: ModelSpec, machine: MachineProfile, workload: Workload,
+                      placed: PlacedSummary) -> tuple[float, float] | None:
+    """(n*, b*) as placed (inf: never reached), on the one placement the headline runs on
+    (``PlacedSummary.runs_on``), at the workload's batch and context (b* at context + prompt).
+    None when it runs on none: a placement that does not fit, whose figures cannot be reached,
+    or several devices. The one rule ``rooflab predict``'s JSON, the report's summary.csv and the
+    window's numbers all take their placed crossovers from."""
+    on = placed.runs_on
+    if on is None:
+        return None
+    return (placed_prefill_crossover(spec, machine, workload, on),
+            placed_batch_crossover(spec, machine, workload, on, context=workload.context + workload.prompt))
+
+
 def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
                    placement: Placement | Fit | None = None, parallel: Parallel | None = None,
                    alternatives: Mapping[str, ModelSpec] | None = None,
-                   scaling_counts: tuple[int, ...] = DEVICE_COUNTS) -> PlacedSummary:
+                   scaling_counts: tuple[int, ...] = DEVICE_COUNTS, suggest: bool = True) -> PlacedSummary:
     """The placed headline: ``placement`` as given (a ``Fit``, ``PlacementChoice.fit``'s, as it
     is: "auto" when rooflab chose its -ngl), else the workload's ``offload_fraction``
     as layers when set, else auto-fit's choice; on ``parallel``'s devices when more than one
     (every layer on the devices, shared as its mode says, and the scaling over
-    ``scaling_counts``)."""
+    ``scaling_counts``). A layer split that is given llama.cpp's placement flags, or whose
+    devices cannot hold every layer, is placed as llama.cpp places it: the devices share the
+    device's layers and the rest sits in host memory (``layer_split``)."""
     if parallel is not None and parallel.devices > 1:
+        given = placement.placement if isinstance(placement, Fit) else placement
+        if parallel.mode == "layer" and (given is not None or _needs_the_host(spec, machine, workload, parallel)):
+            return _layer_split_with_host(spec, machine, workload, parallel, placement, scaling_counts)
         estimate = parallel_estimate(spec, machine, workload, parallel)
         par = parallel_request(spec, machine, workload, parallel)
         grow = scaling(spec, machine, workload, parallel.mode, scaling_counts, parallel.link_bandwidth,
@@ -114,14 +163,48 @@ def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     fit = choose(spec, machine, workload, placement)
     how = "auto" if fit.chosen else how
     return PlacedSummary(fit=fit, how=how, estimate=placed_request(spec, machine, workload, fit.placement),
-                         suggestions=suggestions(spec, machine, workload, fit, alternatives))
+                         suggestions=suggestions(spec, machine, workload, fit, alternatives) if suggest else ())
+
+
+def _needs_the_host(spec: ModelSpec, machine: MachineProfile, workload: Workload, parallel: Parallel) -> bool:
+    """Whether the devices of a layer split cannot hold every layer and host memory can take some."""
+    return has_host_tier(machine) and not device_memory(spec, machine, workload, parallel).fits
+
+
+def _layer_split_with_host(spec: ModelSpec, machine: MachineProfile, workload: Workload, parallel: Parallel,
+                           placement: Placement | Fit | None, scaling_counts: tuple[int, ...]) -> PlacedSummary:
+    """A layer split over ``parallel``'s devices with host memory for the rest: the placement
+    given (with its devices), else auto-fit's over the devices; its request priced on a machine
+    whose interconnect is the link asked for."""
+    link = dataclasses.replace(machine, interconnect_bandwidth=parallel.link_bandwidth,
+                               interconnect_name=parallel.link_name)
+    if isinstance(placement, Fit):
+        fit = placement
+    elif placement is not None:
+        fit = choose(spec, machine, workload, dataclasses.replace(placement, devices=parallel.devices))
+    else:
+        fit = fit_placement(spec, machine, workload, devices=parallel.devices)
+    on = fit.placement
+    estimate = placed_request(spec, link, workload, on)
+    start = workload.context + workload.prompt
+    comm = float(placed_decode(spec, link, workload, on, context=start).communication)
+    par = ParallelEstimate(parallel=parallel, ttft=estimate.ttft, tpot=estimate.tpot, decode_rate=estimate.decode_rate,
+                           total_rate=estimate.total_rate, communication_seconds_per_step=comm,
+                           communication_seconds_per_token=comm / workload.batch,
+                           prefill_communication_seconds=float(placed_prefill(spec, link, workload, on).communication),
+                           memory=fit.memory.device)
+    grow = scaling(spec, machine, workload, parallel.mode, scaling_counts, parallel.link_bandwidth,
+                   parallel.link_latency)
+    return PlacedSummary(fit=fit, how="auto" if fit.chosen else "manual", estimate=estimate, parallel=par,
+                         scaling=grow, suggestions=suggestions(spec, machine, workload, fit))
 
 
 def placed_as_chosen(spec: ModelSpec, machine: MachineProfile, workload: Workload, choice: PlacementChoice, *,
-                     alternatives: Mapping[str, ModelSpec] | None = None) -> PlacedSummary:
+                     alternatives: Mapping[str, ModelSpec] | None = None, suggest: bool = True) -> PlacedSummary:
     """The placed headline ``choice`` asks for: a placement by hand, -ngl fitted around the
     user's other flags (``PlacementChoice.fit``), several devices, or (nothing chosen) auto-fit
     or the workload's offload share. The window's headline, a Compare row and ``rooflab
-    predict`` all place a model through here."""
+    predict`` all place a model through here. ``suggest``: False leaves out what to change
+    when it does not fit (a Compare row shows none, and the search is a tenth of a row's time)."""
     return placed_summary(spec, machine, workload, placement=choice.fit(spec, machine, workload),
-                          parallel=choice.parallel_on(machine), alternatives=alternatives)
+                          parallel=choice.parallel_on(machine), alternatives=alternatives, suggest=suggest)

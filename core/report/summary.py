@@ -15,14 +15,13 @@ from rooflab.core.predict.batching import (
 )
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
-from rooflab.core.predict.offload import placed_batch_crossover, placed_prefill_crossover
 from rooflab.core.predict.placement import Placement, has_host_tier
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.charts import build_charts
-from rooflab.core.report.placed import PlacedSummary, placed_as_chosen
+from rooflab.core.report.placed import PlacedSummary, placed_as_chosen, placed_crossovers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +61,9 @@ class Summary:
     # devices'), whose request is then the headline ``estimate``
     placed: PlacedSummary | None = None
     # the placement the charts draw (``PlacedSummary.drawn_on``; None: one memory, several
-    # devices, or a placement that cannot be priced) and the same limits as placed on it
+    # devices, or a placement that cannot be priced) and the same limits as placed on it: the
+    # crossovers of the placement the headline runs on (``placed.placed_crossovers``), NaN for
+    # one drawn that does not fit (it cannot run, so no crossover is reached)
     drawn_on: Placement | None = None
     placed_prefill_crossover: float = math.inf
     placed_batch_crossover: float = math.inf
@@ -102,24 +103,27 @@ def summarise(sc: Scenario) -> Summary:
     spec, m, w = sc.model, sc.machine, sc.workload
     start = w.context + w.prompt
     length = start + w.answer
-    resident = float(memory_resident(spec, length, w.batch, w.kv_type))
+    resident = float(memory_resident(spec, length, w.batch, w.kv_type, w.ubatch))
     placed = _placed(sc, resident)
     # the placement the charts draw (without a host memory, one that does not fit cannot be priced)
     on = None if placed is None or not (placed.fits or has_host_tier(m)) else placed.drawn_on
+    crossovers = (math.inf, math.inf)
+    if placed is not None and on is not None:
+        crossovers = placed_crossovers(spec, m, w, placed) or (math.nan, math.nan)
     return Summary(
         estimate=placed.estimate if placed is not None else request(spec, m, w),
         placed=placed,
         drawn_on=on,
-        placed_prefill_crossover=math.inf if on is None else placed_prefill_crossover(spec, m, w, on),
-        placed_batch_crossover=math.inf if on is None else placed_batch_crossover(spec, m, w, on, context=start),
+        placed_prefill_crossover=crossovers[0],
+        placed_batch_crossover=crossovers[1],
         placed_max_batch=0 if on is None else largest_batch(spec, m, w, on, context_length=length),
         prefill=Clocks.of(prefill_pass(spec, m, w)),
         decode=Clocks.of(decode_pass(spec, m, w, context=start)),
         prefill_crossover=prefill_crossover(spec, m, w),
         batch_crossover=batch_crossover(spec, m, w, context=start),
-        max_batch=max_batch_that_fits(spec, m, length, w.kv_type),
+        max_batch=max_batch_that_fits(spec, m, length, w.kv_type, w.ubatch),
         resident_bytes=resident,
-        cache_bytes=float(cache_resident(spec, length, w.batch, w.kv_type)),
+        cache_bytes=float(cache_resident(spec, length, w.batch, w.kv_type, w.ubatch)),
         memory=m.memory,
         speculative=speculative(spec, m, w) if w.draft_tokens else None,
         balance=balance(m, w.compute_dtype),
@@ -147,9 +151,12 @@ def headline_charts(sc: Scenario, s: Summary | None = None) -> dict[str, Chart]:
 
 
 NEVER = "never"       # summary.csv's value for a crossover no size reaches (the pass stays memory-bound)
+NOT_RUN = "does not fit"   # summary.csv's value for a placed crossover of a placement that cannot run
 
 
 def _crossover(value: float) -> float | str:
+    if math.isnan(value):
+        return NOT_RUN
     return NEVER if math.isinf(value) else value
 
 

@@ -21,6 +21,11 @@ FLOPS_RANGE = (1e6, 1e22)                # FLOP/s
 MEMORY_RANGE = (1e6, 1e18)               # bytes
 FACTOR_RANGE = (1e-4, 100.0)             # efficiency factors (a fit clamps to 1e-4)
 
+# PCIe bytes/s per lane and direction by generation, as the vendors quote a link (16 GT/s x 16 lanes
+# = 64 GB/s both ways for 4.0 x16): GT/s / 8 per lane, the 128b/130b encoding's 1.5 % left out.
+PCIE_LANE_BANDWIDTH: Mapping[int, float] = MappingProxyType({3: 1e9, 4: 2e9, 5: 4e9, 6: 8e9})
+PCIE_LANES: tuple[int, ...] = (1, 2, 4, 8, 16)
+
 
 def _positive(value: float) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
@@ -43,7 +48,9 @@ class Efficiency:
     applied to C for a decode step's few-row multiplies (None: ``compute``, as a big prefill
     multiply reaches). overlap: the share of the shorter clock (memory or compute) hidden under
     the longer: 1 is the roofline's max(memory, compute), 0 their sum (an engine that streams
-    weights and computes one after the other).
+    weights and computes one after the other). host_bandwidth, host_compute: the factors of the
+    host tier behind a discrete GPU (its CPU streams and computes the layers kept there at its
+    own share of its peaks, not the GPU's).
     """
 
     bandwidth: float = 1.0
@@ -52,9 +59,11 @@ class Efficiency:
     kv_read_factor: float = 1.0
     decode_compute: float | None = None
     overlap: float = 1.0
+    host_bandwidth: float = 1.0
+    host_compute: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute"):
+        for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute"):
             value = getattr(self, name)
             if not (value is None and name == "decode_compute") and not in_range(value, FACTOR_RANGE):
                 raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
@@ -66,8 +75,8 @@ class Efficiency:
 
     @property
     def is_identity(self) -> bool:
-        return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap) == \
-            (1, 1, 0, 1, 1) and self.decode_compute in (None, 1)
+        return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap,
+                self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1)
 
     @property
     def decode_compute_factor(self) -> float:
@@ -82,6 +91,9 @@ class Efficiency:
             out["decode_compute"] = self.decode_compute
         if self.overlap != 1.0:
             out["overlap"] = self.overlap
+        for name in ("host_bandwidth", "host_compute"):
+            if getattr(self, name) != 1.0:
+                out[name] = getattr(self, name)
         return out
 
     @classmethod
@@ -94,7 +106,49 @@ class Efficiency:
                    kv_read_factor=_number(eff, "kv_read_factor", 1.0, "efficiency.kv_read_factor"),
                    decode_compute=None if decode is None else _number(eff, "decode_compute", 1.0,
                                                                       "efficiency.decode_compute"),
-                   overlap=_number(eff, "overlap", 1.0, "efficiency.overlap"))
+                   overlap=_number(eff, "overlap", 1.0, "efficiency.overlap"),
+                   host_bandwidth=_number(eff, "host_bandwidth", 1.0, "efficiency.host_bandwidth"),
+                   host_compute=_number(eff, "host_compute", 1.0, "efficiency.host_compute"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostLink:
+    """The link a discrete device reads host memory over: PCIe ``generation`` and ``lanes``
+    (the card's own width: an RTX 4060 Ti has 8). Apart from the device-to-device link (NVLink,
+    say): llama.cpp streams host-resident weights to the GPU over this one."""
+
+    generation: int
+    lanes: int
+
+    def __post_init__(self) -> None:
+        if self.generation not in PCIE_LANE_BANDWIDTH or isinstance(self.generation, bool):
+            raise SpecError(f"host_link.pcie_generation must be one of {', '.join(map(str, PCIE_LANE_BANDWIDTH))}, "
+                            f"got {self.generation!r}")
+        if self.lanes not in PCIE_LANES or isinstance(self.lanes, bool):
+            raise SpecError(f"host_link.lanes must be one of {', '.join(map(str, PCIE_LANES))}, got {self.lanes!r}")
+
+    @property
+    def bandwidth(self) -> float:
+        """bytes/s per direction: lanes x the generation's rate per lane."""
+        return self.lanes * PCIE_LANE_BANDWIDTH[self.generation]
+
+    @property
+    def name(self) -> str:
+        return f"PCIe {self.generation}.0 x{self.lanes}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pcie_generation": self.generation, "lanes": self.lanes}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HostLink:
+        """From the preset's "host_link" object; SpecError naming the bad field."""
+        values = []
+        for name in ("pcie_generation", "lanes"):
+            value = data.get(name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SpecError(f"machine profile field 'host_link.{name}' must be a whole number, got {value!r}")
+            values.append(value)
+        return cls(generation=values[0], lanes=values[1])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,7 +163,8 @@ class MachineProfile:
     backend: the llama.cpp back end that runs on the device (one of ``BACKENDS``; empty means
     not stated, and a "cpu" machine gets "cpu"). interconnect_bandwidth: bytes/s per direction
     between two identical devices (NVLink, PCIe x16, ...), 0 = not stated; interconnect_name
-    says which link.
+    says which link. host_link: the PCIe link a discrete device reads host memory over (None:
+    there is none, the device being the host or sharing its memory, or it is not stated).
     """
 
     name: str
@@ -125,12 +180,17 @@ class MachineProfile:
     backend: str = ""                         # llama.cpp back end, one of BACKENDS
     interconnect_bandwidth: float = 0.0       # bytes/s per direction, device to device
     interconnect_name: str = ""
+    host_link: HostLink | None = None
     efficiency: Efficiency = field(default_factory=Efficiency)
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
     key: str = ""                             # preset or profile id
+    published_twin: str = ""                  # the same machine among the published benchmarks' keys
 
     def __post_init__(self) -> None:
+        for text in ("name", "kind", "default_dtype", "offload_name", "notes", "key", "published_twin"):
+            if not isinstance(getattr(self, text), str):      # a hand-edited file can hold any JSON type
+                raise SpecError(f"machine: {text} must be text, got {type(getattr(self, text)).__name__}")
         if not self.name:
             raise SpecError("machine: name must not be empty")
         for name, bounds, unit in (("bandwidth", BANDWIDTH_RANGE, "bytes/s"), ("memory", MEMORY_RANGE, "bytes")):
@@ -155,6 +215,8 @@ class MachineProfile:
                 raise SpecError(f"{self.name}: {name} must be 0 (none) or between {bounds[0]:g} and "
                                 f"{bounds[1]:g}, got {value!r}")
         self._check_backend_and_link()
+        if self.host_link is not None and not isinstance(self.host_link, HostLink):
+            raise SpecError(f"{self.name}: host_link must be a HostLink or None")
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
@@ -213,9 +275,11 @@ class MachineProfile:
             "offload": {"name": self.offload_name, "bandwidth": self.offload_bandwidth,
                         "memory": self.offload_memory, "flops": self.offload_flops},
             "interconnect": {"name": self.interconnect_name, "bandwidth": self.interconnect_bandwidth},
+            "host_link": None if self.host_link is None else self.host_link.to_dict(),
             "efficiency": eff.to_dict(),
             "sources": dict(self.sources),
             "notes": self.notes,
+            **({"published_twin": self.published_twin} if self.published_twin else {}),
         }
 
     @classmethod
@@ -223,6 +287,9 @@ class MachineProfile:
         """Build from the preset file format; raises SpecError naming the bad field."""
         offload, eff = _section(data, "offload"), _section(data, "efficiency")
         link = _section(data, "interconnect")
+        host_link = data.get("host_link")
+        if host_link is not None and not isinstance(host_link, Mapping):
+            raise SpecError("machine profile field 'host_link' must be an object or null")
         flops = data.get("peak_flops")
         if not isinstance(flops, Mapping):
             raise SpecError("machine profile field 'peak_flops' must be an object of dtype: FLOP/s"
@@ -244,10 +311,12 @@ class MachineProfile:
             offload_flops=_number(offload, "flops", 0.0, "offload.flops"),
             interconnect_name=_text(link, "name", "", "interconnect.name"),
             interconnect_bandwidth=_number(link, "bandwidth", 0.0, "interconnect.bandwidth"),
+            host_link=None if host_link is None else HostLink.from_dict(host_link),
             efficiency=Efficiency.from_dict(eff),
             sources={str(k): str(v) for k, v in sources.items()},
             notes=_text(data, "notes", ""),
             key=key,
+            published_twin=_text(data, "published_twin", ""),
         )
 
 

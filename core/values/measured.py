@@ -21,6 +21,11 @@ MAX_SECONDS = 1e6          # no one pass takes 11 days: a larger time is a unit 
 MAX_REPEATS = 1_000_000
 ENGINES: tuple[str, ...] = ("llama.cpp", "llama-bench", "torch", "imported")
 ALL_LAYERS = 999                # llama.cpp's -ngl for "every layer" (a row's -1 reads as 999)
+# What a measurement plan may ask for: past any machine's cores, far below what makes torch
+# raise or llama.cpp abort (std::bad_alloc) allocating per-thread state
+MAX_THREADS = 1024
+MAX_PLAN_REPEATS = 1000         # runs of one point (at a second each, a quarter of an hour)
+MAX_PLAN_STEPS = 10_000         # decode steps timed at one point
 
 
 def _seconds(value: object) -> bool:

@@ -192,6 +192,13 @@ class ModelSpec:
         if self.file_bytes < 0:
             raise SpecError(f"{self.name}: file_bytes must be >= 0")
 
+    def __hash__(self) -> int:
+        """A hash of the fields that tell models apart at a glance (equal specs still hash
+        equal): hashing the whole tensor table at each cached placement lookup cost more than
+        the lookup saved (a third of ``rooflab compare``'s time, issue 15)."""
+        return hash((self.name, self.architecture, self.source, self.hidden, self.vocab, self.file_bytes,
+                     self.weights_format, len(self.tensors)))
+
     # -- derived totals ------------------------------------------------------------------
     @property
     def layers(self) -> int:
@@ -213,6 +220,13 @@ class ModelSpec:
 
     def _sum(self, role: Role, what: str) -> int:
         return sum(getattr(t, what) for t in self.tensors if t.role is role)
+
+    @cached_property
+    def widest_feed_forward(self) -> int:
+        """The larger of the first two dimensions of the widest feed-forward or expert matrix
+        (the intermediate width a token's feed-forward holds), 0 when the model has none."""
+        roles = (Role.FEED_FORWARD, Role.EXPERTS, Role.SHARED_EXPERTS)
+        return max((max(t.shape[:2]) for t in self.tensors if t.role in roles and len(t.shape) > 1), default=0)
 
     @cached_property
     def params_total(self) -> int:

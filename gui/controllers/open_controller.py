@@ -19,7 +19,7 @@ from rooflab.core.jobs import CancelToken, Progress
 from rooflab.core.values.model import ModelSpec
 from rooflab.gui.panels.model_panel import ModelPanel
 from rooflab.gui.state.app_state import AppState
-from rooflab.gui.state.settings import Settings
+from rooflab.gui.state.settings import Settings, settings_path
 from rooflab.gui.workers.jobs import JobController, report_unexpected
 
 
@@ -52,6 +52,7 @@ class OpenModelController(QObject):
         self._state = state
         self._settings = settings
         self._panel = panel
+        self._opening = ""             # the ref the job in flight reads
         self.jobs = JobController(self)
         self.jobs.yielded.connect(self._on_jobs_yielded)
         self.jobs.returned.connect(self._on_jobs_returned)
@@ -69,6 +70,7 @@ class OpenModelController(QObject):
             weights = self._panel.chosen_weights()
         if not takes_weights(ref):
             weights = ""
+        self._opening = ref
         self.jobs.start(functools.partial(open_model_job, ref, weights or None))
         self._panel.set_busy(f"Opening {Path(ref).name or ref}…")     # after a superseded run's end
 
@@ -90,6 +92,10 @@ class OpenModelController(QObject):
 
     def _on_jobs_errored(self, exc: BaseException) -> None:
         if isinstance(exc, RooflabError):
+            if self._opening and self._opening == self._settings.model:
+                # the last session's model no longer opens: forget it, or every start tries again
+                self._settings.model = self._settings.weights = ""
+                exc = RooflabError(f"{exc} (the last model in {settings_path()}: set aside)")
             self.failed.emit(exc)
         else:
             report_unexpected(exc)

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 
 from rooflab.core.errors import ReportError
 from rooflab.core.files.atomic import write_atomic
-from rooflab.core.report.compare import DEPTHS, CompareRow, compare_csv, distinguishing_labels
+from rooflab.core.report.compare import DEPTHS, CompareRow, compare_csv, distinguishing_labels, row_depths
 from rooflab.core.values.machine import MachineProfile
 from rooflab.gui.state.app_state import AppState
 from rooflab.gui.state.compare_rows import CompareController
@@ -303,7 +303,7 @@ def compare_image(rows: Sequence[CompareRow], *, column: str = PLOTTABLE[0], log
     (the image widens to the table)."""
     from rooflab.core.cli.compare import compare_text
 
-    lines = compare_text(rows, DEPTHS).splitlines()
+    lines = compare_text(rows, row_depths(rows)).splitlines()      # the depths the rows have (issue 15)
     font = QFont("monospace")
     font.setStyleHint(QFont.StyleHint.Monospace)
     font.setPixelSize(13)
@@ -312,7 +312,7 @@ def compare_image(rows: Sequence[CompareRow], *, column: str = PLOTTABLE[0], log
     plot_height = max(size.height() // 2, 60 + 28 * len(rows))
     plot = CompareRowsPlot(LIGHT)
     try:
-        getter = next(c[1] for c in columns() if c[0] == column)
+        getter = next(c[1] for c in columns(row_depths(rows)) if c[0] == column)
         values = [getter(r) for r in rows]
         plot.show_values(distinguishing_labels(rows) if rows else [],
                          [v if isinstance(v, float) else None for v in values], column, log)

@@ -5,18 +5,22 @@ nothing visible."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from rooflab.core.measure.overlays import expected_label
 from rooflab.core.report.chart_types import distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES
+from rooflab.core.report.serving_chart import SERVING, SERVING_TITLE
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
+from rooflab.gui.plots.serving import ServingPlot
 from rooflab.gui.plots.style import EXPECTED_INDEX
 from rooflab.gui.state.recompute import Frame
+from rooflab.gui.state.serving import serving_chart_of
 from rooflab.gui.widgets.theme import Theme
 
 EXPECTED_LAYER = "expected"
+SERVING_DELAY_MS = 150       # the Serving tab's simulation waits for the edits to pause
 
 
 class PlotTabsPanel(QWidget):
@@ -30,6 +34,11 @@ class PlotTabsPanel(QWidget):
         for key, plot in self.plots.items():
             self.tabs.addTab(plot, CHART_TITLES[key])
             self.tabs.setTabToolTip(self.tabs.count() - 1, type(plot).__doc__ or "")
+        self.serving = ServingPlot(theme=theme)      # apart from ``plots``: drawn from its own chart, when shown
+        self.tabs.addTab(self.serving, SERVING_TITLE)
+        self.tabs.setTabToolTip(self.tabs.count() - 1, ServingPlot.__doc__ or "")
+        self._serving_timer = QTimer(self, singleShot=True, interval=SERVING_DELAY_MS)
+        self._serving_timer.timeout.connect(self._on_serving_timer_timeout)
         self.tabs.setCurrentIndex(2)
         self.scenario_label = QLabel()
         self.scenario_label.setTextFormat(Qt.TextFormat.RichText)
@@ -47,9 +56,11 @@ class PlotTabsPanel(QWidget):
     def show_frame(self, frame: Frame) -> None:
         """Draw ``frame`` on the plot on screen; the others are drawn when shown."""
         self._frame = frame
-        self._stale = set(self.plots)
+        self._stale = set(self.plots) | {SERVING}
         current = self.tabs.currentWidget()
-        if isinstance(current, ChartPlot):
+        if current is self.serving:
+            self._serving_timer.start()          # simulated once the edits pause
+        elif isinstance(current, ChartPlot):
             self._draw(current)
         self._show_scenario()
 
@@ -60,12 +71,12 @@ class PlotTabsPanel(QWidget):
 
     def clear_readouts(self) -> None:
         """Forget every hover read-out (the model, machine or workload it described changed)."""
-        for plot in self.plots.values():
+        for plot in [*self.plots.values(), self.serving]:
             plot.clear_readout()
 
     def apply_theme(self, theme: Theme) -> None:
         self._theme = theme
-        for plot in self.plots.values():
+        for plot in [*self.plots.values(), self.serving]:
             plot.apply_theme(theme)
         self._show_scenario()                  # its swatches take the new series colours
 
@@ -102,8 +113,23 @@ class PlotTabsPanel(QWidget):
 
     def _on_tabs_current_changed(self, index: int) -> None:
         plot = self.tabs.widget(index)
-        if isinstance(plot, ChartPlot):
+        if plot is self.serving:
+            self.draw_serving()
+        elif isinstance(plot, ChartPlot):
             self._draw(plot)
+
+    def draw_serving(self) -> None:
+        """Hand the Serving tab the chart of the last frame (built here, when it is needed)."""
+        frame = self._frame
+        if frame is None or SERVING not in self._stale:
+            return
+        self._stale.discard(SERVING)
+        chart = serving_chart_of(frame)
+        if chart is not None:
+            self.serving.set_charts(chart)
+
+    def _on_serving_timer_timeout(self) -> None:
+        self.draw_serving()
 
 
 Shape = tuple[str, frozenset[tuple[str, tuple[str, ...]]]]

@@ -10,6 +10,7 @@ import gc
 import logging
 import os
 import re
+import stat
 import subprocess
 import sys
 import traceback
@@ -22,16 +23,18 @@ from PySide6.QtCore import QEventLoop, QLibraryInfo, Qt
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
-from rooflab.core.errors import RooflabError
+from rooflab.core.errors import RooflabError, SpecError
+from rooflab.core.files.capped import kind_of
 from rooflab.core.files.paths import data_dir
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.io.catalogue import get_entry
+from rooflab.core.io.textfile import printable
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
 from rooflab.gui.state.app_state import AppState
-from rooflab.gui.state.settings import Settings, load_settings
+from rooflab.gui.state.settings import Settings, load_settings, settings_path
 
 if TYPE_CHECKING:
     from rooflab.gui.shell.main_window import MainWindow
@@ -132,6 +135,20 @@ def dispose(*widgets: QWidget | None) -> None:
 
 
 # -- the first state ---------------------------------------------------------------------------
+# What the command line names is asked for now: an error in it is fatal. What the settings file
+# holds is the last session's: a part of it that no longer works (a model file gone or replaced
+# by a pipe, a weight format or a workload a hand edit broke) is set aside (reset in the
+# settings, so it is not saved back), a notice names the file, and the window starts.
+
+def _set_aside(settings: Settings, notices: list[str], part: str, why: str, instead: str, *names: str) -> None:
+    """Reset the settings fields ``names`` and say so: ``part`` (what was kept) in the settings
+    file could not be used because ``why``; ``instead``: what the window shows."""
+    defaults = Settings()
+    for name in names:
+        setattr(settings, name, getattr(defaults, name))
+    notices.append(f"{part} in {settings_path()} could not be used ({printable(why, 300)}): "
+                   f"it was set aside and {instead}.")
+
 
 def _machine(ref: str | None, settings: Settings, notices: list[str]) -> MachineProfile:
     from rooflab.core.io.presets import load_machine
@@ -144,17 +161,31 @@ def _machine(ref: str | None, settings: Settings, notices: list[str]) -> Machine
         if settings.machine_data:
             return MachineProfile.from_dict(settings.machine_data)
     except RooflabError as exc:
-        notices.append(f"The last machine could not be restored ({exc}); showing {DEFAULT_MACHINE}.")
+        _set_aside(settings, notices, "The last machine", str(exc), f"{DEFAULT_MACHINE} is shown",
+                   "machine", "machine_data")
     return load_machine(DEFAULT_MACHINE)
 
 
-def _workload(settings: Settings) -> Workload:
-    if not settings.workload:
-        return DEFAULT_WORKLOAD
-    try:
-        return dataclasses.replace(DEFAULT_WORKLOAD, **settings.workload)
-    except (RooflabError, TypeError):
-        return DEFAULT_WORKLOAD
+def _workload(settings: Settings, notices: list[str]) -> Workload:
+    """The stored workload, field by field: a field of the wrong type or out of range (a hand
+    edit, another version) is set aside and the rest kept."""
+    known = {f.name for f in dataclasses.fields(Workload)}
+    good: dict[str, object] = {}
+    bad: list[str] = []
+    for name, value in settings.workload.items():
+        try:
+            if name not in known:
+                raise SpecError(f"workload.{name} is not a workload setting")
+            dataclasses.replace(DEFAULT_WORKLOAD, **good, **{name: value})     # type: ignore[arg-type]
+        except (RooflabError, TypeError) as exc:
+            bad.append(str(exc))
+        else:
+            good[name] = value
+    if bad:
+        _set_aside(settings, notices, "Part of the stored workload", "; ".join(bad),
+                   "the default is used for it", "workload")
+        settings.workload = good
+    return dataclasses.replace(DEFAULT_WORKLOAD, **good)     # type: ignore[arg-type]
 
 
 def _placement(settings: Settings) -> PlacementChoice:
@@ -168,26 +199,75 @@ def _placement(settings: Settings) -> PlacementChoice:
         return AUTO
 
 
+def _remembered_model(settings: Settings, notices: list[str]) -> str:
+    """The model the last session showed, "" when none was kept or it is no longer there. Only
+    its kind is looked at here (``os.stat``, which never blocks): a pipe or a device would hang
+    or never end a read, and a missing file needs no worker to say so."""
+    ref = settings.model
+    if not ref or get_entry(ref) is not None:
+        return ref
+    try:
+        mode: int | None = os.stat(os.path.expanduser(ref)).st_mode
+    except (OSError, ValueError):
+        mode = None
+    if mode is not None and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return ref
+    why = f"it is {kind_of(mode)}, not a model file or folder" if mode is not None else \
+        "no such file, folder or catalogue entry"
+    _set_aside(settings, notices, f"The last model, {printable(ref)},", why, f"{DEFAULT_MODEL} is shown",
+               "model", "weights")
+    return ""
+
+
+def _remembered_weights(settings: Settings, ref: str, notices: list[str]) -> str:
+    """The weight format the last model was opened with, "" when none was kept or it is not one
+    that applies to ``ref``."""
+    from rooflab.core.io import takes_weights
+    from rooflab.core.values.quant import recipe
+
+    weights = settings.weights
+    if not weights:
+        return ""
+    try:
+        if not takes_weights(ref):
+            raise SpecError(f"{ref} is a GGUF file, whose tensors have their own types")
+        recipe(weights)
+    except RooflabError as exc:
+        _set_aside(settings, notices, f"The weight format {printable(repr(weights), 40)}", str(exc),
+                   "the model opens in its own format", "weights")
+        return ""
+    return weights
+
+
 def initial_state(model: str | None, machine: str | None, settings: Settings,
                   notices: list[str], weights: str | None = None) -> tuple[AppState, str | None]:
     """(state, ref still to open): a catalogue model loads here; a file or folder opens after
-    the window shows, off the GUI thread, with the default model on screen meanwhile."""
+    the window shows, off the GUI thread, with the default model on screen meanwhile.
+    ``model``, ``machine`` and ``weights`` come from the command line (an error in them is
+    fatal); without them, the ones ``settings`` kept (a part that fails is set aside, reset in
+    ``settings``, with a notice in ``notices``)."""
     from rooflab.core.io import load_model
 
-    ref = model or settings.model or DEFAULT_MODEL
+    if model:
+        ref = model
+    else:
+        ref = _remembered_model(settings, notices) or DEFAULT_MODEL
+        weights = weights or _remembered_weights(settings, ref, notices) or None
     pending: str | None = None
     first = ref if get_entry(ref) is not None else DEFAULT_MODEL
     if first != ref:
         pending = ref
     try:
         spec = load_model(first, weights=weights if first == ref else None)
-    except RooflabError:
+    except RooflabError as exc:
         if first == DEFAULT_MODEL or model:
             raise
-        notices.append(f"The last model, {first}, could not be opened; showing {DEFAULT_MODEL}.")
+        _set_aside(settings, notices, f"The last model, {first},", str(exc), f"{DEFAULT_MODEL} is shown",
+                   "model", "weights")
         first, spec = DEFAULT_MODEL, load_model(DEFAULT_MODEL)
-    return AppState(spec, _machine(machine, settings, notices), _workload(settings), model_ref=first,
-                    model_weights=(weights or "") if first == ref else "", placement=_placement(settings)), pending
+    state = AppState(spec, _machine(machine, settings, notices), _workload(settings, notices), model_ref=first,
+                     model_weights=(weights or "") if first == ref else "", placement=_placement(settings))
+    return state, pending
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -231,19 +311,22 @@ def run_gui(args: argparse.Namespace) -> int:
     settings, notice = load_settings()
     notices = [notice] if notice else []
     model = getattr(args, "model", None)
-    # the weight format the last model was opened with comes back with it
-    weights = getattr(args, "weights", None) or (None if model else settings.weights or None)
-    state, pending = initial_state(model, getattr(args, "machine", None), settings, notices, weights)
+    state, pending = initial_state(model, getattr(args, "machine", None), settings, notices,
+                                   getattr(args, "weights", None))
+    # the weight format the last model was opened with comes back with it (unless set aside)
+    weights = getattr(args, "weights", None) or ("" if model else settings.weights)
     window = MainWindow(state, settings, persist=not screenshot)
     if notices:
         window.messages.show_message(" ".join(notices), "warning")
     window.show()
     if pending:
-        window.open_model(pending, weights or "")
+        window.open_model(pending, weights)
     previous_hook = sys.excepthook
     try:
         if screenshot:
-            return _screenshot(app, window, screenshot)
+            for line in notices:
+                print(f"rooflab: warning: {line}", file=sys.stderr)
+            return _screenshot(app, window, screenshot, named=bool(model))
         install_excepthook(window)
         return app.exec()
     finally:
@@ -251,7 +334,10 @@ def run_gui(args: argparse.Namespace) -> int:
         dispose(window)
 
 
-def _screenshot(app: QApplication, window: MainWindow, path: str) -> int:
+def _screenshot(app: QApplication, window: MainWindow, path: str, *, named: bool = True) -> int:
+    """Render ``window`` once its model has opened. A model ``named`` on the command line that
+    cannot be opened is an error (no PNG); the last session's is only a warning (the window
+    says so and shows the default)."""
     jobs = window.opener.jobs
     if jobs.busy:
         loop = QEventLoop()
@@ -260,8 +346,11 @@ def _screenshot(app: QApplication, window: MainWindow, path: str) -> int:
     window.recompute.recompute_now()
     app.processEvents()
     if jobs.last_error is not None:
-        print(f"rooflab: error: {jobs.last_error}", file=sys.stderr)
-        return 2
+        if named:
+            print(f"rooflab: error: {printable(jobs.last_error, 2000)}", file=sys.stderr)
+            return 2
+        print(f"rooflab: warning: the last model in {settings_path()} could not be opened and was set aside: "
+              f"{printable(jobs.last_error, 2000)}", file=sys.stderr)
     out = window.save_screenshot(path)
     print(out)
     return 0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.measure.expectations import calibration_for
+from rooflab.core.measure.expectations import calibration_for, host_rates
 from rooflab.core.measure.overlays import Overlay, expected_curves
 from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.predict.parallel import Parallel
@@ -158,7 +158,8 @@ class RecomputeController(QObject):
         # workload: kept for the last of them, so a slider's drag does not re-mix the rates
         found = (sc.model, machine, cal, sc.workload.compute_dtype)
         if self._last_expected is None or any(a is not b for a, b in zip(self._last_expected[0], found, strict=True)):
-            self._last_expected = (found, expected_for(sc.model, machine, cal, dtype=sc.workload.compute_dtype))
+            self._last_expected = (found, expected_for(sc.model, machine, cal, dtype=sc.workload.compute_dtype,
+                                                       host=host_rates(machine)))
         return self._last_expected[1]
 
     @property

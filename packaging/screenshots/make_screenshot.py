@@ -1,25 +1,42 @@
 """Render the README screenshot: Qwen3-30B-A3B against a pinned Qwen3-8B on an RTX 4090,
-Decode vs context tab, the Measure tab on the left. Offscreen; writes
-packaging/screenshots/main-window.png.
+Decode vs context tab, the Measure tab on the left. Offscreen.
 
-    python packaging/screenshots/make_screenshot.py [OUT.png] [--tab decode] [--left 3]
-                                                   [--size 1560x1100] [--theme light|dark]
+    python packaging/screenshots/make_screenshot.py [--out OUT.png | --replace-tracked]
+                                                   [--tab decode] [--left 3] [--size 1560x1100]
+                                                   [--theme light|dark]
 
-Other sizes and themes are for looking at the window as a user would (1280x720, 1920x1080).
+By default it writes rooflab-main-window.png in the temporary folder (TMPDIR) and prints the
+path: compare it with the tracked packaging/screenshots/main-window.png before replacing that
+one with --replace-tracked. Other sizes and themes are for looking at the window as a user
+would (1280x720, 1920x1080).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+TRACKED = Path(__file__).with_name("main-window.png")
+
+
+def output_path(out: str | None, replace_tracked: bool) -> Path:
+    """Where the PNG goes: ``out``, the tracked screenshot when asked for in so many words, else
+    a file in the temporary folder (so a trial run never changes the README's picture)."""
+    if replace_tracked:
+        return TRACKED
+    return Path(out) if out else Path(tempfile.gettempdir()) / "rooflab-main-window.png"
+
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", nargs="?", default=str(Path(__file__).with_name("main-window.png")))
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", metavar="OUT.png", help="where to write (default: rooflab-main-window.png in TMPDIR)")
+    where.add_argument("--replace-tracked", action="store_true",
+                       help=f"overwrite the README's screenshot, {TRACKED.relative_to(TRACKED.parents[2])}")
     parser.add_argument("--tab", default="decode", help="plot tab: roofline, prefill, decode, batching, memory")
     parser.add_argument("--left", type=int, default=3, help="left tab: 0 machine, 1 model, 2 workload, 3 measure")
     parser.add_argument("--size", default="1560x1100", help="window size, WIDTHxHEIGHT pixels")
@@ -50,7 +67,7 @@ def main() -> int:
     window.plot_tabs.setCurrentWidget(window.plots[args.tab])
     window.left_tabs.setCurrentIndex(args.left)
     app.processEvents()
-    print(window.save_screenshot(args.out))
+    print(window.save_screenshot(str(output_path(args.out, args.replace_tracked))))
     dispose(window)
     return 0
 

@@ -45,7 +45,7 @@ def test_add_current_keeps_gpu_layers_set_by_hand(qtbot, window):
         qtbot.mouseClick(view.add_machine_button, Qt.MouseButton.LeftButton)
     assert view.model.rowCount() == 2
     auto = view.controller.rows[1]
-    assert auto.fits and auto.flags == "-ngl 37 --n-cpu-moe 23"
+    assert auto.fits and auto.flags == "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU"     # llama.cpp's fit
     assert distinguishing_labels(view.controller.rows) == ["-ngl 20", "auto-fit"]     # the plot's names
     # adding the current one again adds nothing; changing the workload keeps each row's placement
     qtbot.mouseClick(view.add_button, Qt.MouseButton.LeftButton)
@@ -53,7 +53,7 @@ def test_add_current_keeps_gpu_layers_set_by_hand(qtbot, window):
     with qtbot.waitSignal(view.controller.rows_computed, timeout=5000):
         window.state.update_workload(prompt=4096)
     first, second = view.controller.rows
-    assert not first.fits and second.flags == "-ngl 37 --n-cpu-moe 23"
+    assert not first.fits and second.flags == "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU"
 
 
 def test_add_current_on_two_devices_gives_the_headline(qtbot, window):

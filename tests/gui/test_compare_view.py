@@ -142,3 +142,27 @@ def test_saved_report_carries_the_table(qtbot, window, tmp_path):
     window.compare_view.controller.add_current()
     files = window.save_report(tmp_path)
     assert (files.folder / "compare.csv").is_file() and (files.folder / "compare.png").is_file()
+
+
+@pytest.mark.parametrize("depths", ["0,4096", "1000,8000,100000"])
+def test_compare_out_draws_the_depths_asked_for(qtbot, tmp_path, monkeypatch, depths):
+    """Issue 15: ``compare --depths 0,4096 --out DIR`` crashed (IndexError: compare.png's table
+    had the default three depth columns), and three other depths were labelled 4,096 and 32,768."""
+    from rooflab.core.cli import compare as cli_compare
+    from rooflab.gui.main import main
+
+    drawn: list[str] = []
+    real = cli_compare.compare_text
+
+    def recording(rows, depths=None):
+        drawn.append(real(rows, depths))
+        return drawn[-1]
+
+    monkeypatch.setattr(cli_compare, "compare_text", recording)
+    out = tmp_path / "out"
+    assert main(["compare", "--models", "qwen3-0.6b", "--machines", "rtx-4090,desktop-ddr5", "--ceiling-only",
+                 "--depths", depths, "--out", str(out)]) == 0
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    header = drawn[-1].splitlines()[0]                 # the table compare.png draws
+    assert [f"@{int(d):,}" in header for d in depths.split(",")] == [True] * len(depths.split(","))
+    assert header.count("tok/s @") == len(depths.split(","))

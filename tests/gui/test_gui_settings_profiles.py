@@ -205,3 +205,65 @@ def test_peak_flops_fields_follow_the_machine(window):
     panel.flops[dtype].setValue(50.0)
     assert window.state.machine.peak_flops[dtype] == pytest.approx(50e12)
     assert window.state.machine.bandwidth == load_machine("m4-pro").bandwidth    # untouched, not rounded
+
+
+def _hostile_model(tmp_path) -> dict[str, str]:
+    """Last models a settings file can name that can no longer be opened (issue 15)."""
+    import os
+
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    return {"gone": str(tmp_path / "gone" / "model.gguf"), "zero": "/dev/zero", "fifo": str(fifo),
+            "broken": str(broken)}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no FIFOs or /dev/zero")
+@pytest.mark.parametrize("stored, part", [
+    ({"weights": "bogus"}, "weight format 'bogus'"),                 # for the default model
+    ({"model": "qwen3-0.6b", "weights": "bogus"}, "weight format 'bogus'"),
+    ({"workload": {"kv_type": 5, "prompt": 777}}, "workload.kv_type"),
+    ({"workload": {"compute_dtype": ["fp16"]}}, "workload.compute_dtype"),
+    ({"model": "gone"}, "no such file"),
+    ({"model": "zero"}, "character device"),
+    ({"model": "fifo"}, "named pipe"),
+    ({"model": "broken"}, "not a GGUF file"),                        # found only when the worker reads it
+])
+def test_a_bad_part_of_the_settings_is_set_aside_and_the_window_starts(tmp_path, capsys, stored, part):
+    """Each used to stop ``rooflab gui --screenshot``: no PNG, a traceback (kv_type 5 reached
+    ``.lower()``) or an error that did not name the settings file. Now the window starts on the
+    rest, the PNG is written, the notice names the file, and the part is not kept."""
+    import argparse
+
+    from rooflab.gui.shell import app
+
+    models = _hostile_model(tmp_path)
+    stored = {k: models.get(v, v) if k == "model" else v for k, v in stored.items()}
+    save_settings(Settings(**stored))
+    png = tmp_path / "shot.png"
+    status = app.run_gui(argparse.Namespace(model=None, machine=None, screenshot=str(png), weights=None))
+    err = capsys.readouterr().err
+    assert status == 0 and png.is_file() and png.stat().st_size > 0
+    assert str(settings_path()) in err and part in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("stored", [{"weights": "bogus"}, {"model": "/dev/zero", "weights": "q8_0"},
+                                    {"workload": {"kv_type": 5, "prompt": 777, "bogus": 1}}])
+def test_the_part_set_aside_is_not_saved_back(stored):
+    settings = Settings(**stored)
+    notices: list[str] = []
+    state, pending = initial_state(None, None, settings, notices)
+    assert pending is None and len(notices) == 1 and str(settings_path()) in notices[0]
+    assert settings.weights == "" and settings.model == ""
+    assert settings.workload in ({}, {"prompt": 777}) and state.workload.prompt in (2048, 777)
+    assert state.model.source.startswith("catalogue:")
+
+
+def test_a_last_model_that_fails_in_the_worker_is_forgotten(qtbot, window, tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    window.settings.model = str(broken)
+    with qtbot.waitSignal(window.opener.failed, timeout=10_000) as failed:
+        window.open_model(str(broken))
+    assert window.settings.model == "" and str(settings_path()) in str(failed.args[0])

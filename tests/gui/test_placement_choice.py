@@ -95,7 +95,7 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     nkvo = _predicted(capsys, GPT_OSS, "--no-kv-offload")
     assert frame.summary.placed.fits and frame.summary.placed.how == "auto"
     assert frame.summary.placed.placement.flags() == nkvo["placement"]["flags"] == \
-        "-ngl 37 --n-cpu-moe 23 --no-kv-offload"
+        "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU --no-kv-offload"
     assert frame.summary.estimate.tpot == nkvo["request"]["tpot_seconds"]
 
     # and with nothing set, auto-fit chooses again, as predict does without flags
@@ -104,7 +104,8 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     frame = _frame_after_edit(qtbot, window)
     auto = _predicted(capsys, GPT_OSS)
     assert frame.summary.placed.how == "auto"
-    assert frame.summary.placed.placement.flags() == auto["placement"]["flags"] == "-ngl 37 --n-cpu-moe 23"
+    assert frame.summary.placed.placement.flags() == auto["placement"]["flags"] == \
+        "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU"
     assert frame.summary.estimate.tpot == auto["request"]["tpot_seconds"]
     assert off.isEnabled()
 
@@ -201,7 +202,7 @@ def test_the_choice_survives_a_restart(window):
 
 @pytest.mark.parametrize("stored", [{"gpu_layers": "many"}, {"devices": 3.5}, {"devices": 0},
                                     {"parallel": "pipeline"}, {"bogus": 1}, {"cpu_moe": -1},
-                                    {"devices": 2, "gpu_layers": 10}, {"kv_on_device": "no"}])
+                                    {"devices": 2, "gpu_layers": 10, "parallel": "tensor"}, {"kv_on_device": "no"}])
 def test_a_bad_stored_placement_is_ignored(stored):
     notices: list[str] = []
     state, _ = initial_state(None, None, Settings(placement=stored, workload={"prompt": 777}), notices)

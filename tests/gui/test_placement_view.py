@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from rooflab.core.predict.placement import brief_flags
 from rooflab.core.report.units import fmt
 from tests.gui.conftest import open_placed
 
@@ -16,7 +17,7 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     placed = frame.summary.placed
     assert placed is not None and placed.fits and placed.placement.cpu_moe > 0
     keys = [line.key for line in window.numbers.lines]
-    assert keys[0] == "placement" and window.numbers.value_text("placement") == placed.placement.flags()
+    assert keys[0] == "placement" and window.numbers.value_text("placement") == brief_flags(placed.placement)
     assert window.numbers.value_text("tpot").endswith("ms")
     assert frame.summary.estimate.tpot == placed.estimate.tpot > 0.01      # not the card-alone 3.65 ms
     tpot = next(c for c in frame.charts["decode"].panel("step").curves if c.key == "tpot")

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 from rooflab.core.errors import MeasurementError
 from rooflab.core.measure.budget import MemoryEstimate
-from rooflab.core.predict.footprint import CTX_PAD, compute_buffer_bytes
+from rooflab.core.predict.footprint import compute_buffer_bytes
+from rooflab.core.predict.work import kv_cells_held, padded
+from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import KV_TYPES
 
@@ -61,8 +63,11 @@ class LlamaCppPlan:
         for name in ("gen_tokens", "batch_steps", "repeats", "batch_size", "ubatch_size"):
             if getattr(self, name) < 1:
                 raise MeasurementError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.gpu_layers < 0 or (self.threads is not None and self.threads < 1):
-            raise MeasurementError("gpu_layers must be >= 0 and threads >= 1")
+        if self.gpu_layers < 0 or (self.threads is not None and not 1 <= self.threads <= MAX_THREADS):
+            raise MeasurementError(f"gpu_layers must be >= 0 and threads in [1, {MAX_THREADS}]")
+        if self.repeats > MAX_PLAN_REPEATS or max(self.gen_tokens, self.batch_steps) > MAX_PLAN_STEPS:
+            raise MeasurementError(f"repeats must be at most {MAX_PLAN_REPEATS}, gen_tokens and batch_steps "
+                                   f"{MAX_PLAN_STEPS}")
         if max(self.batches, default=1) > min(MAX_SEQUENCES, self.ubatch):
             raise MeasurementError(f"a batch of {max(self.batches)} sequences must fit one ubatch "
                                    f"({self.ubatch} tokens) and llama.cpp's {MAX_SEQUENCES} sequences")
@@ -100,15 +105,16 @@ class LlamaCppPlan:
 # --- memory -----------------------------------------------------------------------------------
 
 def _padded(tokens: int) -> int:
-    return -(-tokens // CTX_PAD) * CTX_PAD
+    return int(padded(tokens))
 
 
 def kv_cache_bytes(spec: ModelSpec, plan: LlamaCppPlan, tokens_per_seq: int, sequences: int) -> float:
-    """Bytes of llama.cpp's cache for ``sequences`` of ``tokens_per_seq`` (padded to 256):
-    full-attention layers hold every token, sliding-window layers window + ubatch tokens.
-    K and V at their own types (each type's per-token bytes count keys and values, hence / 2)."""
-    cells = _padded(tokens_per_seq)
-    swa_cells = min(cells, spec.attention.sliding_window + plan.ubatch)
+    """Bytes of llama.cpp's cache for ``sequences`` of ``tokens_per_seq``: the cells
+    ``work.kv_cells_held`` says (padded to 256; sliding-window layers their window + ubatch),
+    the one rule a placement's bill and the memory footprint use. K and V at their own types
+    (each type's per-token bytes count keys and values, hence / 2)."""
+    full_cells, swa_cells = (float(x) for x in kv_cells_held(spec, tokens_per_seq, plan.ubatch))
+    cells = full_cells
     total = 0.0
     for kv_type in (plan.cache_type_k, plan.cache_type_v):
         full, sliding = spec.kv_bytes_per_token(kv_type)

@@ -35,7 +35,7 @@ from rooflab.core.measure.torch.models import (
 )
 from rooflab.core.measure.torch.passes import Runner, overhead_probe
 from rooflab.core.report.text import count
-from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
 EXPERIMENTS: tuple[str, ...] = ("prefill", "decode", "batch")
@@ -76,6 +76,10 @@ class ModelPlan:
                 raise MeasurementError(f"{name} must be positive integers, got {values!r}")
         if self.repeats < 1 or self.batch_steps < 1 or self.decode_steps < 0:
             raise MeasurementError("repeats and batch_steps must be >= 1, decode_steps >= 0")
+        if max(self.repeats, self.max_repeats) > MAX_PLAN_REPEATS or self.decode_steps > MAX_PLAN_STEPS:
+            raise MeasurementError(f"repeats must be at most {MAX_PLAN_REPEATS}, decode_steps {MAX_PLAN_STEPS}")
+        if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
+            raise MeasurementError(f"threads must be in [1, {MAX_THREADS}], got {self.threads}")
         if "decode" in self.experiments and self.decode_steps < 1:
             raise MeasurementError("the decode experiment needs decode_steps >= 1")
 

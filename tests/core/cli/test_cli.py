@@ -320,6 +320,52 @@ def test_terminal_escapes_from_files_are_not_printed(tmp_path, capsys):
         assert not any(c in out + err for c in "\x1b\x07\x9b"), argv
 
 
+EVIL = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
+
+
+def _raw_controls(text: str) -> bool:
+    return any(c in text for c in "\x1b\x07\x9b")
+
+
+def test_terminal_escapes_in_a_machine_profile_error_or_an_argument_are_not_printed(tmp_path, capsys):
+    """Issue 15: a profile's name reached the error line raw (its bandwidth was refused), and so
+    did --dtype and an unrecognised argument."""
+    profile = tmp_path / "box.json"
+    profile.write_text(json.dumps({"name": f"box{EVIL}", "bandwidth": -1, "peak_flops": {"fp16": 1e13},
+                                   "memory": 1e10}))
+    for argv, fragment in ((["predict", "--model", "qwen3-0.6b", "--machine", str(profile)], "bandwidth"),
+                           (["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--dtype", f"fp8{EVIL}"],
+                            "--dtype"),
+                           (["models", EVIL], "unrecognized")):
+        try:
+            code = main(argv)
+        except SystemExit as stop:          # argparse's refusal
+            code = stop.code
+        out, err = capsys.readouterr()
+        assert code == 2 and fragment in err and err.count("\n") == 1, argv
+        assert not _raw_controls(out + err), argv
+
+
+def test_terminal_escapes_in_a_stored_engine_calibration_are_not_printed(capsys):
+    """The "expected with ..." lines print a kept calibration's engine label, machine, models and
+    notes: text from a file in the data folder (issue 15)."""
+    from rooflab.core.measure import store
+    from rooflab.core.values.calibration import EngineCalibration, Rates
+
+    rates = Rates(bandwidth={"q4_k": 500e9}, prefill_flops={"q4_k": 80e12}, decode_flops={"q4_k": 50e12},
+                  cache_bandwidth=500e9, pass_seconds=1e-3)
+    store.save_engine_calibration(EngineCalibration(
+        machine_key="rtx-4090", machine_name=f"box{EVIL}", engine_key=f"llama.cpp{EVIL}",
+        engine_label=f"llama.cpp{EVIL}", settings={"backend": f"cuda{EVIL}"}, date=f"2026-01-01{EVIL}",
+        models=(f"a{EVIL}", "b"), machine_bandwidth=1008e9, machine_flops=165e12, central=rates,
+        notes=(f"note{EVIL}",)))
+    for extra in ((), ("--csv",), ("--json",)):
+        code, out, err = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", *extra)
+        assert code == 0 and not _raw_controls(out + err), extra
+    code, out, _ = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090")
+    assert "expected with llama.cpp]0;pwned[2J31m" in out         # shown, less its control characters
+
+
 def test_measure_import_of_an_absurd_prompt_is_one_line(tmp_path, capsys):
     from tests.factories.fuzz import BENCH_ROWS
 

@@ -36,7 +36,8 @@ DATASHEETS: dict[str, tuple[str, float, float, dict[str, float], float, str]] = 
     "rtx-5080": ("NVIDIA RTX Blackwell GPU Architecture whitepaper", 960, 16,
                  {"fp32": 56.3, "fp16": 112.6, "bf16": 112.6, "fp8": 225.1}, 64, "cuda"),
     "rtx-5090": ("lesson 'Prefill, Decode and Why Memory Bandwidth Rules'", 1792, 32,
-                 {"fp32": 104.8, "fp16": 209.5, "bf16": 209.5, "fp8": 419, "fp4": 838}, 64, "cuda"),
+                 # FP4: NVIDIA's 3,352 AI TOPS is FP4 with sparsity: dense is half (not a quarter)
+                 {"fp32": 104.8, "fp16": 209.5, "bf16": 209.5, "fp8": 419, "fp4": 3352 / 2}, 64, "cuda"),
     # NVIDIA workstation and data centre
     "rtx-6000-ada": ("NVIDIA RTX 6000 Ada Generation datasheet", 960, 48,
                      {"fp32": 91.1, "fp8": 1457 / 2, "int8": 1457 / 2, "fp16": 1457 / 4, "bf16": 1457 / 4}, 32, "cuda"),

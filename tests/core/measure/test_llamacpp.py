@@ -78,26 +78,20 @@ def _check_structure(result: LlamaCppMeasurement, seen: list[Progress], plan: Ll
     assert open_handles() == 0
 
 
+# What the timings themselves show (more tokens take longer, batching pays, ...) is a ratio of
+# two real timings: the machine's other work decides it as much as llama.cpp (at a load of 5-8,
+# batch 8 took 0.032 s and batch 1 0.0023 s, issue 15). It is checked on the real clock by
+# benchmarks/bench_llamacpp_physics.py, on this sweep; the tests check what holds at any load.
+
 def test_dense_model_prompt_depth_and_batch_points(dense: Path) -> None:
     result, seen = _run(dense, SWEEP)
     _check_structure(result, seen, SWEEP)
-    prefill = _by(result.points, "prefill", "prompt")
-    assert prefill[256].seconds > prefill[16].seconds                   # more tokens, more time
-    d0, d1024 = sorted(_by(result.points, "decode", "context").items())
-    assert d1024[1].seconds > 0.8 * d0[1].seconds                       # a deeper cache is not faster
-    batch = _by(result.points, "batch", "batch")
-    assert batch[1].seconds < batch[4].seconds                          # more sequences, more work
-    assert batch[8].seconds < 8 * batch[1].seconds                      # batching pays
     assert result.spec.architecture == "llama" and result.spec.weights_format == "Q8_0"
 
 
 def test_mixture_of_experts_points(moe: Path) -> None:
     result, seen = _run(moe, SWEEP)
     _check_structure(result, seen, SWEEP)
-    prefill = _by(result.points, "prefill", "prompt")
-    assert prefill[256].seconds > prefill[16].seconds
-    batch = _by(result.points, "batch", "batch")
-    assert batch[1].seconds < batch[4].seconds          # four tokens route to more experts than one
     assert result.spec.experts == 16 and result.spec.experts_used == 4
 
 

@@ -114,3 +114,21 @@ def test_bad_plans():
         MachinePlan(experiments=("bogus",))
     with pytest.raises(MeasurementError, match="cpu, cuda or mps"):
         measure_machine_blocking(MachinePlan(device="tpu", experiments=("bandwidth",)))
+
+
+@pytest.mark.parametrize("plan, changes", [
+    ("machine", {"threads": 10**20}), ("machine", {"repeats": 10**20}), ("machine", {"threads": 0}),
+    ("torch", {"threads": 10**20}), ("torch", {"repeats": 10**20}), ("torch", {"decode_steps": 10**20}),
+    ("llamacpp", {"threads": 10**20}), ("llamacpp", {"repeats": 10**20}), ("llamacpp", {"gen_tokens": 10**20}),
+    ("calibration", {"threads": 10**20}), ("calibration", {"repeats": 10**20}),
+])
+def test_every_plan_refuses_counts_no_machine_has(plan, changes):
+    """The window and scripts build plans without the command line's argument checks: a plan
+    itself refuses what would abort llama.cpp (std::bad_alloc) or never end (issue 15)."""
+    from rooflab.core.measure.calibration_run import CalibrationPlan
+    from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
+    from rooflab.core.measure.torch.timing import ModelPlan
+
+    kind = {"machine": MachinePlan, "torch": ModelPlan, "llamacpp": LlamaCppPlan, "calibration": CalibrationPlan}
+    with pytest.raises(MeasurementError, match=next(iter(changes)).split("_")[0]):
+        kind[plan](**changes)

@@ -230,3 +230,79 @@ def test_fuzz_stored_files_never_raise(tmp_path):
     assert not tally.hangs, tally.hangs[:5]
     assert tally.peak < 64 << 20 and tally.slowest < 10.0
     assert tally.accepted > 20 and tally.errors > 5       # errors: load_machine refusing a mutated profile
+
+
+EVIL = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
+
+
+def _evil_calibration(machine: str = "measured"):
+    from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
+
+    rates = Rates(bandwidth={f"q8{EVIL}": 20e9}, prefill_flops={"q8": 100e9}, decode_flops={"q8": 80e9},
+                  cache_bandwidth=5e9, pass_seconds=1e-3)
+    return EngineCalibration(machine_key=machine, machine_name=f"box{EVIL}", replicates=(rates,),
+                             accuracy={f"in_sample{EVIL}": {"decode": Accuracy(median=0.1, worst=0.2, count=3)}},
+                             engine_key=f"llama.cpp{EVIL}",
+                             engine_label=f"llama.cpp{EVIL}", settings={"backend": f"cpu{EVIL}", "threads": 2},
+                             date=f"2026-01-01{EVIL}", models=(f"a{EVIL}",), machine_bandwidth=30e9,
+                             machine_flops=150e9, central=rates, notes=(f"note\n{EVIL}",), model_keys=(f"k{EVIL}",))
+
+
+def _text_of(cal) -> str:
+    return json.dumps(cal.to_dict(), ensure_ascii=False)
+
+
+def test_a_kept_engine_calibration_comes_back_printable(data):
+    """Its labels, names and notes are printed in "expected with ..." lines (issue 15)."""
+    store.save_engine_calibration(_evil_calibration())
+    (found,) = store.engine_calibrations("measured")
+    assert not any(c in _text_of(found) for c in "\x1b\x07\x9b\n")
+    assert found.engine_label == "llama.cpp]0;pwned[2J31m" and found.settings["threads"] == 2
+    assert store.load_engine_calibration("measured") == found
+
+
+def test_a_cached_published_calibration_comes_back_printable():
+    from rooflab.core.measure import expectations
+
+    cal, peaks = expectations._cached({"calibration": _evil_calibration("").to_dict(), "peaks": {"x": 1e12}})
+    assert not any(c in _text_of(cal) for c in "\x1b\x07\x9b\n") and peaks == {"x": 1e12}
+
+
+def _import_of(rows: int) -> list[MeasuredPoint]:
+    """The points of a llama-bench file of ``rows`` rows, as ``rooflab measure import`` keeps them."""
+    from rooflab.core.values.measured import EngineSettings
+
+    settings = EngineSettings(engine="llama-bench", version="b5163 (8cf427ff)", device="cuda", threads=8,
+                              gpu_layers=999, flash_attention=True, batch_size=2048, ubatch_size=512)
+    return [MeasuredPoint(kind="prefill", prompt=1 + i, context=0, batch=1, seconds=0.07 + i * 1e-6, median=0.071,
+                          repeats=5, settings=settings, source="llama-bench b5163") for i in range(rows)]
+
+
+def test_the_history_stays_under_the_size_it_is_read_back_at(data, monkeypatch):
+    """Issue 15: runs were capped by count only, so the 20th import of a 4,000-row file made the
+    history larger than the 16 MiB rooflab reads back, and the next read set it all aside. Now
+    the oldest runs go first, and the history always loads. Scaled down 16 times (250 rows
+    against 1 MiB: the same share of the cap per import), since each save of a 12 MB history
+    reads and writes it whole, seconds apiece."""
+    from rooflab.core.files import records
+
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 1 << 20)
+    points = _import_of(250)
+    path = data / MEASUREMENT
+    for n in range(1, 23):
+        store.save_measurement("m-1", "measured", points, {"import": n})
+        assert path.stat().st_size <= store.HISTORY_SHARE * records.MAX_RECORD_BYTES
+    runs = store.load_measurements("m-1", "measured")
+    assert len(runs) >= 3 and [r["meta"]["import"] for r in runs] == list(range(23 - len(runs), 23))
+    assert runs[-1]["points"] == points and not _set_aside(path)
+
+
+def test_a_run_too_large_for_any_history_is_refused_and_the_history_kept(data, monkeypatch):
+    from rooflab.core.errors import ResourceError
+    from rooflab.core.files import records
+
+    store.save_measurement("m-1", "measured", POINTS)
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 200_000)      # about 500 imported points
+    with pytest.raises(ResourceError, match="1,000 points are .* MB .* not kept"):
+        store.save_measurement("m-1", "measured", _import_of(1000))
+    assert store.load_measurements("m-1", "measured")[0]["points"] == POINTS

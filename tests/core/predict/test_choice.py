@@ -56,7 +56,9 @@ def test_devices_share_the_machines_link_or_the_one_given():
     ({"gpu_layers": -1}, "gpu_layers"), ({"gpu_layers": True}, "gpu_layers"), ({"cpu_moe": 1.5}, "cpu_moe"),
     ({"devices": 0}, "devices"), ({"devices": 65}, "devices"), ({"parallel": "pipeline"}, "parallel"),
     ({"kv_on_device": 1}, "kv_on_device"), ({"link_bandwidth": 0.0}, "link_bandwidth"),
-    ({"devices": 2, "gpu_layers": 10}, "several devices"), ({"devices": 2, "kv_on_device": False}, "several devices"),
+    # llama.cpp's placement flags go with a layer split (its own), not with vLLM's tensor parallel
+    ({"devices": 2, "gpu_layers": 10, "parallel": "tensor"}, "tensor parallel"),
+    ({"devices": 2, "kv_on_device": False, "parallel": "tensor"}, "tensor parallel"),
 ])
 def test_bad_choices_name_what_is_wrong(fields, name):
     with pytest.raises(SpecError, match=name):

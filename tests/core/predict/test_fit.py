@@ -26,20 +26,23 @@ W = Workload(prompt=2048, answer=256)
 
 
 def test_gpt_oss_120b_fits_a_4090_with_experts_on_the_cpu(gptoss):
-    # the issue's done-when: 63.4 GB of MXFP4 on 24 GiB of GDDR6X with 64 GB of DDR5. Attention, router,
-    # head and KV (~1.7 GB) stay on the GPU; each layer's experts are 1.70 GB, so 24 GiB - 1 GiB reserve
-    # - 0.53 GB compute buffer holds 13 layers' experts: 23 layers' experts go to the CPU
+    # the issue's done-when: 63.4 GB of MXFP4 on 24 GiB of GDDR6X with 64 GB of DDR5. llama.cpp fits
+    # against 24 GiB less the CUDA context (0.45 GiB) and its 1 GiB margin, at 4,096 tokens (0.18 GB of
+    # KV), with a 0.53 GB compute buffer: 23 layers' experts on the CPU overflow it by 0.24 GB, 24 leave
+    # 1.46 GB; of the 24th layer, its up and gate experts (0.565 GB each) then fit, its down ones not
     machine = load_machine("rtx-4090")
     assert machine.offload_memory == 64e9
     fit = fit_placement(gptoss, machine, W)
     assert fit.fits and fit.chosen
-    assert fit.placement == Placement(gpu_layers=37, cpu_moe=23)
-    assert fit.describe(gptoss, machine) == "fits with all 37 layers on the GPU, the experts of 23 of them on the CPU"
+    assert fit.placement == Placement(gpu_layers=37, cpu_moe=24, partial="gate")
+    assert fit.describe(gptoss, machine) == ("fits with all 37 layers on the GPU, the experts of 24 of them on the "
+                                             "CPU (one of them keeps its up and gate projections on the GPU)")
+    assert fit.placement.flags() == "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU"
     # one more layer's experts on the GPU overflows it: the fit is the fastest on the path
-    tighter = plan_memory(gptoss, machine, W, Placement(gpu_layers=37, cpu_moe=22))
+    tighter = plan_memory(gptoss, machine, W, Placement(gpu_layers=37, cpu_moe=23), context_length=4096)
     assert not tighter.device.fits
     est = placed_request(gptoss, machine, W, fit.placement)
-    assert 10e-3 < est.tpot < 25e-3          # 16.0 ms: 13 layers' experts at 1 TB/s, 23 at 89.6 GB/s
+    assert 10e-3 < est.tpot < 25e-3          # 16.2 ms: 12.7 layers' experts at 1 TB/s, 23.3 at 89.6 GB/s
 
 
 def test_path_moves_experts_before_layers(qwen30b):
@@ -47,8 +50,11 @@ def test_path_moves_experts_before_layers(qwen30b):
     path = placement_path(qwen30b, machine)
     layers = qwen30b.layers
     assert path[0] == Placement(gpu_layers=layers + 1)
-    assert path[layers] == Placement(gpu_layers=layers + 1, cpu_moe=layers)
-    assert path[-1] == Placement(gpu_layers=0, cpu_moe=layers)
+    # llama.cpp's fit keeps one device layer's experts on the device (its partial layers are the last
+    # n_part of the device's, the output among them), so at most L - 1 layers' experts move
+    assert path[layers - 1] == Placement(gpu_layers=layers + 1, cpu_moe=layers - 1)
+    assert path[layers] == Placement(gpu_layers=layers, cpu_moe=layers - 1)
+    assert path[-1] == Placement(gpu_layers=0, cpu_moe=layers - 1)
     bare = dataclasses.replace(machine, offload_bandwidth=0.0, offload_memory=0.0)
     assert placement_path(qwen30b, bare) == [Placement(gpu_layers=layers + 1)]
 
@@ -122,16 +128,17 @@ def test_path_keeps_the_flags_given(qwen30b, qwen8b):
 
 def test_kv_off_the_device_is_fitted_around(gptoss):
     # --no-kv-offload with -ngl on auto used to put every layer on the GPU and overflow it (64.4 GB);
-    # now the rest is fitted around the cache on the host. The cache of 2,304 tokens is 0.09 GB, less
-    # than one layer's experts (1.70 GB), so moving it frees no layer's experts: still 23 on the CPU
+    # now the rest is fitted around the cache on the host. The cache of 4,096 tokens is 0.18 GB, less
+    # than one layer's experts (1.70 GB), so moving it frees no layer's experts: still 24 on the CPU
     machine = load_machine("rtx-4090")
     fit = fit_placement(gptoss, machine, W, kv_on_device=False)
     assert fit.fits and fit.chosen and fit.kept == "--no-kv-offload"
-    assert fit.placement == Placement(gpu_layers=37, cpu_moe=23, kv_on_device=False)
+    assert fit.placement == Placement(gpu_layers=37, cpu_moe=24, kv_on_device=False, partial="gate")
     assert fit.memory.kv_location == "host" and fit.memory.device.kv == 0
     # the fastest on its path: one more layer's experts on the GPU overflows it
-    assert not plan_memory(gptoss, machine, W, dataclasses.replace(fit.placement, cpu_moe=22)).device.fits
-    assert fit.placement.flags() == "-ngl 37 --n-cpu-moe 23 --no-kv-offload"
+    assert not plan_memory(gptoss, machine, W, Placement(gpu_layers=37, cpu_moe=23, kv_on_device=False),
+                           context_length=4096).device.fits
+    assert fit.placement.flags() == "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU --no-kv-offload"
 
 
 def test_cpu_moe_given_fixes_the_experts_and_fits_the_layers(gptoss):
@@ -149,8 +156,9 @@ def test_cpu_moe_given_fixes_the_experts_and_fits_the_layers(gptoss):
     assert placed_request(gptoss, machine, W, fit.placement).tpot > placed_request(gptoss, machine, W,
                                                                                     auto.placement).tpot
     tips = suggestions(gptoss, machine, W, fit)
-    assert tips[0] == ("without --n-cpu-moe 10, auto-fit puts all 37 layers on the GPU, the experts of 23 of "
-                       "them on the CPU (-ngl 37 --n-cpu-moe 23)")
+    assert tips[0] == ("without --n-cpu-moe 10, auto-fit puts all 37 layers on the GPU, the experts of 24 of "
+                       "them on the CPU (one of them keeps its up and gate projections on the GPU) "
+                       "(-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU)")
     # a fit passed to choose is taken as it is (what placed_summary is handed)
     assert choose(gptoss, machine, W, fit) is fit
 

@@ -10,6 +10,7 @@ import pytest
 from rooflab.core.measure.llamacpp.plan import LlamaCppPlan, compute_bytes
 from rooflab.core.predict import work
 from rooflab.core.predict.footprint import (
+    BACKEND_CONTEXT,
     DEVICE_MARGIN,
     OS_RESERVE,
     compute_buffer_bytes,
@@ -32,13 +33,15 @@ def machine(**changes: object) -> MachineProfile:
 
 
 def test_reserves_per_backend():
-    # llama.cpp's --fit-target margin (1024 MiB) on a discrete GPU; a quarter of a Mac's memory (the GPU
-    # may wire ~75 %); the OS share on a CPU; both on unified memory without Metal
-    assert runtime_reserve(machine()) == DEVICE_MARGIN == GiB
-    assert runtime_reserve(machine(backend="rocm")) == GiB
-    assert runtime_reserve(machine(kind="unified", backend="metal", memory=128 * GiB)) == 32 * GiB
+    # llama.cpp's fit targets free memory less its --fit-target margin (1024 MiB) per device: on a
+    # discrete GPU free memory is the total less the back end's context (0.45 GiB); a Mac's GPU may wire
+    # ~75 % of its memory; the OS share on a CPU; all of them on unified memory without Metal
+    assert DEVICE_MARGIN == GiB and BACKEND_CONTEXT == 0.45 * GiB
+    assert runtime_reserve(machine()) == 1.45 * GiB
+    assert runtime_reserve(machine(backend="rocm")) == 1.45 * GiB
+    assert runtime_reserve(machine(kind="unified", backend="metal", memory=128 * GiB)) == 33 * GiB
     assert runtime_reserve(machine(kind="cpu")) == OS_RESERVE == 4 * GiB
-    assert runtime_reserve(machine(kind="unified", backend="cuda")) == 5 * GiB
+    assert runtime_reserve(machine(kind="unified", backend="cuda")) == 5.45 * GiB
 
 
 def test_compute_buffer_is_the_measure_modules_formula(qwen8b):

@@ -33,7 +33,7 @@ def test_row_is_the_placed_headline(gptoss):
     row = compare_row(gptoss, m, W)
     fit = fit_placement(gptoss, m, W)
     est = placed_request(gptoss, m, W, fit.placement)
-    assert row.fits and row.flags == "-ngl 37 --n-cpu-moe 23"
+    assert row.fits and row.flags == "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU"
     assert row.ttft == est.ttft and row.tpot == est.tpot and row.per_sequence == est.decode_rate
     assert row.weight_bytes == pytest.approx(gptoss.weight_bytes)
     assert [d for d, _ in row.decode_rates] == list(DEPTHS)

@@ -15,10 +15,23 @@ from rooflab.core.values.workload import Workload
 
 
 @pytest.mark.parametrize("field, value", [("prompt", 0), ("batch", 0), ("context", -1), ("answer", 1.5),
-                                          ("kv_type", "f8"), ("acceptance", 1.5), ("offload_fraction", -0.1)])
+                                          ("kv_type", "f8"), ("acceptance", 1.5), ("offload_fraction", -0.1),
+                                          # the wrong JSON type, as a hand-edited settings file holds it
+                                          # (issue 15: kv_type 5 reached .lower() and raised AttributeError)
+                                          ("kv_type", 5), ("kv_type", None), ("kv_type", ["f16"]),
+                                          ("compute_dtype", 16), ("compute_dtype", "fp8\x1b[2J"),
+                                          ("acceptance", True), ("draft_cost", "0.5")])
 def test_workload_rejects(field, value):
-    with pytest.raises(SpecError, match=field):
+    with pytest.raises(SpecError, match=field) as caught:
         Workload(**{field: value})
+    assert "\x1b" not in str(caught.value)          # the value is quoted, never printed raw
+
+
+@pytest.mark.parametrize("field, value", [("name", 5), ("kind", None), ("default_dtype", 16), ("notes", ["x"])])
+def test_machine_rejects_text_fields_of_another_type(field, value):
+    base = dict(name="m", bandwidth=1e9, peak_flops={"fp16": 1e12}, memory=1e9)
+    with pytest.raises(SpecError, match=field):
+        MachineProfile(**{**base, field: value})
 
 
 @pytest.mark.parametrize("field, value", [("bandwidth", 0.0), ("bandwidth", math.nan), ("memory", -1.0)])

@@ -1,0 +1,227 @@
+"""Published llama-bench results fitted to the model form every calibration uses
+(``values.calibration``), as factors of each machine's own peaks.
+
+A local calibration (``calibration_fit``) fits absolute rates on one machine. Published rows
+come from many machines, so here each row's bytes are divided by its machine's bandwidth B and
+its FLOPs by its FP16 peak C before the same linear fit:
+
+    t = o + o_L x L + a x sum_f(W_f / (eta_f B)) + a x K / (eta_kv B) + c x sum_g(F_g / (kappa_g C))
+
+with ``eta_f`` the share of B that weights of format class f stream at in a decode step,
+``eta_kv`` the cache's, ``kappa_g`` the share of C that multiplies on weights of class g reach
+(routed experts apart: llama.cpp's expert multiply gives each expert a few rows of the ubatch and
+runs far below dense rates), ``o`` a fixed cost per pass in seconds (Apple chips pay milliseconds
+a token) and ``o_L`` one per layer. A row's time is the test's: a tgN row is one decode step at
+the mean context of its N steps (and its depth), a ppN row one prefill of N tokens after its
+depth. Rows are fitted per group: the back end, and Vulkan per GPU vendor (NVIDIA's Vulkan
+driver reaches several times Intel Arc's share of the peak).
+
+What the fit gives is a ``Rates`` of factors (``source == "public"`` calibrations are read as
+factors of the machine's B and C by ``predict.expected``), so a preset and a machine the user
+calibrated are priced by one set of terms. A factor is capped at 1: no fitted rate is above the
+memory or the unit it ran on. Rows the form cannot describe (weights partly in host memory,
+several devices) are left to the placement model and not fitted here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rooflab.core.errors import SpecError
+from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
+from rooflab.core.measure.calibration_fit import OVERLAPS, Design, Unknowns, fit
+from rooflab.core.predict import work
+from rooflab.core.predict.expected import EXPERTS, Shares
+from rooflab.core.values.calibration import FORMAT_CLASSES, Rates
+from rooflab.core.values.model import ModelSpec
+
+Array = NDArray[np.float64]
+MAX_FACTOR = 1.0          # a fitted share of a peak; above it the machine's figure is wrong, not the fit
+KV_TYPE = "f16"           # llama-bench's default cache type
+CACHE_SHARE = 0.15        # a decode step's cache share of its bytes that lets the fit see the cache's own rate
+
+
+def group_of(machine: PublicMachine) -> str:
+    """The group a machine's rows are fitted in: its back end, Vulkan split by GPU vendor
+    ("vulkan-nvidia", "vulkan-amd", "vulkan-intel")."""
+    if machine.backend == "vulkan" and machine.vendor:
+        return f"vulkan-{machine.vendor}"
+    return machine.backend
+
+
+MIN_UBATCH = 256          # a ubatch below this re-reads the weights several times a prompt: not a term yet
+
+
+def fittable(row: PublicRow, layers: int) -> bool:
+    """Whether the one-device form describes ``row`` of a model of ``layers`` layers: every
+    weight on the one device (-ngl not given, or at least the layers plus the output layer), and
+    a prompt read in ubatches of at least ``MIN_UBATCH`` (a sweep down to -ub 1 reads the weights
+    once per ubatch, hundreds of times a prompt: the form prices one read)."""
+    s = row.source
+    small_ubatch = row.test.kind != "decode" and s.ubatch is not None and s.ubatch < min(MIN_UBATCH, row.test.tokens)
+    return (not s.partial_offload and (s.devices or 1) == 1 and (s.ngl is None or s.ngl > layers)
+            and not small_ubatch)
+
+
+@dataclass(frozen=True, slots=True)
+class RowPass:
+    """The one pass a row's time stands for: bytes (weights and cache) and FLOPs, routed
+    experts' FLOPs apart, not yet divided by the machine's peaks."""
+
+    seconds: float
+    bytes: float              # weights (and, in a prefill, the cache written)
+    cache: float              # bytes of the cache a decode step reads
+    dense_flops: float
+    expert_flops: float
+    prefill: bool
+    layers: float
+
+
+def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
+    """The pass of ``row`` for ``spec``: a tgN row one decode step at the mean context of its N
+    steps after its depth, a ppN row one prefill of N tokens after its depth."""
+    n, depth = int(row.test.tokens), int(row.source.depth)
+    if row.test.kind == "decode":
+        context = depth + (n - 1) / 2.0
+        w, k = work.decode_bytes(spec, context, 1, KV_TYPE, 1.0)
+        nbytes, cache, seconds = float(w), float(k), 1.0 / row.tokens_per_second
+        flops = float(work.decode_flops(spec, context, 1))
+    else:
+        nbytes, cache = float(work.prefill_bytes(spec, n, depth, KV_TYPE, 1)), 0.0
+        flops, seconds = float(work.prefill_flops(spec, n, depth, 1)), n / row.tokens_per_second
+    experts = shares.flops.get(EXPERTS, 0.0)
+    return RowPass(seconds=seconds, bytes=nbytes, cache=cache, dense_flops=flops * (1.0 - experts),
+                   expert_flops=flops * experts,
+                   prefill=row.test.kind != "decode", layers=float(spec.layers))
+
+
+@dataclass(frozen=True, slots=True)
+class GroupData:
+    """The rows of one group as the fit reads them: relative columns, one row per result."""
+
+    group: str
+    rows: tuple[int, ...]             # indices into PublicBenchmarks.rows
+    design: Design
+
+
+def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[PublicRow], ModelSpec],
+               group: str = "") -> GroupData:
+    """The design of ``rows``: each row's bytes over its machine's B, FLOPs over its C. One byte
+    column for the weights, one for the cache a decode step reads (only where some row reads
+    enough of it, ``CACHE_SHARE``, to tell the two apart; else the cache rides with the weights)
+    and two FLOP columns (dense multiplies, routed experts)."""
+    if not rows:
+        raise SpecError(f"no published rows to fit{f' for {group}' if group else ''}")
+    passes = []
+    for i in rows:
+        spec = spec_of(data.rows[i])
+        passes.append(row_pass(spec, data.rows[i], Shares.of(spec)))
+    machines = [data.machine(data.rows[i].machine) for i in rows]
+    b = np.array([m.bandwidth for m in machines])
+    c = np.array([m.peak_fp16 for m in machines])
+    # a batch-1 decode step does ~2 FLOP a weight byte: its arithmetic never binds on these
+    # machines, so its rows carry no FLOP column (the decode rate is taken to be the dense one)
+    flops = np.array([[p.dense_flops, p.expert_flops] if p.prefill else [0.0, 0.0] for p in passes]) / c[:, None]
+    weights, cache = np.array([p.bytes for p in passes]), np.array([p.cache for p in passes])
+    if not np.any(cache > CACHE_SHARE * (weights + cache)):
+        weights, cache = weights + cache, np.zeros_like(cache)
+    design = Design(seconds=np.array([p.seconds for p in passes]), weights=(weights / b)[:, None], cache=cache / b,
+                    flops=flops, prefill=np.array([p.prefill for p in passes]),
+                    layers=np.array([p.layers for p in passes]),
+                    model=np.zeros(len(passes), dtype=np.int64), small=np.zeros(len(passes), dtype=bool),
+                    weight=_balanced(data, rows))
+    return GroupData(group=group, rows=tuple(rows), design=design)
+
+
+def _balanced(data: PublicBenchmarks, rows: Sequence[int]) -> Array:
+    """Row weights giving each (machine, source) pair one vote per test kind, however many rows
+    it has: one page that swept a chip 500 ways must not outweigh ten pages of one row each."""
+    keys = [(data.rows[i].machine, data.rows[i].source.url, data.rows[i].test.kind) for i in rows]
+    counts: dict[tuple[str, str, str], int] = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    return np.array([1.0 / counts[k] for k in keys])
+
+
+@dataclass(frozen=True, slots=True)
+class Factors:
+    """One group's fitted terms: shares of B and C, fixed seconds, and the clocks' overlap.
+    ``experts`` is None when no fitted row had routed experts."""
+
+    bandwidth: float
+    cache: float              # the cache's share of B (the weights' where no row could tell)
+    dense: float
+    experts: float | None
+    decode: float             # the decode step's FLOP/s share: the dense one (batch-1 rows cannot tell)
+    pass_seconds: float
+    layer_seconds: float
+    overlap: float
+
+    def rates(self, expert_ratio: float) -> Rates:
+        """As the calibration form's ``Rates`` of factors: every format class at the one
+        bandwidth and dense rate, routed experts at their own (without rows of them, at
+        ``expert_ratio`` times the dense rate, the ratio other groups showed)."""
+        experts = self.experts if self.experts is not None else self.dense * expert_ratio
+        every = dict.fromkeys(FORMAT_CLASSES, 0.0)
+        return Rates(bandwidth={k: self.bandwidth for k in every},
+                     prefill_flops={**{k: self.dense for k in every}, EXPERTS: experts},
+                     decode_flops={**{k: self.decode for k in every}, EXPERTS: self.decode},
+                     cache_bandwidth=self.cache, pass_seconds=self.pass_seconds,
+                     layer_seconds=self.layer_seconds, overlap=self.overlap)
+
+
+def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
+    """The terms fitted to ``g``'s rows (``mask``: only those)."""
+    d = g.design if mask is None else g.design.subset(mask)
+    u, overlap = fit(d, OVERLAPS)
+    at = Unknowns.of(d)
+    pre = u[at.prefill]
+    seen_experts = bool((d.flops[:, 1] * d.prefill).sum() > 0)
+    saw_cache = bool(d.cache.sum() > 0)
+    return Factors(bandwidth=_factor(u[at.bandwidth][0]),
+                   cache=_factor(u[at.cache]) if saw_cache else _factor(u[at.bandwidth][0]), dense=_factor(pre[0]),
+                   experts=_factor(pre[1]) if seen_experts else None, decode=_factor(pre[0]),
+                   pass_seconds=float(min(u[at.pass_seconds], 1.0)),
+                   layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap)
+
+
+def _factor(inverse: float) -> float:
+    """A factor from its fitted inverse, capped at ``MAX_FACTOR`` (an inverse of 0: the data
+    could not see the term; it then costs nothing beyond the peak)."""
+    return MAX_FACTOR if not inverse > 0 else float(min(MAX_FACTOR, 1.0 / inverse))
+
+
+def log_residuals(predicted: Sequence[float], measured: Sequence[float]) -> Array:
+    """log(measured / predicted) of each row: the spread an expected figure's band is made of."""
+    p, m = np.asarray(predicted, dtype=np.float64), np.asarray(measured, dtype=np.float64)
+    return np.log(m / p)
+
+
+def scaled(rates: Rates, decode: float, prefill: float) -> Rates:
+    """``rates`` with every decode-side term (bandwidths, decode FLOP/s, fixed costs) times
+    ``decode`` and the prefill FLOP/s times ``prefill``: a pass bound by either then runs that
+    many times faster (its fixed costs divided alike). Factors stay capped at 1 only when the
+    scale is below 1: a replicate above the central figure is a band, not a rate."""
+    return Rates(bandwidth={k: v * decode for k, v in rates.bandwidth.items()},
+                 prefill_flops={k: v * prefill for k, v in rates.prefill_flops.items()},
+                 decode_flops={k: v * decode for k, v in rates.decode_flops.items()},
+                 cache_bandwidth=rates.cache_bandwidth * decode, pass_seconds=rates.pass_seconds / decode,
+                 layer_seconds=rates.layer_seconds / decode, overlap=rates.overlap)
+
+
+def band_scales(residuals: Array, count: int) -> Array:
+    """``count`` scales exp(q) at evenly spaced quantiles q of ``residuals`` (log measured /
+    predicted, out of sample): replicates built from them make an expected figure's band the
+    spread that held-out rows showed, so a 16-84 % band holds about 68 % of them."""
+    if residuals.size == 0:
+        return np.ones(1)
+    qs = np.linspace(0.02, 0.98, count)
+    return np.exp(np.quantile(residuals, qs))
+
+
+def median_or_nan(values: Sequence[float]) -> float:
+    return float(np.median(values)) if len(values) else math.nan

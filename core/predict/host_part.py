@@ -1,0 +1,122 @@
+"""The host's part of a placed model: the layers (and routed experts) kept in host memory, run
+as llama.cpp runs them, one ubatch at a time.
+
+llama.cpp splits a pass of n tokens into ubatches of u tokens (``-ub``, 512 by default) and
+computes each as its own graph. Each ubatch either
+
+- is computed by the host: it reads the host's weights (for a mixture of experts, the experts
+  its u tokens route to) at the host memory's rate and does their arithmetic at the host's
+  FLOP/s, or
+- from 32 tokens on (ggml-backend's ``op_offload``: the CUDA back end takes an op whose batch
+  is at least 32), has the host's weight tensors copied whole to the GPU over the PCIe host
+  link and multiplied there: max(W_host / B_link, F_ubatch / C_gpu).
+
+The faster of the two is taken for each ubatch, so the figure stays a ceiling. Copying whole
+tensors once per ubatch is why prompt speed grows with ``-ub`` when host weights stream:
+
+    t_host = floor(n / u) x t_ubatch(u) + t_ubatch(n mod u)
+
+A ubatch's FLOPs and cache bytes are its share (k / n) of the pass's; its weights are what k
+tokens read (``work.weight_bytes_read``; the whole resident tensors when streamed). The host's
+FLOP/s: behind a discrete GPU the profile's ``offload.flops``, else ``DEFAULT_HOST_FLOPS``, the
+lessons' 8-core desktop CPU (8 cores x 4 GHz x 2 FMA units x 8 fp32 lanes x 2 FLOP = 1.024
+TFLOP/s, roofline lesson example 5); on a CPU or unified machine the second tier is read by the
+machine's own processor. Behind a discrete GPU the host part scales by the efficiency's host
+factors (the CPU's own shares of its peaks); elsewhere by the machine's.
+
+Left out: the device part re-reading its own weights per ubatch (a GPU reads them in a few ms
+against tens of ms of arithmetic), and any overlap of the copy of one ubatch with the
+arithmetic of the last."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rooflab.core.errors import SpecError
+from rooflab.core.predict import work
+from rooflab.core.predict.clocks import Pass, combined_seconds
+from rooflab.core.predict.placement import has_host_tier
+from rooflab.core.predict.work import Array
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
+
+DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
+OP_OFFLOAD_MIN_TOKENS = 32         # llama.cpp copies host weights to the GPU for ops this large
+
+
+def host_flops(machine: MachineProfile, dtype: str | None = None) -> float:
+    """Peak FLOP/s the host computes its layers at: behind a discrete GPU the profile's
+    ``offload_flops`` when stated, else ``DEFAULT_HOST_FLOPS``; the machine's own peak on a CPU
+    or unified machine (efficiency not applied)."""
+    if machine.kind != "gpu":
+        return machine.flops(dtype)
+    return machine.offload_flops if machine.offload_flops > 0 else DEFAULT_HOST_FLOPS
+
+
+def host_link_bandwidth(machine: MachineProfile) -> float:
+    """bytes/s at which host weights reach a discrete GPU: the PCIe host link the profile states
+    (``MachineProfile.host_link``), at most the host memory's rate. A profile that states none
+    (a saved one from before host links) falls back to an interconnect named PCIe, then to the
+    host memory's rate: a device-to-device link (NVLink) never stands in for it."""
+    if machine.host_link is not None:
+        return min(machine.host_link.bandwidth, machine.offload_bandwidth)
+    link = machine.interconnect_bandwidth if "pcie" in machine.interconnect_name.lower() else 0.0
+    return min(link, machine.offload_bandwidth) if link > 0 else machine.offload_bandwidth
+
+
+def ubatches(tokens: Array, ubatch: int) -> tuple[Array, Array]:
+    """(whole ubatches, tokens of the last, shorter one) that llama.cpp splits ``tokens`` into."""
+    n = np.asarray(tokens, dtype=np.float64)
+    whole = np.floor(n / ubatch)
+    return whole, n - whole * ubatch
+
+
+def _one(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, cache: Array, flops: Array,
+         n: Array, k: Array, *, decode: bool) -> tuple[Array, Array, Array, Array]:
+    """(bytes moved, memory seconds, compute seconds, seconds) of one ubatch of ``k`` of the
+    pass's ``n`` tokens, computed by the host or streamed to the GPU, whichever is faster."""
+    eff = machine.efficiency
+    factor = eff.decode_compute_factor if decode else eff.compute
+    # the host behind a discrete GPU runs at its own shares of its peaks; on a CPU or unified
+    # machine the host is the machine
+    host_b, host_c = (eff.host_bandwidth, eff.host_compute) if machine.kind == "gpu" else (eff.bandwidth, factor)
+    share = np.divide(k, n, out=np.zeros_like(n), where=n > 0)
+    c, f = cache * share, flops * share
+    w = work.weight_bytes_read(sub, k) if sub is not None else np.zeros_like(k)
+    nbytes = w + c
+    mem = nbytes / (machine.offload_bandwidth * host_b)
+    comp = f / (host_flops(machine, workload.compute_dtype) * host_c)
+    seconds = combined_seconds(mem, comp, eff.overlap)
+    if machine.kind == "gpu":
+        resident = float(sub.weight_bytes) if sub is not None else 0.0
+        link = (resident + c) / (host_link_bandwidth(machine) * eff.bandwidth)
+        on_gpu = f / (machine.flops(workload.compute_dtype) * factor)
+        streamed_seconds = combined_seconds(link, on_gpu, eff.overlap)
+        streamed = (k >= OP_OFFLOAD_MIN_TOKENS) & (streamed_seconds < seconds)
+        nbytes = np.where(streamed, resident + c, nbytes)
+        mem, comp = np.where(streamed, link, mem), np.where(streamed, on_gpu, comp)
+        seconds = np.where(streamed, streamed_seconds, seconds)
+    used = k > 0
+    return tuple(np.where(used, x, 0.0) for x in (nbytes, mem, comp, seconds))  # type: ignore[return-value]
+
+
+def host_clock(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, weights: Array, cache: Array,
+               flops: Array, tokens: Array, *, decode: bool) -> Pass:
+    """The host part's clocks for a pass over ``tokens`` tokens (all sequences), ubatch by
+    ubatch as the module docstring says. ``sub``: the host's sub-model; ``weights``, ``cache``,
+    ``flops``: what the whole pass reads and computes there (``weights`` only says whether
+    anything is there). ``seconds`` leaves out the per-step overhead."""
+    n = np.asarray(tokens, dtype=np.float64)
+    if not bool(np.any(weights + cache + flops > 0)):
+        zero = np.zeros(np.broadcast(weights, cache, flops, n).shape)
+        return Pass(zero, zero, zero, zero, zero, zero)
+    if not has_host_tier(machine):
+        raise SpecError(f"{machine.name}: no host memory is stated, so every layer must be on the device")
+    whole, rest = ubatches(n, workload.ubatch)
+    full = _one(machine, workload, sub, cache, flops, n, np.full_like(n, float(workload.ubatch)), decode=decode)
+    last = _one(machine, workload, sub, cache, flops, n, rest, decode=decode)
+    nbytes, mem, comp, seconds = (whole * a + b for a, b in zip(full, last, strict=True))
+    c, f = np.broadcast_arrays(cache + 0 * n, flops + 0 * n)
+    w, c, f, m, k, s = np.broadcast_arrays(np.maximum(nbytes - c, 0.0), c, f, mem, comp, seconds)
+    return Pass(w, c, f, m, k, s)

@@ -1,0 +1,89 @@
+"""Several identical devices sharing the device's layers, as llama.cpp's layer split (``-sm
+layer``, its default) places them, with whatever does not fit left in host memory.
+
+llama.cpp gives each device a contiguous run of the device's layers (llama-model.cpp,
+``load_tensors``): layer il of the device's act = -ngl layers (the output last) goes to the
+first device whose cumulative share of the split passes (il - start) / act. The split is ``-ts``
+(here ``Placement.tensor_split``, layers per device); without one, llama.cpp splits by each
+device's free memory, evenly for identical devices. Its fit (common/fit.cpp) sets ``-ts`` to the
+layers it managed to fill each device with, front to back: ``fill_split`` packs the layers in
+order, each device up to its bill's capacity, the output with the last.
+
+The devices run their layers in turn, each reading its share at its own bandwidth, so the
+device part's clocks are one device's with all of them (``offload``), plus the hidden state's
+hop from one device to the next (``parallel.hop_seconds``). Left out: llama.cpp's fit filling
+a device's last layer in part with overflow to the next device (one device only here), and the
+pipelining of a long prompt's ubatches across the devices."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from rooflab.core.predict.placement import Part, Placement, device_layer_start, split, sub_spec
+from rooflab.core.values.model import ModelSpec, Tensor
+
+
+def device_of_layers(spec: ModelSpec, placement: Placement) -> list[int]:
+    """The device (0..N-1) holding each of layers start..L (L: the output) of the device part,
+    by llama.cpp's rule (see the module docstring)."""
+    p = placement.clamp(spec)
+    start = device_layer_start(spec, p)
+    act = spec.layers + 1 - start
+    counts = p.tensor_split or (1,) * p.devices
+    cuts = np.cumsum(counts, dtype=np.float64) / float(sum(counts))
+    owners = []
+    for il in range(start, spec.layers + 1):
+        where = int(np.searchsorted(cuts, (il - start) / act, side="right"))
+        owners.append(min(where, p.devices - 1))
+    return owners
+
+
+def device_parts(spec: ModelSpec, placement: Placement, *, embedding_on_host: bool = True) -> tuple[Part, ...]:
+    """What each of the placement's devices holds: the device ``Part`` of ``placement.split``
+    cut by layer (one part when there is one device). Cached per (spec, placement)."""
+    return _device_parts(spec, placement.clamp(spec), embedding_on_host)
+
+
+@lru_cache(maxsize=256)
+def _device_parts(spec: ModelSpec, placement: Placement, embedding_on_host: bool) -> tuple[Part, ...]:
+    whole = split(spec, placement, embedding_on_host=embedding_on_host).device
+    if placement.devices == 1:
+        return (whole,)
+    start = device_layer_start(spec, placement)
+    owner = dict(zip(range(start, spec.layers + 1), device_of_layers(spec, placement), strict=True))
+    return _cut(spec, placement, whole, owner, placement.devices)
+
+
+def _cut(spec: ModelSpec, placement: Placement, whole: Part, owner: dict[int, int], count: int) -> tuple[Part, ...]:
+    """``whole`` (the device part) cut into ``count`` parts, layer il (L: the output, with the
+    head, the output norm and any extra layers) to part ``owner[il]``."""
+    n, start = spec.layers, device_layer_start(spec, placement)
+    tensors: list[list[Tensor]] = [[] for _ in range(count)]
+    for t in whole.spec.tensors if whole.spec is not None else ():
+        il = t.layer if t.layer is not None and start <= t.layer < n else n
+        tensors[owner[il]].append(t)
+    parts = []
+    for d in range(count):
+        layers = [il for il in range(start, n) if owner[il] == d]
+        kv = layers if placement.kv_on_device else []
+        experts = sum(1 for il in layers if il >= placement.cpu_moe) if spec.is_moe else 0
+        parts.append(Part(spec=sub_spec(spec, tensors[d], kv), embedding_rows=d == 0,
+                          embedding_bytes=whole.embedding_bytes if d == 0 else 0.0, layers=len(layers),
+                          expert_layers=experts, output=whole.output and owner[n] == d))
+    return tuple(parts)
+
+
+def layer_units(spec: ModelSpec, placement: Placement, *, embedding_on_host: bool = True) -> tuple[Part, ...]:
+    """The device part one layer at a time (layers start..L - 1, then the output and what goes
+    with it): the units ``fill_split`` packs. Cached per (spec, placement)."""
+    return _layer_units(spec, placement.clamp(spec), embedding_on_host)
+
+
+@lru_cache(maxsize=256)
+def _layer_units(spec: ModelSpec, placement: Placement, embedding_on_host: bool) -> tuple[Part, ...]:
+    whole = split(spec, placement, embedding_on_host=embedding_on_host).device
+    start = device_layer_start(spec, placement)
+    owner = {il: il - start for il in range(start, spec.layers + 1)}
+    return _cut(spec, placement, whole, owner, len(owner))

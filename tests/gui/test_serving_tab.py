@@ -1,0 +1,49 @@
+"""The Serving tab: shown, it is handed the serving chart of the current scenario (the state's
+change reaches it), a measured server run kept for this model and machine lands on it as
+points, and it renders."""
+
+from __future__ import annotations
+
+from rooflab.core.measure import store
+from rooflab.core.report.serving_chart import SERVING
+from rooflab.core.values.defaults import DEFAULT_WORKLOAD
+
+
+def _show_serving(qtbot, window):
+    panel = window.plot_panel
+    panel.tabs.setCurrentWidget(panel.serving)
+    qtbot.waitUntil(lambda: panel.serving.chart is not None and panel.serving.chart.key == SERVING, timeout=5000)
+    return panel.serving
+
+
+def test_the_tab_draws_the_scenario_and_follows_it(qtbot, window):
+    plot = _show_serving(qtbot, window)
+    assert plot.panel_keys() == ["latency", "throughput"]
+    ttft = plot.curve("latency", "ttft_p50")
+    assert ttft.x[0] == 1 and ttft.y[-1] > ttft.y[0]                  # queueing past the slots
+    total = plot.curve("throughput", "total")
+    assert total.y.max() > total.y[0]
+    first = plot.chart
+    window.state.update_workload(prompt=DEFAULT_WORKLOAD.prompt // 2)
+    qtbot.waitUntil(lambda: plot.chart is not first, timeout=5000)      # state -> tab
+    assert plot.curve("latency", "ttft_p50").y[0] < ttft.y[0]
+    assert not plot.grab().isNull()
+
+
+def test_a_measured_server_lands_on_it(qtbot, window):
+    frame = window.recompute.frame
+    spec, machine = frame.scenario.model, frame.scenario.machine
+    stats = {"mode": "concurrency", "level": 2.0, "completed": 8, "duration": 4.0, "requests_per_second": 2.0,
+             "output_tokens_per_second": 400.0, "tokens_per_second_per_sequence": 120.0, "mean_prompt_tokens": 2048,
+             "mean_answer_tokens": 256, "sustained_requests_per_second": 2.0, "goodput": None,
+             "goodput_share": None, **{k: {"mean": 0.3, "p50": 0.3, "p90": 0.4, "p99": 0.5}
+                                       for k in ("ttft", "tpot", "itl", "e2e")}}
+    store.save_server_run("http://127.0.0.1:8080", "served", store.machine_key(machine),
+                          {"model_key": store.model_key(spec), "plan": {"url": "http://127.0.0.1:8080"},
+                           "started": "2026-12-01T10:00:00", "levels": [{"stats": stats}]})
+    window.state.update_workload(answer=DEFAULT_WORKLOAD.answer + 1)       # a fresh frame reads the store
+    qtbot.waitUntil(lambda: window.recompute.frame is not frame, timeout=5000)
+    plot = _show_serving(qtbot, window)
+    measured = plot.curve("latency", "measured_ttft_p50")
+    assert list(measured.x) == [2.0] and list(measured.y) == [0.3] and measured.role == "measured"
+    assert "http://127.0.0.1:8080" in measured.label
