@@ -6,6 +6,8 @@ experts; ``rooflab measure calibrate`` runs exactly this), fits the calibration 
 engine, settings) and scores it:
 
 - leave one model out: each model predicted by the fit of the others;
+- leave one architecture out: every model of one architecture (llama, qwen3, gemma3, qwen3moe)
+  predicted by the fit of the others;
 - extrapolation: fitted on prompts <= 512, caches <= 1,100 tokens and batches <= 4; scored
   on the longer prompts, deeper caches and larger batches;
 - in sample, labelled fit quality (not accuracy).
@@ -18,8 +20,12 @@ each term is checked against the first run's band (stable factors). Targets, out
 TPOT median <= 10 %, TTFT <= 15 %, batched decode <= 15 %. Nothing is kept in the user's
 store. The published-benchmark check of the presets is ``bench_public_accuracy.py``.
 
-    python benchmarks/bench_accuracy.py [--engines llamacpp,torch] [--threads N] [--repeats 3] [--quick] [--twice]
-                                        [--points FILE.json]
+With ``--thorough`` llama.cpp's set adds models at real sizes and vocabularies (Qwen3-0.6B,
+Gemma 3 1B with 262k entries, Qwen3-1.7B, a 2 B mixture of experts: tens of minutes on two
+cores); every model is listed with its parameters, weight bytes and vocabulary.
+
+    python benchmarks/bench_accuracy.py [--engines llamacpp,torch] [--threads N] [--repeats 3]
+                                        [--quick|--thorough] [--twice] [--points FILE.json]
 """
 
 from __future__ import annotations
@@ -60,19 +66,25 @@ def report(run: CalibrationRun, load: tuple[float, float], seconds: float) -> li
     print(f"\n{cal.describe()}: {cal.points} points in {seconds:.0f} s")
     print(f"  load average {load[0]:.2f} before, {load[1]:.2f} after; median spread of repeats "
           f"{statistics.median(spreads):.1%}; {disturbed} point(s) marked disturbed (left out of the fit)")
-    print(f"  {'phase':<28} {'points':>6} {'fit quality':>11} {'leave one model out':>19} {'extrapolation':>15}"
-          f"  target (out of sample)")
+    for model in run.runs:
+        spec = model.spec
+        print(f"  model {model.label:<44} {spec.params_total / 1e9:5.2f} B parameters, "
+              f"{spec.weight_bytes / 1e9:5.2f} GB, {spec.vocab:>7,}-entry vocabulary, {spec.architecture}")
+    print(f"  {'phase':<28} {'points':>6} {'fit quality':>11} {'leave one model out':>19} "
+          f"{'leave one arch out':>19} {'extrapolation':>15}  target (out of sample)")
     missed = []
     for phase, label in PHASES:
         count = cal.accuracy.get("in_sample", {}).get(phase)
         lomo = cal.accuracy.get("leave_one_model_out", {}).get(phase)
+        loao = cal.accuracy.get("leave_one_architecture_out", {}).get(phase)
         extra = cal.accuracy.get("extrapolation", {}).get(phase)
-        worst_median = max((a.median for a in (lomo, extra) if a is not None), default=float("nan"))
+        worst_median = max((a.median for a in (lomo, loao, extra) if a is not None), default=float("nan"))
         met = worst_median <= TARGETS[phase]
         if not met:
             missed.append(f"{cal.engine_label} {label}")
         print(f"  {label:<28} {count.count if count else 0:>6} {_cell(cal, 'in_sample', phase, False)[:11]:>11} "
-              f"{_cell(cal, 'leave_one_model_out', phase):>19} {_cell(cal, 'extrapolation', phase):>15}  "
+              f"{_cell(cal, 'leave_one_model_out', phase):>19} {_cell(cal, 'leave_one_architecture_out', phase):>19} "
+              f"{_cell(cal, 'extrapolation', phase):>15}  "
               f"median <= {TARGETS[phase]:.0%}: {'met' if met else 'NOT met'}")
     print("  fitted terms (16th-84th percentile over resampled fits):")
     for name, unit, central, low, high in cal.bands():
@@ -105,6 +117,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="the dense models only, shallower sweeps")
+    parser.add_argument("--thorough", action="store_true", help="llama.cpp: add the real-size models")
     parser.add_argument("--twice", action="store_true", help="calibrate twice and compare the terms")
     parser.add_argument("--points", metavar="FILE.json", default=None,
                         help="also write every measured point (per engine and model) to this file")
@@ -114,7 +127,8 @@ def main() -> int:
     machine = None                 # measured once, by the first calibration
     timed: dict[str, dict[str, list[dict[str, object]]]] = {}
     for engine in (e.strip() for e in args.engines.split(",") if e.strip()):
-        plan = CalibrationPlan(engine=engine, threads=args.threads, repeats=args.repeats, quick=args.quick)
+        plan = CalibrationPlan(engine=engine, threads=args.threads, repeats=args.repeats, quick=args.quick,
+                               thorough=args.thorough and engine == "llamacpp")
         results = []
         for _ in range(2 if args.twice else 1):
             before, began = os.getloadavg()[0], time.perf_counter()

@@ -2,12 +2,16 @@
 sliding-window, mixture of experts) in Q4_K_M and Q8_0, timed in process through the same code
 the window and `rooflab measure model --engine llamacpp` use.
 
-For every point: the measured rate (best of the repeats), the spread of the repeats, the ceiling
+For every point: the measured rate (mean of the repeats, as llama-bench), the spread of the repeats, the ceiling
 rooflab predicts for the same pass on this machine's measured profile (efficiency 1.0), and
 their ratio (measured / ceiling: the share of the ceiling llama.cpp reaches). The load average
 before and after the run is printed: read the figures against it.
 
     python benchmarks/bench_llamacpp.py [--threads N] [--quick]
+    python benchmarks/bench_llamacpp.py --llama-bench [PATH] [--gguf FILE] [--threads N]
+
+The second form times llama-bench's tests in process and with a llama-bench binary on the same
+GGUF, test by test, and prints the two side by side (``llama_bench_side_by_side.py``).
 
 The GGUFs are written to a temporary folder and removed afterwards (about 100-200 MB each)."""
 
@@ -25,8 +29,12 @@ from rooflab.core.io.presets import load_measured_machine
 from rooflab.core.jobs import run_job
 from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.engine import measure_in_llamacpp
+from rooflab.core.measure.llamacpp.binding import default_threads
 from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
 from rooflab.core.values.machine import MachineProfile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import llama_bench_side_by_side as side_by_side  # noqa: E402
 
 BASE = dict(hidden_size=768, num_hidden_layers=8, num_attention_heads=12, num_key_value_heads=4, head_dim=64,
             intermediate_size=2048, vocab_size=32000, max_position_embeddings=8192, tie_word_embeddings=False)
@@ -45,17 +53,22 @@ def machine_profile(threads: int | None) -> MachineProfile:
     if stored is not None:
         return stored
     from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+    from rooflab.core.measure.workflow import keep_machine_run
 
     print("no measured machine kept: measuring bandwidth and matmul peaks first", file=sys.stderr)
     run = measure_machine_blocking(MachinePlan(threads=threads, repeats=3, experiments=("bandwidth", "matmul")))
-    return run.profile(fallback=None)
+    return keep_machine_run(run, keep=False)          # a disturbed run: one line, and no ceiling from it
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the physical cores)")
     parser.add_argument("--quick", action="store_true", help="one format, fewer points")
+    side_by_side.add_arguments(parser)
     args = parser.parse_args()
+    if args.llama_bench is not None:
+        return side_by_side.compare(args)
+    args.threads = args.threads or default_threads()
     plan = LlamaCppPlan(threads=args.threads, prompts=(64, 256) if args.quick else (64, 256, 1024),
                         depths=(0, 1024) if args.quick else (0, 1024, 4096), gen_tokens=16, contexts=(512,),
                         batches=(1, 4) if args.quick else (1, 4, 16), batch_steps=8, repeats=3)

@@ -8,7 +8,8 @@ clocks' overlap), and prints for each protocol (leave one source out, one model 
 machine out) a matrix of out-of-sample median and worst |predicted - measured| / measured by
 (group x dense/MoE x tg/pp x short/long) with each cell's band coverage (the share of its rows
 inside the 16-84 % band built without them: about 68 % is a band that means what it says), the
-totals, and the worst rows with their settings. No measurement, no GPU; a few tens of seconds.
+totals (over rows, and over machines: one chip swept 500 ways weighs as one machine), and the
+worst rows with their settings. No measurement, no GPU; a few tens of seconds.
 
     python benchmarks/bench_public_accuracy.py
     python benchmarks/bench_public_accuracy.py --write-fit    # also refresh the shipped fit
@@ -45,9 +46,15 @@ def report(protocol: str, data: public.PublicBenchmarks) -> list[public_score.Pr
         print(f"  {group:14} {moe:5} {kind:4} {length:6} {c.rows:5d} {_pct(c.median):>7} {_pct(c.worst):>7} "
               f"{_pct(c.coverage):>8}{flag}")
     for kind in ("tg", "pp"):
-        c = public_score.cell(p for p in preds if public.kind(data.rows[p.row]) == kind)
+        mine = [p for p in preds if public.kind(data.rows[p.row]) == kind]
+        c = public_score.cell(mine)
+        per_machine: dict[str, list[float]] = {}
+        for p in mine:
+            per_machine.setdefault(data.rows[p.row].machine, []).append(p.error)
+        balanced = float(np.median([np.median(v) for v in per_machine.values()])) if per_machine else math.nan
         print(f"  all {kind}: median {_pct(c.median).strip()}, worst {_pct(c.worst).strip()}, {c.rows} rows, "
-              f"band holds {_pct(c.coverage).strip()}")
+              f"band holds {_pct(c.coverage).strip()}; median of the {len(per_machine)} machines' medians "
+              f"{_pct(balanced).strip()}")
     return preds
 
 
@@ -73,11 +80,13 @@ def main() -> None:
     print(f"public llama-bench results: {len(data.rows)} rows ({sum(map(len, groups.values()))} on one device, "
           f"fitted), {len(data.machines)} machines, {len(data.sources)} sources")
     fits = public.fit_groups(data)
-    print(f"\n{'group':14} {'rows':>5} {'bandwidth':>9} {'dense':>6} {'experts':>7} {'pass ms':>8} {'layer us':>8}")
+    print(f"\n{'group':14} {'rows':>5} {'bandwidth':>9} {'cache':>6} {'dense':>6} {'experts':>7} {'attention':>9} "
+          f"{'pass ms':>8} {'layer us':>8}")
     for g, f in fits.items():
         experts = "-" if f.experts is None else f"{f.experts:.3f}"
-        print(f"{g:14} {len(groups[g]):5d} {f.bandwidth:9.3f} {f.dense:6.3f} {experts:>7} "
-              f"{f.pass_seconds * 1e3:8.2f} {f.layer_seconds * 1e6:8.1f}")
+        attention = "-" if f.attention is None else f"{f.attention:.3f}"
+        print(f"{g:14} {len(groups[g]):5d} {f.bandwidth:9.3f} {f.cache:6.3f} {f.dense:6.3f} {experts:>7} "
+              f"{attention:>9} {f.pass_seconds * 1e3:8.2f} {f.layer_seconds * 1e6:8.1f}")
     print(f"routed experts without rows of their own: {public.expert_ratio(fits):.3f} x the dense rate")
     machine_preds: list[public_score.Prediction] = []
     for protocol in ("source", "family", "machine"):

@@ -28,7 +28,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     if not args.out:
         return run(args)
-    from rooflab.gui.panels.compare_table import write_compare_png
+    from rooflab.gui.plots.compare_plot import write_compare_png
     from rooflab.gui.shell.app import make_app
 
     make_app(headless=True)

@@ -42,12 +42,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rooflab.core.measure",),
     ("rooflab.core.cli",),
     # the window, by role, bottom first: shared widgets and the worker thread; the state; the
-    # plots; the panels; the controllers that drive panels; files written from the screen; the
-    # application shell; the entry point
+    # plots; the panels; the dialogs; the controllers that drive panels; files written from the
+    # screen; the application shell; the entry point
     ("rooflab.gui", "rooflab.gui.widgets", "rooflab.gui.workers"),
     ("rooflab.gui.state",),
     ("rooflab.gui.plots",),
     ("rooflab.gui.panels",),
+    ("rooflab.gui.dialogs",),
     ("rooflab.gui.controllers",),
     ("rooflab.gui.export",),
     ("rooflab.gui.shell",),

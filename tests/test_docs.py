@@ -365,6 +365,19 @@ def run_page(page: Path, folder: Path, slow: bool = SLOW) -> list[tuple[Block, C
     return results
 
 
+def test_the_accuracy_page_quotes_what_the_public_benchmark_script_prints(tmp_path):
+    """The published-benchmark scores on docs/accuracy.md are what the script prints today: it
+    reads no machine (the fit and the held-out runs are deterministic), so unlike the other
+    snapshots this one is rerun in every suite run (about half a minute)."""
+    page = ROOT / "docs" / "accuracy.md"
+    ran = [(block, command, problem) for block, command, _printed, problem in run_page(page, tmp_path, slow=True)
+           if command is not None and "bench_public_accuracy" in command.text]
+    assert ran, "docs/accuracy.md shows no run of benchmarks/bench_public_accuracy.py"
+    failures = [f"{block.where}: {problem.lstrip('!')}" for block, _command, problem in ran if problem]
+    assert not failures, ("\n\n".join(failures)
+                          + "\n\n(refresh: python tests/test_docs.py --update --slow docs/accuracy.md)")
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_command_on_the_page_prints_what_the_page_quotes(page, tmp_path):
     failures = [f"{block.where} `{command.text if command else block.markers['generated']}`: {problem.lstrip('!')}"

@@ -15,6 +15,7 @@ from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_THREADS
 
 PROTOCOL_LABELS = {
     "leave_one_model_out": "accuracy, leave one model out",
+    "leave_one_architecture_out": "accuracy, leave one architecture out",
     "extrapolation": "accuracy, extrapolated (fit short/shallow/small, score long/deep/large)",
     "in_sample": "fit quality (in sample, not accuracy)",
 }
@@ -33,6 +34,8 @@ def add_calibrate_parser(sub: Any) -> None:
     p.add_argument("--repeats", type=int_in(1, MAX_PLAN_REPEATS), default=3,
                    help="runs of each point, best and median kept (default 3)")
     p.add_argument("--quick", action="store_true", help="the dense models only, shallower sweeps (about half the time)")
+    p.add_argument("--thorough", action="store_true",
+                   help="llama.cpp: add models at real sizes and vocabularies (0.6-2 B, 152k-262k; tens of minutes)")
     p.add_argument("--keep-machine", action="store_true",
                    help="use the machine measured before instead of measuring it again")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -44,7 +47,7 @@ def run_calibrate(args: argparse.Namespace, cancel: CancelToken, status: Any) ->
     from rooflab.core.measure.calibration_run import CalibrationPlan, run_calibration
 
     plan = CalibrationPlan(engine=args.engine, threads=args.threads, dtype=args.dtype, repeats=args.repeats,
-                           quick=args.quick, measure_machine=not args.keep_machine)
+                           quick=args.quick, thorough=args.thorough, measure_machine=not args.keep_machine)
     run = run_job(run_calibration(plan, cancel, keep=not args.no_save), status)
     status.done()
     if run.keep_error:
@@ -81,7 +84,8 @@ def print_calibration(cal: EngineCalibration) -> None:
     for name, unit, central, low, high in cal.bands():
         print(f"    {name:<34} {_value(central, unit):>14}   [{_value(low, unit)} .. {_value(high, unit)}]")
     print("  |predicted - measured| / measured, median / worst (points):")
-    for protocol in ("leave_one_model_out", "extrapolation", "in_sample"):
+    shown = ("leave_one_model_out", "leave_one_architecture_out", "extrapolation", "in_sample")
+    for protocol in (p for p in shown if p in cal.accuracy or p != "leave_one_architecture_out"):
         table = cal.accuracy.get(protocol, {})
         print(f"    {PROTOCOL_LABELS[protocol]}:")
         if not table:

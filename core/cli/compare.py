@@ -23,7 +23,7 @@ from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 GB = 1e9
 MAX_ROWS = 1000
-PngWriter = Callable[[Path, Sequence[CompareRow]], Path]     # (path, rows) -> path written
+PngWriter = Callable[[Path, Sequence[CompareRow], Sequence[str]], Path]     # (path, rows, heading) -> path written
 
 
 def names(text: str) -> tuple[str, ...]:
@@ -47,6 +47,8 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     p.add_argument("--context", type=int, default=None, help="tokens already in the cache (default 0)")
     p.add_argument("--batch", type=int, default=None, help="sequences decoded together (default 1)")
     p.add_argument("--kv-type", default="f16", help="KV-cache type (default f16)")
+    p.add_argument("--ubatch", "-ub", type=int, default=None, metavar="N",
+                   help="llama.cpp's -ub: tokens per pass of a prompt (default 512)")
     p.add_argument("--depths", type=int_list(0, MAX_TOKENS), help="contexts of the decode-rate columns "
                    "(default 0,4096,32768)")
     p.add_argument("--ceiling-only", action="store_true", help="leave the expected columns empty")
@@ -66,7 +68,8 @@ def compare_workload(args: argparse.Namespace) -> Workload:
     return Workload(prompt=args.prompt if args.prompt is not None else d.prompt,
                     answer=args.answer if args.answer is not None else d.answer,
                     context=args.context if args.context is not None else d.context,
-                    batch=batch, kv_type=args.kv_type.lower())
+                    batch=batch, kv_type=args.kv_type.lower(),
+                    ubatch=args.ubatch if args.ubatch is not None else d.ubatch)
 
 
 def entries(models: Sequence[str], machines: Sequence[str],
@@ -120,14 +123,14 @@ def compare_text(rows: Sequence[CompareRow], depths: Sequence[int] | None = None
 
     depths = row_depths(rows) if depths is None else depths
     table: list[list[str]] = [["model", "machine", "weights", "weights GB", "KV GB", "fits", "TTFT",
-                               "TPOT", "expected TPOT", *[f"tok/s @{d:,}" for d in depths], "max context",
-                               "tok/s/seq", "tok/s total", "placement"]]
+                               "TPOT", "expected TPOT", "expected tok/s/seq", *[f"tok/s @{d:,}" for d in depths],
+                               "max context", "tok/s/seq", "tok/s total", "expected tok/s total", "placement"]]
     for r in rows:
         table.append([r.model, r.machine_key or r.machine, r.weights, f"{r.weight_bytes / GB:,.1f}",
                       f"{r.kv_bytes / GB:,.2f}", "yes" if r.fits else "NO", _time(r.ttft), _time(r.tpot),
-                      _time(r.expected_tpot), *[_rate(v) for _, v in r.decode_rates],
+                      _time(r.expected_tpot), _rate(r.expected_per_sequence), *[_rate(v) for _, v in r.decode_rates],
                       f"{r.largest_context:,}" if r.fits else "", _rate(r.per_sequence), _rate(r.total),
-                      r.placement + (f" ({r.flags})" if r.flags else "")])
+                      _rate(r.expected_total), r.placement + (f" ({r.flags})" if r.flags else "")])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     text = [("  ".join(c.ljust(w) if i in (0, 1, 2, 5, len(widths) - 1) else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip() for row in table]
@@ -140,7 +143,8 @@ class RowProgress:
     seconds, monotonic (a test passes its own)."""
 
     def __init__(self, *, quiet_s: float = 2.0, every_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, command: str = "rooflab compare") -> None:
+        self._command = command
         self._clock = clock
         self._start = clock()
         self._quiet, self._every = quiet_s, every_s
@@ -152,7 +156,7 @@ class RowProgress:
         if now - self._start < self._quiet or (self._last is not None and now - self._last < self._every):
             return
         self._last = now
-        line = f"rooflab compare: {progress.message}"
+        line = f"{self._command}: {progress.message}"
         print(f"\r{line:<60}" if self._tty else line, end="" if self._tty else "\n", file=sys.stderr, flush=True)
 
     def done(self) -> None:
@@ -191,7 +195,7 @@ def run_compare(args: argparse.Namespace, *, png: PngWriter | None = None) -> in
         try:
             written = [write_atomic(folder / "compare.csv", compare_csv(rows, header, depths))]
             if png is not None:
-                written.append(png(folder / "compare.png", rows))
+                written.append(png(folder / "compare.png", rows, header))
         except OSError as exc:
             raise ReportError(f"{folder}: cannot write the comparison there ({exc.strerror or exc})") from exc
         for path in written:

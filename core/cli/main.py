@@ -121,8 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_serve_options(p)
     from rooflab.core.cli.compare import add_compare_parser
+    from rooflab.core.cli.fit import add_fit_parser
 
     add_compare_parser(sub)
+    add_fit_parser(sub)
 
     p = sub.add_parser("models", help="the built-in model catalogue")
     p.add_argument("--json", action="store_true")
@@ -227,7 +229,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
-    from rooflab.core.cli.placement import choice_from, resolve_placed, with_placement
+    from rooflab.core.cli.placement import choice_from, engine_from, resolve_placed, with_placement
     from rooflab.core.io import load_model
     from rooflab.core.measure.expectations import expected_on
     from rooflab.core.report.chart_types import Scenario
@@ -242,8 +244,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     batches = args.batches or DEFAULT_BATCHES
     prompts = args.prompts or DEFAULT_PROMPTS
     check_grid(contexts, batches, prompts)
-    expected = None if args.calibrated or args.ceiling_only else expected_on(spec, machine,
-                                                                             dtype=workload.compute_dtype)
+    expected = None if args.calibrated or args.ceiling_only else expected_on(
+        spec, machine, dtype=workload.compute_dtype, engine=engine_from(args))
     placed = resolve_placed(args, spec, machine, workload)     # auto-fit unless placement flags
     if args.serve or args.concurrency or args.request_rate:     # serving under load: cli/serve.py
         from rooflab.core.cli.serve import run_serve
@@ -327,9 +329,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return run_compare(args)
 
 
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from rooflab.core.cli.fit import run_fit
+
+    return run_fit(args)
+
+
 _COMMANDS: dict[str, Handler] = {
     "inspect": _cmd_inspect, "predict": _cmd_predict, "models": _cmd_models, "machines": _cmd_machines,
-    "compare": _cmd_compare,
+    "compare": _cmd_compare, "fit": _cmd_fit,
 }
 
 

@@ -145,24 +145,31 @@ def _machine(args: argparse.Namespace, cancel: CancelToken) -> int:
     status = _Status()
     run = measure_machine_blocking(plan, cancel, on_progress=status)
     status.done()
-    profile = keep_machine_run(run, keep=not args.no_save)
+    if not args.json:
+        _print_machine_run(run)
+    profile = keep_machine_run(run, keep=not args.no_save)      # a disturbed run: one line, not kept
     if args.json:
         _print_json({"profile": profile.to_dict(), "measurement": run.to_dict()})
         return 0
-    print(f"{profile.name}: {run.threads} threads, torch {run.torch_version}, {run.seconds:.0f} s")
+    print(f"  profile: B {profile.bandwidth / GB:.1f} GB/s, default dtype {profile.default_dtype}"
+          + ("" if args.no_save else " (saved as machine 'measured')"))
+    return 0
+
+
+def _print_machine_run(run: Any) -> None:
+    """Each figure as the median of its runs, with the fastest and the spread beside it."""
+    print(f"This machine, measured ({run.device_name}): {run.threads} threads, torch {run.torch_version}, "
+          f"{run.seconds:.0f} s")
     for r in run.bandwidth:
-        print(f"  bandwidth {r.kernel:<6} best {r.best / GB:7.1f} GB/s  median {r.median / GB:7.1f} GB/s "
-              f"({r.buffer_bytes >> 20} MiB buffers)")
+        print(f"  bandwidth {r.kernel:<6} median {r.median / GB:7.1f} GB/s  best {r.best / GB:7.1f} GB/s  "
+              f"spread {r.spread:4.0%} ({r.repeats} runs, {r.buffer_bytes >> 20} MiB buffers)")
     for m in run.matmul:
-        print(f"  matmul {m.dtype:<5} best {m.best / 1e9:8.1f} GFLOP/s  median {m.median / 1e9:8.1f} GFLOP/s "
-              f"({m.size}x{m.size})")
+        print(f"  matmul {m.dtype:<5} median {m.median / 1e9:8.1f} GFLOP/s  best {m.best / 1e9:8.1f} GFLOP/s  "
+              f"spread {m.spread:4.0%} ({m.repeats} runs, {m.size}x{m.size})")
     if run.roofline:
         print(f"  roofline ({run.roofline[0].dtype}, k = n = {run.roofline[0].k}): m, FLOP/byte, GFLOP/s")
         for s in run.roofline:
             print(f"    {s.m:>5} {s.intensity:9.2f} {s.achieved / 1e9:9.1f}")
-    print(f"  profile: B {profile.bandwidth / GB:.1f} GB/s, default dtype {profile.default_dtype}"
-          + ("" if args.no_save else " (saved as machine 'measured')"))
-    return 0
 
 
 def _calibrate(args: argparse.Namespace, cancel: CancelToken) -> int:

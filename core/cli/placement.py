@@ -24,6 +24,7 @@ from rooflab.core.predict.parallel import (
     ParallelEstimate,
     Scaling,
     device_memory,
+    engine_of,
     parallel_decode,
     parallel_prefill,
 )
@@ -95,6 +96,13 @@ def choice_from(args: argparse.Namespace) -> PlacementChoice:
     return PlacementChoice(gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
                            kv_on_device=not args.no_kv_offload, devices=args.devices, parallel=args.parallel,
                            link_bandwidth=link)
+
+
+def engine_from(args: argparse.Namespace) -> str | None:
+    """The engine whose calibration the expected figures need: "vllm" for tensor parallel over
+    several devices (``parallel.engine_of``), else None (whatever applies to the machine)."""
+    engine = engine_of(args.parallel) if args.devices > 1 else None
+    return engine if engine != "llama.cpp" else None
 
 
 def alternatives(spec: ModelSpec, weights: Sequence[str] = SMALLER_WEIGHTS) -> dict[str, ModelSpec]:
@@ -171,7 +179,9 @@ def placement_dict(spec: ModelSpec, machine: MachineProfile, placed: PlacedSumma
 def _parallel_dict(par: ParallelEstimate, grow: Scaling) -> dict[str, Any]:
     link = par.parallel
     return {"devices": par.devices, "mode": link.mode, "interconnect": link.link_name,
-            "interconnect_bytes_per_second": link.link_bandwidth, "link_latency_seconds": link.link_latency,
+            "interconnect_bytes_per_second": link.link_bandwidth, "link_kind": link.link.kind,
+            "link_latency_seconds": link.link_latency,
+            "allreduce_latency_seconds": link.link.allreduce_latency(link.devices) if link.mode == "tensor" else 0.0,
             "prefill_communication_seconds": par.prefill_communication_seconds,
             "best_devices": grow.best_devices, "crossover_devices": grow.crossover_devices,
             "scaling": [{"devices": e.devices, "ttft_seconds": e.ttft, "tpot_seconds": e.tpot,

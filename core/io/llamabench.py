@@ -19,7 +19,6 @@ import csv
 import io
 import math
 import re
-import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,8 +26,9 @@ from typing import Any
 
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.files.safe_json import JsonError, parse_json
+from rooflab.core.io.bench_model import BenchModel, cell_quantity, logged_model, row_model
 from rooflab.core.io.textfile import printable, read_text_capped, shown
-from rooflab.core.values.measured import ALL_LAYERS, EngineSettings, MeasuredPoint
+from rooflab.core.values.measured import ALL_LAYERS, MAX_SECONDS, EngineSettings, MeasuredPoint, bench_point, bench_test
 from rooflab.core.values.workload import MAX_TOKENS
 
 MAX_BYTES = 16 << 20          # thousands of rows are a few MB; parsed JSON takes 20-60x its text
@@ -48,6 +48,7 @@ class BenchImport:
     kv_type: str = "f16"
     metadata: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    model: BenchModel = BenchModel()
 
     @property
     def points(self) -> tuple[MeasuredPoint, ...]:
@@ -65,7 +66,21 @@ def read_benchmark(path: str | Path) -> BenchImport:
 
 
 def parse_benchmark(text: str, name: str = "<text>") -> BenchImport:
-    """Parse benchmark output held in a string (format detected from its content)."""
+    """Parse benchmark output held in a string (format detected from its content); what the
+    rows say about the model, completed by llama.cpp's load log where the file holds it."""
+    bench = _parse(text, name)
+    logged = logged_model(text)
+    if not logged.named:
+        return bench
+    have = bench.model
+    model = BenchModel(description=have.description or logged.description,
+                       architecture=have.architecture or logged.architecture,
+                       weight_format=have.weight_format or logged.weight_format,
+                       params=have.params or logged.params, size=have.size or logged.size)
+    return replace(bench, model=model)
+
+
+def _parse(text: str, name: str) -> BenchImport:
     stripped = text.strip().lstrip("\ufeff")
     if not stripped:
         raise SpecError("the file is empty")
@@ -179,28 +194,31 @@ def _skip_reason(row: Mapping[str, Any]) -> str:
 
 
 def _bench_row_point(row: Mapping[str, Any], label: str) -> MeasuredPoint:
-    """The prefill (pp) or per-step decode (tg) point of a usable llama-bench row."""
+    """The prefill (pp) or per-step decode (tg) point of a usable llama-bench row: the mean over
+    repetitions (llama-bench's own statistic) with their standard deviation, and the best and
+    median where the samples are given."""
     n_prompt, n_gen = _count(row, "n_prompt", 0.0), _count(row, "n_gen", 0.0)
     depth = _count(row, "n_depth", 0.0)
     tokens = n_prompt or n_gen
     samples = _samples(row)
-    if samples:
-        best, median = min(samples), statistics.median(samples)
-    elif row.get("avg_ns") not in (None, ""):
-        best = median = _number(row, "avg_ns") / 1e9
+    kind = "prefill" if n_prompt else "decode"
+    if samples:                        # the in-process timing's own statistic, from the same samples
+        return bench_point(kind, tokens, depth, samples, source=label)
+    if row.get("avg_ns") not in (None, ""):
+        mean = median = _number(row, "avg_ns") / 1e9
+        stdev = _number(row, "stddev_ns", 0.0) / 1e9
     else:
         rate = _number(row, "avg_ts")
         if rate <= 0:
             raise SpecError("avg_ts must be > 0")
-        best = median = tokens / rate
-    if best <= 0:
+        mean = median = tokens / rate
+        stdev = mean * _number(row, "stddev_ts", 0.0) / rate        # to first order in the spread
+    if mean <= 0:
         raise SpecError("a row has a time of zero")
-    if n_prompt:
-        return MeasuredPoint(kind="prefill", prompt=n_prompt, context=depth, batch=1, seconds=best,
-                             median=median, repeats=max(len(samples), 1), source=label)
-    return MeasuredPoint(kind="decode", prompt=1, context=depth + (n_gen - 1) // 2, batch=1,
-                         seconds=best / n_gen, median=median / n_gen, repeats=max(len(samples), 1),
-                         source=label)
+    per = 1 if n_prompt else n_gen                                  # a tg row's figures are per step
+    return MeasuredPoint(kind=kind, prompt=n_prompt or 1, context=depth + (0 if n_prompt else (n_gen - 1) // 2),
+                         batch=1, seconds=mean / per, median=median / per, stdev=min(stdev / per, MAX_SECONDS),
+                         source=label, test=bench_test(kind, tokens, depth))
 
 
 def _series_label(row: Mapping[str, Any], varying: Iterable[str]) -> str:
@@ -223,7 +241,7 @@ def _result(name: str, tool: str, series: Mapping[str, list[MeasuredPoint]], row
                                  if r.get("model_filename") or r.get("model_type")))
     kv = printable(first.get("type_k") or "f16", 20).lower()
     return BenchImport(path=name, tool=tool, series={k: tuple(v) for k, v in series.items()}, models=models,
-                       kv_type=kv, metadata=meta, warnings=tuple(dict.fromkeys(warnings)))
+                       kv_type=kv, metadata=meta, warnings=tuple(dict.fromkeys(warnings)), model=row_model(first))
 
 
 # --- llama-batched-bench ------------------------------------------------------------------------
@@ -299,11 +317,15 @@ def _from_markdown(table: list[list[str]], name: str) -> BenchImport:
             warnings.append(f"test {shown(test, 40)} skipped: only ppN and tgN (@ dN) rows can be split into "
                             "phases")
             continue
-        rate = cells[col["t/s"]].split("±")[0].strip()
+        rate, _, stdev = cells[col["t/s"]].partition("±")
         tokens, depth = int(match.group(2)), int(match.group(3) or 0)
-        row = {"model_type": cells[col["model"]] if "model" in col else "model", "avg_ts": rate,
-               "n_prompt": tokens if match.group(1) == "pp" else 0, "n_gen": tokens if match.group(1) == "tg" else 0,
-               "n_depth": depth}
+        row = {"model_type": cells[col["model"]] if "model" in col else "model", "avg_ts": rate.strip(),
+               "stddev_ts": stdev.strip(), "n_prompt": tokens if match.group(1) == "pp" else 0,
+               "n_gen": tokens if match.group(1) == "tg" else 0, "n_depth": depth}
+        for key, column in (("model_size", "size"), ("model_n_params", "params")):
+            quantity = cell_quantity(cells[col[column]]) if column in col else None
+            if quantity is not None:
+                row[key] = quantity
         for key, column in (("n_threads", "threads"), ("n_gpu_layers", "ngl"), ("n_batch", "n_batch"),
                             ("backends", "backend"), ("n_ubatch", "n_ubatch")):
             if column in col:
@@ -312,9 +334,7 @@ def _from_markdown(table: list[list[str]], name: str) -> BenchImport:
     if not rows:
         raise SpecError("no ppN or tgN rows in the table" + (f" ({warnings[0]})" if warnings else ""))
     result = _from_rows(rows, name)
-    return BenchImport(path=result.path, tool=result.tool, series=result.series, models=result.models,
-                       kv_type=result.kv_type, metadata=result.metadata,
-                       warnings=tuple(dict.fromkeys(warnings + list(result.warnings))))
+    return replace(result, warnings=tuple(dict.fromkeys(warnings + list(result.warnings))))
 
 
 def _batched_markdown(header: list[str], body: list[list[str]], name: str) -> BenchImport:

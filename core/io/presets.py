@@ -154,6 +154,17 @@ def save_measured_machine(profile: MachineProfile, measurement: Mapping[str, Any
     return write_record(_measured_path(), {"profile": profile.to_dict(), "measurement": dict(measurement or {})})
 
 
+def disturbed_machine_path() -> Path:
+    """Where the last machine measurement that failed its checks is kept, apart from the one used."""
+    return data_dir() / "machines" / f"{MEASURED_KEY}-disturbed.json"
+
+
+def save_disturbed_machine_run(measurement: Mapping[str, Any], reason: str) -> Path:
+    """Keep a machine measurement that failed its checks, with why, without making it the
+    measured machine."""
+    return write_record(disturbed_machine_path(), {"disturbed": reason, "measurement": dict(measurement)})
+
+
 def load_measured_machine() -> MachineProfile | None:
     """The last measured machine profile (key "measured"), None when there is none."""
     return load_record(_measured_path(), lambda data: profile_from_dict(data["profile"], MEASURED_KEY))

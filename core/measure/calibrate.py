@@ -37,6 +37,9 @@ from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
 Array = NDArray[np.float64]
+#: How far a measured pass may come in under its ceiling (timing noise, besides its own spread)
+#: before the ceiling, that is the machine profile, is called wrong.
+CEILING_BAND = 0.10
 
 
 # --- predictions for points -------------------------------------------------------------------
@@ -139,6 +142,34 @@ class Calibration:
     @property
     def effective_bandwidth(self) -> float:
         return self.bandwidth * self.efficiency.bandwidth
+
+    @property
+    def unknowns(self) -> int:
+        """Factors the fit determined from the points (an overhead measured apart is not one)."""
+        return sum(1 for name in self.fitted if name != "step_overhead")
+
+    def beating_ceiling(self) -> list[tuple[MeasuredPoint, float]]:
+        """The points that ran faster than their ceiling by more than ``CEILING_BAND`` plus their
+        own spread, each with how much faster (ceiling / measured - 1), fastest first. A ceiling
+        is what the machine allows: a pass that beats it says the machine profile is too low."""
+        beaten = [(p, c / p.seconds - 1.0) for p, c in zip(self.points, self.predicted_before, strict=True)
+                  if c > p.seconds * (1.0 + CEILING_BAND + p.spread)]
+        return sorted(beaten, key=lambda x: -x[1])
+
+    @property
+    def refusal(self) -> str:
+        """Why this fit is not offered as the machine's efficiency, "" when it is: a fit resting on
+        fewer points than its unknowns (or on a single point) fits nothing but its points, and one
+        whose points beat the ceiling measured a profile that is wrong, not an efficiency."""
+        n = len(self.points)
+        if n < max(2, self.unknowns):
+            return (f"it rests on {n} point{'s' if n != 1 else ''} for {self.unknowns} unknown"
+                    f"{'s' if self.unknowns != 1 else ''}")
+        beaten = self.beating_ceiling()
+        if beaten:
+            return (f"{len(beaten)} of {n} points beat the ceiling (by up to {beaten[0][1]:.0%}): "
+                    "the machine profile is wrong")
+        return ""
 
     @property
     def effective_flops(self) -> float:

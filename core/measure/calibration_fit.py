@@ -13,7 +13,8 @@ squares) by iteratively reweighted least squares with every inverse rate kept >=
 the longer clock until it settles; the overlap is chosen on a grid. Deterministic.
 
 Accuracy is scored only on points the fit did not see: leave one model out (fit on the other
-models, predict the one left out) and extrapolation (fit on short prompts, shallow caches and
+models, predict the one left out), leave one architecture out (every model of one architecture
+predicted by the fit of the others) and extrapolation (fit on short prompts, shallow caches and
 small batches; predict long, deep and large). The in-sample error is reported as fit quality.
 Uncertainty: the fit redone on resampled models and points (a seeded bootstrap)."""
 
@@ -262,11 +263,14 @@ def fit(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float]:
 
 def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: MachineProfile,
            dtype: str | None) -> Rates:
-    """Unknowns as rates, each capped at 100 x the machine's peak (an inverse rate of 0: the
-    term cost nothing the data could see). A class none of ``d``'s points holds gets no rate
-    (it is then priced at the pooled one)."""
+    """Unknowns as rates, each bounded by the machine the points ran on: no weights or cache
+    streamed faster than its measured bandwidth, no arithmetic faster than the fastest multiply
+    it measured (any dtype: llama.cpp's integer dot products may beat the fp32 peak, not every
+    unit at once). An inverse rate of 0 (the term cost nothing the data could see) gets the
+    bound. A class none of ``d``'s points holds gets no rate (it is then priced at the pooled one)."""
     at = Unknowns(byte_classes=len(classes.bytes), flop_classes=len(classes.flops))
-    b_cap, c_cap = 100.0 * machine.bandwidth, 100.0 * machine.flops(dtype)
+    b_cap = machine.bandwidth
+    c_cap = max([machine.flops(dtype), *machine.peak_flops.values()])
     seen_b = d.weights.sum(axis=0) > 0
     seen_f = d.flops.sum(axis=0) > 0
 
@@ -314,9 +318,10 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
                      replicates: int = REPLICATES, seed: int = 0) -> EngineCalibration:
     """Fit one calibration to every model's points, score it out of sample, and bound it.
 
-    ``machine``: the profile the points were measured on (its key names the calibration).
-    Points marked disturbed are left out (noted); points of different engine settings are
-    refused (SpecError)."""
+    ``machine``: the profile the points were measured on (its key names the calibration; its
+    bandwidth and peaks bound every fitted rate). Points marked disturbed are left out (noted);
+    points of different engine settings, or fewer points than the fit has unknowns, are refused
+    (SpecError)."""
     notes: list[str] = []
     kept = []
     for m in models:
@@ -330,12 +335,19 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
         raise SpecError(f"a calibration needs points of one engine and settings, got {len(keys)}: {'; '.join(keys)}")
     classes = Classes.of(kept)
     d = _design(kept, classes)
+    unknowns = Unknowns.of(d).size
+    if d.seconds.size < unknowns:
+        raise SpecError(f"a calibration resting on {d.seconds.size} points cannot fit its {unknowns} unknowns: "
+                        "measure more points (or leave fewer out as disturbed)")
     u, overlap = fit(d)
     central = _rates(u, overlap, d, classes, machine, dtype)
     in_sample = _errors(kept, machine, dict.fromkeys(range(len(kept)), central),
                         {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(kept)})
     accuracy = {"in_sample": in_sample, "leave_one_model_out": _leave_one_model_out(kept, d, classes, machine, dtype),
                 "extrapolation": _extrapolation(kept, d, classes, machine, dtype)}
+    by_architecture = _leave_one_architecture_out(kept, d, classes, machine, dtype)
+    if by_architecture:
+        accuracy["leave_one_architecture_out"] = by_architecture
     reps = _bootstrap(kept, d, classes, machine, dtype, overlap, replicates, seed)
     first = kept[0].points[0].settings
     return EngineCalibration(
@@ -347,16 +359,31 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
         points=int(d.seconds.size), model_keys=tuple(model_key(m.spec) for m in kept))
 
 
-def _leave_one_model_out(models: Sequence[ModelPoints], d: Design, classes: Classes,
-                         machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
-    if len(models) < 2:
+def _leave_group_out(models: Sequence[ModelPoints], group: Sequence[str], d: Design, classes: Classes,
+                     machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
+    """Each group of models (``group[i]``: model i's) predicted by the fit of the other groups."""
+    if len(set(group)) < 2:
         return {}
     rates_of = {}
-    for i in range(len(models)):
-        part = d.subset(d.model != i)
+    for name in dict.fromkeys(group):
+        members = [i for i, g in enumerate(group) if g == name]
+        part = d.subset(~np.isin(d.model, members))
         u, overlap = fit(part)
-        rates_of[i] = _rates(u, overlap, part, classes, machine, dtype)
+        rates = _rates(u, overlap, part, classes, machine, dtype)
+        rates_of.update(dict.fromkeys(members, rates))
     return _errors(models, machine, rates_of, {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(models)})
+
+
+def _leave_one_model_out(models: Sequence[ModelPoints], d: Design, classes: Classes,
+                         machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
+    return _leave_group_out(models, [str(i) for i in range(len(models))], d, classes, machine, dtype)
+
+
+def _leave_one_architecture_out(models: Sequence[ModelPoints], d: Design, classes: Classes,
+                                machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
+    """Every model of one architecture (llama, qwen3, gemma3, qwen3moe, ...) predicted by the fit
+    of the others: how the calibration does on a kind of model it never saw."""
+    return _leave_group_out(models, [m.spec.architecture for m in models], d, classes, machine, dtype)
 
 
 def _extrapolation(models: Sequence[ModelPoints], d: Design, classes: Classes,

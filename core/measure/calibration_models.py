@@ -3,10 +3,14 @@ that ``rooflab measure calibrate`` times on this machine, so the fit sees what c
 models (depth and width, sliding-window attention, routed experts, the weight format) and can
 carry over to a model it never saw.
 
-Sizes are chosen for a small machine: each is 40-250 MB (more than a 32 MB last-level cache,
-so weights stream from memory as a real model's do) and a full sweep of one takes tens of
-seconds on two cores. Each model's sweep holds the short prompts, shallow depths and small
-batches the extrapolation check fits on and the long, deep and large ones it scores on."""
+The toys are chosen for a small machine: each is 40-250 MB (more than a 32 MB last-level
+cache, so weights stream from memory as a real model's do) with a 16k vocabulary, and a full
+sweep of one takes tens of seconds on two cores. The thorough set adds models at the sizes and
+vocabularies people run (``REAL_SIZE_MODELS``: the exact tensor tables of Qwen3-0.6B, Gemma 3 1B
+with its 262k vocabulary and sliding-window attention, Qwen3-1.7B, and a 2B mixture of experts
+with Qwen3's 152k vocabulary), where the output head is a large share of a small model's bytes.
+Each model's sweep holds the short prompts, shallow depths and small batches the extrapolation
+check fits on and the long, deep and large ones it scores on."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ class CalibrationModel:
     config: dict[str, Any]
     weights: str                 # recipe for llama.cpp (q4_k_m, q8_0); torch runs the config itself
     quick: bool = True           # part of the quick set (``measure calibrate --quick``)
+    real_size: bool = False      # a real model's size and vocabulary: only in the thorough set
 
     def spec(self) -> ModelSpec:
         return spec_from_config(self.config, weights=self.weights, name=f"calibration {self.key}",
@@ -82,6 +87,36 @@ TORCH_MODELS: tuple[CalibrationModel, ...] = (
 )
 
 
-def calibration_models(engine: str) -> tuple[CalibrationModel, ...]:
-    """The set for ``engine`` ("llamacpp" or "torch")."""
-    return TORCH_MODELS if engine == "torch" else LLAMACPP_MODELS
+def _real(model_type: str, hidden: int, layers: int, heads: int, kv_heads: int, ffn: int, vocab: int,
+          **more: Any) -> dict[str, Any]:
+    return {**_dense(model_type, hidden, layers, heads, kv_heads, ffn, **more), "vocab_size": vocab,
+            "tie_word_embeddings": True}
+
+
+#: Models at real sizes and vocabularies, from their published config.json (Qwen/Qwen3-0.6B,
+#: google/gemma-3-1b-it, Qwen/Qwen3-1.7B), and a 2.0 B mixture of experts in Qwen3-MoE's layout
+#: (64 experts, 8 per token: 0.45 B active) with the same 152k vocabulary. llama.cpp only: torch
+#: would hold them in fp32.
+REAL_SIZE_MODELS: tuple[CalibrationModel, ...] = (
+    CalibrationModel(key="qwen3-0.6b-q4_k_m", description="Qwen3-0.6B's table: 0.6 B, 152k vocabulary",
+                     config=_real("qwen3", 1024, 28, 16, 8, 3072, 151936, head_dim=128), weights="q4_k_m",
+                     quick=False, real_size=True),
+    CalibrationModel(key="gemma3-1b-q4_k_m", description="Gemma 3 1B's table: 1.0 B, 262k vocabulary, "
+                     "sliding window of 512", config=_real("gemma3_text", 1152, 26, 4, 1, 6912, 262144, head_dim=256,
+                                                         sliding_window=512), weights="q4_k_m", quick=False,
+                     real_size=True),
+    CalibrationModel(key="qwen3-1.7b-q8_0", description="Qwen3-1.7B's table: 1.7 B, 152k vocabulary",
+                     config=_real("qwen3", 2048, 28, 16, 8, 6144, 151936, head_dim=128), weights="q8_0",
+                     quick=False, real_size=True),
+    CalibrationModel(key="moe-2b-a0.4b-q4_k_m", description="2.0 B mixture of experts (64 experts, 8 per token), "
+                     "152k vocabulary", config=_real("qwen3_moe", 1024, 24, 16, 4, 3072, 151936, head_dim=64,
+                                                     moe_intermediate_size=384, num_experts=64, num_experts_per_tok=8),
+                     weights="q4_k_m", quick=False, real_size=True),
+)
+
+
+def calibration_models(engine: str, *, thorough: bool = False) -> tuple[CalibrationModel, ...]:
+    """The set for ``engine`` ("llamacpp" or "torch"); ``thorough`` adds llama.cpp's real-size models."""
+    if engine == "torch":
+        return TORCH_MODELS
+    return LLAMACPP_MODELS + (REAL_SIZE_MODELS if thorough else ())

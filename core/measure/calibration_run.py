@@ -16,7 +16,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.measure import store
 from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine
-from rooflab.core.measure.calibration_models import CalibrationModel, calibration_models
+from rooflab.core.measure.calibration_models import REAL_SIZE_MODELS, CalibrationModel, calibration_models
 from rooflab.core.measure.engine import EngineRun, measure_in_llamacpp, measure_in_torch
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
@@ -30,7 +30,8 @@ class CalibrationPlan:
     """What ``run_calibration`` does: the engine ("llamacpp" or "torch"), its CPU threads
     (None: the engine's choice), the torch dtype, whether to measure the machine first (else
     the kept "measured" profile is used), repeats per point, and ``quick`` (three models,
-    shorter sweeps: a first look in about a minute)."""
+    shorter sweeps: a first look in about a minute) or ``thorough`` (llama.cpp's real-size
+    models too: 0.6-2 B parameters, 152k-262k vocabularies; tens of minutes on two cores)."""
 
     engine: str = "llamacpp"
     threads: int | None = None
@@ -38,6 +39,7 @@ class CalibrationPlan:
     measure_machine: bool = True
     repeats: int = 3
     quick: bool = False
+    thorough: bool = False
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINE_LABELS:
@@ -46,9 +48,13 @@ class CalibrationPlan:
             raise MeasurementError(f"threads must be in [1, {MAX_THREADS}], got {self.threads}")
         if not 1 <= self.repeats <= MAX_PLAN_REPEATS:
             raise MeasurementError(f"repeats must be in [1, {MAX_PLAN_REPEATS}], got {self.repeats}")
+        if self.quick and self.thorough:
+            raise MeasurementError("a calibration is quick or thorough, not both")
 
     def models(self) -> tuple[CalibrationModel, ...]:
         chosen = calibration_models(self.engine)
+        if self.thorough and self.engine == "llamacpp":
+            chosen += REAL_SIZE_MODELS
         # quick: the dense shapes in each format (a model left out still leaves its format)
         return tuple(m for m in chosen if m.quick) if self.quick else chosen
 

@@ -5,7 +5,11 @@ command line and reports:
    key: the engine the user runs, at the settings they ran it with;
 2. else, for a preset with a known back end, the back end's efficiency fitted to published
    llama-bench results (``measure.public``);
-3. else none: only the ceiling is shown."""
+3. else none: only the ceiling is shown.
+
+Tensor parallel is vLLM's (``predict.parallel.engine_of``): its expected figure takes a vLLM
+calibration kept for the machine, else the ceiling (with the link's all-reduces) and a note
+saying so; never llama.cpp's published factors, which measured another engine."""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from rooflab.core.files.resources import resources_dir
 from rooflab.core.measure import store
 from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
-from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.model import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -83,8 +87,12 @@ def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
         return cal
 
     def rescaled(r: Rates) -> Rates:
-        return dataclasses.replace(r, prefill_flops={k: min(100.0, v * scale) for k, v in r.prefill_flops.items()},
-                                   decode_flops={k: min(100.0, v * scale) for k, v in r.decode_flops.items()})
+        # at most the preset's own peak: an expected figure is never above its ceiling, even where
+        # llama.cpp's FP16-accumulate kernels outrun a GeForce peak stated at FP32 accumulate
+        return dataclasses.replace(r, prefill_flops={k: min(1.0, v * scale) for k, v in r.prefill_flops.items()},
+                                   decode_flops={k: min(1.0, v * scale) for k, v in r.decode_flops.items()},
+                                   attention_flops=None if r.attention_flops is None else
+                                   min(1.0, r.attention_flops * scale))
 
     return dataclasses.replace(cal, central=rescaled(cal.central), replicates=tuple(map(rescaled, cal.replicates)))
 
@@ -214,11 +222,34 @@ def _fitted_group(group: str) -> tuple[EngineCalibration, dict[str, float]] | No
 BACKEND_NAMES = {"cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}
 
 
+VLLM = "vllm"           # the engine of tensor parallel (``parallel.engine_of``)
+NO_VLLM_CALIBRATION = ("no calibration for vLLM: the expected figure is the ceiling with the link's all-reduces "
+                       "(llama.cpp's published factors measured another engine)")
+
+
 def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None = None,
                 engine: str | None = None) -> Expected | None:
-    """What the calibration of ``machine`` expects of ``spec``, None when nothing is calibrated."""
+    """What the calibration of ``machine`` expects of ``spec``, None when nothing is calibrated.
+    ``engine`` "vllm" (tensor parallel): a vLLM calibration of the machine, else the ceiling
+    with ``NO_VLLM_CALIBRATION`` as its note (``at_ceiling``)."""
     cal = calibration_for(machine, engine)
+    if cal is None and engine == VLLM:
+        return at_ceiling(machine, "vLLM", NO_VLLM_CALIBRATION)
     return None if cal is None else expected_for(spec, machine, cal, dtype=dtype, host=host_rates(machine))
+
+
+def at_ceiling(machine: MachineProfile, engine: str, note: str) -> Expected:
+    """An expected figure that is the ceiling (every factor 1, no band) for an engine nothing
+    here calibrated, saying so: ``source`` "none", ``note`` among its notes."""
+    peak = machine.flops()
+    rates = Rates(bandwidth={"float": machine.bandwidth}, prefill_flops={"float": peak}, decode_flops={"float": peak},
+                  cache_bandwidth=machine.bandwidth)
+    cal = EngineCalibration(machine_key=store.machine_key(machine), machine_name=machine.name,
+                            engine_key=f"{engine.lower()}-uncalibrated", engine_label=engine,
+                            settings={"engine": engine}, date="", models=(), machine_bandwidth=machine.bandwidth,
+                            machine_flops=peak, central=rates, source="none")
+    return Expected(calibration=cal, machine=dataclasses.replace(machine, efficiency=Efficiency()), replicas=(),
+                    notes=(note,))
 
 
 def host_rates(machine: MachineProfile) -> Rates | None:

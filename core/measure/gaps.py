@@ -95,7 +95,29 @@ def explain(spec: ModelSpec, cal: Calibration, machine_run: MachineMeasurement |
     gaps += [_kernel_gap(spec, cal, machine_run), _small_multiply_gap(cal, machine_run),
              Gap(contributor="Weights split across two memories", seconds=0.0, share=0.0, applies=False,
                  evidence="Not in play: every weight was read from one memory in these runs.")]
-    return sorted(gaps, key=lambda g: (not g.applies, -g.share))
+    ordered = sorted(gaps, key=lambda g: (not g.applies, -g.share))
+    wrong = _profile_gap(cal)
+    return [wrong, *ordered] if wrong is not None else ordered
+
+
+PROFILE_WRONG = "The machine profile is wrong"
+
+
+def _profile_gap(cal: Calibration) -> Gap | None:
+    """Points faster than the ceiling (beyond the band): no engine beats what the machine allows,
+    so the profile's bandwidth or peak is too low; none of the other contributors explains it."""
+    beaten = cal.beating_ceiling()
+    if not beaten:
+        return None
+    p, by = beaten[0]
+    what = f"{count(p.prompt, 'token')} of prefill" if p.kind == "prefill" else (
+        f"a step of {count(p.batch, 'sequence')} at context {p.context:,}")
+    evidence = (f"{len(beaten)} of {len(cal.points)} points ran faster than the ceiling; {what} took "
+                f"{p.seconds * 1e3:.2f} ms against a ceiling of {p.seconds * (1 + by) * 1e3:.2f} ms ({by:.0%} faster). "
+                f"A ceiling cannot be beaten: this machine's {cal.bandwidth / GB:.1f} GB/s or "
+                f"{cal.peak_flops / 1e9:.0f} GFLOP/s ({cal.dtype}) is too low. Measure the machine again "
+                "on a quiet machine; the fit is not offered until then.")
+    return Gap(contributor=PROFILE_WRONG, seconds=0.0, share=0.0, applies=True, evidence=evidence)
 
 
 def _bandwidth_evidence(cal: Calibration, machine_run: MachineMeasurement | None) -> str:
@@ -172,7 +194,7 @@ def _kernel_gap(spec: ModelSpec, cal: Calibration, machine_run: MachineMeasureme
     text = (f"The prefill of {count(longest.prompt, 'token')} ran at {flops / longest.seconds / 1e9:.0f} GFLOP/s. "
             f"The fit puts prefill arithmetic at {cal.effective_flops / 1e9:.0f} GFLOP/s: {ec:.0%} of the "
             f"{cal.peak_flops / 1e9:.0f} GFLOP/s a large {cal.dtype} multiply reached ({extra:.2f} s of that prefill).")
-    if quantised:
+    if quantised and ec < 0.8:        # above the peak nothing is lost to unpacking: see PROFILE_WRONG
         text += " Quantised weights are unpacked inside every multiply, which costs arithmetic and bandwidth."
     return Gap(contributor="Kernels and dequantisation", seconds=0.0, share=0.0, applies=ec < 0.8, evidence=text)
 

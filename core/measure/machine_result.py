@@ -1,5 +1,10 @@
 """What a machine measurement found, as plain values (no torch): bandwidth per kernel, matmul
-peaks per dtype, roofline samples, and the MachineProfile they make."""
+peaks per dtype, roofline samples, and the MachineProfile they make.
+
+Each bandwidth and peak figure is the median of several runs spread over the whole measurement
+(``runs``, in the order they ran); ``best`` is kept beside it, and ``spread`` says how far the
+runs disagree. A run that fails a consistency check (``machine_checks``) says why in
+``disturbed`` and is never made the measured machine."""
 
 from __future__ import annotations
 
@@ -15,6 +20,13 @@ from rooflab.core.values.machine import MachineProfile
 GB = 1e9
 
 
+def run_spread(runs: tuple[float, ...], best: float, median: float) -> float:
+    """(fastest - slowest) / median of the rates of ``runs`` (best / median - 1 when the runs
+    were not kept): how far repeats of one figure disagree, 0 for a single run."""
+    if len(runs) >= 2 and median > 0:
+        return (max(runs) - min(runs)) / median
+    return max(0.0, best / median - 1.0) if median > 0 else 0.0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BandwidthResult:
@@ -24,10 +36,15 @@ class BandwidthResult:
     device: str
     buffer_bytes: int
     bytes_per_call: float
-    best: float               # bytes/s, fastest repeat
-    median: float             # bytes/s
+    best: float               # bytes/s, fastest run
+    median: float             # bytes/s, the figure the profile takes
     repeats: int
     threads: int
+    runs: tuple[float, ...] = ()     # bytes/s of each run, in the order they ran
+
+    @property
+    def spread(self) -> float:
+        return run_spread(self.runs, self.best, self.median)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,10 +54,15 @@ class MatmulResult:
     dtype: str
     device: str
     size: int
-    best: float
-    median: float
+    best: float               # FLOP/s, fastest run
+    median: float             # FLOP/s, the figure the profile takes
     repeats: int
     threads: int
+    runs: tuple[float, ...] = ()     # FLOP/s of each run, in the order they ran
+
+    @property
+    def spread(self) -> float:
+        return run_spread(self.runs, self.best, self.median)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +97,10 @@ class MachineMeasurement:
     roofline: tuple[RooflineSample, ...] = ()
     default_dtype: str = "fp32"
     seconds: float = 0.0
+    # the 1-minute load average when the run began and ended (None where the system has none)
+    load_start: float | None = None
+    load_end: float | None = None
+    disturbed: str = ""            # why a consistency check failed; "" for a run that passed them
 
     def best_bandwidth(self, kernel: str = "read") -> float | None:
         """Best bytes/s of ``kernel``, None when it was not measured."""
@@ -82,16 +108,28 @@ class MachineMeasurement:
         return max(rates) if rates else None
 
     def peak_flops(self) -> dict[str, float]:
-        return {r.dtype: r.best for r in self.matmul}
+        """FLOP/s per dtype: the median of each dtype's runs."""
+        return {r.dtype: r.median for r in self.matmul}
+
+    def spread_text(self) -> str:
+        """"Medians of 5 runs each; runs differ by read 4%, copy 3%, triad 5%, fp32 2%": how far
+        each figure's runs disagree, for the window and the command line ("" with no figures)."""
+        figures = [*((r.kernel, r.spread, r.repeats) for r in self.bandwidth),
+                   *((m.dtype, m.spread, m.repeats) for m in self.matmul)]
+        if not figures:
+            return ""
+        runs = max(n for _, _, n in figures)
+        return (f"Medians of {runs} runs each; runs differ by "
+                + ", ".join(f"{name} {spread:.0%}" for name, spread, _ in figures))
 
     def profile(self, fallback: MachineProfile | None = None) -> MachineProfile:
-        """"This machine, measured": B = the fastest streaming kernel (read, copy or triad:
-        the highest rate this memory was seen to sustain, the measured analogue of a vendor
-        figure), C = best matmul per dtype, memory = the device's total. Efficiency is 1: the
-        profile is spec-free, so calibration against it measures only the engine's gap.
+        """"This machine, measured": B = the fastest streaming kernel's median (read, copy or
+        triad: the highest rate this memory sustained run after run, the measured analogue of a
+        vendor figure), C = the median matmul per dtype, memory = the device's total. Efficiency
+        is 1: the profile is spec-free, so calibration against it measures only the engine's gap.
 
         Figures not measured in this run come from ``fallback`` (raises SpecError if none)."""
-        rates = [r.best for r in self.bandwidth]
+        rates = [r.median for r in self.bandwidth]
         read = max(rates) if rates else None
         flops = self.peak_flops()
         if fallback is not None:
@@ -104,8 +142,9 @@ class MachineMeasurement:
                    "date": self.date, "device": self.device_name, "torch": self.torch_version,
                    "threads": str(self.threads)}
         for r in self.matmul:
-            sources[f"peak_flops.{r.dtype}"] = (f"best of {r.repeats} {r.size}x{r.size} matmuls, "
-                                                f"{r.threads} threads, torch {self.torch_version}")
+            sources[f"peak_flops.{r.dtype}"] = (f"median of {r.repeats} runs of {r.size}x{r.size} matmuls "
+                                                f"(spread {r.spread:.0%}), {r.threads} threads, "
+                                                f"torch {self.torch_version}")
         kind = "cpu" if self.device == "cpu" else ("unified" if self.device.startswith("mps") else "gpu")
         return MachineProfile(
             name=f"This machine, measured ({self.device_name})", kind=kind, bandwidth=read,
@@ -114,9 +153,10 @@ class MachineMeasurement:
             notes=f"measured {self.date} on {self.device} with {self.threads} threads, torch {self.torch_version}")
 
     def _bandwidth_source(self) -> str:
-        parts = [f"{r.kernel} {r.best / GB:.1f} GB/s (median {r.median / GB:.1f})" for r in self.bandwidth]
+        parts = [f"{r.kernel} median {r.median / GB:.1f} GB/s (best {r.best / GB:.1f}, spread {r.spread:.0%})"
+                 for r in self.bandwidth]
         size = self.bandwidth[0].buffer_bytes / (1 << 20) if self.bandwidth else 0
-        return (f"fastest streaming kernel over {size:.0f} MiB buffers, {self.threads} threads; "
+        return (f"fastest streaming kernel's median over {size:.0f} MiB buffers, {self.threads} threads; "
                 + "; ".join(parts)) if parts else "not measured"
 
     # -- persistence ---------------------------------------------------------------------------
@@ -128,8 +168,10 @@ class MachineMeasurement:
         """Rebuild from ``to_dict``; SpecError names what is wrong."""
         try:
             fields = dict(data)
-            fields["bandwidth"] = tuple(BandwidthResult(**r) for r in fields.get("bandwidth", ()))
-            fields["matmul"] = tuple(MatmulResult(**r) for r in fields.get("matmul", ()))
+            fields["bandwidth"] = tuple(BandwidthResult(**{**r, "runs": tuple(r.get("runs", ()))})
+                                        for r in fields.get("bandwidth", ()))
+            fields["matmul"] = tuple(MatmulResult(**{**r, "runs": tuple(r.get("runs", ()))})
+                                     for r in fields.get("matmul", ()))
             fields["roofline"] = tuple(RooflineSample(**r) for r in fields.get("roofline", ()))
             return cls(**fields)
         except (TypeError, AttributeError, ValueError) as exc:

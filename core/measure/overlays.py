@@ -19,10 +19,7 @@ import numpy as np
 from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.expected import Expected, spread_out
-from rooflab.core.predict.offload import placed_prefill_crossover
-from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Curve, Scenario
 from rooflab.core.report.charts import (
     BATCHING,
@@ -31,9 +28,11 @@ from rooflab.core.report.charts import (
     ROOFLINE,
     batching_chart,
     decode_chart,
+    n_star_on,
     prefill_chart,
     roofline_chart,
 )
+from rooflab.core.report.passes import On
 from rooflab.core.values.calibration import band
 from rooflab.core.values.machine import Efficiency, MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
@@ -43,6 +42,7 @@ from rooflab.core.values.workload import Workload
 Overlay = dict[tuple[str, str], list[Curve]]
 RATIO = "measured / predicted"
 SPREAD = "spread %"             # (median - best) / best of the point's repeats, in per cent
+DISTURBED = "disturbed"         # 1: the measuring code distrusts the point (``MeasuredPoint.disturbed``), else 0
 UNNAMED = "measured"            # the label of points that recorded no engine settings
 
 
@@ -108,9 +108,11 @@ def series_by_engine(runs: Sequence[Sequence[MeasuredPoint]]) -> list[MeasuredSe
 def _points_curve(key: str, label: str, points: Sequence[MeasuredPoint], x: Sequence[float], y: Sequence[float],
                   ratio: Sequence[float], *, x_name: str, x_unit: str, y_name: str, y_unit: str) -> Curve:
     spread = [100.0 * p.spread for p in points]
+    disturbed = [1.0 if p.disturbed else 0.0 for p in points]
     return Curve(key=key, label=label, x=np.asarray(x, dtype=float), y=np.asarray(y, dtype=float), x_name=x_name,
                  x_unit=x_unit, y_name=y_name, y_unit=y_unit, kind="points", role="measured",
-                 extras={RATIO: np.asarray(ratio, dtype=float), SPREAD: np.asarray(spread, dtype=float)})
+                 extras={RATIO: np.asarray(ratio, dtype=float), SPREAD: np.asarray(spread, dtype=float),
+                         DISTURBED: np.asarray(disturbed, dtype=float)})
 
 
 def _first_setting(points: Sequence[MeasuredPoint], name: str) -> str:
@@ -228,7 +230,7 @@ def _calibrated_label(curve: Curve) -> str:
 
 
 def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Workload, *,
-                      n_star: float | None = None, placement: Placement | None = None) -> Overlay:
+                      n_star: float | None = None, placement: On = None) -> Overlay:
     """The main predicted curves of each chart, redrawn with the calibrated machine. ``n_star``:
     the ceiling's n*, which sets the prefill sweep's reach (given, the curves share the
     ceiling's x and no bisection runs)."""
@@ -257,14 +259,13 @@ def expected_label(expected: Expected) -> str:
 
 def expected_curves(spec: ModelSpec, expected: Expected, workload: Workload, *,
                     replicas: int = BAND_REPLICAS, n_star: float | None = None,
-                    placement: Placement | None = None) -> Overlay:
+                    placement: On = None) -> Overlay:
     """The main predicted curves as the calibrated engine is expected to run them, each with its
     band (the 16th-84th percentile over up to ``replicas`` of the calibration's replicates) in
     its extras ``BAND_LOW`` / ``BAND_HIGH``, point by point."""
     if n_star is None:
         ceiling = dataclasses.replace(expected.machine, efficiency=Efficiency())
-        n_star = prefill_crossover(spec, ceiling, workload) if placement is None else \
-            placed_prefill_crossover(spec, ceiling, workload, placement)
+        n_star = n_star_on(Scenario(model=spec, machine=ceiling, workload=workload), placement)
     central = calibrated_curves(spec, expected.machine, workload, n_star=n_star, placement=placement)
     reps = spread_out(expected.replicas, replicas)
     spread = [calibrated_curves(spec, m, workload, n_star=n_star, placement=placement) for m in reps]

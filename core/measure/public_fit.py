@@ -42,6 +42,7 @@ from rooflab.core.values.model import ModelSpec
 Array = NDArray[np.float64]
 MAX_FACTOR = 1.0          # a fitted share of a peak; above it the machine's figure is wrong, not the fit
 KV_TYPE = "f16"           # llama-bench's default cache type
+ATTENTION_SHARE = 0.1     # a prefill's attention share of its FLOPs that lets the fit see attention's own rate
 CACHE_SHARE = 0.15        # a decode step's cache share of its bytes that lets the fit see the cache's own rate
 
 
@@ -75,8 +76,9 @@ class RowPass:
     seconds: float
     bytes: float              # weights (and, in a prefill, the cache written)
     cache: float              # bytes of the cache a decode step reads
-    dense_flops: float
+    dense_flops: float        # FLOPs of the weight multiplies but the routed experts'
     expert_flops: float
+    attention_flops: float    # a prefill's attention arithmetic (its n² term)
     prefill: bool
     layers: float
 
@@ -93,9 +95,10 @@ def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
     else:
         nbytes, cache = float(work.prefill_bytes(spec, n, depth, KV_TYPE, 1)), 0.0
         flops, seconds = float(work.prefill_flops(spec, n, depth, 1)), n / row.tokens_per_second
+    attention = float(work.attention_flops(spec, n, depth)) if row.test.kind != "decode" else 0.0
     experts = shares.flops.get(EXPERTS, 0.0)
-    return RowPass(seconds=seconds, bytes=nbytes, cache=cache, dense_flops=flops * (1.0 - experts),
-                   expert_flops=flops * experts,
+    return RowPass(seconds=seconds, bytes=nbytes, cache=cache, dense_flops=(flops - attention) * (1.0 - experts),
+                   expert_flops=(flops - attention) * experts, attention_flops=attention,
                    prefill=row.test.kind != "decode", layers=float(spec.layers))
 
 
@@ -113,7 +116,7 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
     """The design of ``rows``: each row's bytes over its machine's B, FLOPs over its C. One byte
     column for the weights, one for the cache a decode step reads (only where some row reads
     enough of it, ``CACHE_SHARE``, to tell the two apart; else the cache rides with the weights)
-    and two FLOP columns (dense multiplies, routed experts)."""
+    and three FLOP columns (dense multiplies, routed experts, attention)."""
     if not rows:
         raise SpecError(f"no published rows to fit{f' for {group}' if group else ''}")
     passes = []
@@ -125,7 +128,13 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
     c = np.array([m.peak_fp16 for m in machines])
     # a batch-1 decode step does ~2 FLOP a weight byte: its arithmetic never binds on these
     # machines, so its rows carry no FLOP column (the decode rate is taken to be the dense one)
-    flops = np.array([[p.dense_flops, p.expert_flops] if p.prefill else [0.0, 0.0] for p in passes]) / c[:, None]
+    flops = np.array([[p.dense_flops, p.expert_flops, p.attention_flops] if p.prefill else [0.0, 0.0, 0.0]
+                      for p in passes]) / c[:, None]
+    total = flops.sum(axis=1)
+    if not np.any(flops[:, 2] > ATTENTION_SHARE * total):
+        # no row spends enough on attention to tell its rate apart: it rides with the dense one
+        flops[:, 0] += flops[:, 2]
+        flops[:, 2] = 0.0
     weights, cache = np.array([p.bytes for p in passes]), np.array([p.cache for p in passes])
     if not np.any(cache > CACHE_SHARE * (weights + cache)):
         weights, cache = weights + cache, np.zeros_like(cache)
@@ -156,6 +165,7 @@ class Factors:
     cache: float              # the cache's share of B (the weights' where no row could tell)
     dense: float
     experts: float | None
+    attention: float | None   # a prefill's attention arithmetic; None: no fitted row had enough of it
     decode: float             # the decode step's FLOP/s share: the dense one (batch-1 rows cannot tell)
     pass_seconds: float
     layer_seconds: float
@@ -171,7 +181,7 @@ class Factors:
                      prefill_flops={**{k: self.dense for k in every}, EXPERTS: experts},
                      decode_flops={**{k: self.decode for k in every}, EXPERTS: self.decode},
                      cache_bandwidth=self.cache, pass_seconds=self.pass_seconds,
-                     layer_seconds=self.layer_seconds, overlap=self.overlap)
+                     layer_seconds=self.layer_seconds, overlap=self.overlap, attention_flops=self.attention)
 
 
 def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
@@ -181,10 +191,12 @@ def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
     at = Unknowns.of(d)
     pre = u[at.prefill]
     seen_experts = bool((d.flops[:, 1] * d.prefill).sum() > 0)
+    seen_attention = bool(d.flops[:, 2].sum() > 0)       # a column only where ``group_data`` kept one
     saw_cache = bool(d.cache.sum() > 0)
     return Factors(bandwidth=_factor(u[at.bandwidth][0]),
                    cache=_factor(u[at.cache]) if saw_cache else _factor(u[at.bandwidth][0]), dense=_factor(pre[0]),
                    experts=_factor(pre[1]) if seen_experts else None, decode=_factor(pre[0]),
+                   attention=_factor(pre[2]) if seen_attention else None,
                    pass_seconds=float(min(u[at.pass_seconds], 1.0)),
                    layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap)
 
@@ -204,13 +216,17 @@ def log_residuals(predicted: Sequence[float], measured: Sequence[float]) -> Arra
 def scaled(rates: Rates, decode: float, prefill: float) -> Rates:
     """``rates`` with every decode-side term (bandwidths, decode FLOP/s, fixed costs) times
     ``decode`` and the prefill FLOP/s times ``prefill``: a pass bound by either then runs that
-    many times faster (its fixed costs divided alike). Factors stay capped at 1 only when the
-    scale is below 1: a replicate above the central figure is a band, not a rate."""
-    return Rates(bandwidth={k: v * decode for k, v in rates.bandwidth.items()},
-                 prefill_flops={k: v * prefill for k, v in rates.prefill_flops.items()},
-                 decode_flops={k: v * decode for k, v in rates.decode_flops.items()},
-                 cache_bandwidth=rates.cache_bandwidth * decode, pass_seconds=rates.pass_seconds / decode,
-                 layer_seconds=rates.layer_seconds / decode, overlap=rates.overlap)
+    many times faster (its fixed costs divided alike). Every share stays at most 1: a band's
+    fast edge is never above the ceiling, however far faster some held-out rows were."""
+    def cap(value: float) -> float:
+        return min(MAX_FACTOR, value)
+
+    return Rates(bandwidth={k: cap(v * decode) for k, v in rates.bandwidth.items()},
+                 prefill_flops={k: cap(v * prefill) for k, v in rates.prefill_flops.items()},
+                 decode_flops={k: cap(v * decode) for k, v in rates.decode_flops.items()},
+                 cache_bandwidth=cap(rates.cache_bandwidth * decode), pass_seconds=rates.pass_seconds / decode,
+                 layer_seconds=rates.layer_seconds / decode, overlap=rates.overlap,
+                 attention_flops=None if rates.attention_flops is None else cap(rates.attention_flops * prefill))
 
 
 def band_scales(residuals: Array, count: int) -> Array:

@@ -158,3 +158,54 @@ def cpu_name() -> str:
         if value:
             return value
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _sibling_sets(allowed: set[int]) -> set[str]:
+    """The distinct thread-sibling masks of the CPUs in ``allowed`` (Linux sysfs): one per core."""
+    sets: set[str] = set()
+    for cpu in sorted(allowed):
+        try:
+            text = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings").read_text(encoding="ascii")
+        except OSError:
+            return set()
+        sets.add(text.strip())
+    return sets
+
+
+def _cpuinfo_cores(allowed: set[int]) -> int:
+    """Distinct (physical id, core id) pairs of /proc/cpuinfo among ``allowed``, 0 if unknown."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    cores = set()
+    for block in text.split("\n\n"):
+        fields = dict(line.split(":", 1) for line in block.splitlines() if ":" in line)
+        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        processor = fields.get("processor", "")
+        if processor.isdigit() and "core id" in fields and int(processor) in allowed:
+            cores.add((fields.get("physical id", "0"), fields["core id"]))
+    return len(cores)
+
+
+def physical_cores() -> int:
+    """Cores this process may run on, each counted once however many hardware threads it has:
+    what llama-bench takes for its default thread count (``common_cpu_get_num_math``: the
+    distinct thread-sibling sets). Linux: sysfs topology, else /proc/cpuinfo's core ids, of the
+    CPUs in this process's affinity; macOS: the performance cores; elsewhere every CPU. (A
+    hybrid Intel CPU's efficiency cores are counted, which llama-bench leaves out.)"""
+    try:
+        allowed = set(os.sched_getaffinity(0))
+    except AttributeError:                      # not on Linux
+        allowed = set()
+    if allowed:
+        found = len(_sibling_sets(allowed)) or _cpuinfo_cores(allowed)
+        if found:
+            return found
+        return len(allowed)
+    if sys.platform == "darwin":
+        for name in ("hw.perflevel0.physicalcpu", "hw.physicalcpu"):
+            value = _sysctl(name)
+            if value and value.isdigit() and int(value) > 0:
+                return int(value)
+    return os.cpu_count() or 1

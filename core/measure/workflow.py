@@ -9,6 +9,7 @@ No Qt and no torch here; the callers show the result their own way."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from rooflab.core.measure.calibrate import Calibration, calibrate
 from rooflab.core.measure.calibration_fit import ModelPoints, score
 from rooflab.core.measure.engine import EngineRun
 from rooflab.core.measure.gaps import Gap, explain
+from rooflab.core.measure.machine_checks import judge_machine
 from rooflab.core.measure.machine_result import MachineMeasurement
 from rooflab.core.values.calibration import Accuracy, EngineCalibration
 from rooflab.core.values.machine import MachineProfile
@@ -93,7 +95,8 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
     points ran; overhead: seconds per pass measured apart (None: fitted). A store that cannot
     be written is reported in ``keep_error``, not raised: the fit is still worth showing.
     include_disturbed: fit points the measurement marked disturbed too (all are stored, even when
-    the fit then refuses them)."""
+    the fit then refuses them). A fit that is not offered (``Calibration.refusal``) is shown
+    with a note saying why, and not kept."""
     check_machine(points, machine)
     key, mkey = store.model_key(spec), store.machine_key(machine)
     kept, error = False, ""
@@ -106,7 +109,11 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
             error = str(exc)
     cal = calibrate(spec, machine, points, kv_type=kv_type, dtype=dtype, overhead=overhead,
                     include_disturbed=include_disturbed)
-    if keep and not error:
+    notes = list(notes)
+    if cal.refusal:
+        # the points stay; a fit that is not offered is never kept for 'predict --calibrated'
+        notes.append(f"the fit is not offered as this machine's efficiency: {cal.refusal}")
+    elif keep and not error:
         try:
             store.save_calibration(key, mkey, cal, source=source, engine=points[0].engine_key)
             kept = True
@@ -140,27 +147,29 @@ def after_engine_run(run: EngineRun, machine: MachineProfile, *, source: str, ke
                               keep=keep, include_disturbed=include_disturbed)
 
 
-def _metadata_number(bench: BenchImport, key: str) -> float | None:
-    try:
-        value = float(bench.metadata.get(key, ""))
-    except ValueError:
-        return None
-    return value if value > 0 else None
+def _plain(name: str) -> str:
+    """An architecture or format name without case or separators ("gpt-oss" is "gpt_oss")."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def check_bench_model(bench: BenchImport, spec: ModelSpec) -> None:
-    """Refuse to fit a benchmark to a model it did not run: llama-bench records the model's
-    parameter count and tensor bytes, which must agree with ``spec``'s within 2 % and 5 %
-    (SpecError naming both). A file that records neither passes (nothing to check)."""
-    params, size = _metadata_number(bench, "model_n_params"), _metadata_number(bench, "model_size")
-    wrong = []
-    if params is not None and abs(params - spec.params_total) > 0.02 * spec.params_total:
-        wrong.append(f"{params / 1e9:.3g} B parameters (this model has {spec.params_total / 1e9:.3g} B)")
-    if size is not None and abs(size - spec.weight_bytes) > 0.05 * spec.weight_bytes:
-        wrong.append(f"{size / 1e9:.3g} GB of weights (this model has {spec.weight_bytes / 1e9:.3g} GB)")
+    """Refuse to fit a benchmark to a model it did not run, whatever its format (JSON, JSONL,
+    CSV, markdown, a batched-bench table with its load log): the architecture and weight format
+    it names must be ``spec``'s, its parameter count and tensor bytes within 2 % and 5 % of
+    ``spec``'s (SpecError, one line naming both). What a file does not record is not checked."""
+    ran, wrong = bench.model, []
+    if ran.architecture and spec.architecture and _plain(ran.architecture) != _plain(spec.architecture):
+        wrong.append(f"architecture {ran.architecture} (this model is {spec.architecture})")
+    mine = spec.weights_format.upper()
+    if ran.weight_format and re.fullmatch(r"[A-Z0-9_]+", mine) and _plain(ran.weight_format) != _plain(mine):
+        wrong.append(f"weights in {ran.weight_format} (this model's are {spec.weights_format})")
+    if ran.params is not None and abs(ran.params - spec.params_total) > 0.02 * spec.params_total:
+        wrong.append(f"{ran.params / 1e9:.3g} B parameters (this model has {spec.params_total / 1e9:.3g} B)")
+    if ran.size is not None and abs(ran.size - spec.weight_bytes) > 0.05 * spec.weight_bytes:
+        wrong.append(f"{ran.size / 1e9:.3g} GB of weights (this model has {spec.weight_bytes / 1e9:.3g} GB)")
     if wrong:
-        ran = ", ".join(bench.models) or "its model"
-        raise SpecError(f"{bench.path}: the benchmark ran {ran} with {' and '.join(wrong)}, not {spec.name}: "
+        named = ran.description or ", ".join(bench.models) or "its model"
+        raise SpecError(f"{bench.path}: the benchmark ran {named} with {', '.join(wrong)}, not {spec.name}: "
                         "open the model it ran, then import it")
 
 
@@ -178,7 +187,18 @@ def after_import(bench: BenchImport, spec: ModelSpec, machine: MachineProfile, *
 def keep_machine_run(run: MachineMeasurement, *, keep: bool = True) -> MachineProfile:
     """The profile of "this machine, measured" from ``run``, kept (with the raw run) unless
     ``keep`` is False. Figures the run did not measure (an experiment left out) come from the
-    profile kept before, when there is one; SpecError when neither has them."""
+    profile kept before, when there is one; SpecError when neither has them.
+
+    The run is checked first (``machine_checks``): one that fails is kept apart as a disturbed
+    run (``presets.disturbed_machine_path``) and MeasurementError says why in one line; the
+    measured machine stays as it was, so nothing switches to a profile that cannot be trusted."""
+    run = judge_machine(run)
+    if run.disturbed:
+        where = ""
+        if keep:
+            where = f", kept apart in {presets.save_disturbed_machine_run(run.to_dict(), run.disturbed)}"
+        raise MeasurementError(f"this machine's measurement was disturbed ({run.disturbed}){where} and is not used: "
+                               "measure again when the machine is quieter")
     profile = run.profile(fallback=presets.load_measured_machine())
     if keep:
         presets.save_measured_machine(profile, run.to_dict())

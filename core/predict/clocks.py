@@ -112,14 +112,26 @@ def combined_seconds(memory: ArrayLike, compute: ArrayLike, overlap: float = 1.0
     return np.maximum(m, c) + (1.0 - overlap) * np.minimum(m, c)
 
 
+def compute_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike, *, decode: bool = False,
+                  attention: ArrayLike = 0.0) -> Array:
+    """Seconds of ``flops`` at the machine's peak for the workload's dtype times its compute
+    factor (a decode step's own where it has one); ``attention``, the part of ``flops`` that is
+    a prefill's n² arithmetic, at its own factor where one is fitted. Every pass's compute
+    clock, on one device, several or a placement's device part."""
+    eff = machine.efficiency
+    factor = eff.decode_compute_factor if decode else eff.compute
+    peak = machine.flops(workload.compute_dtype)
+    att = np.asarray(attention, dtype=np.float64)
+    return (np.asarray(flops, dtype=np.float64) - att) / (peak * factor) + att / (peak * eff.attention_compute_factor)
+
+
 def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cache_bytes: Array,
-           flops: Array, *, decode: bool = False) -> Pass:
+           flops: Array, *, decode: bool = False, attention: ArrayLike = 0.0) -> Pass:
     # every byte on the one memory: the workload's offload share is a placement (``report.placed``
     # turns it into llama.cpp's layers, priced by ``offload``), never a share of these clocks
     eff = machine.efficiency
     mem = memory_seconds(machine, weight_bytes + cache_bytes)
-    factor = eff.decode_compute_factor if decode else eff.compute
-    comp = flops / (machine.flops(workload.compute_dtype) * factor)
+    comp = compute_clock(machine, workload, flops, decode=decode, attention=attention)
     seconds = combined_seconds(mem, comp, eff.overlap) + eff.step_overhead
     w, c, f, m, k, s = np.broadcast_arrays(weight_bytes, cache_bytes, flops, mem, comp, seconds)
     return Pass(w, c, f, m, k, s)
@@ -147,4 +159,5 @@ def prefill_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *
     t = workload.context if context is None else context
     b = workload.batch if batch is None else batch
     weights, cache = work.prefill_weight_and_cache_bytes(spec, n, t, workload.kv_type, b)
-    return _clock(machine, workload, weights, cache, work.prefill_flops(spec, n, t, b))
+    attention = np.asarray(b, dtype=np.float64) * work.attention_flops(spec, n, t)
+    return _clock(machine, workload, weights, cache, work.prefill_flops(spec, n, t, b), attention=attention)

@@ -129,10 +129,11 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
     if host is not None:
         host_b = _factor(_mixed(host, "bandwidth", bytes_, set()))
         host_c = _factor(_mixed(host, "prefill_flops", flops, set()))
+    attention = None if rates.attention_flops is None else _factor(rates.attention_flops * scale_c / c)
     return Efficiency(bandwidth=_factor(bandwidth / b), compute=_factor(prefill / c),
                       decode_compute=_factor(decode / c), kv_read_factor=_factor(bandwidth / cache),
                       step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers),
-                      overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c)
+                      overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c, attention_compute=attention)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,18 +11,58 @@ order, each device up to its bill's capacity, the output with the last.
 
 The devices run their layers in turn, each reading its share at its own bandwidth, so the
 device part's clocks are one device's with all of them (``offload``), plus the hidden state's
-hop from one device to the next (``parallel.hop_seconds``). Left out: llama.cpp's fit filling
-a device's last layer in part with overflow to the next device (one device only here), and the
-pipelining of a long prompt's ubatches across the devices."""
+hop from one device to the next (``parallel.hop_seconds``). A decode step stays that sequence.
+
+A prompt of several ubatches is pipelined (llama-context.cpp, ``pipeline_parallel``): while
+device 2 runs ubatch 1 through its layers, device 1 starts ubatch 2. llama.cpp turns this on
+only with more than one device, every layer and the output on them (-ngl above the layer
+count), split mode layer, the cache on the devices and no tensor override (``--n-cpu-moe`` is
+one). With k ubatches (n / -ub, the last one a fraction) over N devices whose stage is s = one
+device's share of a ubatch (T / (k N), T the sequential time), the pipeline fills in N stages
+and then delivers a ubatch every max(1, N / c) stages, c = 4 ubatches in flight
+(``GGML_SCHED_MAX_COPIES``, ggml-backend.cpp: the scheduler keeps that many copies of a
+split's inputs):
+
+    t = s x (N + (k - 1) x max(1, N / c)) = T x (N + (k - 1) max(1, N / c)) / (k N)
+
+One ubatch (k = 1) gains nothing; many ubatches on up to 4 devices approach N times faster.
+The hidden state's hops ride in the stages and scale alike. Left out: llama.cpp's fit filling
+a device's last layer in part with overflow to the next device (one device only here), and
+uneven stages (the device with the output layer does a little more)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from rooflab.core.predict.placement import Part, Placement, device_layer_start, split, sub_spec
+from rooflab.core.predict.work import Array
 from rooflab.core.values.model import ModelSpec, Tensor
+
+SCHED_COPIES = 4          # ubatches in flight in a pipelined prefill (ggml's GGML_SCHED_MAX_COPIES)
+
+
+def pipelines(spec: ModelSpec, placement: Placement) -> bool:
+    """Whether llama.cpp pipelines a prompt's ubatches across ``placement``'s devices: several
+    devices holding every layer and the output, the cache with them, no tensor override
+    (``--n-cpu-moe`` and a partial layer are overrides)."""
+    p = placement.clamp(spec)
+    return (p.devices > 1 and p.gpu_layers > spec.layers and p.kv_on_device and not p.cpu_moe
+            and not p.partial)
+
+
+def pipeline_share(tokens: ArrayLike, ubatch: int, devices: int) -> Array:
+    """The share of its sequential time a prefill of ``tokens`` tokens (all sequences) takes
+    when llama.cpp pipelines its ubatches of ``ubatch`` over ``devices`` devices in a layer
+    split: (N + (k - 1) max(1, N / c)) / (k N), k = max(1, tokens / ubatch) (module docstring);
+    1 on one device or for one ubatch."""
+    k = np.maximum(1.0, np.asarray(tokens, dtype=np.float64) / float(ubatch))
+    n = float(devices)
+    if devices <= 1:
+        return np.ones_like(k)
+    return (n + (k - 1.0) * max(1.0, n / SCHED_COPIES)) / (k * n)
 
 
 def device_of_layers(spec: ModelSpec, placement: Placement) -> list[int]:

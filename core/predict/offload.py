@@ -16,6 +16,7 @@ bytes over PCIe, microseconds)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ from rooflab.core.predict.host_part import (
     host_flops,
     host_link_bandwidth,
 )
+from rooflab.core.predict.layer_split import pipeline_share, pipelines
 from rooflab.core.predict.parallel import Parallel, communication_seconds
 from rooflab.core.predict.placement import Part, Placement, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request
@@ -173,8 +175,16 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
 
     shape = np.broadcast(n, t, b).shape
     device, host, sub = _parts_work(spec, machine, placement, n * b, shape, price)
-    return _placed(machine, spec, placement, _clock(machine, workload, *device, decode=False),
-                   host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False), n * b)
+    placed = _placed(machine, spec, placement, _clock(machine, workload, *device, decode=False),
+                     host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False), n * b)
+    if not pipelines(spec, placement):
+        return placed
+    # a layer split holding every layer: llama.cpp pipelines the ubatches across the devices
+    share = pipeline_share(n * b, workload.ubatch, placement.devices)
+    on_devices = dataclasses.replace(placed.device, seconds=placed.device.seconds * share)
+    comm = placed.communication * share
+    return PlacedPass(device=on_devices, host=placed.host, communication=comm,
+                      seconds=on_devices.seconds + placed.host.seconds + comm + machine.efficiency.step_overhead)
 
 
 def placed_request(spec: ModelSpec, machine: MachineProfile, workload: Workload,

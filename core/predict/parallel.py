@@ -4,32 +4,37 @@ tensor parallel (vLLM's ``--tensor-parallel-size``), with the link's time a term
 Tensor parallel: every layer is cut N ways, so each device reads 1/N of the weights and the
 cache and does 1/N of the arithmetic, then the devices sum their partial results: two
 all-reduces per layer (after attention's output projection and after the feed-forward down
-projection, Megatron-style), each of hidden x tokens x 2 bytes (fp16/bf16 activations). A ring
-all-reduce of m bytes takes 2 (N - 1) steps, each sending m / N bytes and paying the link's
-latency a:
+projection, Megatron-style; a mixture of experts shards each expert the same way), each of
+hidden x tokens x 2 bytes (fp16/bf16 activations). A ring all-reduce of m bytes takes
+2 (N - 1) steps, each sending m / N bytes; its latency is the link's (``values.links``: NCCL's
+base per all-reduce plus a latency per step, by kind of link):
 
-    allreduce(m) = 2 (N - 1) / N x m / B_link + 2 (N - 1) x a
+    allreduce(m) = base + 2 (N - 1) x step + 2 (N - 1) / N x m / B_link
 
     t_step = max(W / N / B, F / N / C) + 2 L x allreduce(hidden x b x 2) + overhead
 
-With fewer KV heads than devices each device keeps whole heads, so the cache is copied
-N / kv_heads times (vLLM replicates KV heads).
+The all-reduces wait on the layer before them and the layer after waits on them, so nothing
+hides them: a decode step of a mixture of experts, whose layers read little each, pays tens of
+microseconds a layer over PCIe against a few of arithmetic. With fewer KV heads than devices
+each device keeps whole heads, so the cache is copied N / kv_heads times (vLLM replicates KV
+heads). This is how vLLM runs a model (``--tensor-parallel-size``): its expected figure is
+not llama.cpp's (``engine_of``).
 
 Layer split: the devices hold consecutive layers and a token passes through them in turn, so
-one step is the one-device step (each reads its share, one after the other) plus N - 1 hops
-of the hidden state (hidden x tokens x 2 bytes / B_link + latency each): no speed-up for one
-sequence, only room. llama.cpp's pipelining of a long prompt's ubatches across the devices is
-left out (a pessimistic TTFT); so are replicated norms and embeddings.
+one decode step is the one-device step (each reads its share, one after the other) plus
+N - 1 hops of the hidden state (hidden x tokens x 2 bytes / B_link + the link's step latency
+each): no speed-up for one sequence, only room. A prompt of several ubatches is pipelined
+across the devices as llama.cpp does it (``layer_split.pipeline_share``). Replicated norms and
+embeddings are left out.
 
-``DEFAULT_LINK_LATENCY`` (2 µs per ring step or hop, launch and synchronisation included) is
-an assumption that puts a small all-reduce at 4 µs on 2 devices and 28 µs on 8, the range
-NCCL's small-message all-reduce reaches inside one node (nccl-tests); the growth with N is
-what makes more devices lose past the crossover. ``--interconnect`` sets the bandwidth, per
+The link between N devices is the preset's interconnect when it joins that many (an NVLink
+bridge joins 2), else the host's PCIe link; ``--interconnect`` sets the bandwidth, per
 direction (NVLink 4: 900 GB/s total, 450 GB/s each way; PCIe 4.0 x16: ~32 GB/s each way)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,16 +43,18 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.autofit import first_true
 from rooflab.core.predict.batching import cache_resident
-from rooflab.core.predict.clocks import Pass, combined_seconds, memory_seconds
+from rooflab.core.predict.clocks import Pass, combined_seconds, compute_clock, memory_seconds
 from rooflab.core.predict.footprint import (
     MemoryUse,
     compute_buffer_bytes,
     padded,
     runtime_reserve,
 )
+from rooflab.core.predict.layer_split import pipeline_share
 from rooflab.core.predict.placement import MAX_DEVICES
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array
+from rooflab.core.values.links import LINKS, LinkLatency
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile, in_range
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
@@ -59,22 +66,33 @@ def mode_text(mode: str) -> str:
     """A parallel mode as the window's Placement group names it: "layer split" (llama.cpp's
     default, devices in sequence) or "tensor parallel" (vLLM's, every layer split)."""
     return "layer split" if mode == "layer" else f"{mode} parallel"
+
+
+ENGINES: dict[str, str] = {"layer": "llama.cpp", "tensor": "vllm"}    # who runs each mode
+
+
+def engine_of(mode: str | None) -> str:
+    """The engine that runs a parallel mode, whose calibration its expected figure needs:
+    "llama.cpp" for a layer split (and one device), "vllm" for tensor parallel."""
+    return ENGINES.get(mode or "layer", "llama.cpp")
+
+
 ALLREDUCES_PER_LAYER = 2          # attention output and feed-forward down projection
 ACTIVATION_BYTES = 2.0            # fp16/bf16 hidden states on the link
-DEFAULT_LINK_LATENCY = 2e-6       # seconds per ring step or hop (assumption, see above)
+DEFAULT_LINK = LINKS["pcie"]      # a link of unstated kind: PCIe, the slowest inside one machine
 DEVICE_COUNTS: tuple[int, ...] = (1, 2, 4, 8)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Parallel:
     """How N devices share a model: ``mode`` "layer" or "tensor", the link's bandwidth per
-    direction (bytes/s) and latency per ring step or hop (seconds)."""
+    direction (bytes/s), its name and its kind's latency terms (``values.links``)."""
 
     devices: int
     mode: str = "tensor"
     link_bandwidth: float = 0.0
-    link_latency: float = DEFAULT_LINK_LATENCY
     link_name: str = ""
+    link: LinkLatency = field(default=DEFAULT_LINK)
 
     def __post_init__(self) -> None:
         if not isinstance(self.devices, int) or isinstance(self.devices, bool) or \
@@ -86,33 +104,53 @@ class Parallel:
             raise SpecError(f"{self.devices} devices need an interconnect bandwidth between "
                             f"{BANDWIDTH_RANGE[0] / 1e9:g} and {BANDWIDTH_RANGE[1] / 1e9:g} GB/s, got "
                             f"{self.link_bandwidth / 1e9:g} GB/s (give --interconnect)")
-        if not (isinstance(self.link_latency, (int, float)) and 0 <= self.link_latency < 1):
-            raise SpecError(f"link latency must be in [0, 1) s, got {self.link_latency!r}")
+        if not isinstance(self.link, LinkLatency):
+            raise SpecError(f"link must be a LinkLatency, got {type(self.link).__name__}")
+
+    @property
+    def link_latency(self) -> float:
+        """Seconds of one ring step or hop on the link (its kind's ``step``)."""
+        return self.link.step
 
     @classmethod
     def on(cls, machine: MachineProfile, devices: int, mode: str = "tensor",
            link_bandwidth: float | None = None) -> Parallel:
-        """``devices`` copies of ``machine`` over its preset interconnect, or ``link_bandwidth``."""
-        bandwidth = machine.interconnect_bandwidth if link_bandwidth is None else link_bandwidth
-        name = machine.interconnect_name if link_bandwidth is None else f"{link_bandwidth / 1e9:g} GB/s link"
+        """``devices`` copies of ``machine`` over the link that joins that many
+        (``device_link``), its bandwidth ``link_bandwidth`` when given."""
+        bandwidth, name, link = device_link(machine, devices)
+        if link_bandwidth is not None:
+            bandwidth, name = link_bandwidth, f"{link_bandwidth / 1e9:g} GB/s link ({link.label})"
         if devices > 1 and not bandwidth:
             raise SpecError(f"{machine.name} states no interconnect between devices: give --interconnect GB/s")
-        return cls(devices=devices, mode=mode, link_bandwidth=bandwidth, link_name=name)
+        return cls(devices=devices, mode=mode, link_bandwidth=bandwidth, link_name=name, link=link)
+
+
+def device_link(machine: MachineProfile, devices: int) -> tuple[float, str, LinkLatency]:
+    """(bytes/s per direction, name, latency terms) of the link between ``devices`` copies of
+    ``machine``: its interconnect when that joins so many (``interconnect_devices``, 0: any),
+    else the host's PCIe link, through which devices without a common link talk; else the
+    interconnect as stated."""
+    joins = machine.interconnect_devices
+    if machine.interconnect_bandwidth and (not joins or devices <= joins) or machine.host_link is None:
+        return machine.interconnect_bandwidth, machine.interconnect_name, machine.interconnect_latency
+    host = machine.host_link
+    beyond = f" (the {machine.interconnect_name} joins {joins})" if machine.interconnect_bandwidth else ""
+    return host.bandwidth, host.name + beyond, LINKS["pcie"]
 
 
 def allreduce_seconds(p: Parallel, nbytes: ArrayLike) -> Array:
-    """One ring all-reduce of ``nbytes`` over N devices: 2 (N - 1) / N x bytes / B +
-    2 (N - 1) x latency (0 on one device)."""
+    """One ring all-reduce of ``nbytes`` over N devices: base + 2 (N - 1) x step (the link's
+    latency, ``LinkLatency.allreduce_latency``) + 2 (N - 1) / N x bytes / B (0 on one device)."""
     m = np.asarray(nbytes, dtype=np.float64)
     if p.devices == 1:
         return np.zeros_like(m)
     n = p.devices
-    return 2.0 * (n - 1) * (m / n / p.link_bandwidth + p.link_latency)
+    return p.link.allreduce_latency(n) + 2.0 * (n - 1) * m / n / p.link_bandwidth
 
 
 def hop_seconds(p: Parallel, nbytes: ArrayLike) -> Array:
-    """One device handing ``nbytes`` to the next: bytes / B + latency."""
-    return np.asarray(nbytes, dtype=np.float64) / p.link_bandwidth + p.link_latency
+    """One device handing ``nbytes`` to the next: bytes / B + the link's step latency."""
+    return np.asarray(nbytes, dtype=np.float64) / p.link_bandwidth + p.link.step
 
 
 def communication_seconds(spec: ModelSpec, p: Parallel, tokens: ArrayLike) -> Array:
@@ -154,14 +192,19 @@ class ParallelPass:
 
 
 def _pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel, weights: Array,
-          cache: Array, flops: Array, tokens: Array, *, decode: bool) -> ParallelPass:
+          cache: Array, flops: Array, tokens: Array, *, decode: bool, attention: ArrayLike = 0.0) -> ParallelPass:
+    """One pass on ``p``'s devices; a layer split's prefill pipelined over its ubatches
+    (``layer_split.pipeline_share``: the devices' turns and the hops alike)."""
     share = 1.0 / p.devices
     eff = machine.efficiency
     w, c, f = weights * share, cache * share * kv_copies(spec, p), flops * share
     mem = memory_seconds(machine, w + c)
-    comp = f / (machine.flops(workload.compute_dtype) * (eff.decode_compute_factor if decode else eff.compute))
-    turns = p.devices if p.mode == "layer" else 1       # layer split: the devices in turn
+    comp = compute_clock(machine, workload, f, decode=decode, attention=np.asarray(attention) * share)
+    turns: float | Array = p.devices if p.mode == "layer" else 1       # layer split: the devices in turn
     comm = communication_seconds(spec, p, tokens)
+    if p.mode == "layer" and not decode:
+        pipelined = pipeline_share(tokens, workload.ubatch, p.devices)
+        turns, comm = turns * pipelined, comm * pipelined
     w, c, f, mem, comp, comm = np.broadcast_arrays(w, c, f, mem, comp, comm)
     device = Pass(w, c, f, mem, comp, combined_seconds(mem, comp, eff.overlap) * turns)
     return ParallelPass(device=device, communication=comm, seconds=device.seconds + comm + eff.step_overhead)
@@ -178,13 +221,17 @@ def parallel_decode(spec: ModelSpec, machine: MachineProfile, workload: Workload
 
 
 def parallel_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel, *,
-                     prompt: ArrayLike | None = None, batch: ArrayLike | None = None) -> ParallelPass:
-    """A prefill of b prompts on N devices, the link carrying n x b tokens' hidden states."""
+                     prompt: ArrayLike | None = None, batch: ArrayLike | None = None,
+                     context: ArrayLike | None = None) -> ParallelPass:
+    """A prefill of b prompts after ``context`` cached tokens (the workload's by default) on N
+    devices, the link carrying n x b tokens' hidden states."""
     n = np.asarray(workload.prompt if prompt is None else prompt, dtype=np.float64)
     b = np.asarray(workload.batch if batch is None else batch, dtype=np.float64)
-    weights, cache = work.prefill_weight_and_cache_bytes(spec, n, workload.context, workload.kv_type, b)
-    flops = work.prefill_flops(spec, n, workload.context, b)
-    return _pass(spec, machine, workload, p, weights, cache, flops, n * b, decode=False)
+    t = workload.context if context is None else context
+    weights, cache = work.prefill_weight_and_cache_bytes(spec, n, t, workload.kv_type, b)
+    flops = work.prefill_flops(spec, n, t, b)
+    attention = b * work.attention_flops(spec, n, t)
+    return _pass(spec, machine, workload, p, weights, cache, flops, n * b, decode=False, attention=attention)
 
 
 def device_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel, *,
@@ -284,13 +331,12 @@ class Scaling:
 
 
 def scaling(spec: ModelSpec, machine: MachineProfile, workload: Workload, mode: str = "tensor",
-            counts: tuple[int, ...] = DEVICE_COUNTS, link_bandwidth: float | None = None,
-            link_latency: float = DEFAULT_LINK_LATENCY) -> Scaling:
-    """``parallel_request`` for each device count, and where communication eats the gain."""
+            counts: tuple[int, ...] = DEVICE_COUNTS, link_bandwidth: float | None = None) -> Scaling:
+    """``parallel_request`` for each device count, and where communication eats the gain. Each
+    count gets the link that joins so many (``device_link``; ``link_bandwidth``: that
+    bandwidth on the same kind of link)."""
     def at(n: int) -> Parallel:
-        base = Parallel.on(machine, max(n, 2), mode, link_bandwidth)
-        return Parallel(devices=n, mode=mode, link_bandwidth=base.link_bandwidth, link_latency=link_latency,
-                        link_name=base.link_name)
+        return dataclasses.replace(Parallel.on(machine, max(n, 2), mode, link_bandwidth), devices=n)
 
     estimates = tuple(parallel_request(spec, machine, workload, at(n)) for n in counts)
     powers = [1 << k for k in range(7)]                 # 1..64

@@ -19,16 +19,17 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.parallel import mode_text
 from rooflab.core.predict.work import Array
-from rooflab.core.report.text import count
+from rooflab.core.report.text import capacity_text, count, significant
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
 CurveKind = Literal["line", "points", "vline", "hline", "stack"]
 # How a curve relates to its panel: the quantity itself, a second quantity, one of the two
-# clocks, a limit of the machine, a crossover, or a marker for the current workload.
+# clocks, a limit of the machine, a crossover, a marker for the current workload, or the link
+# between several devices.
 CurveRole = Literal["main", "secondary", "memory", "compute", "limit", "crossover", "marker", "measured",
-                    "calibrated"]
+                    "calibrated", "link"]
 
 
 def _frozen(values: ArrayLike) -> Array:
@@ -109,6 +110,7 @@ class Chart:
     title: str
     description: str        # the formula in words, for tooltips and report headers
     panels: tuple[Panel, ...]
+    note: str = ""          # one line over the chart: why it draws nothing as if it ran
 
     def panel(self, key: str) -> Panel:
         for p in self.panels:
@@ -132,7 +134,7 @@ class Scenario:
     def label(self) -> str:
         """Model · machine · cache type, then each request setting that differs from the
         default workload, so two pinned series of one model and machine read apart; on several
-        devices, "2 × tensor parallel (charts: one device)": the charts draw one of them."""
+        devices, "2 × tensor parallel"."""
         from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
 
         w = self.workload
@@ -145,8 +147,7 @@ class Scenario:
             if value != default:
                 parts.append(settings[key])
         if self.placement.devices > 1:
-            # the numbers are the devices'; every chart draws one of them
-            parts.append(f"{devices_text(self.placement.devices, self.placement.parallel)} (charts: one device)")
+            parts.append(devices_text(self.placement.devices, self.placement.parallel))
         elif not self.placement.is_auto:
             parts.append(settings["placement"])
         return f"{self.model.name} · {self.machine.name} · {', '.join(parts)}"
@@ -154,11 +155,14 @@ class Scenario:
     @property
     def description(self) -> Description:
         """What this scenario is, part by part, for ``distinguishing_labels``."""
-        w, name, weights = self.workload, self.model.name, self.model.weights_format
-        if weights and name.lower().endswith(" " + weights.lower()):
-            name = name[: -len(weights) - 1]          # "Qwen3-8B Q4_K_M": the format is its own part
+        w, weights = self.workload, self.model.weights_format
+        name = without_format(self.model.name, weights)        # the format is its own part
         drafts = f"{count(w.draft_tokens, 'draft')} at {w.acceptance:.0%}" if w.draft_tokens else "no drafts"
-        return Description(model=name, machine=self.machine.name, weights=weights, workload=(
+        m = self.machine
+        figures = f"{significant(m.bandwidth / 1e9)} GB/s, {significant(m.flops() / 1e12)} TFLOP/s, " \
+                  f"{capacity_text(m.memory)}"
+        return Description(model=name, machine=m.name, weights=weights, model_detail=self.model.source,
+                           machine_detail=figures, workload=(
             ("kv_type", f"{w.kv_type} cache"),
             ("compute_dtype", f"{w.compute_dtype or 'default'} compute"),
             ("batch", f"batch {w.batch:,}"),
@@ -169,6 +173,15 @@ class Scenario:
             ("drafts", drafts),
             ("placement", self.placement.describe()),
         ))
+
+
+def without_format(name: str, weights: str) -> str:
+    """A model's name without its weight format at the end: "Qwen3-8B Q4_K_M" and "Qwen3-8B
+    (Q8_0)" give "Qwen3-8B"; a name that does not end with it is kept."""
+    for tail in (f" {weights}", f" ({weights})"):
+        if weights and name.lower().endswith(tail.lower()):
+            return name[: -len(tail)]
+    return name
 
 
 def devices_text(devices: int, mode: str) -> str:
@@ -187,6 +200,8 @@ class Description:
     machine: str
     weights: str = ""
     workload: tuple[tuple[str, str], ...] = ()
+    model_detail: str = ""          # where the model comes from: tells apart two models of one name
+    machine_detail: str = ""        # the machine's figures: tell apart two machines of one name (one edited)
 
     @property
     def identity(self) -> str:
@@ -198,36 +213,31 @@ class Description:
 
 
 def distinguishing_labels(descriptions: Sequence[Description]) -> list[str]:
-    """One label per series naming only what sets it apart from the others: the model when
-    models differ, the weight format when formats differ, the machine when machines differ,
-    and each workload setting that differs (in the descriptions' order), joined with " · ".
+    """One label per series: always its model (with its weight format), its machine and its
+    placement, then each workload setting that differs between the series (in the descriptions'
+    order), joined with " · ". A legend never leaves out which machine or placement a series is.
 
-    ``[Qwen3-8B Q4_K_M on an RTX 4090, Qwen3-8B Q4_K_M on a DGX Spark]`` gives
-    ``["NVIDIA GeForce RTX 4090", "NVIDIA DGX Spark (GB10)"]``, where full labels cut to a
-    legend's width lost the part that told them apart. A lone series is named by model and machine;
-    series identical in every part keep that name, numbered from the second: " (2)"."""
-    if len(descriptions) < 2:
-        return [d.identity for d in descriptions]
-
+    Two series whose models or machines share a name but not what they are (a machine edited in
+    the Machine tab, a file and a catalogue model of one name) say how they differ beside the
+    name ("1,008 GB/s, 165 TFLOP/s, 24 GiB (25.8 GB)"); a series identical in every part to one
+    before it says so, "(same as above)", rather than being numbered."""
     def differs(values: Sequence[object]) -> bool:
         return len(set(values)) > 1
 
-    models = differs([d.model for d in descriptions])
-    weights = differs([d.weights for d in descriptions])
-    machines = differs([d.machine for d in descriptions])
     settings: list[str] = []
     for d in descriptions:
-        settings += [key for key, _ in d.workload if key not in settings]
+        settings += [key for key, _ in d.workload if key not in settings and key != "placement"]
     shown = [key for key in settings if differs([dict(d.workload).get(key, "") for d in descriptions])]
-    labels = []
+    same_model = {name for name in {d._model_text() for d in descriptions}
+                  if differs([d.model_detail for d in descriptions if d._model_text() == name])}
+    same_machine = {name for name in {d.machine for d in descriptions}
+                    if differs([d.machine_detail for d in descriptions if d.machine == name])}
+    labels: list[str] = []
     for d in descriptions:
-        model = " ".join(part for part, wanted in ((d.model, models), (d.weights, weights)) if wanted and part)
         texts = dict(d.workload)
-        parts = [model, d.machine if machines else "", ", ".join(texts[k] for k in shown if texts.get(k))]
-        labels.append(" · ".join(p for p in parts if p) or d.identity)
-    seen: dict[str, int] = {}
-    for i, label in enumerate(labels):
-        seen[label] = seen.get(label, 0) + 1
-        if seen[label] > 1:
-            labels[i] = f"{label} ({seen[label]})"
+        model = d._model_text() + (f" ({d.model_detail})" if d._model_text() in same_model else "")
+        machine = d.machine + (f" ({d.machine_detail})" if d.machine in same_machine else "")
+        parts = [model, machine, texts.get("placement", ""), ", ".join(texts[k] for k in shown if texts.get(k))]
+        label = " · ".join(p for p in parts if p)
+        labels.append(f"{label} (same as above)" if label in labels else label)
     return labels

@@ -32,7 +32,8 @@ from rooflab.core.predict.parallel import (
 from rooflab.core.predict.parallel import largest_context as parallel_largest_context
 from rooflab.core.predict.placement import Placement, describe
 from rooflab.core.predict.request import RequestEstimate
-from rooflab.core.report.chart_types import devices_text
+from rooflab.core.report.chart_types import Description, devices_text, without_format
+from rooflab.core.report.chart_types import distinguishing_labels as chart_labels
 from rooflab.core.report.placed import PlacedSummary, placed_as_chosen
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -67,21 +68,32 @@ class CompareRow:
     per_sequence: float | None          # tokens/s each sequence of the batch sees
     total: float | None                 # tokens/s over the batch
     chosen: str = ""                    # the placement asked for ("-ngl 20", "2 × tensor parallel"); "" auto-fit
+    expected_per_sequence: float | None = None     # tokens/s: 1 / expected TPOT
+    expected_total: float | None = None            # tokens/s: batch / expected TPOT
+    offload: str = ""                   # what sits in the second memory: "" nothing, "experts", "layers"
 
 
-def expected_clocks(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement | Parallel,
-                    expected: ExpectedHook | None) -> tuple[float | None, float | None]:
-    """(TTFT, TPOT) a calibration expects for ``placement`` (or on ``Parallel``'s devices, each
+def expected_request(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement | Parallel,
+                     expected: ExpectedHook | None) -> RequestEstimate | None:
+    """The request a calibration expects for ``placement`` (or on ``Parallel``'s devices, each
     at the calibrated rates and the link as stated): the same request on the machine
-    ``expected`` returns; (None, None) without a hook or a calibration."""
+    ``expected`` returns; None without a hook or a calibration."""
     calibrated = expected(spec, machine) if expected is not None else None
     if calibrated is None:
-        return None, None
+        return None
     if isinstance(placement, Parallel):
-        est = parallel_estimate(spec, calibrated, workload, placement)
-    else:
-        est = placed_request(spec, calibrated, workload, placement)
-    return est.ttft, est.tpot
+        return parallel_estimate(spec, calibrated, workload, placement)
+    return placed_request(spec, calibrated, workload, placement)
+
+
+def offload_kind(spec: ModelSpec, placement: Placement) -> str:
+    """What of ``spec`` a placement keeps in the second memory, in one word: "" nothing (every
+    layer, expert and the cache on the device), "experts" (the routed experts of some layers;
+    every layer's attention on the device), "layers" (whole layers, or the cache)."""
+    p = placement.clamp(spec)
+    if p.gpu_layers < spec.layers + 1 or not p.kv_on_device:
+        return "layers"
+    return "experts" if p.cpu_moe else ""
 
 
 def _placed(spec: ModelSpec, machine: MachineProfile, workload: Workload,
@@ -108,7 +120,7 @@ def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
     ok = fit.fits
     steps = np.atleast_1d(placed_decode(spec, machine, workload, fit.placement, context=list(depths), batch=1).seconds)
     rates = [(int(d), 1.0 / float(s) if ok else None) for d, s in zip(depths, steps, strict=True)]
-    e_ttft, e_tpot = expected_clocks(spec, machine, workload, fit.placement, expected) if ok else (None, None)
+    exp = expected_request(spec, machine, workload, fit.placement, expected) if ok else None
     length = workload.context + workload.prompt + workload.answer
     by_hand = s.how == "manual"
     if ok:
@@ -123,10 +135,13 @@ def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
         fits=ok, placement=placement, flags=fit.placement.flags() if ok else "", device_used=plan.device.used,
         device_capacity=plan.device.capacity,
         ttft=est.ttft if ok else None, tpot=est.tpot if ok else None,
-        expected_ttft=e_ttft, expected_tpot=e_tpot, decode_rates=tuple(rates),
+        expected_ttft=None if exp is None else exp.ttft, expected_tpot=None if exp is None else exp.tpot,
+        expected_per_sequence=None if exp is None else exp.decode_rate,
+        expected_total=None if exp is None else exp.total_rate, decode_rates=tuple(rates),
         largest_context=largest_context(spec, machine, workload, fit.placement) if ok else 0,
         per_sequence=est.decode_rate if ok else None, total=est.total_rate if ok else None,
-        chosen="" if choice is None or choice.is_auto else choice.describe())
+        chosen="" if choice is None or choice.is_auto else choice.describe(),
+        offload=offload_kind(spec, fit.placement) if ok else "")
 
 
 def _parallel_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, par: ParallelEstimate,
@@ -138,7 +153,7 @@ def _parallel_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     ok = par.fits
     rates = [(int(d), 1.0 / float(parallel_decode(spec, machine, workload, p, context=d, batch=1).seconds)
               if ok else None) for d in depths]
-    e_ttft, e_tpot = expected_clocks(spec, machine, workload, p, expected) if ok else (None, None)
+    exp = expected_request(spec, machine, workload, p, expected) if ok else None
     length = workload.context + workload.prompt + workload.answer
     words = devices_text(p.devices, p.mode)
     placement = words if ok else \
@@ -149,7 +164,9 @@ def _parallel_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
         kv_bytes=float(cache_resident(spec, length, workload.batch, workload.kv_type)),
         fits=ok, placement=placement, flags="", device_used=mem.used, device_capacity=mem.capacity,
         ttft=est.ttft if ok else None, tpot=est.tpot if ok else None,
-        expected_ttft=e_ttft, expected_tpot=e_tpot, decode_rates=tuple(rates),
+        expected_ttft=None if exp is None else exp.ttft, expected_tpot=None if exp is None else exp.tpot,
+        expected_per_sequence=None if exp is None else exp.decode_rate,
+        expected_total=None if exp is None else exp.total_rate, decode_rates=tuple(rates),
         largest_context=parallel_largest_context(spec, machine, workload, p) if ok else 0,
         per_sequence=est.decode_rate if ok else None, total=est.total_rate if ok else None, chosen=words)
 
@@ -192,7 +209,10 @@ def columns(depths: Sequence[int] = DEPTHS) -> list[tuple[str, str]]:
             ("expected_ttft_seconds", "s"), ("expected_tpot_seconds", "s")]
     cols += [(f"decode_tokens_per_second_at_{d}", "tokens/s") for d in depths]
     cols += [("largest_context_tokens", "tokens"), ("tokens_per_second_per_sequence", "tokens/s"),
-             ("tokens_per_second_total", "tokens/s")]
+             ("tokens_per_second_total", "tokens/s"),
+             # added later: at the end, so that a CSV read by position keeps its columns
+             ("expected_tokens_per_second_per_sequence", "tokens/s"),
+             ("expected_tokens_per_second_total", "tokens/s"), ("offload", "")]
     return cols
 
 
@@ -207,7 +227,9 @@ def row_dict(row: CompareRow) -> dict[str, str | float | int | bool | None]:
     for depth, rate in row.decode_rates:
         d[f"decode_tokens_per_second_at_{depth}"] = rate
     d.update({"largest_context_tokens": row.largest_context, "tokens_per_second_per_sequence": row.per_sequence,
-              "tokens_per_second_total": row.total})
+              "tokens_per_second_total": row.total,
+              "expected_tokens_per_second_per_sequence": row.expected_per_sequence,
+              "expected_tokens_per_second_total": row.expected_total, "offload": row.offload})
     return d
 
 
@@ -242,22 +264,14 @@ def compare_csv(rows: Sequence[CompareRow], header: Sequence[str] = (), depths: 
 
 
 def distinguishing_labels(rows: Sequence[CompareRow]) -> list[str]:
-    """A short label per row made only of what differs between rows (model, machine, weight
-    format, the placement asked for), so a legend or an axis keeps the part of a name that tells
-    rows apart. The weight format counts only where one model appears in more than one (else
-    the model says it)."""
-    models = [r.model for r in rows]
-    machines = [r.machine_key or r.machine for r in rows]
-    weights = [r.weights for r in rows]
-    chosen = [r.chosen or "auto-fit" for r in rows]
-    per_model: dict[str, set[str]] = {}
-    for m, w in zip(models, weights, strict=True):
-        per_model.setdefault(m, set()).add(w)
-    parts = [values for values in (models, machines) if len(set(values)) > 1]
-    if any(len(ws) > 1 for ws in per_model.values()):
-        parts.append(weights)
-    if len(set(chosen)) > 1:            # one model on one machine, placed two ways
-        parts.append(chosen)
-    if not parts:
-        parts = [models]
-    return [" · ".join(p[i] for p in parts) for i in range(len(rows))]
+    """A label per row as the charts' legends name a series (``chart_types.distinguishing_labels``):
+    model with its weight format, machine (its preset key, else its name) and the placement asked
+    for ("auto placement" for auto-fit)."""
+    return chart_labels([row_description(r) for r in rows])
+
+
+def row_description(row: CompareRow) -> Description:
+    """The row as a series ``Description``: what its label is made of."""
+    return Description(model=without_format(row.model, row.weights), machine=row.machine_key or row.machine,
+                       weights=row.weights,
+                       workload=(("placement", row.chosen or AUTO.describe()),))

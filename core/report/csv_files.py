@@ -33,9 +33,10 @@ def number(value: float) -> str:
     return f"{value:.10g}"
 
 
-def slug(text: str) -> str:
-    """A file-name-safe form of a label: "Qwen3 8B · RTX 4090" -> "qwen3-8b-rtx-4090"."""
-    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")[:60] or "series"
+def slug(text: str, limit: int = 60) -> str:
+    """A file-name-safe form of a label: "Qwen3 8B · RTX 4090" -> "qwen3-8b-rtx-4090", at most
+    ``limit`` characters."""
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")[:limit].strip("-.") or "series"
 
 
 def header_lines(sc: Scenario, **context: str) -> list[str]:

@@ -150,7 +150,8 @@ def expected_text(spec: ModelSpec, ex: Expected, workload: Workload, placement: 
     """Lines for ``predict``'s text output: the expected request beside where it comes from."""
     r = expected_request(spec, ex, workload, placement)
     cal = ex.calibration
-    origin = "published benchmarks of the back end" if cal.source == "public" else f"calibrated {cal.date[:10]}"
+    origin = {"public": "published benchmarks of the back end", "none": "no calibration: the ceiling"}.get(
+        cal.source, f"calibrated {cal.date[:10]}")
     lines = [f"expected with {cal.engine_label} ({origin}):"]
     for label, key, scale, unit in (("time to first token", "expected_ttft_seconds", 1e3, "ms"),
                                     ("time per output token", "expected_tpot_seconds", 1e3, "ms")):

@@ -1,5 +1,5 @@
 """The expected figures of a calibrated machine as numbers-panel rows (``explain``'s ``Line``): TTFT, TPOT and the
-batch's total rate the calibrated engine is expected to reach, with their band and where the
+rate per sequence (and the batch's total) the calibrated engine is expected to reach, with their band and where the
 calibration comes from (its out-of-sample accuracy, never its in-sample fit)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from rooflab.core.predict.expected import Expected
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import StandsOn, accuracy_phrase, expected_request
-from rooflab.core.report.explain import Line
+from rooflab.core.report.explain import Line, per_sequence
 from rooflab.core.report.units import fmt
 
 
@@ -15,13 +15,15 @@ def _origin(ex: Expected) -> str:
     cal = ex.calibration
     if cal.source == "public":
         return f"the {cal.engine_label} back end's published llama-bench results"
+    if cal.source == "none":                 # nothing calibrated this engine: the ceiling (its note says so)
+        return f"the ceiling (no {cal.engine_label} calibration of this machine)"
     models = len(cal.models)
     return f"{cal.engine_label}, calibrated on this machine on {cal.date[:10]} with {models} model" + \
         ("s" if models != 1 else "")
 
 
 def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> list[Line]:
-    """Rows for the expected TTFT, TPOT and total rate, after the ceiling's rows (on
+    """Rows for the expected TTFT, TPOT and rate per sequence, after the ceiling's rows (on
     ``placement`` when the headline is a placement's)."""
     r = expected_request(sc.model, ex, sc.workload, placement)
     origin = _origin(ex)
@@ -32,13 +34,19 @@ def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> li
                                     ("expected_tpot", "Expected TPOT", "tpot_seconds", "decode")):
         value, low, high = r[f"expected_{name}"], r[f"expected_{name}_low"], r[f"expected_{name}_high"]
         accuracy = accuracy_phrase(ex.calibration, phase)
-        sentence = f"{fmt(low, 's')} to {fmt(high, 's')}; " + (accuracy or origin) + (f". {notes}" if notes else "")
+        band = f"{fmt(low, 's')} to {fmt(high, 's')}; " if fmt(low, "s") != fmt(high, "s") else ""
+        sentence = band + (accuracy or origin) + (f". {notes}" if notes else "")
+        sentence = sentence[0].upper() + sentence[1:]
         rows.append(Line(key=key, label=label, value=fmt(value, "s"), bound="", sentence=sentence, tooltip=tooltip))
+    # per sequence, as the decode ceiling it sits under (a total beside a per-sequence ceiling
+    # read as a rate above the ceiling); the batch's total goes in the sentence
     batch = sc.workload.batch
-    rate, low, high = (batch / r[f"expected_tpot_seconds{s}"] for s in ("", "_high", "_low"))
-    rows.append(Line(key="expected_rate", label="Expected rate", value=fmt(rate, "tokens/s"), bound="",
-                     sentence=f"{fmt(low, 'tokens/s')} to {fmt(high, 'tokens/s')} for the batch of {batch}; "
-                              f"from {origin}",
+    rate, low, high = (1.0 / r[f"expected_tpot_seconds{s}"] for s in ("", "_high", "_low"))
+    total = f"; {fmt(batch * rate, 'tokens/s')} in total over the batch of {batch:,}" if batch > 1 else ""
+    rows.append(Line(key="expected_rate", label="Expected rate", value=per_sequence(fmt(rate, "tokens/s"), batch),
+                     bound="", sentence=(f"{fmt(low, 'tokens/s')} to {fmt(high, 'tokens/s')} per sequence"
+                                         if fmt(low, "tokens/s") != fmt(high, "tokens/s") else "Per sequence")
+                     + f"{total}; from {origin}",
                      tooltip=tooltip))
     return rows
 

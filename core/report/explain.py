@@ -131,10 +131,12 @@ def _timing_lines(sc: Scenario, s: Summary, ttft_sentence: str, tpot_sentence: s
              f"{w.answer:,}-token answer."
              if w.answer > 1 else "TTFT alone: the prefill gives the only answer token, no decode step follows.",
              "end to end = TTFT + TPOT × (answer tokens − 1)."),
-        Line("ceiling", "Decode ceiling", fmt(e.decode_ceiling, "tokens/s"), dec_bound,
+        Line("ceiling", "Decode ceiling", per_sequence(fmt(e.decode_ceiling, "tokens/s"), w.batch), dec_bound,
              "The fastest one sequence can generate at the first answer token" +
-             (f"; {fmt(e.total_rate, 'tokens/s')} summed over a batch of {w.batch:,}." if w.batch > 1 else "."),
-             "ceiling = 1 / (one decode step at context + prompt tokens)."),
+             (f"; {fmt(e.total_rate, 'tokens/s')} in total over the batch of {w.batch:,} (over the answer)."
+              if w.batch > 1 else "."),
+             "ceiling = 1 / (one decode step at context + prompt tokens), per sequence; the batch's total "
+             "rate is batch / TPOT."),
         Line("prompt_rate", "Prompt rate", fmt(e.prompt_rate, "tokens/s"), pre_bound,
              "Prompt tokens processed per second of prefill (all sequences).",
              "prompt rate = prompt tokens × batch / TTFT."),
@@ -159,6 +161,10 @@ def _crossover_lines(sc: Scenario, s: Summary) -> list[Line]:
         else:
             sentence = ("Every prompt is compute-bound here: even one token's arithmetic outlasts reading "
                         "the weights once.")
+        trained = sc.model.context_length
+        if trained and ncross > trained:
+            sentence += f" That lies beyond the {trained:,} tokens {sc.model.name} was trained for."
+            nstar += f" (past the {trained:,} trained)"
         lines.append(Line("n_star", "Prefill crossover n*", nstar, "", sentence,
                           "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."
                           if placed is None else "n* is the first prompt length where the two parts' arithmetic "
@@ -167,7 +173,14 @@ def _crossover_lines(sc: Scenario, s: Summary) -> list[Line]:
     formula = "b* solves 2 × N × b / C = (W + b × k × t) / B." if placed is None else (
         "b* is the first batch where the two parts' arithmetic (each at its own FLOP/s) outlasts "
         "their reads (each at its own bandwidth).")
-    if math.isfinite(bcross):
+    most = s.headline_max_batch
+    if math.isfinite(bcross) and 0 < most < bcross:
+        bstar = count(f"{bcross:,.0f}", "sequence")
+        fit = count(f"{most:,}", "fits", "fit")
+        lines.append(Line("batch_crossover", "Batch crossover", f"{bstar} (only {fit})", "",
+                          f"Decode would turn compute-bound at about {bstar}, beyond what fits here: at most "
+                          f"{fit}, so every batch that runs stays bandwidth-bound.", formula))
+    elif math.isfinite(bcross):
         bstar = count(f"{bcross:,.0f}", "sequence")
         lines.append(Line("batch_crossover", "Batch crossover", bstar, "",
                           f"Up to about {bstar} share each read of the weights almost for free; past it, "
@@ -189,7 +202,7 @@ def _placement_line(placed: PlacedSummary, where: str) -> Line:
                     f"{where[0].upper()}{where[1:]}.",
                     "Layer split: the devices run their layers in turn, each reading its share. Tensor "
                     "parallel: every layer is split across the devices, with an all-reduce per layer "
-                    "over the link. The charts show one device.")
+                    "over the link. The charts draw the devices: each one's memory, the link's share of each step.")
     chosen = {"auto": "chosen as llama.cpp's fit does: as many layers on the device as fit, experts moved "
                       "out first." if not placed.fit.kept else
                       f"fitted around what was set ({placed.fit.kept}): as many layers on the device as fit.",
@@ -197,6 +210,11 @@ def _placement_line(placed: PlacedSummary, where: str) -> Line:
               "offload": "from the Workload tab's share of the weights offloaded."}[placed.how]
     return Line("placement", "Placement", brief_flags(placed.placement), "", f"{where[0].upper()}{where[1:]}.",
                 f"Layers on the GPU (-ngl) and routed experts kept on the host (--n-cpu-moe), {chosen}")
+
+
+def per_sequence(rate: str, batch: int) -> str:
+    """A rate of one sequence, said so when the batch has more: "92.3 tokens/s per sequence"."""
+    return f"{rate} per sequence" if batch > 1 else rate
 
 
 def used_of(used: float, capacity: float) -> str:

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rooflab.core.errors import SpecError
 from rooflab.core.predict.autofit import Fit, choose, fit_placement, placement_for_offload, suggestions
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.predict.offload import (
@@ -30,6 +31,7 @@ from rooflab.core.predict.parallel import (
 )
 from rooflab.core.predict.placement import Placement, describe, has_host_tier
 from rooflab.core.predict.request import RequestEstimate
+from rooflab.core.report.passes import crossovers_on
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -75,13 +77,6 @@ class PlacedSummary:
         return self.placement if self.fits and self.parallel is None else None
 
     @property
-    def drawn_on(self) -> Placement | None:
-        """The placement the charts draw: the headline's on one device, fitting or not (a
-        placement that does not fit is drawn as it would run, its overflow on the memory
-        chart); None on several devices, whose charts show one device."""
-        return self.placement if self.parallel is None else None
-
-    @property
     def priced_on(self) -> Placement | Parallel:
         """Where the figures priced beside the headline's are (``rooflab predict``'s placed rows
         and their expected twins): the placement, fitting or not (on several devices with host
@@ -122,16 +117,37 @@ class PlacedSummary:
 
 def placed_crossovers(spec: ModelSpec, machine: MachineProfile, workload: Workload,
                       placed: PlacedSummary) -> tuple[float, float] | None:
-    """(n*, b*) as placed (inf: never reached), on the one placement the headline runs on
-    (``PlacedSummary.runs_on``), at the workload's batch and context (b* at context + prompt).
-    None when it runs on none: a placement that does not fit, whose figures cannot be reached,
-    or several devices. The one rule ``rooflab predict``'s JSON, the report's summary.csv and the
-    window's numbers all take their placed crossovers from."""
-    on = placed.runs_on
+    """(n*, b*) as placed (inf: never reached), where the headline's request runs
+    (``PlacedSummary.stands_on``: the placement, on several devices too, or the devices sharing
+    every layer), at the workload's batch and context (b* at context + prompt). None when it
+    runs nowhere: a placement that does not fit, whose figures cannot be reached. The one rule
+    ``rooflab predict``'s JSON, the report's summary.csv, the window's numbers and its charts
+    all take their placed crossovers from."""
+    on = placed.stands_on
     if on is None:
         return None
-    return (placed_prefill_crossover(spec, machine, workload, on),
-            placed_batch_crossover(spec, machine, workload, on, context=workload.context + workload.prompt))
+    if isinstance(on, Parallel):
+        return crossovers_on(spec, machine, workload, on)
+    priced = machine_as_placed(machine, placed)
+    return (placed_prefill_crossover(spec, priced, workload, on),
+            placed_batch_crossover(spec, priced, workload, on, context=workload.context + workload.prompt))
+
+
+def machine_as_placed(machine: MachineProfile, placed: PlacedSummary | None) -> MachineProfile:
+    """``machine`` with the link the placement asked for between its devices (a layer split with
+    host memory is priced on it, ``_layer_split_with_host``); ``machine`` itself otherwise."""
+    if placed is None or placed.parallel is None or placed.fit.placement.devices == 1:
+        return machine
+    p = placed.parallel.parallel
+    return on_link(machine, p)
+
+
+def on_link(machine: MachineProfile, parallel: Parallel) -> MachineProfile:
+    """``machine`` whose interconnect is ``parallel``'s link (its bandwidth, name and kind, joining
+    any number of devices): how a layer split with host memory prices its hops (``offload``)."""
+    return dataclasses.replace(machine, interconnect_bandwidth=parallel.link_bandwidth,
+                               interconnect_name=parallel.link_name, interconnect_kind=parallel.link.kind,
+                               interconnect_devices=0)
 
 
 def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
@@ -151,8 +167,7 @@ def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload,
             return _layer_split_with_host(spec, machine, workload, parallel, placement, scaling_counts)
         estimate = parallel_estimate(spec, machine, workload, parallel)
         par = parallel_request(spec, machine, workload, parallel)
-        grow = scaling(spec, machine, workload, parallel.mode, scaling_counts, parallel.link_bandwidth,
-                       parallel.link_latency)
+        grow = scaling(spec, machine, workload, parallel.mode, scaling_counts, _given_link(machine, parallel))
         fit = choose(spec, machine, workload, Placement.all_on_device(spec))
         return PlacedSummary(fit=fit, how="manual", estimate=estimate, parallel=par, scaling=grow)
     how = "manual"
@@ -166,6 +181,16 @@ def placed_summary(spec: ModelSpec, machine: MachineProfile, workload: Workload,
                          suggestions=suggestions(spec, machine, workload, fit, alternatives) if suggest else ())
 
 
+def _given_link(machine: MachineProfile, parallel: Parallel) -> float | None:
+    """The link bandwidth the scaling holds for every device count: None (each count on the
+    link that joins so many, ``parallel.device_link``) unless ``parallel``'s is not the preset's."""
+    try:
+        preset = Parallel.on(machine, parallel.devices, parallel.mode)
+    except SpecError:               # the machine states no link: the one given is the only one
+        return parallel.link_bandwidth
+    return None if parallel == preset else parallel.link_bandwidth
+
+
 def _needs_the_host(spec: ModelSpec, machine: MachineProfile, workload: Workload, parallel: Parallel) -> bool:
     """Whether the devices of a layer split cannot hold every layer and host memory can take some."""
     return has_host_tier(machine) and not device_memory(spec, machine, workload, parallel).fits
@@ -176,8 +201,7 @@ def _layer_split_with_host(spec: ModelSpec, machine: MachineProfile, workload: W
     """A layer split over ``parallel``'s devices with host memory for the rest: the placement
     given (with its devices), else auto-fit's over the devices; its request priced on a machine
     whose interconnect is the link asked for."""
-    link = dataclasses.replace(machine, interconnect_bandwidth=parallel.link_bandwidth,
-                               interconnect_name=parallel.link_name)
+    link = on_link(machine, parallel)
     if isinstance(placement, Fit):
         fit = placement
     elif placement is not None:
@@ -193,8 +217,7 @@ def _layer_split_with_host(spec: ModelSpec, machine: MachineProfile, workload: W
                            communication_seconds_per_token=comm / workload.batch,
                            prefill_communication_seconds=float(placed_prefill(spec, link, workload, on).communication),
                            memory=fit.memory.device)
-    grow = scaling(spec, machine, workload, parallel.mode, scaling_counts, parallel.link_bandwidth,
-                   parallel.link_latency)
+    grow = scaling(spec, machine, workload, parallel.mode, scaling_counts, _given_link(machine, parallel))
     return PlacedSummary(fit=fit, how="auto" if fit.chosen else "manual", estimate=estimate, parallel=par,
                          scaling=grow, suggestions=suggestions(spec, machine, workload, fit))
 

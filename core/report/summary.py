@@ -3,10 +3,10 @@ straight from a prediction function, in SI units."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
-from rooflab.core.predict.autofit import largest_batch
 from rooflab.core.predict.batching import (
     batch_crossover,
     cache_resident,
@@ -15,13 +15,14 @@ from rooflab.core.predict.batching import (
 )
 from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
-from rooflab.core.predict.placement import Placement, has_host_tier
+from rooflab.core.predict.placement import has_host_tier
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
 from rooflab.core.report.chart_types import Chart, Scenario
-from rooflab.core.report.charts import build_charts
-from rooflab.core.report.placed import PlacedSummary, placed_as_chosen, placed_crossovers
+from rooflab.core.report.charts import build_charts, not_running_charts
+from rooflab.core.report.passes import On, largest_batch_on
+from rooflab.core.report.placed import PlacedSummary, machine_as_placed, placed_as_chosen, placed_crossovers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,11 +61,12 @@ class Summary:
     # weights, or the user placed it or spread it over devices): llama.cpp's placement (or the
     # devices'), whose request is then the headline ``estimate``
     placed: PlacedSummary | None = None
-    # the placement the charts draw (``PlacedSummary.drawn_on``; None: one memory, several
-    # devices, or a placement that cannot be priced) and the same limits as placed on it: the
-    # crossovers of the placement the headline runs on (``placed.placed_crossovers``), NaN for
-    # one drawn that does not fit (it cannot run, so no crossover is reached)
-    drawn_on: Placement | None = None
+    # where the charts stand (``PlacedSummary.stands_on``: the placement, on one device or
+    # several with host memory, or the devices sharing every layer; None: one memory, or a
+    # placement that does not run, whose charts draw nothing as if it ran), and the limits as
+    # placed there: the crossovers (``placed.placed_crossovers``; NaN for one that does not
+    # fit: it cannot run, so no crossover is reached) and the largest batch its bills hold
+    drawn_on: On = None
     placed_prefill_crossover: float = math.inf
     placed_batch_crossover: float = math.inf
     placed_max_batch: int = 0
@@ -72,6 +74,12 @@ class Summary:
     @property
     def fits(self) -> bool:
         return self.resident_bytes <= self.memory
+
+    @property
+    def runs(self) -> bool:
+        """Whether the headline's request can run here (a placement that does not fit cannot:
+        no figure is shown for it, and the charts draw nothing as if it ran)."""
+        return self.placed is None or self.placed.fits
 
     @property
     def headline_prefill_crossover(self) -> float:
@@ -86,12 +94,13 @@ class Summary:
     @property
     def headline_max_batch(self) -> int:
         """The largest batch the headline's placement holds (its bills: weights placed, KV,
-        compute buffers, reserves); the one-memory count when the device holds the model whole."""
+        compute buffers, reserves; on several devices, each device's); the one-memory count when
+        the device holds the model whole."""
         return self.placed_max_batch if self._runs_placed else self.max_batch
 
     @property
     def _runs_placed(self) -> bool:
-        return self.drawn_on is not None
+        return self.placed is not None
 
 
 def summarise(sc: Scenario) -> Summary:
@@ -105,18 +114,20 @@ def summarise(sc: Scenario) -> Summary:
     length = start + w.answer
     resident = float(memory_resident(spec, length, w.batch, w.kv_type, w.ubatch))
     placed = _placed(sc, resident)
-    # the placement the charts draw (without a host memory, one that does not fit cannot be priced)
-    on = None if placed is None or not (placed.fits or has_host_tier(m)) else placed.drawn_on
-    crossovers = (math.inf, math.inf)
-    if placed is not None and on is not None:
+    crossovers, most = (math.inf, math.inf), 0
+    if placed is not None:
         crossovers = placed_crossovers(spec, m, w, placed) or (math.nan, math.nan)
+        # the bills of a placement are priced even when it does not fit ("at most 3 would"); a
+        # one-device placement without host memory cannot be
+        if placed.fits or has_host_tier(m) or placed.parallel is not None:
+            most = largest_batch_on(spec, m, w, placed.priced_on, length)
     return Summary(
         estimate=placed.estimate if placed is not None else request(spec, m, w),
         placed=placed,
-        drawn_on=on,
+        drawn_on=None if placed is None else placed.stands_on,
         placed_prefill_crossover=crossovers[0],
         placed_batch_crossover=crossovers[1],
-        placed_max_batch=0 if on is None else largest_batch(spec, m, w, on, context_length=length),
+        placed_max_batch=most,
         prefill=Clocks.of(prefill_pass(spec, m, w)),
         decode=Clocks.of(decode_pass(spec, m, w, context=start)),
         prefill_crossover=prefill_crossover(spec, m, w),
@@ -142,12 +153,26 @@ def _placed(sc: Scenario, resident: float) -> PlacedSummary | None:
 
 
 def headline_charts(sc: Scenario, s: Summary | None = None) -> dict[str, Chart]:
-    """Every chart of ``sc`` standing on its headline: as placed when the device cannot hold the
-    model, the crossovers and the largest batch taken from ``s`` (``summarise(sc)`` when not
-    given) rather than bisected again."""
+    """Every chart of ``sc`` standing on its headline: as placed (on one device or several), the
+    crossovers and the largest batch taken from ``s`` (``summarise(sc)`` when not given) rather
+    than bisected again; a placement that does not run draws no curve as if it ran, only its
+    memory and a line saying why and what would make it fit."""
     s = summarise(sc) if s is None else s
-    return build_charts(sc, prefill_crossover=s.headline_prefill_crossover, batch_crossover=s.headline_batch_crossover,
-                        max_batch=s.headline_max_batch, placement=s.drawn_on)
+    if not s.runs and s.placed is not None:       # only a placement can fail to run
+        return not_running_charts(sc, s.placed.priced_on, not_running_note(sc, s.placed))
+    on_machine = dataclasses.replace(sc, machine=machine_as_placed(sc.machine, s.placed))
+    return build_charts(on_machine, prefill_crossover=s.headline_prefill_crossover,
+                        batch_crossover=s.headline_batch_crossover, max_batch=s.headline_max_batch,
+                        placement=s.drawn_on, tpot=s.estimate.tpot)
+
+
+def not_running_note(sc: Scenario, placed: PlacedSummary) -> str:
+    """One line for the charts of a placement that does not fit: what overflows and what would
+    make it fit (the numbers panel's suggestions)."""
+    to_fit = "; ".join(placed.suggestions) or (
+        "fewer sequences, a shorter context, a smaller KV type or weight format, or a machine with more memory")
+    head = placed.headline(sc.model, sc.machine)
+    return f"Nothing to draw: {head[0].lower()}{head[1:]}. To fit: {to_fit}."
 
 
 NEVER = "never"       # summary.csv's value for a crossover no size reaches (the pass stays memory-bound)

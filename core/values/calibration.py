@@ -96,6 +96,7 @@ class Rates:
     pass_seconds: float = 0.0
     layer_seconds: float = 0.0
     overlap: float = 1.0
+    attention_flops: float | None = None     # FLOP/s of a prefill's attention arithmetic (None: as the rest)
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "prefill_flops", "decode_flops"):
@@ -103,6 +104,8 @@ class Rates:
         _positive(self.cache_bandwidth, "cache_bandwidth")
         _seconds(self.pass_seconds, "pass_seconds")
         _seconds(self.layer_seconds, "layer_seconds")
+        if self.attention_flops is not None:
+            _positive(self.attention_flops, "attention_flops")
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, (int, float)) or not 0 <= self.overlap <= 1:
             raise SpecError(f"calibration.overlap must be in [0, 1], got {self.overlap!r}")
 
@@ -116,7 +119,8 @@ class Rates:
     def to_dict(self) -> dict[str, Any]:
         return {"bandwidth": dict(self.bandwidth), "prefill_flops": dict(self.prefill_flops),
                 "decode_flops": dict(self.decode_flops), "cache_bandwidth": self.cache_bandwidth,
-                "pass_seconds": self.pass_seconds, "layer_seconds": self.layer_seconds, "overlap": self.overlap}
+                "pass_seconds": self.pass_seconds, "layer_seconds": self.layer_seconds, "overlap": self.overlap,
+                **({} if self.attention_flops is None else {"attention_flops": self.attention_flops})}
 
     @classmethod
     def from_dict(cls, data: Any) -> Rates:
@@ -126,7 +130,7 @@ class Rates:
             return cls(bandwidth=data["bandwidth"], prefill_flops=data["prefill_flops"],
                        decode_flops=data["decode_flops"], cache_bandwidth=data["cache_bandwidth"],
                        pass_seconds=data.get("pass_seconds", 0.0), layer_seconds=data.get("layer_seconds", 0.0),
-                       overlap=data.get("overlap", 1.0))
+                       overlap=data.get("overlap", 1.0), attention_flops=data.get("attention_flops"))
         except KeyError as exc:
             raise SpecError(f"calibration rates lack {exc}") from None
 
@@ -143,8 +147,9 @@ class Accuracy:
         return {"median": self.median, "worst": self.worst, "count": self.count}
 
 
-#: How accuracy is scored. Only the last two are accuracy; "in_sample" is fit quality.
-PROTOCOLS: tuple[str, ...] = ("in_sample", "leave_one_model_out", "extrapolation")
+#: How accuracy is scored. All but "in_sample" (fit quality) are accuracy; a whole architecture
+#: left out is scored only when the models span two or more.
+PROTOCOLS: tuple[str, ...] = ("in_sample", "leave_one_model_out", "extrapolation", "leave_one_architecture_out")
 PHASES: tuple[str, ...] = ("prefill", "decode", "batch")
 
 

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rooflab.core.errors import SpecError
+from rooflab.core.values.links import KINDS, LINKS, LinkLatency, kind_of
 
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 # llama.cpp back ends a device runs ("" = not stated; a "cpu" machine gets "cpu")
@@ -50,7 +51,9 @@ class Efficiency:
     the longer: 1 is the roofline's max(memory, compute), 0 their sum (an engine that streams
     weights and computes one after the other). host_bandwidth, host_compute: the factors of the
     host tier behind a discrete GPU (its CPU streams and computes the layers kept there at its
-    own share of its peaks, not the GPU's).
+    own share of its peaks, not the GPU's). attention_compute: the factor of a prefill's
+    attention arithmetic (None: ``compute``; an engine without a fused attention kernel gets
+    through the n² term slower than through its weight multiplies).
     """
 
     bandwidth: float = 1.0
@@ -61,11 +64,14 @@ class Efficiency:
     overlap: float = 1.0
     host_bandwidth: float = 1.0
     host_compute: float = 1.0
+    attention_compute: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute"):
+        for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
+                     "attention_compute"):
             value = getattr(self, name)
-            if not (value is None and name == "decode_compute") and not in_range(value, FACTOR_RANGE):
+            optional = name in ("decode_compute", "attention_compute")
+            if not (value is None and optional) and not in_range(value, FACTOR_RANGE):
                 raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
                                 f"got {value!r}")
         if not (math.isfinite(self.step_overhead) and 0 <= self.step_overhead < 60):
@@ -76,12 +82,18 @@ class Efficiency:
     @property
     def is_identity(self) -> bool:
         return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap,
-                self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1)
+                self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
+            and self.attention_compute in (None, 1)
 
     @property
     def decode_compute_factor(self) -> float:
         """The compute factor of a decode step."""
         return self.compute if self.decode_compute is None else self.decode_compute
+
+    @property
+    def attention_compute_factor(self) -> float:
+        """The compute factor of a prefill's attention arithmetic (its n² term)."""
+        return self.compute if self.attention_compute is None else self.attention_compute
 
     def to_dict(self) -> dict[str, Any]:
         """The preset file's "efficiency" object (fields at their defaults left out)."""
@@ -89,6 +101,8 @@ class Efficiency:
                                "step_overhead": self.step_overhead, "kv_read_factor": self.kv_read_factor}
         if self.decode_compute is not None:
             out["decode_compute"] = self.decode_compute
+        if self.attention_compute is not None:
+            out["attention_compute"] = self.attention_compute
         if self.overlap != 1.0:
             out["overlap"] = self.overlap
         for name in ("host_bandwidth", "host_compute"):
@@ -108,7 +122,9 @@ class Efficiency:
                                                                       "efficiency.decode_compute"),
                    overlap=_number(eff, "overlap", 1.0, "efficiency.overlap"),
                    host_bandwidth=_number(eff, "host_bandwidth", 1.0, "efficiency.host_bandwidth"),
-                   host_compute=_number(eff, "host_compute", 1.0, "efficiency.host_compute"))
+                   host_compute=_number(eff, "host_compute", 1.0, "efficiency.host_compute"),
+                   attention_compute=None if eff.get("attention_compute") is None else _number(
+                       eff, "attention_compute", 1.0, "efficiency.attention_compute"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,7 +179,9 @@ class MachineProfile:
     backend: the llama.cpp back end that runs on the device (one of ``BACKENDS``; empty means
     not stated, and a "cpu" machine gets "cpu"). interconnect_bandwidth: bytes/s per direction
     between two identical devices (NVLink, PCIe x16, ...), 0 = not stated; interconnect_name
-    says which link. host_link: the PCIe link a discrete device reads host memory over (None:
+    says which link, interconnect_kind its kind (one of ``links.KINDS``; empty: read from the
+    name) and interconnect_devices how many devices it joins (an NVLink bridge: 2; 0: any
+    number). host_link: the PCIe link a discrete device reads host memory over (None:
     there is none, the device being the host or sharing its memory, or it is not stated).
     """
 
@@ -180,6 +198,8 @@ class MachineProfile:
     backend: str = ""                         # llama.cpp back end, one of BACKENDS
     interconnect_bandwidth: float = 0.0       # bytes/s per direction, device to device
     interconnect_name: str = ""
+    interconnect_kind: str = ""               # one of links.KINDS, "" = from the name
+    interconnect_devices: int = 0             # devices the link joins, 0 = any number
     host_link: HostLink | None = None
     efficiency: Efficiency = field(default_factory=Efficiency)
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -239,6 +259,12 @@ class MachineProfile:
         if not isinstance(name, str) or len(name) > 200 or any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in name):
             raise SpecError(f"{self.name}: interconnect_name must be one line of printable text "
                             "(200 characters at most)")
+        if self.interconnect_kind not in ("", *KINDS):
+            raise SpecError(f"{self.name}: interconnect.kind must be one of {', '.join(KINDS)} (or empty), "
+                            f"got {str(self.interconnect_kind)[:40]!r}")
+        joins = self.interconnect_devices
+        if isinstance(joins, bool) or not isinstance(joins, int) or not 0 <= joins <= 1 << 16:
+            raise SpecError(f"{self.name}: interconnect.devices must be a whole number >= 0 (0: any), got {joins!r}")
 
     def flops(self, dtype: str | None = None) -> float:
         """Peak FLOP/s for ``dtype`` (the default dtype when None or not listed)."""
@@ -261,6 +287,12 @@ class MachineProfile:
     def has_interconnect(self) -> bool:
         return self.interconnect_bandwidth > 0
 
+    @property
+    def interconnect_latency(self) -> LinkLatency:
+        """The latency terms of the device-to-device link (``links.LINKS``): its stated kind, else
+        the kind its name says."""
+        return LINKS[self.interconnect_kind or kind_of(self.interconnect_name)]
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict in the preset file format (SI units)."""
         eff = self.efficiency
@@ -274,7 +306,9 @@ class MachineProfile:
             "memory": self.memory,
             "offload": {"name": self.offload_name, "bandwidth": self.offload_bandwidth,
                         "memory": self.offload_memory, "flops": self.offload_flops},
-            "interconnect": {"name": self.interconnect_name, "bandwidth": self.interconnect_bandwidth},
+            "interconnect": {"name": self.interconnect_name, "bandwidth": self.interconnect_bandwidth,
+                             **({"kind": self.interconnect_kind} if self.interconnect_kind else {}),
+                             **({"devices": self.interconnect_devices} if self.interconnect_devices else {})},
             "host_link": None if self.host_link is None else self.host_link.to_dict(),
             "efficiency": eff.to_dict(),
             "sources": dict(self.sources),
@@ -311,6 +345,8 @@ class MachineProfile:
             offload_flops=_number(offload, "flops", 0.0, "offload.flops"),
             interconnect_name=_text(link, "name", "", "interconnect.name"),
             interconnect_bandwidth=_number(link, "bandwidth", 0.0, "interconnect.bandwidth"),
+            interconnect_kind=_text(link, "kind", "", "interconnect.kind"),
+            interconnect_devices=_whole(link, "devices", "interconnect.devices"),
             host_link=None if host_link is None else HostLink.from_dict(host_link),
             efficiency=Efficiency.from_dict(eff),
             sources={str(k): str(v) for k, v in sources.items()},
@@ -340,6 +376,14 @@ def _number(data: Mapping[str, Any], name: str, default: float | None, label: st
         return float(value)
     except OverflowError:
         raise SpecError(f"machine profile field {label or name!r} is out of range") from None
+
+
+def _whole(data: Mapping[str, Any], name: str, label: str) -> int:
+    """A whole-number field, 0 when absent; SpecError naming ``label`` otherwise."""
+    value = data.get(name, 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"machine profile field {label!r} must be a whole number, got {value!r}")
+    return value
 
 
 def _text(data: Mapping[str, Any], name: str, default: str | None, label: str = "") -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -133,14 +134,43 @@ class EngineSettings:
             raise SpecError(f"engine settings are malformed: {exc!r}") from exc
 
 
+def bench_test(kind: str, tokens: int, depth: int = 0) -> str:
+    """A test in llama-bench's notation: "pp512" (a prompt of 512 tokens), "tg128" (128 tokens
+    generated one by one), with " @ d4096" when it ran on top of 4096 cached tokens."""
+    name = f"{'pp' if kind == 'prefill' else 'tg'}{tokens}"
+    return f"{name} @ d{depth}" if depth else name
+
+
+def bench_point(kind: str, tokens: int, depth: int, samples: list[float] | tuple[float, ...], *,
+                source: str = "") -> MeasuredPoint:
+    """The point of one llama-bench test from the seconds of its repetitions (each a whole
+    ppN or tgN run): llama-bench's mean and standard deviation, the best and the median as
+    extras; a tgN test's figures per generated token, at its middle step's context."""
+    if not samples:
+        raise SpecError("a test needs at least one repetition")
+    per = 1 if kind == "prefill" else tokens
+    stdev = statistics.stdev(samples) if len(samples) > 1 else 0.0
+    return MeasuredPoint(kind=kind, prompt=tokens if kind == "prefill" else 1,
+                         context=depth + (0 if kind == "prefill" else (tokens - 1) // 2), batch=1,
+                         seconds=statistics.fmean(samples) / per, median=statistics.median(samples) / per,
+                         stdev=stdev / per, best=min(samples) / per, repeats=len(samples), source=source,
+                         test=bench_test(kind, tokens, depth))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeasuredPoint:
     """One timed pass. ``prompt``: tokens each sequence feeds the pass (1 for decode);
-    ``context``: tokens already cached; ``seconds``: the best repeat; ``median``: the median
-    repeat (0 when unknown); ``source``: who measured it ("torch 2.13 cpu fp32", "llama-bench");
-    ``settings``: the engine and its settings (None for points saved before they were recorded);
-    ``disturbed``: why the measuring code distrusts the point (a wide spread between repeats, a
-    load average that rose while it ran), "" for a clean point."""
+    ``context``: tokens already cached (a tgN test's: its middle step's); ``seconds``: the
+    figure the fit takes, the mean over repetitions of a whole test as llama-bench reports it
+    (per step for a tgN test; the best repeat for points that kept no mean); ``median``: the
+    median repeat (0 when unknown); ``stdev``: the repetitions' standard deviation (0 when
+    unknown); ``best``: the fastest repetition, an extra (0 when unknown); ``test``: the test in
+    llama-bench's notation ("pp512", "tg128 @ d4096"; "" for other passes), so a point timed in
+    process and one imported from llama-bench are one kind of data; ``source``: who measured it
+    ("torch 2.13 cpu fp32", "llama-bench"); ``settings``: the engine and its settings (None for
+    points saved before they were recorded); ``disturbed``: why the measuring code distrusts the
+    point (a wide spread between repeats, a load average that rose while it ran), "" for a
+    clean point."""
 
     kind: str
     prompt: int
@@ -152,6 +182,9 @@ class MeasuredPoint:
     source: str = ""
     settings: EngineSettings | None = None
     disturbed: str = ""
+    stdev: float = 0.0
+    best: float = 0.0
+    test: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -163,8 +196,11 @@ class MeasuredPoint:
                 raise SpecError(f"point.{name} must be a whole number in [{low:,}, {high:,}], got {value!r}"[:200])
         if not _seconds(self.seconds) or self.seconds <= 0:
             raise SpecError(f"point.seconds must be in (0, {MAX_SECONDS:,.0f}], got {self.seconds!r}"[:200])
-        if not _seconds(self.median):
-            raise SpecError(f"point.median must be in [0, {MAX_SECONDS:,.0f}], got {self.median!r}"[:200])
+        for name in ("median", "stdev", "best"):
+            if not _seconds(getattr(self, name)):
+                raise SpecError(f"point.{name} must be in [0, {MAX_SECONDS:,.0f}], got {getattr(self, name)!r}"[:200])
+        if len(self.test) > 40:
+            raise SpecError("point.test is longer than 40 characters")
 
     @property
     def is_decode(self) -> bool:
@@ -177,8 +213,10 @@ class MeasuredPoint:
 
     @property
     def spread(self) -> float:
-        """(median - best) / best: run-to-run variation, 0 when unknown."""
-        return max(0.0, self.median / self.seconds - 1.0) if self.median else 0.0
+        """(median - best) / best: run-to-run variation, 0 when unknown (``seconds`` stands for
+        the best where a point kept no best of its own)."""
+        fastest = self.best or self.seconds
+        return max(0.0, self.median / fastest - 1.0) if self.median else 0.0
 
     @property
     def engine_key(self) -> str:
@@ -189,8 +227,9 @@ class MeasuredPoint:
         out = dataclasses.asdict(self)
         if self.settings is None:
             del out["settings"]
-        if not self.disturbed:
-            del out["disturbed"]
+        for name in ("disturbed", "stdev", "best", "test"):
+            if not out[name]:
+                del out[name]           # records stay as they were for points without them
         return out
 
     @classmethod
@@ -204,6 +243,7 @@ class MeasuredPoint:
                        batch=int(data["batch"]), seconds=float(data["seconds"]),
                        median=float(data.get("median", 0.0)), repeats=int(data.get("repeats", 1)),
                        source=str(data.get("source", "")), settings=settings,
-                       disturbed=str(data.get("disturbed", ""))[:500])
+                       disturbed=str(data.get("disturbed", ""))[:500], stdev=float(data.get("stdev", 0.0)),
+                       best=float(data.get("best", 0.0)), test=str(data.get("test", ""))[:40])
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise SpecError(f"measured point is malformed: {exc!r}") from exc

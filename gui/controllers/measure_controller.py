@@ -24,10 +24,12 @@ from rooflab.core.measure.calibrate import Calibration
 from rooflab.core.measure.engine import default_engine, measure_in_torch
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.measure.overlays import MeasuredSeries
+from rooflab.core.measure.plan_times import PlannedPoint, planned_points
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.controllers import measure_jobs
 from rooflab.gui.controllers.measure_display import MeasureDisplayController
 from rooflab.gui.controllers.measure_outcome import MeasureOutcomeController
+from rooflab.gui.controllers.measure_progress import RunProgressController
 from rooflab.gui.panels.measure_panel import MeasurePanel
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.state.app_state import AppState
@@ -55,6 +57,7 @@ class MeasureController(QObject):
         self.display = MeasureDisplayController(state, plots, view, measuring_machine=self._measuring_machine,
                                                 parent=self)
         self.outcome = MeasureOutcomeController(state, view, self.display, self)
+        self.run_progress = RunProgressController(view, self)
         self._source = ""                          # the model's path or key when the job started
         self._kind = ""                            # "machine", "calibrate", "model" or "import": the job running
         self._default_engine = default_engine(self._engine_ref())
@@ -161,8 +164,23 @@ class MeasureController(QObject):
     def measure_model(self) -> None:
         """Time the model on screen in the chosen engine; RooflabError (shown by the caller)
         when the controls or the engine cannot start."""
-        self._start(self._model_job(self.view.engine_key()), "model")
+        engine = self.view.engine_key()
+        self._start(self._model_job(engine), "model")
+        self.run_progress.begin(self._planned(engine))
+        self.view.mark_results_old()          # until this run's read-out replaces it
         self.display.begin_run()
+
+    def _planned(self, engine: str) -> tuple[PlannedPoint, ...]:
+        """The run's units priced on this machine as measured (else the machine on screen), for
+        a bar and an ETA weighted by the points' predicted times."""
+        from rooflab.core.io.presets import load_measured_machine
+
+        try:
+            plan = self.view.llamacpp_plan() if engine == "llamacpp" else self.view.model_plan()
+            machine = load_measured_machine() or self._state.machine
+        except RooflabError:
+            return ()
+        return planned_points(engine, self._state.model, machine, plan)
 
     def _model_job(self, engine: str) -> Any:
         if engine == "torch":
@@ -181,6 +199,7 @@ class MeasureController(QObject):
         self.jobs.start(job)          # a job still running ends (aborted) before this one starts
         self._kind = kind
         self._source = str(self._state.model_ref)
+        self.run_progress.begin()
 
     def cancel(self) -> None:
         self.jobs.cancel()
@@ -212,6 +231,7 @@ class MeasureController(QObject):
 
     def _on_cancel_button_clicked(self) -> None:
         self.cancel()
+        self.run_progress.end()
         self.view.step.setText("Cancelling…")
 
     def _on_apply_button_clicked(self) -> None:
@@ -260,7 +280,7 @@ class MeasureController(QObject):
         self.view.show_running(True)
 
     def _on_jobs_yielded(self, progress: Progress) -> None:
-        self.view.show_progress(progress)
+        self.run_progress.show(progress)
         if progress.sample is None:
             return
         if self._kind == "model" and isinstance(progress.sample, MeasuredPoint):
@@ -279,21 +299,23 @@ class MeasureController(QObject):
             self.display.drop_live()
             self._show_error(str(exc))
             return
+        self.run_progress.end()
         self.view.show_done(summary)
 
     def _on_jobs_errored(self, exc: BaseException) -> None:
         self.display.drop_live()
+        self.run_progress.end("Stopped")
         if isinstance(exc, RooflabError):
             self._show_error(str(exc))
         else:
-            self.view.step.setText("Stopped")
             report_unexpected(exc)
 
     def _on_jobs_aborted(self) -> None:
         self.display.drop_live()
-        self.view.step.setText("Cancelled")
+        self.run_progress.end("Cancelled")           # the bar back to empty, not left at 42 %
 
     def _on_jobs_finished(self) -> None:
+        self.run_progress.end()
         self.view.show_running(False)
         self._reload_if_moved()      # a model or machine picked while the job ran
 

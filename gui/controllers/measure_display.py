@@ -98,8 +98,8 @@ class MeasureDisplayController(QObject):
         """``cal`` is the fit on screen, of the points on screen; ``html`` its read-out."""
         self.calibration = cal
         self._shown_for = self._where()          # these points belong to what is on screen now
-        self._view.show_results(html, can_apply=True)
-        self.calibrated.emit(cal)
+        self._view.show_results(html, can_apply=not cal.refusal)    # a fit on too few points, or on a wrong
+        self.calibrated.emit(cal)                                    # profile, is shown but not offered
         self.draw_points()
 
     # -- what was kept ----------------------------------------------------------------------------

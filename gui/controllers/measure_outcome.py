@@ -57,6 +57,7 @@ class MeasureOutcomeController(QObject):
         raise ValueError(f"no Measure tab job {kind!r}")
 
     def _machine_done(self, run: MachineMeasurement) -> str:
+        # a run that fails its checks is kept apart and raises: the window never switches to it
         profile = workflow.keep_machine_run(run)
         self._display.measured_name = profile.name
         self.machine_measured.emit(profile)
@@ -66,7 +67,7 @@ class MeasureOutcomeController(QObject):
             self._state.set_machine(profile)
         self.message.emit(f"Machine measured: {fmt(profile.bandwidth, 'B/s')} bandwidth, "
                           f"saved as {profile.name!r}", "info")
-        return machine_done_text(profile, presets.measured_machine_path())
+        return machine_done_text(profile, presets.measured_machine_path(), run.spread_text())
 
     def _calibration_done(self, run: CalibrationRun) -> str:
         self.machine_measured.emit(run.machine)

@@ -57,14 +57,15 @@ def results_html(cal: Calibration, gaps: Iterable[Any], notes: Iterable[str], en
     return "<br>".join(rows)
 
 
-def machine_done_text(profile: MachineProfile, saved: Path) -> str:
+def machine_done_text(profile: MachineProfile, saved: Path, spread: str = "") -> str:
     """What a machine measurement found and where it went: "Measured 52.3 GB/s bandwidth,
-    peaks 1.23 TFLOP/s fp32 and 2.1 TFLOP/s bf16. Saved in PATH; the Machine tab lists it as
-    'NAME'."."""
+    peaks 1.23 TFLOP/s fp32 and 2.1 TFLOP/s bf16. Medians of 5 runs each; runs differ by ...
+    Saved in PATH; the Machine tab lists it as 'NAME'." (``spread``: the run's ``spread_text``)."""
     peaks = [f"{fmt(flops, 'FLOP/s')} {dtype}" for dtype, flops in profile.peak_flops.items()]
     listed = ", ".join(peaks[:-1]) + f" and {peaks[-1]}" if len(peaks) > 1 else "".join(peaks)
     return (f"Measured {fmt(profile.bandwidth, 'B/s')} bandwidth, {'peaks' if len(peaks) > 1 else 'peak'} "
-            f"{listed}. Saved in {saved}; the Machine tab lists it as '{profile.name}'.")
+            f"{listed}. {f'{spread}. ' if spread else ''}Saved in {saved}; the Machine tab lists it as "
+            f"'{profile.name}'.")
 
 
 def points_done_text(points: int, engine: str, *, imported: bool = False) -> str:

@@ -6,12 +6,14 @@ the window (File > Save report) and from ``rooflab report`` (no window at all)."
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QTextDocument
 from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox, QWidget
 
 from rooflab.core import __version__
@@ -28,6 +30,8 @@ from rooflab.gui.widgets.theme import LIGHT
 
 PLOT_SIZE = QSize(1200, 800)
 SHEET_COLUMNS = 2
+NAME_LIMIT = 160          # characters of a series' key in its CSV's name (a file name takes 255 bytes)
+FIT_FILE = "fit.txt"      # the Measure tab's read-out: the fit, its accuracy and the gap explained
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +112,15 @@ def _csv_name(series: DrawnSeries) -> str:
     opens with the key ("expected, llama.cpp (published)" on the "expected" layer is named
     once: "decode-step-expected-llama.cpp-published.csv")."""
     layer = series.layer
-    key, label = slug(layer.key), slug(layer.label)
-    if layer.label in ("", layer.key) or layer.kind == "current":
+    key, label = slug(layer.key, NAME_LIMIT), slug(layer.label, NAME_LIMIT)
+    if layer.label in ("", layer.key) or layer.kind == "current" or layer.kind == "measured":
+        # a measured series' key is its engine and settings in full ("measured:llama.cpp cuda t8
+        # ngl99 fa kv-f16"): the name, whole (cut at 60 it lost its cache type: "...-fa-k.csv")
         who = key
     elif label == key or label.startswith(f"{key}-"):
         who = label
     else:
-        who = slug(f"{layer.key}-{layer.label}")
+        who = slug(f"{layer.key}-{layer.label}", NAME_LIMIT)
     return f"{series.chart}-{series.panel}-{who}.csv"
 
 
@@ -132,18 +138,35 @@ def render_plots(plots: Sequence[ChartPlot], size: QSize = PLOT_SIZE) -> dict[st
     return images
 
 
+def plain_text(html: str) -> str:
+    """Rich text as the plain text it shows."""
+    doc = QTextDocument()
+    doc.setHtml(html)
+    return doc.toPlainText().strip() + "\n"
+
+
+def same_mode(reference: Path, *paths: Path) -> None:
+    """Give ``paths`` the mode ``reference`` has (files written atomically came out 0600 beside
+    the report's 0644: one file mode for the whole report)."""
+    mode = stat.S_IMODE(reference.stat().st_mode)
+    for path in paths:
+        os.chmod(path, mode)
+
+
 def write_report(folder: str | Path, plots: Sequence[ChartPlot], frame: Frame,
-                 size: QSize = PLOT_SIZE) -> ReportFiles:
-    """Write every report file into ``folder`` (created if needed); returns their paths.
+                 size: QSize = PLOT_SIZE, *, fit: str = "") -> ReportFiles:
+    """Write every report file into ``folder`` (created if needed); returns their paths. ``fit``:
+    the Measure tab's read-out (rich text: the fit of the points on screen, its accuracy, the gap
+    between them and the ceiling explained, whether it is an earlier run's), kept as ``fit.txt``.
     Raises ReportError (one line naming the folder) when it cannot be written."""
     out = Path(folder).expanduser()
     try:
-        return _write_files(out, plots, frame, size)
+        return _write_files(out, plots, frame, size, fit)
     except OSError as exc:
         raise ReportError(f"{out}: cannot write the report there ({exc.strerror or exc})") from exc
 
 
-def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSize) -> ReportFiles:
+def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSize, fit: str) -> ReportFiles:
     out.mkdir(parents=True, exist_ok=True)
     images = render_plots(plots, size)
     pngs = []
@@ -165,6 +188,8 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
         sc = frame.scenario
         csvs.append(write_text(out / "expected.csv", expected_csv(sc.model, frame.expected_figures, sc.workload,
                                                                   header_lines(sc), frame.stands_on)))
+    if fit:
+        csvs.append(write_text(out / FIT_FILE, plain_text(fit)))
     sheet = out / "sheet.png"
     if not compose_sheet(frame, images).save(str(sheet)):
         raise OSError(f"could not write {sheet.name}")

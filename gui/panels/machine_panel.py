@@ -17,19 +17,21 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
-    QHBoxLayout,
     QInputDialog,
     QLabel,
     QLineEdit,
     QMessageBox,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.io import presets
+from rooflab.core.predict.host_part import DEFAULT_HOST_FLOPS
 from rooflab.core.predict.roofline import balance
 from rooflab.core.report import units
 from rooflab.core.values.machine import MachineProfile
@@ -38,6 +40,7 @@ from rooflab.gui.widgets.controls import error_label
 
 _USER = "user:"
 _PRESET = "preset:"
+MIN_FIELD_WIDTH = 80         # px: a field's least width, whatever its range
 
 
 def _spin(low: float, high: float, decimals: int, suffix: str, tip: str) -> QDoubleSpinBox:
@@ -50,7 +53,17 @@ def _spin(low: float, high: float, decimals: int, suffix: str, tip: str) -> QDou
     box.setToolTip(tip)
     box.setKeyboardTracking(False)     # one change per finished edit, not per keystroke
     box.setGroupSeparatorShown(True)
+    # as narrow as the pane: the range's widest text (1,000,000.000 TFLOP/s) made the tab wider
+    # than its pane at 1280 x 720
+    box.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+    box.setMinimumWidth(MIN_FIELD_WIDTH)
     return box
+
+
+def breakable(text: str) -> str:
+    """``text`` with a place to break after each slash and underscore (a path or a URL in a
+    source note is one long word, and a label as wide as it widened the tab)."""
+    return text.replace("/", "/\u200b").replace("_", "_\u200b")
 
 
 class MachinePanel(QWidget):
@@ -60,6 +73,8 @@ class MachinePanel(QWidget):
         super().__init__(parent)
         self._state = state
         self.picker = QComboBox()
+        self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.picker.setMinimumContentsLength(12)
         self.picker.setToolTip("Built-in machines (with the source of each figure) and your saved profiles.")
         self.name = QLineEdit()
         self.bandwidth = _spin(0.001, 1e6, 1, " GB/s", "B: bytes per second the memory that holds the weights "
@@ -75,13 +90,15 @@ class MachinePanel(QWidget):
         self.offload_flops = _spin(0.0, 1e6, 3, " TFLOP/s", "Peak FLOP/s of the host CPU that computes the layers "
                                    "kept in the second memory (0 = not stated: a desktop CPU's 1.024 TFLOP/s "
                                    "is assumed behind a GPU).")
-        self.offload_flops.setSpecialValueText("not stated (1.024 assumed)")      # shown at 0
-        self.eff_bandwidth = _spin(0.01, 100.0, 2, "", "Share of the peak bandwidth a real engine reaches "
+        self.offload_flops.setSpecialValueText(                                # shown at 0, with its unit
+            f"not stated ({units.fmt(DEFAULT_HOST_FLOPS, 'FLOP/s', 4)} assumed)")
+        self.eff_bandwidth = _spin(0.01, 100.0, 2, " × B", "Share of the peak bandwidth a real engine reaches "
                                    "(1.0 = the ceiling). Applied to B.")
-        self.eff_compute = _spin(0.01, 100.0, 2, "", "Share of the peak FLOP/s a real engine reaches. Applied to C.")
+        self.eff_compute = _spin(0.01, 100.0, 2, " × C",
+                                 "Share of the peak FLOP/s a real engine reaches. Applied to C.")
         self.step_overhead = _spin(0.0, 59_999.0, 3, " ms", "Fixed time added to every forward pass "
                                    "(kernel launches, synchronisation, Python).")
-        self.kv_read_factor = _spin(0.01, 100.0, 2, "", "Cache bytes moved per byte attention must read "
+        self.kv_read_factor = _spin(0.01, 100.0, 2, " ×", "Cache bytes moved per byte attention must read "
                                     "(2.0 for an engine that copies its cache each step).")
         self.balance = QLabel()
         self.balance.setWordWrap(True)
@@ -112,16 +129,18 @@ class MachinePanel(QWidget):
         form.addRow("Name", self.offload_name)
         form.addRow("Bandwidth", self.offload_bandwidth)
         form.addRow("Size", self.offload_memory)
-        form.addRow("Host compute", self.offload_flops)
+        # its words ("not stated (1.024 TFLOP/s assumed)") want the whole width: under its name
+        form.addRow(QLabel("Host compute"))
+        form.addRow(self.offload_flops)
         eff = QGroupBox("Efficiency (1.0 = ceiling)")
         form = QFormLayout(eff)
         form.addRow("Bandwidth", self.eff_bandwidth)
         form.addRow("Compute", self.eff_compute)
         form.addRow("Per-step overhead", self.step_overhead)
         form.addRow("Cache-read factor", self.kv_read_factor)
-        buttons = QHBoxLayout()
-        for b in (self.save_button, self.load_button, self.delete_button):
-            buttons.addWidget(b)
+        buttons = QGridLayout()           # two a row: three side by side were wider than the pane
+        for i, b in enumerate((self.save_button, self.load_button, self.delete_button)):
+            buttons.addWidget(b, i // 2, i % 2)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.balance)
@@ -221,9 +240,9 @@ class MachinePanel(QWidget):
             f"<b>Balance C / B = {units.fmt(balance(m), 'FLOP/byte')}</b> ({m.default_dtype}): work with fewer "
             "FLOPs per byte than this is bandwidth-bound on this machine.")
         self.balance.setToolTip("Machine balance = peak FLOP/s ÷ bandwidth: the intensity where the roofline bends.")
-        lines = [f"<b>{k}</b>: {v}" for k, v in m.sources.items()]
+        lines = [f"<b>{k}</b>: {breakable(v)}" for k, v in m.sources.items()]
         if m.notes:
-            lines.append(m.notes)
+            lines.append(breakable(m.notes))
         self.sources.setText("<br>".join(lines))
         self._select_current()
 

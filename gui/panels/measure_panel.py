@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -32,7 +31,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import Progress
 from rooflab.core.measure.engine import ENGINES
 from rooflab.core.values.quant import KV_TYPES
-from rooflab.gui.widgets.controls import ERROR_COLOUR, error_label
+from rooflab.gui.widgets.controls import ERROR_COLOUR, RunBar, StatusLine, error_label
 
 RANDOM_NOTE = ("Random weights: a model of the same shapes and dtype, filled with random values. "
                "The timing does not depend on the weights' values, only on their shapes.")
@@ -58,6 +57,9 @@ def _check(label: str, checked: bool = True, tip: str = "") -> QCheckBox:
     return box
 
 
+OLD_RESULTS = "From an earlier run (the one started since has not finished):"
+
+
 def _wrapped(text: str = "") -> QLabel:
     label = QLabel(text)
     label.setWordWrap(True)
@@ -80,9 +82,8 @@ class MeasurePanel(QWidget):
         self._sweeps = {engine: dict(sweep) for engine, sweep in SWEEPS.items()}
         machine = self._build_machine_box()
         model = self._build_model_box()
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.step = _wrapped("Idle")
+        self.progress = RunBar()
+        self.step = StatusLine("Idle")         # one line: a wrapped status was clipped
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.error = error_label()
@@ -355,26 +356,39 @@ class MeasurePanel(QWidget):
             w.setEnabled(not running)
         self.cancel_button.setEnabled(running)
         if running:
-            self.progress.setValue(0)
+            self.progress.show_at(0.0)
             self.step.setText("Starting…")
             self.error.hide()
 
-    def show_progress(self, progress: Progress) -> None:
-        if progress.fraction is not None:
-            self.progress.setValue(int(1000 * progress.fraction))
-        eta = f" — about {progress.eta_seconds:.0f} s left" if progress.eta_seconds else ""
-        self.step.setText(f"{progress.step}: {progress.message}{eta}")
+    def show_progress(self, progress: Progress, *, fraction: float | None = None, eta: float | None = None) -> None:
+        """The job's ``progress``: the bar at ``fraction`` and ``eta`` seconds left when the caller
+        has better ones (weighted by the points' predicted times), else the job's own."""
+        self.progress.show_at(progress.fraction if fraction is None else fraction,
+                      progress.eta_seconds if eta is None else eta)
+        self.step.setText(f"{progress.step}: {progress.message}")
 
     def show_done(self, summary: str = "Done") -> None:
         """The bar full and, in the status line, what the run found (``summary``)."""
-        self.progress.setValue(1000)
+        self.progress.show_at(1.0)
         self.step.setText(summary)
+
+    def show_stopped(self, status: str) -> None:
+        """A run that ended without a result (Cancel, an error): the bar back to empty."""
+        self.progress.show_at(0.0)
+        self.step.setText(status)
 
     def show_error(self, text: str) -> None:
         """One line under the controls; the status says the job stopped."""
         self.error.setText(text)
         self.error.show()
-        self.step.setText("Stopped")
+        self.show_stopped("Stopped")
+
+    def mark_results_old(self) -> None:
+        """The read-out shown is an earlier run's: say so until this run's replaces it."""
+        text = self.results.text()
+        if text and OLD_RESULTS not in text and text != "No measurement yet.":
+            self.results.setText(f"<p style='color:gray'><i>{OLD_RESULTS}</i></p>{text}")
+        self.apply_button.setEnabled(False)
 
     def show_results(self, html: str, *, can_apply: bool) -> None:
         self.results.setText(html)

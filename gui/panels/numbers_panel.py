@@ -37,6 +37,7 @@ class NumbersPanel(QWidget):
         self._grid.setHorizontalSpacing(10)
         self._grid.setVerticalSpacing(4)
         self._grid.setColumnStretch(3, 1)
+        self._grid.setAlignment(Qt.AlignmentFlag.AlignTop)     # a few rows stay together at the top
         self._rows: dict[str, tuple[QLabel, QLabel, QLabel, QLabel]] = {}
         self.lines: list[Line] = []
         self.stacked = False             # sentences under their rows (a narrow panel)
@@ -49,6 +50,7 @@ class NumbersPanel(QWidget):
         for key in [k for k in self._rows if k not in wanted]:
             for label in self._rows.pop(key):
                 self._grid.removeWidget(label)
+                label.hide()             # at once: deleted later, it stayed painted over the rows after it
                 label.deleteLater()
         for line in self.lines:
             labels = self._rows.get(line.key)
@@ -66,6 +68,8 @@ class NumbersPanel(QWidget):
             sentence.setText(keep_together(line.sentence))
             for label in (name, value, sentence):
                 label.setToolTip(line.tooltip)
+            for label in labels:
+                label.setProperty("guide_topic", line.key)       # F1 over the row opens its part of the guide
         self._arrange(self._wants_stacked(self.width()))
 
     def value_text(self, key: str) -> str:

@@ -1,21 +1,22 @@
-"""The Workload tab: prompt, answer, context, batch, cache type, speculative decoding, offload,
-and the placement (``placement_panel``).
+"""The Workload tab: prompt, answer, context, batch, cache type, speculative decoding, and the
+placement (``placement_panel``), which is also where the weights sit (no share of its own).
 
 control -> state: each edit calls ``state.update_workload``; a value the workload rejects is
 shown under the fields and the state keeps its last good workload.
-state -> control: ``workload_changed`` and ``machine_changed`` refresh the fields silently."""
+state -> control: ``workload_changed`` refreshes the fields silently; ``model_changed`` bounds
+the token sliders by the model's trained context (the boxes still take any count)."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QVBoxLayout, QWidget
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.predict.choice import PlacementChoice
-from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import KV_TYPES
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 from rooflab.gui.panels.placement_panel import PlacementPanel
 from rooflab.gui.state.app_state import AppState
+from rooflab.gui.state.recompute import Frame
 from rooflab.gui.widgets.controls import SliderSpin, error_label
 
 _TIPS = {
@@ -35,11 +36,9 @@ _TIPS = {
     "acceptance": "Probability each drafted token is accepted; expected tokens per verify step = "
                   "(1 − a^(k+1)) / (1 − a).",
     "draft_cost": "One draft step's time as a share of one target step (a small draft model: ~0.05).",
-    "offload": "Share of the weights kept on the slower second memory (system RAM behind a GPU), as whole "
-               "layers. Time per token becomes a sum: W_fast / B_fast + W_slow / B_slow. A placement "
-               "given under Placement (GPU layers, experts on the CPU, the KV cache on the host, or several "
-               "devices) overrides this share.",
 }
+#: the token sliders' reach when a model states no trained context
+UNSTATED_CONTEXT = 32_768
 
 
 class WorkloadPanel(QWidget):
@@ -56,7 +55,6 @@ class WorkloadPanel(QWidget):
             "draft_tokens": SliderSpin(0, 16),
             "acceptance": SliderSpin(0.0, 1.0, integer=False, step=0.05),
             "draft_cost": SliderSpin(0.0, 1.0, integer=False, step=0.01),
-            "offload": SliderSpin(0.0, 100.0, integer=False, decimals=0, step=5, suffix=" %"),
         }
         self.kv_type = QComboBox()
         self.kv_type.addItems(list(KV_TYPES))
@@ -74,17 +72,10 @@ class WorkloadPanel(QWidget):
         form.addRow("Draft tokens", self.fields["draft_tokens"])
         form.addRow("Acceptance", self.fields["acceptance"])
         form.addRow("Draft cost", self.fields["draft_cost"])
-        off = QGroupBox("Partial offload")
-        form = QFormLayout(off)
-        form.addRow("Weights offloaded", self.fields["offload"])
-        self.offload_note = QLabel()
-        self.offload_note.setWordWrap(True)
-        form.addRow(self.offload_note)
-
         self.placement = PlacementPanel(state)
 
         layout = QVBoxLayout(self)
-        for box in (request, spec, off, self.placement):
+        for box in (request, spec, self.placement):
             layout.addWidget(box)
         layout.addWidget(self.error)
         layout.addStretch(1)
@@ -94,16 +85,14 @@ class WorkloadPanel(QWidget):
             field.value_edited.connect(self._on_field_value_edited)
         self.kv_type.currentTextChanged.connect(self._on_kv_type_text_changed)
         state.workload_changed.connect(self._on_state_workload_changed)
-        state.machine_changed.connect(self._on_state_machine_changed)
-        state.placement_changed.connect(self._on_state_placement_changed)
+        state.model_changed.connect(self._on_state_model_changed)
+        self._bound_sliders(state.model)
         self._show(state.workload)
-        self._on_state_machine_changed(state.machine)
 
     # -- state -> controls ------------------------------------------------------------------
     def _show(self, w: Workload) -> None:
         values = {"prompt": w.prompt, "answer": w.answer, "context": w.context, "batch": w.batch,
-                  "draft_tokens": w.draft_tokens, "acceptance": w.acceptance, "draft_cost": w.draft_cost,
-                  "offload": w.offload_fraction * 100.0}
+                  "draft_tokens": w.draft_tokens, "acceptance": w.acceptance, "draft_cost": w.draft_cost}
         for key, value in values.items():
             self.fields[key].set_value(value)
         self.kv_type.blockSignals(True)
@@ -112,26 +101,23 @@ class WorkloadPanel(QWidget):
         for key in ("acceptance", "draft_cost"):
             self.fields[key].setEnabled(w.draft_tokens > 0)
 
+    def _bound_sliders(self, model: ModelSpec) -> None:
+        """The prompt, answer and context sliders reach the model's trained context (a drag across
+        them once ran to 16M tokens); the boxes beside them still take any count."""
+        trained = model.context_length or UNSTATED_CONTEXT
+        for key in ("prompt", "answer", "context"):
+            self.fields[key].set_slider_range(self.fields[key].low, trained)
+        self._show(self._state.workload)
+
+    def show_frame(self, frame: Frame) -> None:
+        """What the placement on screen puts where (``PlacementPanel.show_frame``)."""
+        self.placement.show_frame(frame)
+
     def _on_state_workload_changed(self, workload: Workload) -> None:
         self._show(workload)
 
-    def _on_state_machine_changed(self, machine: MachineProfile) -> None:
-        self._show_offload(machine, self._state.placement)
-
-    def _on_state_placement_changed(self, choice: PlacementChoice) -> None:
-        self._show_offload(self._state.machine, choice)
-
-    def _show_offload(self, machine: MachineProfile, choice: PlacementChoice) -> None:
-        """The share applies with a second tier and no placement given by hand."""
-        has = machine.has_offload
-        self.fields["offload"].setEnabled(has and choice.is_auto)
-        if not has:
-            text = "This machine has no second memory tier; give it one on the Machine tab to offload."
-        elif not choice.is_auto:
-            text = "Overridden by the placement below: set it back to auto, on one device, to use this share."
-        else:
-            text = f"Second tier: {machine.offload_name or 'slow memory'}."
-        self.offload_note.setText(text)
+    def _on_state_model_changed(self, model: ModelSpec) -> None:
+        self._bound_sliders(model)
 
     # -- controls -> state ------------------------------------------------------------------
     def _collect(self) -> dict[str, object]:
@@ -139,8 +125,7 @@ class WorkloadPanel(QWidget):
         return dict(prompt=int(f["prompt"].value()), answer=int(f["answer"].value()),
                     context=int(f["context"].value()), batch=int(f["batch"].value()),
                     kv_type=self.kv_type.currentText(), draft_tokens=int(f["draft_tokens"].value()),
-                    acceptance=f["acceptance"].value(), draft_cost=f["draft_cost"].value(),
-                    offload_fraction=f["offload"].value() / 100.0)
+                    acceptance=f["acceptance"].value(), draft_cost=f["draft_cost"].value())
 
     def _apply(self) -> None:
         try:

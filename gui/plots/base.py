@@ -21,11 +21,12 @@ from typing import ClassVar
 
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QPointF, QSize, Qt, Signal
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QImage, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from rooflab.core.report import units
 from rooflab.core.report.chart_types import Chart, Curve, Panel
+from rooflab.gui.plots import grid
 from rooflab.gui.plots.axis import log_position
 from rooflab.gui.plots.drawn import Drawn
 from rooflab.gui.plots.panel_view import PanelView
@@ -90,6 +91,12 @@ class ChartPlot(QWidget):
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.banner = QLabel()                # why nothing is drawn as if it ran (``_show_note``)
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("QLabel{background:#fff4d6;color:#6b4e00;border:1px solid #f0d58c;"
+                                  "border-radius:4px;padding:3px 6px;}")
+        self.banner.hide()
+        layout.addWidget(self.banner)
         layout.addWidget(self.scroll, 1)
         layout.addWidget(self.bar)
         self._panels: dict[str, PanelView] = {}
@@ -98,6 +105,8 @@ class ChartPlot(QWidget):
         self._current_label = "current"
         self._pinned: dict[int, Layer] = {}
         self._pinned_charts: tuple[PinnedChart, ...] = ()
+        self._columns = 0                     # panels side by side as laid out (``columns``)
+        self.fixed_columns = 0                # 0: as the size allows; a report's twin: 1
         self._extras: dict[str, tuple[Layer, dict[str, tuple[Curve, ...]]]] = {}
         self.view.scene().sigMouseMoved.connect(self._on_scene_mouse_moved)
         self.view.setBackground(theme.background)
@@ -120,7 +129,7 @@ class ChartPlot(QWidget):
         self.info.setToolTip(f"<p>{current.description}</p>")
         self._arrange([current.panels, *(p.chart.panels for p in pinned)])
         for view in self._panels.values():
-            view.stack_labels.clear()
+            view.bars.clear()
         layer = Layer(key="current", label=current_label, kind="current")
         for panel in current.panels:
             self._panels[panel.key].draw(layer, panel.curves, 0)
@@ -134,7 +143,17 @@ class ChartPlot(QWidget):
                 self._panels[panel.key].draw(pin, panel.curves, slot)
         for extra, by_panel in self._extras.values():
             self._draw_extra(extra, by_panel)
+        self._show_note(current)
         self._finish()
+
+    def _show_note(self, chart: Chart) -> None:
+        """Why the chart draws nothing as if it ran: over its first empty panel (in a report's
+        picture too), else (its panels hold the memory's bills) in the line above them."""
+        empty = [p.key for p in chart.panels if not p.curves] if chart.note else []
+        for key in self._order:
+            self._panels[key].set_note(chart.note if empty and key == empty[0] else "")
+        self.banner.setText(chart.note if chart.note and not empty else "")
+        self.banner.setVisible(bool(self.banner.text()))
 
     def set_measured(self, panel: str, curves: Sequence[Curve], *, label: str = "measured",
                      key: str = "measured", index: int = 0) -> None:
@@ -202,7 +221,9 @@ class ChartPlot(QWidget):
         is resized to it: meant for an offscreen twin, see ``replay_on``)."""
         if size is not None:
             self.bar.hide()
+            self.fixed_columns = 1            # a report's picture keeps its panels stacked
             self.resize(size)
+            self._lay_out(force=True)
             layout = self.layout()
             if layout is not None:
                 layout.activate()
@@ -245,7 +266,7 @@ class ChartPlot(QWidget):
 
     # -- internals --------------------------------------------------------------------------
     def _arrange(self, panel_sets: Sequence[Sequence[Panel]]) -> None:
-        """Create missing panels, configure them, and lay out those in use top to bottom."""
+        """Create missing panels, configure them, and lay out those in use (``_lay_out``)."""
         wanted: list[Panel] = []
         for panels in panel_sets:
             for panel in panels:
@@ -258,14 +279,7 @@ class ChartPlot(QWidget):
                 self._panels[panel.key] = PanelView(panel, self.theme)
         order = [p.key for p in wanted]
         if order != self._order:
-            self.view.ci.clear()
-            for row, key in enumerate(order):
-                self.view.ci.addItem(self._panels[key].plot, row=row, col=0)
-                legend = self._panels[key].legend
-                self.view.ci.addItem(legend, row=row, col=1)
-                # at its own height, top-aligned: stretched, its rows would drift apart
-                legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-                self.view.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+            self._order = order
             first = self._panels[order[0]]
             axes = [self._panels[key].plot.getAxis("left") for key in order]
             for axis in axes:
@@ -274,19 +288,60 @@ class ChartPlot(QWidget):
                 view = self._panels[key]
                 if (view.panel.x_unit, view.panel.log_x) == (first.panel.x_unit, first.panel.log_x):
                     view.plot.setXLink(first.plot)
-            for upper, lower in zip(order, [*order[1:], None], strict=True):
-                # a panel over one with the same x axis leaves the axis title to that one
-                below = self._panels[lower].panel if lower is not None else None
-                self._panels[upper].show_x_title(below is None or _x_axis(below) != _x_axis(self._panels[upper].panel))
-            self._order = order
+            self._lay_out(force=True)
+
+    def columns(self) -> int:
+        """Panels side by side now (``grid.columns_for`` this plot's size)."""
+        height = self.height() - self.bar.sizeHint().height() - _MARGINS[1] - _MARGINS[3]
+        return grid.columns_for(len(self._order), self.width() - _MARGINS[0] - _MARGINS[2], height,
+                                self.fixed_columns)
+
+    def _lay_out(self, *, force: bool = False) -> None:
+        """Place the panels in ``columns()`` columns (row by row), each legend beside its panel
+        when stacked or under it side by side."""
+        columns = self.columns()
+        if columns == self._columns and not force:
+            return
+        self._columns = columns
+        ci = self.view.ci
+        ci.clear()
+        width = self.width() - _MARGINS[0] - _MARGINS[2] - (columns - 1) * _SPACING
+        for i, key in enumerate(self._order):
+            view = self._panels[key]
+            row, col = divmod(i, columns)
+            if columns == 1:
+                ci.addItem(view.plot, row=row, col=0)
+                ci.addItem(view.legend, row=row, col=1)
+                view.set_legend_room(0)
+            else:
+                ci.addItem(view.plot, row=2 * row, col=col)
+                ci.addItem(view.legend, row=2 * row + 1, col=col)
+                # as wide as its panel (less the swatch): a wider one pushed the last column off the view
+                view.set_legend_room(max(120.0, width / columns - grid.LEGEND_SWATCH))
+            # at its own height, top-aligned: stretched, its rows would drift apart
+            view.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+            ci.layout.setAlignment(view.legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self._share_legends()
+        for upper, lower in zip(self._order, [*self._order[1:], None], strict=True):
+            # stacked over one with the same x axis, a panel leaves the axis title to that one
+            below = self._panels[lower].panel if lower is not None and columns == 1 else None
+            self._panels[upper].show_x_title(below is None or _x_axis(below) != _x_axis(self._panels[upper].panel))
+        self._fit_height()
+
+    def _share_legends(self) -> None:
+        grid.share_legends([self._panels[key] for key in self._order], max(1, self._columns))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if self._order:
+            self._lay_out()
 
     def _fit_height(self) -> None:
-        """Keep each panel tall enough for its y-axis title; the scroll area takes the rest."""
-        need = sum(self._panels[key].min_height() for key in self._order)
-        need += _MARGINS[1] + _MARGINS[3] + max(0, len(self._order) - 1) * _SPACING
-        for key in self._order:
-            self._panels[key].plot.setMinimumHeight(self._panels[key].min_height())
-        self.view.setMinimumHeight(int(need) + 4)
+        """Keep each panel tall enough for its y-axis title (stacked in a short window, at least
+        ``MIN_CHART_HEIGHT``: the scroll area takes the rest)."""
+        stacked = self._columns <= 1 and not self.fixed_columns
+        need = grid.fit_heights([self._panels[key] for key in self._order], max(1, self._columns), stacked)
+        self.view.setMinimumHeight(int(need + _MARGINS[1] + _MARGINS[3]) + 4)
 
     def _set_extra(self, key: str, label: str, kind: LayerKind, index: int, panel: str,
                    curves: Sequence[Curve]) -> None:
@@ -308,6 +363,7 @@ class ChartPlot(QWidget):
     def _finish(self) -> None:
         for key in self._order:
             self._panels[key].frame()
+        self._share_legends()
         self._fit_height()                   # after framing: the axis titles take their prefixes
         self.redrawn.emit()
 

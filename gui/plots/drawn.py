@@ -20,6 +20,7 @@ class Drawn:
     style_key: tuple[object, ...] = ()        # what the items' pens were made for
     labels: list[Any] = field(default_factory=list)     # TextItems placed by ``layout_labels``
     slot: int = 0                             # 0: the current series, n: the n-th pinned one
+    bar: int = 0                              # a memory bar's position on its panel
 
     def hide(self) -> None:
         for item in (*self.items, *self.labels):

@@ -17,13 +17,13 @@ from rooflab.core.report.chart_types import Curve, Panel
 from rooflab.gui.plots import label_layout
 from rooflab.gui.plots.axis import UnitAxis, log_position
 from rooflab.gui.plots.drawn import Drawn
+from rooflab.gui.plots.legend import Legend
+from rooflab.gui.plots.note import PanelNote
 from rooflab.gui.plots.stack import StackBars
 from rooflab.gui.plots.style import (
-    MARKER_NAME,
     Layer,
     draws,
     legend_name,
-    legend_text,
     line_pen,
     point_style,
     translucent,
@@ -45,13 +45,13 @@ class PanelView:
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         # the legend sits in its own column beside the plot, so it never hides a curve
-        self.legend = pg.LegendItem(labelTextSize="8pt", verSpacing=-4, horSpacing=8)
+        self.legends = Legend()
+        self.legend = self.legends.item
         self.drawn: dict[tuple[str, str], Drawn] = {}
         self.hover_dot = pg.ScatterPlotItem(size=13, pen=pg.mkPen("#888", width=2), brush=None)
         self.hover_dot.setZValue(50)
         self.plot.addItem(self.hover_dot, ignoreBounds=True)
         self.bars = StackBars(self.plot, self.legend)
-        self._legend_names: set[str] = set()
         self._placing = False
         self._again = False
         self._framing = False
@@ -60,6 +60,7 @@ class PanelView:
         self.plot.getViewBox().sigTransformChanged.connect(self._on_view_transform_changed)
         self.plot.getViewBox().sigResized.connect(self._on_view_transform_changed)
         self._x_title = True
+        self.note = PanelNote(self.plot.getViewBox())      # why nothing is drawn
         self.theme = theme
         self.configure(panel)
         self.apply_theme(theme)
@@ -104,6 +105,15 @@ class PanelView:
                 text.update()
         self.plot.showGrid(x=True, y=True, alpha=theme.grid_alpha)
 
+    def set_note(self, text: str) -> None:
+        """Show ``text`` over the plot box, wrapped to its width ("" hides it)."""
+        self.note.show_text(text, self.theme)
+
+    def set_legend_room(self, pixels: float) -> None:
+        """Wrap the legend's entries to ``pixels`` (under a panel side by side with others), or
+        to ``LEGEND_WIDTH`` characters (0: beside the panel)."""
+        self.legends.set_room(pixels)
+
     def show_x_title(self, shown: bool) -> None:
         """Show the x-axis title or not (a panel stacked over one with the same x axis
         leaves it to that one: the space goes to the plot)."""
@@ -118,19 +128,26 @@ class PanelView:
         return box + self.plot.titleLabel.minimumHeight() + self._bottom.minimumHeight() + 4.0
 
     # -- drawing ----------------------------------------------------------------------------
-    def draw(self, layer: Layer, curves: Sequence[Curve], stack_slot: int = 0) -> None:
+    def draw(self, layer: Layer, curves: Sequence[Curve], slot: int = 0) -> None:
         """Show ``curves`` for ``layer``, replacing what the layer showed before."""
         wanted = {c.key for c in curves if draws(layer, c)}
         for (layer_key, curve_key), drawn in self.drawn.items():
             if layer_key == layer.key and curve_key not in wanted:
-                drawn.hide()
+                self._hide(drawn)
         for curve in curves:
-            if not draws(layer, curve) or self._repeats_earlier(layer, curve, stack_slot):
+            if not draws(layer, curve) or self._repeats_earlier(layer, curve, slot):
                 stale = self.drawn.get((layer.key, curve.key))
                 if stale is not None:
-                    stale.hide()
+                    self._hide(stale)
                 continue
-            self._draw_one(layer, curve, legend_name(layer, curve), stack_slot)
+            self._draw_one(layer, curve, legend_name(layer, curve), slot)
+
+    def _hide(self, drawn: Drawn) -> None:
+        """Hide a curve no longer drawn, and its legend entry (a hidden curve's entry showed a
+        crossed-out eye for an icon)."""
+        drawn.hide()
+        for item in drawn.items:
+            self.legends.hide(item)
 
     def _repeats_earlier(self, layer: Layer, curve: Curve, slot: int) -> bool:
         """A pinned series' limit line where the current series or one pinned before it
@@ -147,6 +164,7 @@ class PanelView:
             drawn = self.drawn.pop(key)
             for item in (*drawn.items, *drawn.labels):
                 if isinstance(item, (pg.PlotDataItem, pg.BarGraphItem)):
+                    self.legends.hide(item)
                     self.legend.removeItem(item)
                 self.plot.removeItem(item)
 
@@ -160,18 +178,18 @@ class PanelView:
         """The curves a layer shows now, in drawing order."""
         return [d.curve for (lk, _), d in self.drawn.items() if lk == layer_key and d.visible]
 
-    def _draw_one(self, layer: Layer, curve: Curve, name: str | None, stack_slot: int) -> None:
+    def _draw_one(self, layer: Layer, curve: Curve, name: str | None, slot: int) -> None:
         key = (layer.key, curve.key)
         drawn = self.drawn.get(key)
         if drawn is None:
             drawn = self.drawn[key] = Drawn(layer=layer, curve=curve)
-        drawn.layer, drawn.curve, drawn.slot = layer, curve, stack_slot
+        drawn.layer, drawn.curve, drawn.slot = layer, curve, slot
         if curve.kind in ("line", "points"):
             self._draw_data(drawn, name)
         elif curve.kind in ("vline", "hline"):
-            self._draw_reference(drawn, stack_slot)
+            self._draw_reference(drawn, slot)
         else:
-            self._draw_stack(drawn, stack_slot)
+            self._draw_stack(drawn)
 
     def _draw_data(self, drawn: Drawn, name: str | None) -> None:
         layer, curve = drawn.layer, drawn.curve
@@ -188,11 +206,9 @@ class PanelView:
             z = 20 if curve.kind == "points" else (10 if curve.role == "main" else 5)
             item.setZValue(z - (2 if layer.kind == "pinned" else 0))   # the current series on top
             self.plot.addItem(item)
-            if name and not (name == MARKER_NAME and MARKER_NAME in self._legend_names):
-                self.legend.addItem(item, legend_text(name))
-                self._legend_names.add(name)
             drawn.items.append(item)
         item = drawn.items[0]
+        self.legends.show(item, name)
         item.setData(curve.x, curve.y, **style)
         item.setVisible(True)
         if curve.role == "marker" and curve.label != "current workload" and curve.x.size == 1 \
@@ -256,8 +272,8 @@ class PanelView:
                 text.setText(texts[i], color=colour)        # text layout is slow: only when it changed
             text.setVisible(True)
 
-    def _draw_stack(self, drawn: Drawn, slot: int) -> None:
-        self.bars.draw(drawn, slot, self.theme)
+    def _draw_stack(self, drawn: Drawn) -> None:
+        self.bars.draw(drawn, self.theme)
         self.bars.sync_legend([d for d in self.drawn.values() if d.visible], self.theme)
 
     # -- framing ----------------------------------------------------------------------------
@@ -341,6 +357,8 @@ class PanelView:
         return label_layout.pixels(self, curve)
 
     def _on_view_transform_changed(self, *_args: object) -> None:
+        if self.note.isVisible():
+            self.note.place()
         if not self._framing:
             self.layout_labels()
 
@@ -373,8 +391,7 @@ class PanelView:
             c = drawn.curve
             if c.kind != "stack" or not drawn.visible:
                 continue
-            slot = self.stack_labels.index(drawn.layer.label) if drawn.layer.label in self.stack_labels else -1
-            if abs(view_x - slot) > 0.3:
+            if abs(view_x - drawn.bar) > 0.3:
                 continue
             bases = c.extras["base"]
             inside = [i for i in range(c.y.size) if bases[i] <= view_y <= bases[i] + c.y[i] and c.y[i] > 0]

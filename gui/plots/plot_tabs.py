@@ -21,6 +21,7 @@ from rooflab.gui.widgets.theme import Theme
 
 EXPECTED_LAYER = "expected"
 SERVING_DELAY_MS = 150       # the Serving tab's simulation waits for the edits to pause
+MIN_HEIGHT = 430             # px: the plot area's least height
 
 
 class PlotTabsPanel(QWidget):
@@ -48,6 +49,9 @@ class PlotTabsPanel(QWidget):
         layout.setSpacing(2)
         layout.addWidget(self.scenario_label)
         layout.addWidget(self.tabs, 1)
+        # on a 720-pixel screen the numbers below give way first: side by side, a tab's panels and
+        # their legends under them need this much
+        self.setMinimumHeight(MIN_HEIGHT)
         self._frame: Frame | None = None
         self._stale: set[str] = set()
         self._expected_shapes: dict[str, Shape] = {}
@@ -88,7 +92,9 @@ class PlotTabsPanel(QWidget):
         swatch = f"<span style='color:{self._theme.current['main']}'>■</span>"
         pinned = "".join(f" &nbsp; <span style='color:{series[p.pin_id % len(series)]}'>■</span> {p.label}"
                          for p, _ in frame.pinned)
-        self.scenario_label.setText(f"{swatch} <b>{frame.scenario.label}</b>{pinned}")
+        state = "" if frame.summary.runs else \
+            f" <span style='color:{self._theme.current['limit']}'><b>does NOT fit: nothing drawn</b></span>"
+        self.scenario_label.setText(f"{swatch} <b>{frame.scenario.label}</b>{state}{pinned}")
 
     def _draw(self, plot: ChartPlot) -> None:
         frame = self._frame

@@ -1,5 +1,6 @@
-"""The memory chart's stacked bars on one panel: a bar per series (the current one in slot 0,
-each pinned one after it), its name under it, and one legend swatch per kind of segment."""
+"""The memory chart's stacked bars on one panel: a bar per memory of each series (one for a model
+on one memory; a bar per device and one for host memory as placed), the current series' first,
+each pinned one's after them, its name under it, and one legend swatch per kind of segment."""
 
 from __future__ import annotations
 
@@ -14,53 +15,74 @@ from rooflab.gui.plots.labels import wrap_text
 from rooflab.gui.widgets.theme import Theme
 
 #: the order of a memory bar's segments in its legend
-STACK_ORDER = ("weights", "KV cache", "buffers and reserve", "free", "over capacity", "weights offloaded",
-               "in host memory")
+STACK_ORDER = ("weights", "KV cache", "buffers and reserve", "free", "over capacity")
 
 
 def stack_colour(theme: Theme, category: str) -> str:
     """A segment's colour by what it is, so "free" never takes another's."""
     if category == "over capacity":
         return theme.current["limit"]
-    index = {"weights": 0, "KV cache": 1, "free": 2, "weights offloaded": 3, "in host memory": 3,
-             "buffers and reserve": 4}.get(category, 2)
+    index = {"weights": 0, "KV cache": 1, "free": 2, "buffers and reserve": 4}.get(category, 2)
     return theme.stack[index % len(theme.stack)]
 
 
 class StackBars:
-    """The bars of one panel. ``labels``: each slot's series name (what the axis shows)."""
+    """The bars of one panel, in the order drawn since ``clear``. ``labels``: the name under each
+    bar: its series' name when the series has one bar, else the bar's own ("device 1 of 2",
+    "host memory"), after its series' name when several series draw bars."""
 
     def __init__(self, plot: pg.PlotItem, legend: pg.LegendItem) -> None:
         self.plot = plot
         self.legend = legend
-        self.labels: list[str] = []
+        self._bars: list[tuple[str, str]] = []        # (series name, bar name) per position
         self._ticks: list[tuple[int, str]] | None = None
         self._swatches: dict[str, pg.BarGraphItem] = {}
         self._shown: list[str] = []
 
-    def draw(self, drawn: Drawn, slot: int, theme: Theme) -> None:
-        """Bar ``slot`` of ``drawn`` (its curve a "stack") with a tick at the machine's capacity."""
+    def clear(self) -> None:
+        """Forget the positions: a redraw places every bar again, in order."""
+        self._bars.clear()
+        self._ticks = None
+
+    @property
+    def labels(self) -> list[str]:
+        series = [name for name, _ in self._bars]
+        several = len(set(series)) > 1
+        out = []
+        for name, bar in self._bars:
+            if series.count(name) == 1:
+                out.append(name)
+            else:
+                out.append(f"{name}: {bar}" if several else bar)
+        return out
+
+    def draw(self, drawn: Drawn, theme: Theme) -> None:
+        """``drawn`` (its curve a "stack") as the next bar, with a tick at its memory's capacity."""
         curve = drawn.curve
-        if not drawn.items:
-            for _category in curve.categories:
-                bar = pg.BarGraphItem(x=[slot], height=[0.0], width=0.55, y0=[0.0])
-                self.plot.addItem(bar)
-                drawn.items.append(bar)
+        if not drawn.items:                   # the capacity tick, last; the segments go before it
             cap = pg.PlotDataItem(pen=pg.mkPen(theme.current["limit"], width=2.5))
             cap.setZValue(15)
             self.plot.addItem(cap)
             drawn.items.append(cap)
-        for i, bar in enumerate(drawn.items[:-1]):
+        while len(drawn.items) - 1 < len(curve.categories):      # a bill of more parts than before
+            bar = pg.BarGraphItem(x=[0.0], height=[0.0], width=0.55, y0=[0.0])
+            self.plot.addItem(bar)
+            drawn.items.insert(len(drawn.items) - 1, bar)
+        slot = drawn.bar = len(self._bars)
+        self._bars.append((drawn.layer.label, curve.label))
+        bars, cap = drawn.items[:-1], drawn.items[-1]
+        for i, bar in enumerate(bars):
+            if i >= len(curve.categories):
+                bar.setVisible(False)
+                continue
             bar.setOpts(x=[slot], y0=[float(curve.extras["base"][i])], height=[float(curve.y[i])],
                         brush=pg.mkBrush(stack_colour(theme, curve.categories[i])),
                         pen=pg.mkPen(theme.background, width=1))
             bar.setVisible(True)
         capacity = float(curve.extras["capacity"][0]) if "capacity" in curve.extras else math.nan
-        drawn.items[-1].setData([slot - 0.38, slot + 0.38], [capacity, capacity])
-        drawn.items[-1].setVisible(True)
-        while len(self.labels) <= slot:
-            self.labels.append("")
-        self.labels[slot] = drawn.layer.label
+        cap.setPen(pg.mkPen(theme.current["limit"], width=2.5))
+        cap.setData([slot - 0.38, slot + 0.38], [capacity, capacity])
+        cap.setVisible(True)
         self._ticks = None                    # worded again, to the bars' width, by ``word_ticks``
 
     def sync_legend(self, shown: Iterable[Drawn], theme: Theme) -> None:

@@ -5,6 +5,7 @@ measured series, a calibrated prediction. Roles come from ``Curve.role``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,15 +49,16 @@ EXPECTED_INDEX = 1
 
 _DASH = {"memory": Qt.PenStyle.DashLine, "compute": Qt.PenStyle.DashLine, "limit": Qt.PenStyle.DashDotLine,
          "crossover": Qt.PenStyle.DashLine, "secondary": Qt.PenStyle.SolidLine,
-         "calibrated": Qt.PenStyle.DotLine, "main": Qt.PenStyle.SolidLine, "marker": Qt.PenStyle.DotLine}
+         "calibrated": Qt.PenStyle.DotLine, "main": Qt.PenStyle.SolidLine, "marker": Qt.PenStyle.DotLine,
+         "link": Qt.PenStyle.DashDotDotLine}
 _WIDTH = {"main": 2.6, "secondary": 2.0, "memory": 1.4, "compute": 1.4, "limit": 1.6, "crossover": 1.3,
-          "marker": 1.2, "calibrated": 2.0}
+          "marker": 1.2, "calibrated": 2.0, "link": 1.8}
 
 
 def draws(layer: Layer, curve: Curve) -> bool:
     """Whether a layer draws a curve: pinned series skip the clock components (the plot would
     drown in lines) but keep their own limits, crossovers and markers."""
-    return not (layer.kind == "pinned" and curve.role in ("memory", "compute"))
+    return not (layer.kind == "pinned" and curve.role in ("memory", "compute", "link"))
 
 
 def line_pen(layer: Layer, curve: Curve, theme: Theme, twin_role: str = "") -> Any:
@@ -113,9 +115,10 @@ def legend_name(layer: Layer, curve: Curve) -> str | None:
 LEGEND_WIDTH = 40
 
 
-def legend_text(name: str) -> str:
-    """A legend entry, on more lines when longer than ``LEGEND_WIDTH`` characters."""
-    return "<br>".join(wrap_text(name, LEGEND_WIDTH, len))
+def legend_text(name: str, room: float = LEGEND_WIDTH, measure: Callable[[str], float] = len) -> str:
+    """A legend entry, on more lines when longer than ``room`` (``LEGEND_WIDTH`` characters, or
+    pixels as ``measure`` reckons them)."""
+    return "<br>".join(wrap_text(name, room, measure))
 
 
 def translucent(colour: str, alpha: int) -> QColor:

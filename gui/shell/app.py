@@ -33,6 +33,7 @@ from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
+from rooflab.gui.shell.geometry import fit_to_screen
 from rooflab.gui.state.app_state import AppState
 from rooflab.gui.state.settings import Settings, load_settings, settings_path
 
@@ -318,6 +319,8 @@ def run_gui(args: argparse.Namespace) -> int:
     window = MainWindow(state, settings, persist=not screenshot)
     if notices:
         window.messages.show_message(" ".join(notices), "warning")
+    if not screenshot:
+        fit_to_screen(window, maximize_small=not settings.geometry)     # a first start on a small screen
     window.show()
     if pending:
         window.open_model(pending, weights)

@@ -27,11 +27,13 @@ from PySide6.QtWidgets import (
 
 from rooflab.core.errors import ReportError, RooflabError
 from rooflab.core.values.workload import Workload
+from rooflab.gui.controllers.guide_controller import GuideController, name_topics
 from rooflab.gui.controllers.measure_controller import MeasureController
 from rooflab.gui.controllers.open_controller import Opened, OpenModelController
-from rooflab.gui.export.report import ReportFiles, choose_report_folder, write_report
+from rooflab.gui.export.report import ReportFiles, choose_report_folder, same_mode, write_report
 from rooflab.gui.panels.compare_panel import ComparePanel
 from rooflab.gui.panels.compare_table import CompareTablePanel
+from rooflab.gui.panels.fit_panel import FitPanel
 from rooflab.gui.panels.machine_panel import MachinePanel
 from rooflab.gui.panels.measure_panel import MeasurePanel
 from rooflab.gui.panels.model_panel import MODEL_FILTER, ModelPanel
@@ -42,6 +44,7 @@ from rooflab.gui.plots import ChartPlot
 from rooflab.gui.plots.plot_tabs import PlotTabsPanel
 from rooflab.gui.shell import about
 from rooflab.gui.shell.dnd import DropController
+from rooflab.gui.shell.geometry import PREFERRED, fit_to_screen
 from rooflab.gui.state.app_state import AppState
 from rooflab.gui.state.recompute import Frame, RecomputeController
 from rooflab.gui.state.settings import Settings, save_settings
@@ -62,6 +65,7 @@ def _scrolled(widget: QWidget) -> QScrollArea:
     area = QScrollArea()
     area.setWidget(widget)
     area.setWidgetResizable(True)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)     # panes fit their width
     area.setFrameShape(QScrollArea.Shape.NoFrame)
     return area
 
@@ -94,18 +98,23 @@ class MainWindow(QMainWindow):
         self.scenario_label = self.plot_panel.scenario_label
         self.compare_view = CompareTablePanel(state, self.theme)     # models x machines, sortable
         self.plot_tabs.addTab(self.compare_view, "Compare table")
+        self.fit_view = FitPanel(state)             # what can I run here? (rooflab fit)
+        self.plot_tabs.addTab(self.fit_view, "What fits")
         self.measure_panel = MeasurePanel()
         self.measure = MeasureController(state, self.plots, self.measure_panel, self, settings=self.settings)
         self.opener = OpenModelController(state, self.settings, self.model_panel, self)
         self.left_tabs = QTabWidget()
         self._build_layout()
         self._build_menus()
+        name_topics([(self.fit_view, "fit"), (self.machine_panel.balance, "balance"),
+                     (self.machine_panel.kv_read_factor, "kv_read_factor")])
         self.drops = DropController(self)
         self._connect()
         self.model_panel.set_recent(self.settings.recent)
-        self.resize(1480, 940)
+        self.resize(PREFERRED)
         if self.settings.geometry:
             self.restoreGeometry(QByteArray.fromBase64(self.settings.geometry.encode()))
+        fit_to_screen(self)                 # a size kept from a larger screen, or the preferred one
         self.recompute.recompute_now()
 
     # -- building ---------------------------------------------------------------------------
@@ -175,6 +184,8 @@ class MainWindow(QMainWindow):
                                        "Draw what is on screen beside later changes on every plot")
         self._action(compare, "&Clear pinned series", self._on_clear_pins_action_triggered)
         view = bar.addMenu("&View")
+        self._action(view, "&What can I run here?", self._on_fit_action_triggered, "Ctrl+Shift+F",
+                     "Every catalogue model ranked by how it fits this machine and how fast it runs")
         theme_menu = view.addMenu("&Theme")
         self.theme_actions = QActionGroup(self)
         for mode in THEME_MODES:
@@ -185,8 +196,8 @@ class MainWindow(QMainWindow):
             theme_menu.addAction(action)
         self.theme_actions.triggered.connect(self._on_theme_actions_triggered)
         help_menu = bar.addMenu("&Help")
-        self._action(help_menu, "&About rooflab", self._on_about_action_triggered,
-                     QKeySequence.StandardKey.HelpContents)
+        self.guide = GuideController(self, help_menu, self.plots.values())     # Help > Guide, F1, the charts' links
+        self._action(help_menu, "&About rooflab", self._on_about_action_triggered)
         self._refresh_recent_menu()
 
     def _connect(self) -> None:
@@ -197,6 +208,7 @@ class MainWindow(QMainWindow):
         self.opener.failed.connect(self._on_opener_failed)
         self.drops.dropped.connect(self._on_drops_dropped)
         self.model_panel.open_requested.connect(self._on_model_panel_open_requested)
+        self.fit_view.open_requested.connect(self._on_model_panel_open_requested)
         self.machine_panel.message.connect(self._on_panel_message)
         self.measure.message.connect(self._on_panel_message)
         self.measure.machine_measured.connect(self._on_measure_machine_measured)
@@ -267,6 +279,7 @@ class MainWindow(QMainWindow):
         self.plot_panel.show_frame(frame)
         self.setWindowTitle(window_title(frame.scenario.model.name, frame.scenario.machine.name))
         self.numbers.show_frame(frame)
+        self.workload_panel.show_frame(frame)
         self.stopwatch.show_frame(frame)
         self.messages.clear("predict")
         self.redrawn.emit(frame)
@@ -283,6 +296,7 @@ class MainWindow(QMainWindow):
 
     def _on_measure_engine_calibrated(self, _calibration: object) -> None:
         self.recompute.forget_calibrations()      # every model on this machine gains its expected figures
+        self.compare_view.controller.forget()
 
     def _on_measure_machine_measured(self, _profile: object) -> None:
         self.machine_panel.refresh_picker()        # list "this machine, measured" to pick again
@@ -301,6 +315,9 @@ class MainWindow(QMainWindow):
     def _on_clear_pins_action_triggered(self) -> None:
         self.state.clear_pinned()
 
+    def _on_fit_action_triggered(self) -> None:
+        self.plot_tabs.setCurrentWidget(self.fit_view)
+
     # -- reports ----------------------------------------------------------------------------
     def save_report(self, folder: str | Path) -> ReportFiles:
         """Write the report for what is on screen into ``folder``."""
@@ -311,9 +328,10 @@ class MainWindow(QMainWindow):
         if frame is None:
             raise RooflabError("nothing to report: the current combination cannot be predicted")
         self.flush_plots()
-        files = write_report(folder, list(self.plots.values()), frame)
-        if self.compare_view.controller.rows:       # the comparison table goes into the report too
-            self.compare_view.save(files.folder)
+        fit = self.measure_panel.results.text() if self.measure.series else ""
+        files = write_report(folder, list(self.plots.values()), frame, fit=fit)
+        if self.state.pinned:                       # the comparison table goes into the report too
+            same_mode(files.sheet, *self.compare_view.save(files.folder))
         self.settings.report_dir = str(files.folder)
         self.report_saved.emit(files)
         return files
@@ -357,6 +375,7 @@ class MainWindow(QMainWindow):
         self.theme = apply_theme(mode)
         self.plot_panel.apply_theme(self.theme)
         self.compare.apply_theme(self.theme)
+        self.compare_view.apply_theme(self.theme)
         for action in self.theme_actions.actions():
             action.setChecked(action.data() == mode)
 
@@ -388,6 +407,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         self.opener.shutdown()          # cancel, then wait: the only place a job is waited for
         self.measure.shutdown()
+        self.fit_view.controller.shutdown()
         self.remember()
         self.drops.uninstall()
         super().closeEvent(event)

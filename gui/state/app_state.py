@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Signal
 
+from rooflab.core.predict.autofit import placement_for_offload
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.values.machine import MachineProfile
@@ -41,7 +42,8 @@ class AppState(QObject):
                  model_ref: str = "", parent: QObject | None = None, *, model_weights: str = "",
                  placement: PlacementChoice = AUTO) -> None:
         super().__init__(parent)
-        self._model, self._machine, self._workload = model, machine, self._fit(workload, machine)
+        self._model, self._machine = model, machine
+        self._workload, placement = self._fold_offload(workload, placement)
         self._placement = self._fit_placement(placement, model, machine)
         self.model_ref = model_ref or model.source
         self.model_weights = model_weights       # the weight format it was opened with ("" = its own)
@@ -87,20 +89,21 @@ class AppState(QObject):
         if machine == self._machine:
             return
         self._machine = machine
-        fitted = self._fit(self._workload, machine)
         self.machine_changed.emit(machine)
-        if fitted != self._workload:
-            self._workload = fitted
-            self.workload_changed.emit(fitted)
         self._refit_placement()
         self.changed.emit()
 
     def set_workload(self, workload: Workload) -> None:
-        workload = self._fit(workload, self._machine)
-        if workload == self._workload:
+        workload, placement = self._fold_offload(workload, self._placement)
+        placement = self._fit_placement(placement, self._model, self._machine)
+        if workload == self._workload and placement == self._placement:
             return
-        self._workload = workload
-        self.workload_changed.emit(workload)
+        if placement != self._placement:
+            self._placement = placement
+            self.placement_changed.emit(placement)
+        if workload != self._workload:
+            self._workload = workload
+            self.workload_changed.emit(workload)
         self.changed.emit()
 
     def update_workload(self, **changes: object) -> None:
@@ -128,7 +131,12 @@ class AppState(QObject):
 
     def pin_current(self) -> Pinned | None:
         """Pin what is on screen; None (no change) when an identical series is already pinned."""
-        sc = self.scenario
+        return self.pin(self.scenario)
+
+    def pin(self, sc: Scenario) -> Pinned | None:
+        """Pin ``sc`` (what is on screen, or the Compare table's model on another machine): every
+        chart draws it and the Compare table lists it. None (no change) when an identical series
+        is already pinned."""
         for p in self._pinned:
             if p.scenario.model is sc.model and p.scenario.machine == sc.machine and \
                     p.scenario.workload == sc.workload and p.scenario.placement == sc.placement:
@@ -174,9 +182,14 @@ class AppState(QObject):
             changes["devices"] = 1
         return dataclasses.replace(choice, **changes) if changes else choice  # type: ignore[arg-type]
 
-    @staticmethod
-    def _fit(workload: Workload, machine: MachineProfile) -> Workload:
-        """Offload needs a second memory tier: without one the share drops to 0."""
-        if workload.offload_fraction and not machine.has_offload:
-            return dataclasses.replace(workload, offload_fraction=0.0)
-        return workload
+    def _fold_offload(self, workload: Workload, choice: PlacementChoice) -> tuple[Workload, PlacementChoice]:
+        """A share of the weights offloaded (``rooflab predict --offload``, or a workload saved
+        before the window had no share of its own) as the placement it means: the -ngl that
+        keeps that share in host memory (``placement_for_offload``), unless a placement is
+        given; without a second memory, nothing moves. The workload keeps no share."""
+        if not workload.offload_fraction:
+            return workload, choice
+        if choice.is_auto and self._machine.has_offload:
+            layers = placement_for_offload(self._model, self._machine, workload.offload_fraction).gpu_layers
+            choice = dataclasses.replace(choice, gpu_layers=layers)
+        return dataclasses.replace(workload, offload_fraction=0.0), choice

@@ -1,100 +1,97 @@
-"""The Compare view's rows: which (model, machine, weights, placement) they are and, after each
-change of the workload, their figures from ``report.compare``. Debounced, and only while the
-view is on screen: a row prices a placement search (a few ms to tens of ms).
+"""The Compare view's rows are the pinned series: one set, whether pinned with Ctrl+P, the
+Compare panel's "Pin current" or the table's buttons. Each row is ``report.compare``'s row for
+its pinned scenario (model, machine, workload and placement, as its curves are drawn on every
+chart), so the table and the charts tell one story.
 
-A row added from the current scenario keeps the placement on screen (by hand, or several
-devices) as its model and machine: its figures are the headline's. Rows added from the pickers
-are placed by auto-fit."""
+A row prices a placement search (a few ms to tens of ms): rows are worked out once per pin
+(a pinned scenario never changes) and only while the view is on screen."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.predict.choice import PlacementChoice
-from rooflab.core.report.compare import CompareRow, compare_row
+from rooflab.core.predict.choice import AUTO, PlacementChoice
+from rooflab.core.report.chart_types import Scenario, distinguishing_labels
+from rooflab.core.report.compare import CompareRow, ExpectedHook, compare_row
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.gui.state.app_state import AppState
-
-DEBOUNCE_MS = 250
-Entry = tuple[ModelSpec, MachineProfile, str, PlacementChoice | None]     # None: auto-fit
+from rooflab.gui.state.app_state import AppState, Pinned
 
 
 class CompareController(QObject):
-    """The rows of the Compare view: their (model, machine, weights, placement) and, after each
-    change of the workload, their figures (``rows_computed``; ``failed`` with one line on an
-    error)."""
+    """The pinned series as Compare rows (``rows_computed``, with ``pins`` and ``labels`` in the
+    same order; ``failed`` with one line on an error). Adding, removing and clearing rows pins
+    and unpins."""
 
     rows_computed = Signal(object)       # list[CompareRow]
     failed = Signal(str)
 
     def __init__(self, state: AppState, parent: QObject | None = None,
-                 expected: Callable[[ModelSpec, MachineProfile], MachineProfile | None] | None = None) -> None:
+                 expected: ExpectedHook | None = None) -> None:
         super().__init__(parent)
         self._state = state
         self._expected = expected
-        self.entries: list[Entry] = []
+        self.pins: list[Pinned] = []
         self.rows: list[CompareRow] = []
-        self.active = True                 # False while off screen: recompute when shown
+        self.labels: list[str] = []          # as the charts' legends name each series
+        self._done: dict[int, CompareRow] = {}
+        self.active = True                   # False while off screen: work the rows out when shown
         self._stale = False
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(DEBOUNCE_MS)
-        self._timer.timeout.connect(self._on_timer_timeout)
-        state.workload_changed.connect(self._on_state_workload_changed)
-
-    def add_current(self) -> None:
-        """Add what is on screen, placed as the Workload tab's Placement group places it."""
-        s = self._state
-        self.add(s.model, s.machine, s.model_weights, choice=s.placement)
-
-    def add(self, spec: ModelSpec, machine: MachineProfile, weights: str = "", *,
-            choice: PlacementChoice | None = None) -> None:
-        """Add a row placed as ``choice`` asks (None or auto: by auto-fit); a row already there
-        is not added twice."""
-        placed = None if choice is None or choice.is_auto else choice
-        entry = (spec, machine, (weights or spec.weights_format).upper(), placed)
-        if any(e[0] is spec and e[1:] == entry[1:] for e in self.entries):
-            return
-        self.entries.append(entry)
-        self.recompute_now()
-
-    def remove(self, index: int) -> None:
-        if 0 <= index < len(self.entries):
-            del self.entries[index]
+        state.pinned_changed.connect(self._on_state_pinned_changed)
+        if state.pinned:
             self.recompute_now()
 
+    def add_current(self) -> None:
+        """Pin what is on screen (as Ctrl+P does)."""
+        self._state.pin_current()
+
+    def add(self, spec: ModelSpec, machine: MachineProfile, *, choice: PlacementChoice | None = None) -> None:
+        """Pin ``spec`` on ``machine`` at the workload on screen, placed as ``choice`` asks (None:
+        auto placement); a series already pinned is not pinned twice."""
+        self._state.pin(Scenario(model=spec, machine=machine, workload=self._state.workload,
+                                 placement=AUTO if choice is None else choice))
+
+    def remove(self, index: int) -> None:
+        """Unpin the series of row ``index``."""
+        if 0 <= index < len(self.pins):
+            self._state.unpin(self.pins[index].pin_id)
+
     def clear(self) -> None:
-        self.entries.clear()
-        self.recompute_now()
+        self._state.clear_pinned()
 
     def set_active(self, active: bool) -> None:
         self.active = active
         if active and self._stale:
             self.recompute_now()
 
+    def forget(self) -> None:
+        """Work every row out again (a calibration changed what is expected)."""
+        self._done.clear()
+        self.recompute_now()
+
     def recompute_now(self) -> None:
-        self._timer.stop()
         self._stale = False
+        pins = list(self._state.pinned)
         try:
-            workload = self._state.workload
-            self.rows = [compare_row(spec, machine, workload, weights=weights, expected=self._expected, choice=choice)
-                         for spec, machine, weights, choice in self.entries]
+            rows = [self._row(p) for p in pins]
         except RooflabError as exc:
             self.failed.emit(str(exc))
             return
+        self._done = {p.pin_id: r for p, r in zip(pins, rows, strict=True)}
+        self.pins, self.rows = pins, rows
+        self.labels = distinguishing_labels([p.scenario.description for p in pins])
         self.rows_computed.emit(self.rows)
 
-    def _on_state_workload_changed(self, _workload: object) -> None:
-        if not self.entries:
-            return
+    def _row(self, pin: Pinned) -> CompareRow:
+        done = self._done.get(pin.pin_id)
+        if done is not None:
+            return done
+        sc = pin.scenario
+        return compare_row(sc.model, sc.machine, sc.workload, expected=self._expected, choice=sc.placement)
+
+    def _on_state_pinned_changed(self) -> None:
         if self.active:
-            self._timer.start()
+            self.recompute_now()
         else:
             self._stale = True
-
-    def _on_timer_timeout(self) -> None:
-        self.recompute_now()

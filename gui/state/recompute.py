@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.measure.expectations import calibration_for, host_rates
+from rooflab.core.measure.expectations import expected_on
 from rooflab.core.measure.overlays import Overlay, expected_curves
-from rooflab.core.predict.expected import Expected, expected_for
-from rooflab.core.predict.parallel import Parallel
+from rooflab.core.predict.expected import Expected
+from rooflab.core.predict.parallel import Parallel, engine_of
 from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.summary import Summary, headline_charts, summarise
-from rooflab.core.values.calibration import EngineCalibration
 from rooflab.gui.state.app_state import AppState, Pinned
 
 DEBOUNCE_MS = 8
@@ -76,8 +75,7 @@ class RecomputeController(QObject):
         self._band_timer.setInterval(BAND_DELAY_MS)
         self._band_timer.timeout.connect(self._on_band_timer_timeout)
         self._pinned_charts: dict[int, dict[str, Chart]] = {}
-        self._calibrations: dict[str, EngineCalibration | None] = {}
-        self._last_expected: tuple[tuple[object, ...], Expected] | None = None
+        self._last_expected: tuple[tuple[object, ...], Expected | None] | None = None
         self.frame: Frame | None = None
         state.changed.connect(self._on_state_changed)
 
@@ -91,7 +89,7 @@ class RecomputeController(QObject):
         try:
             sc = state.scenario
             summary = summarise(sc)
-            on = None if summary.placed is None else summary.placed.runs_on
+            on = summary.drawn_on
             charts = headline_charts(sc, summary)
             # a model that cannot run here has no expected figure, in the numbers or on the charts
             expected = self._expected(sc) if summary.placed is None or summary.placed.fits else None
@@ -125,7 +123,8 @@ class RecomputeController(QObject):
         sc = frame.scenario
         try:
             curves = expected_curves(sc.model, frame.expected, sc.workload,
-                                     n_star=frame.summary.headline_prefill_crossover, placement=frame.runs_on)
+                                     n_star=frame.summary.headline_prefill_crossover,
+                                     placement=frame.summary.drawn_on)
         except RooflabError:
             return None
         self.frame = dataclasses.replace(frame, expected_curves=curves)
@@ -137,29 +136,25 @@ class RecomputeController(QObject):
 
     def forget_calibrations(self) -> None:
         """Look the machines' calibrations up again (one was made or removed), and redraw."""
-        self._calibrations.clear()
         self._last_expected = None
         self.schedule()
 
     def _expected(self, sc: Scenario) -> Expected | None:
-        """What the calibration of the scenario's machine expects of its model (looked up once
-        per machine; a machine whose efficiency was set by hand or by a model's own fit shows
-        that instead)."""
+        """What the calibration of the scenario's machine expects of its model, for the engine
+        that runs it (tensor parallel is vLLM's: ``parallel.engine_of``, as ``rooflab predict``
+        takes it); a machine whose efficiency was set by hand or by a model's own fit shows
+        that instead. Looked up again only when the model, the machine, the engine or the dtype
+        change, so a slider's drag does not re-mix the rates."""
         machine = sc.machine
         if not machine.efficiency.is_identity:
             return None
-        key = machine.key or machine.name
-        if key not in self._calibrations:
-            self._calibrations[key] = calibration_for(machine)
-        cal = self._calibrations[key]
-        if cal is None:
-            return None
-        # what a calibration expects depends on the model, the machine and the dtype, not on the
-        # workload: kept for the last of them, so a slider's drag does not re-mix the rates
-        found = (sc.model, machine, cal, sc.workload.compute_dtype)
-        if self._last_expected is None or any(a is not b for a, b in zip(self._last_expected[0], found, strict=True)):
-            self._last_expected = (found, expected_for(sc.model, machine, cal, dtype=sc.workload.compute_dtype,
-                                                       host=host_rates(machine)))
+        engine = engine_of(sc.placement.parallel) if sc.placement.devices > 1 else None
+        engine = None if engine == "llama.cpp" else engine
+        key = (sc.model, machine, engine, sc.workload.compute_dtype)
+        last = self._last_expected
+        if last is None or last[0][0] is not sc.model or last[0][1] != machine or last[0][2:] != key[2:]:
+            self._last_expected = (key, expected_on(sc.model, machine, dtype=sc.workload.compute_dtype,
+                                                    engine=engine))
         return self._last_expected[1]
 
     @property

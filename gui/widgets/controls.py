@@ -1,16 +1,19 @@
-"""Small widgets the panels share: a slider bound to a spin box, a one-line message bar, and
-the hidden error label a panel shows under its fields."""
+"""Small widgets the panels share: a slider bound to a spin box, a one-line message bar, a
+status line that stays on one line, and the hidden error label a panel shows under its fields."""
 
 from __future__ import annotations
 
 import math
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
+    QProgressBar,
+    QSizePolicy,
     QSlider,
     QSpinBox,
     QToolButton,
@@ -30,8 +33,59 @@ def error_label() -> QLabel:
     return label
 
 
+def eta_text(seconds: float) -> str:
+    """"about 40 s", "about 3 min": seconds left, as precise as an estimate is."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    return f"about {round(seconds / 60)} min"
+
+
+class RunBar(QProgressBar):
+    """A job's progress bar with the seconds left written on it."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setRange(0, SLIDER_STEPS)
+
+    def show_at(self, fraction: float | None, eta: float | None = None) -> None:
+        """At ``fraction`` (None: where it was) with ``eta`` seconds left (None: not said)."""
+        if fraction is not None:
+            self.setValue(round(SLIDER_STEPS * min(max(fraction, 0.0), 1.0)))
+        self.setFormat(f"%p% · {eta_text(eta)} left" if eta is not None else "%p%")
+
+
+class StatusLine(QLabel):
+    """A status on one line: cut with "…" to the width it has (the whole text in its tooltip),
+    never wrapped onto a second line the layout then clips."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self._full = ""
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        self._full = text
+        self.setToolTip(text)
+        self._elide()
+
+    def text(self) -> str:
+        """The whole status (what is shown may be cut)."""
+        return self._full
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(self.width(), 40)
+        super().setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width))
+
+
 class SliderSpin(QWidget):
-    """A spin box with a slider beside it; the slider is logarithmic for token counts.
+    """A spin box with a slider beside it; the slider is logarithmic for token counts and may
+    reach less far than the box (``set_slider_range``: a drag stays in a useful range, a typed
+    value may go past it).
 
     ``value_edited`` fires when the user changes the value (not when ``set_value`` does)."""
 
@@ -41,6 +95,7 @@ class SliderSpin(QWidget):
                  decimals: int = 2, step: float = 1.0, suffix: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._low, self._high, self._log, self._integer = low, high, log, integer
+        self._reach = (low, high)          # the slider's ends
         self.spin: QSpinBox | QDoubleSpinBox
         if integer:
             self.spin = QSpinBox()
@@ -72,6 +127,21 @@ class SliderSpin(QWidget):
     def value(self) -> float:
         return float(self.spin.value())
 
+    @property
+    def low(self) -> float:
+        return self._low
+
+    @property
+    def slider_range(self) -> tuple[float, float]:
+        return self._reach
+
+    def set_slider_range(self, low: float, high: float) -> None:
+        """The values the slider's ends stand for (within the box's range); the box keeps its own."""
+        self._reach = (max(self._low, low), min(self._high, max(low, high)))
+        self.slider.blockSignals(True)
+        self.slider.setValue(self._to_slider(self.value()))
+        self.slider.blockSignals(False)
+
     def set_value(self, value: float) -> None:
         """Show ``value`` without emitting ``value_edited``."""
         self.spin.blockSignals(True)
@@ -89,7 +159,7 @@ class SliderSpin(QWidget):
 
     # slider position <-> value (log scale over [max(low, 1), high] when log)
     def _to_slider(self, value: float) -> int:
-        low, high = (max(self._low, 1.0), self._high) if self._log else (self._low, self._high)
+        low, high = (max(self._reach[0], 1.0), self._reach[1]) if self._log else self._reach
         if high <= low:
             return 0
         if self._log:
@@ -100,14 +170,16 @@ class SliderSpin(QWidget):
 
     def _from_slider(self, position: int) -> float:
         frac = position / SLIDER_STEPS
-        low, high = (max(self._low, 1.0), self._high) if self._log else (self._low, self._high)
+        low, high = (max(self._reach[0], 1.0), self._reach[1]) if self._log else self._reach
         value = math.exp(math.log(low) + frac * (math.log(high) - math.log(low))) if self._log \
             else low + frac * (high - low)
-        if self._log and self._low < 1 and position == 0:
-            value = self._low
+        if self._log and self._reach[0] < 1 and position == 0:
+            value = self._reach[0]
         if self._integer:
             # snap to two significant figures so the slider gives round numbers (2,048 not 2,063)
             value = float(round(value, -max(0, int(math.log10(max(value, 1))) - 1))) if self._log else round(value)
+            if position == SLIDER_STEPS:
+                value = self._reach[1]          # the far end is the bound itself (32,768, not 33,000)
         return value
 
     def _on_spin_value_changed(self, value: float) -> None:

@@ -34,7 +34,8 @@ class Theme:
 LIGHT = Theme(
     dark=False, background="#ffffff", foreground="#202124", grid_alpha=0.18,
     current={"main": "#1f5fbf", "secondary": "#7b3fb5", "memory": "#e07b00", "compute": "#1a9a50",
-             "limit": "#c62828", "crossover": "#5f6368", "marker": "#1f5fbf", "calibrated": "#1f5fbf"},
+             "limit": "#c62828", "crossover": "#5f6368", "marker": "#1f5fbf", "calibrated": "#1f5fbf",
+             "link": "#ad1457"},
     series=("#d0312d", "#2a9d8f", "#8d5a2b", "#c2185b", "#6d7d00", "#00838f"),
     # the current's blue and purple, darker: its shadow, not another series
     expected={"main": "#0b2f6e", "secondary": "#6a1b9a"},
@@ -45,7 +46,8 @@ LIGHT = Theme(
 DARK = Theme(
     dark=True, background="#1e1f22", foreground="#e3e3e3", grid_alpha=0.22,
     current={"main": "#6ea8ff", "secondary": "#c39bff", "memory": "#ffb454", "compute": "#5fd38d",
-             "limit": "#ff6b6b", "crossover": "#a0a4a8", "marker": "#6ea8ff", "calibrated": "#6ea8ff"},
+             "limit": "#ff6b6b", "crossover": "#a0a4a8", "marker": "#6ea8ff", "calibrated": "#6ea8ff",
+             "link": "#f48fb1"},
     series=("#ff7a6e", "#4fd1c5", "#d9a066", "#f48fb1", "#c5d86d", "#4dd0e1"),
     expected={"main": "#b9d4ff", "secondary": "#dab8ff"},
     measured="#ffffff",

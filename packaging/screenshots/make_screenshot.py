@@ -3,12 +3,15 @@ Decode vs context tab, the Measure tab on the left. Offscreen.
 
     python packaging/screenshots/make_screenshot.py [--out OUT.png | --replace-tracked]
                                                    [--tab decode] [--left 3] [--size 1560x1100]
-                                                   [--theme light|dark]
+                                                   [--theme light|dark] [--model M --machine P
+                                                   --devices N --parallel layer|tensor
+                                                   --gpu-layers N --batch B]
 
 By default it writes rooflab-main-window.png in the temporary folder (TMPDIR) and prints the
 path: compare it with the tracked packaging/screenshots/main-window.png before replacing that
 one with --replace-tracked. Other sizes and themes are for looking at the window as a user
-would (1280x720, 1920x1080).
+would (1280x720, 1920x1080); ``--model`` (and the placement options) show that one scenario
+alone instead of the README's pair.
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ def main() -> int:
     parser.add_argument("--left", type=int, default=3, help="left tab: 0 machine, 1 model, 2 workload, 3 measure")
     parser.add_argument("--size", default="1560x1100", help="window size, WIDTHxHEIGHT pixels")
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
+    parser.add_argument("--model", help="a catalogue model shown alone (no pinned series)")
+    parser.add_argument("--machine", default="rtx-4090", help="with --model: the machine preset")
+    parser.add_argument("--devices", type=int, default=1, help="with --model: devices sharing it")
+    parser.add_argument("--parallel", default="layer", choices=("layer", "tensor"))
+    parser.add_argument("--gpu-layers", type=int, default=None, help="with --model: -ngl by hand")
+    parser.add_argument("--batch", type=int, default=1, help="with --model: sequences decoded together")
     args = parser.parse_args()
 
     import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
@@ -61,8 +70,18 @@ def main() -> int:
     width, height = (int(v) for v in args.size.lower().split("x"))
     window.resize(width, height)
     window.show()
-    state.pin_current()
-    state.set_model(load_model("qwen3-30b-a3b-q4_k_m"), "qwen3-30b-a3b-q4_k_m")
+    if args.model:
+        from rooflab.core.io.presets import load_machine
+        from rooflab.core.predict.choice import PlacementChoice
+
+        state.set_machine(load_machine(args.machine))
+        state.set_model(load_model(args.model), args.model)
+        state.update_workload(batch=args.batch)
+        state.set_placement(PlacementChoice(devices=args.devices, parallel=args.parallel,
+                                            gpu_layers=args.gpu_layers))
+    else:
+        state.pin_current()
+        state.set_model(load_model("qwen3-30b-a3b-q4_k_m"), "qwen3-30b-a3b-q4_k_m")
     window.recompute.recompute_now()
     window.plot_tabs.setCurrentWidget(window.plots[args.tab])
     window.left_tabs.setCurrentIndex(args.left)

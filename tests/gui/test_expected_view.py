@@ -4,8 +4,6 @@ Measure tab's one button makes that calibration."""
 
 from __future__ import annotations
 
-import pytest
-
 from rooflab.core.io import load_model, presets
 from rooflab.core.measure import calibration_run, store
 from rooflab.core.measure.overlays import BAND_HIGH, BAND_LOW
@@ -13,6 +11,7 @@ from rooflab.core.report.expected import expected_request
 from rooflab.core.report.units import fmt
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
 from tests.core.cli.test_calibrate_cli import TINY
+from tests.factories import needs
 from tests.gui.conftest import save_this_machine
 
 
@@ -69,7 +68,7 @@ def test_a_preset_shows_its_back_ends_published_expectation(qtbot, window):
 
 
 def test_the_calibrate_button_calibrates_this_machine_for_every_model(qtbot, window, monkeypatch):
-    pytest.importorskip("llama_cpp")
+    needs.llama_cpp()
     monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
     monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _quick_plan)
     save_this_machine()

@@ -119,10 +119,22 @@ def test_restored_extreme_workload_survives_an_edit_elsewhere(qtbot, state):
         win.close()          # uninstalls its drop filter from the application before it goes
 
 
-def test_offload_disabled_without_second_tier(qtbot, window):
-    machine = load_machine("dgx-spark")
-    window.state.set_machine(machine)
-    assert window.workload_panel.fields["offload"].isEnabled() == machine.has_offload
+def test_a_saved_offload_share_becomes_the_placement_it_means(qtbot, window):
+    # one control for one idea (issue 20): the Workload tab has no share of its own; a share
+    # saved before (or given as predict --offload) is the -ngl that keeps it in host memory
+    from rooflab.core.predict.autofit import placement_for_offload
+
+    assert "offload" not in window.workload_panel.fields
+    state = window.state
+    state.update_workload(offload_fraction=0.5)
+    expected = placement_for_offload(state.model, state.machine, 0.5).gpu_layers
+    assert state.workload.offload_fraction == 0 and state.placement.gpu_layers == expected
+    panel = window.workload_panel.placement
+    assert not panel.gpu_auto.isChecked() and panel.gpu_layers.value() == expected
+    state.set_placement(state.placement.__class__())
+    state.update_machine(offload_bandwidth=0.0, key="")         # no second memory: nothing to move to
+    state.update_workload(offload_fraction=0.5)
+    assert state.workload.offload_fraction == 0 and state.placement.is_auto
 
 
 def test_compare_adds_a_series_to_every_plot(qtbot, window):
@@ -165,7 +177,7 @@ def test_pinned_series_do_not_widen_the_window(qtbot, window):
 
 
 def test_legend_tells_apart_series_that_differ_only_at_the_end_of_their_label(qtbot, window):
-    for batch in (7, 300):
+    for batch in (7, 40):
         with qtbot.waitSignal(window.redrawn, timeout=3000):
             window.state.update_workload(batch=batch)
         window.state.pin_current()
@@ -174,8 +186,13 @@ def test_legend_tells_apart_series_that_differ_only_at_the_end_of_their_label(qt
     view = window.plots["decode"].panel_view("rate")
     pinned = [label.text for _sample, label in view.legend.items
               if "batch" in label.text and not label.text.startswith("expected")]   # not "expected for batch 2"
-    # named by what differs: both used to read "Qwen3-8B Q4_K_M · NVID…RTX 4090 · …"
-    assert pinned == ["batch 7", "batch 300"], pinned
+    # both used to read "Qwen3-8B Q4_K_M · NVID…RTX 4090 · …"; a legend names model, machine and
+    # placement (issue 20), then what differs, never cut
+    words = [text.replace("<br>", " ") for text in pinned]
+    assert [w.rsplit(" · ", 1)[-1] for w in words] == ["batch 7", "batch 40"], pinned
+    assert all(w.startswith("Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 auto placement") or
+               w.startswith("Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement") for w in words), pinned
+    assert not [w for w in words if "…" in w], pinned
 
 
 def test_pinning_the_same_series_twice_adds_nothing(window):

@@ -21,10 +21,11 @@ from rooflab.core.values.defaults import DEFAULT_MODEL
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.panels.measure_panel import SWEEPS
 from rooflab.gui.plots.measure_overlays import measured_layer
+from tests.factories import needs
 from tests.factories.spies import spy
 from tests.gui.conftest import save_this_machine
 
-llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: llama.cpp cannot run")
+llama_cpp = needs.llama_cpp(module_level=True)
 
 
 @pytest.fixture
@@ -129,7 +130,7 @@ def test_llamacpp_measures_the_gguf_on_screen_and_keeps_it(qtbot, gguf_window, t
     layer = measured_layer(series.key)
     prefill = window.plots["prefill"]
     ttft = prefill.curve("ttft", "measured_ttft", layer=layer)
-    assert list(ttft.x) == [8.0, 32.0] and set(ttft.extras) == {"measured / predicted", "spread %"}
+    assert list(ttft.x) == [8.0, 32.0] and set(ttft.extras) == {"measured / predicted", "spread %", "disturbed"}
     legends = legend_texts(prefill)
     assert "llama.cpp, 1 thread, kv f16" in legends and "llama.cpp fit: TTFT" in legends
     assert not any("…" in text for text in legends)

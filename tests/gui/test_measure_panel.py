@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from rooflab.core.measure import workflow
 from rooflab.core.report.units import fmt
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.plots.measure_overlays import measured_layer
@@ -304,6 +305,9 @@ def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch)
     small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=2, dtypes=("fp32",),
                                        matmul_max=256, roofline_k=256, roofline_ms=(1, 8, 64))
     monkeypatch.setattr(panel, "machine_plan", lambda: small)
+    # this tiny run's own timings must not decide (the checks are judged on injected figures in
+    # tests/core/measure/test_machine_checks.py): it passes them here
+    monkeypatch.setattr(workflow, "judge_machine", lambda run: dataclasses.replace(run, disturbed=""))
     calls = spy(monkeypatch, "keep_machine_run")
     live: list[object] = []
     ctl.sample_measured.connect(live.append)
@@ -319,6 +323,8 @@ def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch)
     status = panel.step.text()
     assert status.startswith(f"Measured {fmt(profile.bandwidth, 'B/s')} bandwidth, peak ")
     assert "fp32" in status and str(measured_machine_path()) in status and profile.name in status
+    # each figure a median of runs spread over the measurement, with how far they differ
+    assert "Medians of 2 runs each; runs differ by read " in status and ", fp32 " in status
     # the Machine tab lists it as a machine (not "edited, unsaved") and can pick it again
     picker = tiny_window.machine_panel.picker
     assert picker.currentData() == "preset:measured" and "edited" not in picker.currentText()
@@ -339,6 +345,28 @@ def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch)
     qtbot.waitUntil(lambda: not shows_multiplies(), timeout=3000)
     picker.activated.emit(picker.findData("preset:measured"))
     qtbot.waitUntil(shows_multiplies, timeout=3000)
+
+
+def test_a_disturbed_machine_run_is_not_switched_to(qtbot, tiny_window, monkeypatch):
+    """A machine run that fails its checks says why in one line; "Use the measured machine" is
+    on, yet the window stays on the machine it showed and the measured machine is unchanged."""
+    from rooflab.core.io import presets
+    from rooflab.core.measure import machine as machine_module
+
+    panel, ctl = tiny_window.measure_panel, tiny_window.measure
+    small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=1, dtypes=("fp32",),
+                                       matmul_max=256, experiments=("bandwidth", "matmul"))
+    monkeypatch.setattr(panel, "machine_plan", lambda: small)
+    monkeypatch.setattr(workflow, "judge_machine",
+                        lambda run: dataclasses.replace(run, disturbed="fp32 matmul runs differ by 80% (limit 25%)"))
+    assert panel.use_measured.isChecked()
+    before, kept = tiny_window.state.machine, presets.load_measured_machine()
+    with qtbot.waitSignal(ctl.jobs.finished, timeout=30_000):
+        panel.machine_button.click()
+    assert tiny_window.state.machine is before and presets.load_measured_machine() == kept
+    shown = panel.error.text()
+    assert "disturbed (fp32 matmul runs differ by 80% (limit 25%))" in shown and "not used" in shown
+    assert presets.disturbed_machine_path().is_file()
 
 
 def test_grab_smoke(qtbot, tiny_window):

@@ -39,10 +39,10 @@ def _frame_after_edit(qtbot, window):
 def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     open_placed(qtbot, window, GPT_OSS)
     panel = window.workload_panel.placement
-    assert panel.cpu_moe.isEnabled() and not panel.gpu_layers.isEnabled()      # auto: the spin waits
-    assert panel.gpu_layers.maximum() == 37 and panel.cpu_moe.maximum() == 36   # layers + 1, layers
+    assert not panel.cpu_moe.isEnabled() and not panel.gpu_layers.isEnabled()  # auto: the spins wait
+    assert panel.gpu_layers.all_layers == 37 and panel.cpu_moe.maximum() == 36  # layers + 1, layers
     panel.gpu_auto.setChecked(False)
-    assert panel.gpu_layers.isEnabled()
+    assert panel.gpu_layers.isEnabled() and panel.cpu_moe.isEnabled() and not panel.cpu_moe_auto.isChecked()
     panel.gpu_layers.setValue(37)
     panel.cpu_moe.setValue(30)
     assert window.state.placement == PlacementChoice(gpu_layers=37, cpu_moe=30)
@@ -59,9 +59,9 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     assert [x for x in window.numbers.lines if x.key == "tpot"][0].sentence.startswith(
         "Decode is bandwidth-bound. Placed by hand (-ngl 37")
     assert window.numbers.value_text("expected_tpot") == fmt(request["expected_tpot_seconds"], "s")
-    # the offload share is overridden while a placement is given, and says so
-    off = window.workload_panel.fields["offload"]
-    assert not off.isEnabled() and "Overridden" in window.workload_panel.offload_note.text()
+    # the placement is where the weights sit: no share of its own beside it
+    assert "offload" not in window.workload_panel.fields
+    assert panel.placed.text().startswith("Placed -ngl 37 --n-cpu-moe 30: weights ")
 
     # the KV cache on the host: --no-kv-offload
     panel.kv_on_device.setChecked(False)
@@ -87,8 +87,12 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     assert frame.summary.placed.placement.flags() == moe["placement"]["flags"] == "-ngl 14 --n-cpu-moe 10"
     assert frame.summary.estimate.tpot == moe["request"]["tpot_seconds"]
 
-    # the KV cache on the host and nothing else set: fitted around it, as predict --no-kv-offload
+    # 0 experts on the CPU by hand means none (it once meant "auto" as well)
     panel.cpu_moe.setValue(0)
+    assert window.state.placement == PlacementChoice(cpu_moe=0)
+    # the KV cache on the host and nothing else set: fitted around it, as predict --no-kv-offload
+    panel.cpu_moe_auto.setChecked(True)
+    assert not panel.cpu_moe.isEnabled()
     panel.kv_on_device.setChecked(False)
     assert window.state.placement == PlacementChoice(kv_on_device=False)
     frame = _frame_after_edit(qtbot, window)
@@ -107,7 +111,6 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     assert frame.summary.placed.placement.flags() == auto["placement"]["flags"] == \
         "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU"
     assert frame.summary.estimate.tpot == auto["request"]["tpot_seconds"]
-    assert off.isEnabled()
 
 
 def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, capsys):
@@ -121,7 +124,7 @@ def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, cap
     assert panel.parallel.isEnabled()
     for w in (panel.gpu_auto, panel.gpu_layers, panel.cpu_moe, panel.kv_on_device):
         assert not w.isEnabled()                                           # every layer is on the devices
-    assert "charts still draw one device" in panel.note.text()
+    assert "every chart are theirs" in panel.note.text() and panel.interconnect.isEnabled()
     frame = _frame_after_edit(qtbot, window)
     placed = frame.summary.placed
     assert placed is not None and placed.parallel is not None and placed.runs_on is None
@@ -139,8 +142,15 @@ def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, cap
     request = predicted["request"]
     assert window.numbers.value_text("expected_tpot") == fmt(request["expected_tpot_seconds"], "s")
     one = _predicted(capsys, QWEN_32B)["request"]
-    assert request["tpot_seconds"] < request["expected_tpot_seconds"] < one["expected_tpot_seconds"]
-    assert not window.workload_panel.fields["offload"].isEnabled()
+    assert request["tpot_seconds"] <= request["expected_tpot_seconds"] < one["expected_tpot_seconds"]
+    # another link from the presets' (NVLink 4, 450 GB/s a direction): predict --interconnect 450
+    panel.interconnect.setCurrentIndex(panel.interconnect.findData(450e9))
+    assert window.state.placement == PlacementChoice(devices=2, parallel="tensor", link_bandwidth=450e9)
+    frame = _frame_after_edit(qtbot, window)
+    linked = _predicted(capsys, QWEN_32B, "--devices", "2", "--parallel", "tensor", "--interconnect", "450")
+    assert frame.summary.estimate.tpot == linked["request"]["tpot_seconds"] < request["tpot_seconds"]
+    panel.interconnect.setCurrentIndex(0)                                  # as the machine states it
+    assert window.state.placement.link_bandwidth is None
 
     # layer split, then back to one device: the card holds the model, the one-memory headline
     panel.parallel.setCurrentIndex(panel.parallel.findData("layer"))
@@ -177,6 +187,7 @@ def test_the_controls_show_the_state_and_apply_only_where_they_mean_something(qt
     layers = state.model.layers
     assert state.placement == PlacementChoice(gpu_layers=min(37, layers + 1))
     assert panel.gpu_layers.value() == state.placement.gpu_layers and panel.cpu_moe.value() == 0
+    assert not panel.cpu_moe.isEnabled() and not panel.cpu_moe_auto.isEnabled()
 
 
 def test_pinned_series_with_other_placements_stay_apart(qtbot, window):

@@ -11,10 +11,17 @@ What this layer takes care of so the timing code need not:
   callback) and a model load within one tensor (its progress callback), not just between
   calls, so Cancel takes effect within a second even on a slow machine.
 
+No thread pool is attached: llama-bench attaches one (``ggml_threadpool_new`` and
+``llama_attach_threadpool``), but llama-cpp-python 0.3.36 binds neither (its source marks
+``llama_attach_threadpool`` as a TODO). Its wheels build ggml with OpenMP, where every graph
+runs on OpenMP's own persistent threads whether or not a pool is attached, so the two time the
+same thing; a build without OpenMP would start its threads at each decode here.
+
 llama_cpp is imported only inside functions (``require_llama_cpp``)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import threading
@@ -26,6 +33,7 @@ import numpy as np
 
 from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.jobs import CancelFlag, check_cancel
+from rooflab.core.measure.sysinfo import physical_cores
 from rooflab.core.values.quant import type_by_name
 
 LOG_LINES = 200                      # llama.cpp log lines kept for messages
@@ -78,11 +86,9 @@ def gpu_backend(lib: ModuleType) -> str | None:
 
 
 def default_threads() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:       # not on Linux
-        return os.cpu_count() or 1
+    """llama-bench's default thread count: the physical cores this process may run on (half the
+    CPUs on a machine with two hardware threads a core)."""
+    return physical_cores()
 
 
 class LogTail:
@@ -197,6 +203,7 @@ class Engine:
                                   False: lib.LLAMA_FLASH_ATTN_TYPE_DISABLED}[flash_attention]
         params.type_k, params.type_v = int(type_by_name(type_k)), int(type_by_name(type_v))
         params.kv_unified = False          # one cache stream per sequence, as llama-batched-bench
+        params.swa_full = False            # sliding-window layers cache their window only, as llama-bench
         params.no_perf = True
         mark = self.log.mark()
         ctx = lib.llama_init_from_model(self.model, params)
@@ -257,10 +264,26 @@ class Engine:
         """Give sequence ``dst`` the cache of ``src`` (applied at the next decode)."""
         self.lib.llama_memory_seq_cp(self.lib.llama_get_memory(self.ctx), src, dst, -1, -1)
 
+    def save_state(self, seq: int = 0) -> Any:
+        """Sequence ``seq``'s cache as llama.cpp serialises it (``llama_state_seq_get_data``)."""
+        size = int(self.lib.llama_state_seq_get_size(self.ctx, seq))
+        buffer = (ctypes.c_uint8 * max(size, 1))()
+        self.lib.llama_state_seq_get_data(self.ctx, buffer, size, seq)
+        return buffer
+
+    def load_state(self, buffer: Any, seq: int = 0) -> bool:
+        """Restore a ``save_state`` into sequence ``seq``; False when this context cannot take it."""
+        return int(self.lib.llama_state_seq_set_data(self.ctx, buffer, len(buffer), seq)) != 0
+
+    def synchronize(self) -> None:
+        """Wait for every submitted computation to finish (``llama_synchronize``)."""
+        self.lib.llama_synchronize(self.ctx)
+
     def decode(self, tokens: np.ndarray[Any, Any], positions: np.ndarray[Any, Any],
                seqs: np.ndarray[Any, Any] | list[int] | None = None, *, logits_last: bool = True, logits_all:
-               bool = False) -> None:
-        """One llama_decode of ``len(tokens)`` tokens (at most ``capacity``), waited for.
+               bool = False, wait: bool = True) -> None:
+        """One llama_decode of ``len(tokens)`` tokens (at most ``capacity``), waited for unless
+        ``wait`` is False (llama-bench submits a prompt's batches and synchronises once).
 
         ``seqs``: the sequence of each token (None: all sequence 0). Logits are asked for the
         last token only, or every token (``logits_all``: one per sequence in a batched step)."""
@@ -275,7 +298,8 @@ class Engine:
         self.batch.n_tokens = n
         mark = self.log.mark()
         rc = self.lib.llama_decode(self.ctx, self.batch)
-        self.lib.llama_synchronize(self.ctx)
+        if wait or rc != 0:
+            self.lib.llama_synchronize(self.ctx)
         if rc == 0:
             return
         if rc == 2 and self._should_abort(None):

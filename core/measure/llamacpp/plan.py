@@ -1,5 +1,6 @@
-"""What a llama.cpp measurement times and how llama.cpp runs it (``LlamaCppPlan``), and the
-memory such a run needs, checked before the model is loaded (``llamacpp_memory``)."""
+"""What a llama.cpp measurement times and how llama.cpp runs it (``LlamaCppPlan``, its
+prompt and generation runs as llama-bench tests, ``BenchTest``), and the memory such a run
+needs, checked before the model is loaded (``llamacpp_memory``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.measure.budget import MemoryEstimate
 from rooflab.core.predict.footprint import compute_buffer_bytes
 from rooflab.core.predict.work import kv_cells_held, padded
-from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS
+from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS, bench_test
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import KV_TYPES
 
@@ -20,15 +21,40 @@ _FLOAT_CACHES = ("f32", "f16", "bf16")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BenchTest:
+    """One llama-bench test: a prompt of ``n_prompt`` tokens (ppN) or ``n_gen`` tokens generated
+    one by one (tgN), on top of ``n_depth`` cached tokens (@ dD). llama-bench gives each test a
+    context of exactly n_prompt + n_gen + n_depth tokens."""
+
+    n_prompt: int = 0
+    n_gen: int = 0
+    n_depth: int = 0
+
+    @property
+    def kind(self) -> str:
+        return "prefill" if self.n_prompt else "decode"
+
+    @property
+    def label(self) -> str:
+        """"pp512", "tg128 @ d4096"."""
+        return bench_test(self.kind, self.n_prompt or self.n_gen, self.n_depth)
+
+    @property
+    def n_ctx(self) -> int:
+        return self.n_prompt + self.n_gen + self.n_depth
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LlamaCppPlan:
     """What to time and how llama.cpp runs (llama-bench's flags in brackets).
 
-    Engine: ``threads`` [-t] (None: the CPUs this process may use), ``gpu_layers`` [-ngl],
+    Engine: ``threads`` [-t] (None: the physical cores, as llama-bench), ``gpu_layers`` [-ngl],
     ``flash_attention`` [-fa] (None: llama.cpp decides, "auto"), ``cache_type_k`` /
     ``cache_type_v`` [-ctk/-ctv], ``batch_size`` / ``ubatch_size`` [-b/-ub], tokens.
-    Sweep: ``prompts`` [-p]; ``depths`` [-d] with ``gen_tokens`` steps timed at each [-n];
-    ``contexts`` x ``batches`` [llama-batched-bench -npp x -npl], ``batch_steps`` steps each;
-    ``repeats`` [-r] runs of every prompt and depth."""
+    Sweep: ``prompts`` [-p] at depth 0; ``gen_tokens`` [-n] generated at each of ``depths``
+    [-d]; ``repeats`` [-r] runs of every such test (``tests``); ``contexts`` x ``batches``
+    [llama-batched-bench -npp x -npl], ``batch_steps`` steps each. ``warmup``: one untimed run
+    per test, as llama-bench's (its prompt, or one generated token)."""
 
     threads: int | None = None
     gpu_layers: int = 0
@@ -89,6 +115,16 @@ class LlamaCppPlan:
         return min(self.batch_size, self.ubatch_size)
 
     @property
+    def tests(self) -> tuple[BenchTest, ...]:
+        """The llama-bench tests of the prefill and decode experiments, in the order they run:
+        ppN for each prompt, then tgN @ dD up the depths (a depth's cache is kept for the next
+        test at the same depth, as llama-bench keeps it)."""
+        out = [BenchTest(n_prompt=n) for n in self.prompts] if "prefill" in self.experiments else []
+        if "decode" in self.experiments:
+            out += [BenchTest(n_gen=self.gen_tokens, n_depth=d) for d in sorted(self.depths)]
+        return tuple(out)
+
+    @property
     def single_context(self) -> int:
         """Tokens the one-sequence context must hold (prompts, depths plus their steps), 0 if unused."""
         need = [max(self.prompts)] if "prefill" in self.experiments else []
@@ -130,10 +166,14 @@ def compute_bytes(spec: ModelSpec, plan: LlamaCppPlan, tokens_per_seq: int) -> f
 
 def llamacpp_memory(spec: ModelSpec, plan: LlamaCppPlan) -> MemoryEstimate:
     """Peak memory of the run: the weights, plus the larger of the two contexts it makes in
-    turn (one sequence for prompts and depths, ``max(batches)`` sequences for the batch sweep)."""
+    turn (one sequence for prompts and depths, with the copy of the deepest cache kept for the
+    next run at that depth, as llama-bench keeps it; ``max(batches)`` sequences for the batch
+    sweep)."""
     peaks = [(0.0, 0.0)]
     if plan.single_context:
-        peaks.append((kv_cache_bytes(spec, plan, plan.single_context, 1),
+        deepest = max(plan.depths) if "decode" in plan.experiments else 0
+        kept = kv_cache_bytes(spec, plan, deepest, 1) if deepest else 0.0
+        peaks.append((kv_cache_bytes(spec, plan, plan.single_context, 1) + kept,
                       compute_bytes(spec, plan, plan.single_context)))
     if plan.batch_context:
         peaks.append((kv_cache_bytes(spec, plan, plan.batch_context, max(plan.batches)),

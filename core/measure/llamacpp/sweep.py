@@ -1,14 +1,29 @@
 """The timed loops of a llama.cpp measurement (see ``timing.py`` for what each one means).
 
-``Sweep.ticks`` is a generator of ``Tick``s: a status line, and a ``MeasuredPoint`` when one
-is finished (without settings: the caller stamps them). It checks ``cancel`` between
-llama_decode calls; the engine's abort callback covers the time inside one."""
+Prompt processing and generation are llama-bench's tests, timed as llama-bench times them
+(tools/llama-bench/llama-bench.cpp of the llama.cpp the binding carries):
+
+- each test (``BenchTest``: ppN, or tgN @ dD) gets a context of its own of exactly
+  n_prompt + n_gen + n_depth tokens and, unless ``warmup`` is off, one untimed run (its whole
+  prompt, or one generated token);
+- each of ``repeats`` repetitions empties the cache, brings it to the depth (a prompt of
+  n_depth tokens, untimed; its state kept and restored for the next repetition or test at that
+  depth), then times the whole test: a prompt submitted ``n_batch`` tokens per ``llama_decode``
+  (llama.cpp splits each call into ``n_ubatch`` computations) with one synchronise at the end,
+  or n_gen single-token decodes, each synchronised;
+- the point is the mean and standard deviation of the repetitions (``bench_point``), the best
+  and the median kept as extras; a tgN point is per generated token, at its middle step's context.
+
+Batched decode follows llama-batched-bench. ``Sweep.ticks`` is a generator of ``Tick``s: a
+status line, and a ``MeasuredPoint`` when one is finished (without settings: the caller stamps
+them). It checks ``cancel`` between llama_decode calls; the engine's abort callback covers the
+time inside one. The clock is injectable, so the method is tested on timings a test chooses."""
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +32,8 @@ import numpy as np
 from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, check_cancel
 from rooflab.core.measure.llamacpp.binding import Engine
-from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
-from rooflab.core.report.text import count
-from rooflab.core.values.measured import MeasuredPoint
+from rooflab.core.measure.llamacpp.plan import BenchTest, LlamaCppPlan
+from rooflab.core.values.measured import MeasuredPoint, bench_point
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,40 +46,37 @@ class Tick:
     point: MeasuredPoint | None = None
 
 
-def _point(kind: str, times: list[float], *, prompt: int = 1, context: int = 0, batch: int = 1) -> MeasuredPoint:
-    """Best and median of ``times``, seconds per pass."""
-    return MeasuredPoint(kind=kind, prompt=prompt, context=context, batch=batch, seconds=min(times),
-                         median=statistics.median(times), repeats=len(times))
+def _batch_point(times: list[float], *, context: int, batch: int) -> MeasuredPoint:
+    """A batched step as llama-batched-bench reports it: the mean over its steps (T_TG / TG),
+    with their standard deviation, the best and the median beside it."""
+    return MeasuredPoint(kind="batch", prompt=1, context=context, batch=batch, seconds=statistics.fmean(times),
+                         median=statistics.median(times), best=min(times), repeats=len(times),
+                         stdev=statistics.stdev(times) if len(times) > 1 else 0.0)
 
 
 class Sweep:
-    """The experiments of ``plan`` on a loaded ``engine``, each in a context of its own."""
+    """The experiments of ``plan`` on a loaded ``engine``, each test in a context of its own."""
 
-    def __init__(self, engine: Engine, plan: LlamaCppPlan, threads: int, cancel: CancelFlag) -> None:
+    def __init__(self, engine: Engine, plan: LlamaCppPlan, threads: int, cancel: CancelFlag,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.engine = engine
         self.plan = plan
         self.threads = threads
         self.cancel = cancel
+        self.clock = clock
         self.rng = np.random.default_rng(plan.seed)
+        self._depth_state: tuple[int, Any] | None = None     # (depth, llama.cpp's state of that cache)
 
     def ticks(self) -> Iterator[Tick]:
-        plan, engine = self.plan, self.engine
-        if plan.single_context:
-            yield Tick("context", f"making a context of {plan.single_context} tokens")
-            self._context(plan.single_context, 1)
-            if plan.warmup:
-                yield Tick("warm-up", "warm-up pass (not timed)")
-                self._warm_up()
-            if "prefill" in plan.experiments:
-                yield from self._prefill()
-            if "decode" in plan.experiments:
-                yield from self._decode()
+        plan = self.plan
+        for test in plan.tests:
+            yield from self._test(test)
         if plan.batch_context:
             sequences = max(plan.batches)
             yield Tick("context", f"making a context of {sequences} x {plan.batch_context} tokens")
             self._context(plan.batch_context, sequences)
             yield from self._batched()
-        engine.free_context()
+        self.engine.free_context()
 
     # -- helpers ---------------------------------------------------------------------------
     def _context(self, tokens_per_seq: int, sequences: int) -> None:
@@ -73,7 +84,7 @@ class Sweep:
         self.engine.new_context(n_ctx=tokens_per_seq * sequences, n_seq_max=sequences, n_batch=plan.batch_size,
                                 n_ubatch=plan.ubatch, threads=self.threads, flash_attention=plan.flash_attention,
                                 type_k=plan.cache_type_k, type_v=plan.cache_type_v,
-                                capacity=max(plan.ubatch, sequences))
+                                capacity=max(plan.ubatch, sequences) if sequences > 1 else plan.batch_size)
 
     def _tokens(self, n: int) -> np.ndarray[Any, Any]:
         """Random token ids, as llama-bench feeds (the work does not depend on which)."""
@@ -81,7 +92,7 @@ class Sweep:
 
     def _fill(self, seq: int, start: int, n: int) -> None:
         """Feed ``n`` tokens to sequence ``seq`` from position ``start``, one ubatch per call,
-        logits at the last token only; cancel is checked between calls."""
+        logits at the last token only; cancel is checked between calls (batched contexts)."""
         ubatch = self.plan.ubatch
         for first in range(0, n, ubatch):
             count = min(ubatch, n - first)
@@ -90,66 +101,61 @@ class Sweep:
             self.engine.decode(self._tokens(count), positions, seqs, logits_last=first + count == n)
             check_cancel(self.cancel)
 
-    def _warm_up(self) -> None:
-        """One ubatch-sized prompt and one step: page the weights in, let the threads spin up."""
-        self.engine.clear()
-        n = min(self.plan.ubatch, max(self.plan.prompts), self.plan.single_context - 2)
-        self._fill(0, 0, max(n, 1))
-        self.engine.decode(self._tokens(1), np.array([max(n, 1)], dtype=np.int32))
-        self.engine.clear()
+    # -- llama-bench's tests ---------------------------------------------------------------
+    def _prompt(self, n: int) -> None:
+        """llama-bench's ``test_prompt``: ``n`` tokens after what the cache holds, ``n_batch``
+        per llama_decode (logits of each call's last token), one synchronise at the end."""
+        start = self.engine.last_position(0) + 1
+        batch = self.plan.batch_size
+        for first in range(0, n, batch):
+            count = min(batch, n - first)
+            positions = np.arange(start + first, start + first + count, dtype=np.int32)
+            self.engine.decode(self._tokens(count), positions, wait=False)
+            check_cancel(self.cancel)
+        self.engine.synchronize()
 
-    # -- the experiments -------------------------------------------------------------------
-    def _prefill(self) -> Iterator[Tick]:
-        """Each prompt into an empty cache, ``repeats`` times; time to the last logits. The
-        repeats go round the whole sweep (every length once, then again), so a burst of other
-        load on a shared machine slows one run of several lengths, not every run of one, and
-        the best run of each length is a quiet one. With a single repeat an untimed run of each
-        length goes first, so a new shape's first-call cost is never the only sample."""
-        prompts = self.plan.prompts
-        if self.plan.repeats == 1 and self.plan.warmup:
-            for n in prompts:
-                yield Tick("prefill", f"prompt of {count(n, 'token')}: warm-up")
-                self.engine.clear()
-                self._fill(0, 0, n)
-        times: dict[int, list[float]] = {n: [] for n in prompts}
-        for run in range(self.plan.repeats):
-            for n in prompts:
-                yield Tick("prefill", f"prompt of {count(n, 'token')}: run {run + 1}")
-                self.engine.clear()
-                began = time.perf_counter()
-                self._fill(0, 0, n)
-                times[n].append(time.perf_counter() - began)
-        for n in prompts:
-            point = _point("prefill", times[n], prompt=n)
-            yield Tick("prefill", f"prompt of {count(n, 'token')}: {point.rate:.1f} tokens/s", point)
+    def _gen(self, n: int) -> None:
+        """llama-bench's ``test_gen``: ``n`` single-token decodes, each synchronised."""
+        position = self.engine.last_position(0) + 1
+        for step in range(n):
+            self.engine.decode(self._tokens(1), np.array([position + step], dtype=np.int32))
+            check_cancel(self.cancel)
 
-    def _decode(self) -> Iterator[Tick]:
-        """At each depth d, ``gen_tokens`` single-token steps, each timed. Each repeat goes up
-        the depths in order, filling the cache from one depth to the next (untimed) and
-        rewinding to d after its steps, so the repeats of one depth are minutes apart, not back
-        to back (see ``_prefill``). The point's context is the middle step's."""
-        steps, depths = self.plan.gen_tokens, sorted(self.plan.depths)
-        times: dict[int, list[float]] = {d: [] for d in depths}
-        for run in range(self.plan.repeats):
+    def _depth(self, depth: int) -> None:
+        """The cache brought to ``depth`` tokens, untimed: restored from the state kept at that
+        depth, else a prompt of ``depth`` tokens whose state is then kept (as llama-bench)."""
+        if self._depth_state is not None and self._depth_state[0] == depth:
+            if self.engine.load_state(self._depth_state[1]):
+                return
             self.engine.clear()
-            filled = 0
-            for depth in depths:
-                yield Tick("decode", f"run {run + 1}: filling the cache to {count(depth, 'token')}")
-                self._fill(0, filled, depth - filled)
-                filled = depth
-                yield Tick("decode", f"run {run + 1}: {steps} steps at depth {depth}")
-                for step in range(steps):
-                    token, position = self._tokens(1), np.array([depth + step], dtype=np.int32)
-                    began = time.perf_counter()
-                    self.engine.decode(token, position)
-                    times[depth].append(time.perf_counter() - began)
-                    check_cancel(self.cancel)
-                if not self.engine.remove(0, depth):      # a cache that cannot rewind: refill
-                    self.engine.clear()
-                    self._fill(0, 0, depth)
-        for depth in depths:
-            point = _point("decode", times[depth], context=depth + (steps - 1) // 2)
-            yield Tick("decode", f"depth {depth}: {point.rate:.1f} tokens/s", point)
+        self._prompt(depth)
+        self._depth_state = (depth, self.engine.save_state())
+
+    def _test(self, test: BenchTest) -> Iterator[Tick]:
+        plan, step, label = self.plan, test.kind, test.label
+        yield Tick("context", f"{label}: a context of {test.n_ctx} tokens")
+        self._context(test.n_ctx, 1)
+        if plan.warmup:
+            yield Tick(step, f"{label}: warm-up (not timed)")
+            self.engine.clear()
+            if test.n_prompt:
+                self._prompt(test.n_prompt)
+            if test.n_gen:
+                self._gen(1)
+        times = []
+        for rep in range(plan.repeats):
+            yield Tick(step, f"{label}: run {rep + 1}/{plan.repeats}")
+            self.engine.clear()
+            if test.n_depth:
+                self._depth(test.n_depth)
+            began = self.clock()
+            if test.n_prompt:
+                self._prompt(test.n_prompt)
+            if test.n_gen:
+                self._gen(test.n_gen)
+            times.append(self.clock() - began)
+        point = bench_point(test.kind, test.n_prompt or test.n_gen, test.n_depth, times)
+        yield Tick(step, f"{label}: {point.rate:.1f} tokens/s", point)
 
     def _batched(self) -> Iterator[Tick]:
         """For each context t: one prefill of t tokens copied to every sequence; then for each
@@ -166,15 +172,15 @@ class Sweep:
                 times = []
                 for step in range(self.plan.batch_steps + 1):
                     tokens = self._tokens(b)
-                    began = time.perf_counter()
+                    began = self.clock()
                     self.engine.decode(tokens, positions, seqs, logits_all=True)
-                    elapsed = time.perf_counter() - began
+                    elapsed = self.clock() - began
                     for seq in range(b):
                         self.engine.remove(seq, context)
                     if step:
                         times.append(elapsed)
                     check_cancel(self.cancel)
-                point = _point("batch", times, context=context, batch=b)
+                point = _batch_point(times, context=context, batch=b)
                 yield Tick("batch", f"batch of {b} at context {context}: {point.rate:.1f} tokens/s", point)
 
     def _share_prefix(self, context: int, sequences: int) -> None:

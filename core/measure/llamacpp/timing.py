@@ -1,21 +1,22 @@
-"""Time a GGUF in llama.cpp, in this process, the way llama-bench and llama-batched-bench do:
+"""Time a GGUF in llama.cpp, in this process, by llama-bench's and llama-batched-bench's methods:
 
-1. prompt processing: a prompt of n tokens into an empty cache, submitted in ubatch-sized
-   ``llama_decode`` calls (llama-bench's ``-p``), for a sweep of n;
-2. token generation at depth: the cache filled to d tokens (untimed), then single-token
-   decode steps timed one by one (``-n`` at ``-d``), for a sweep of d, the cache rewound to d
-   after them and filled on to the next depth;
+1. prompt processing: llama-bench's ppN test for each prompt length (``-p``): a whole prompt
+   into an empty cache, submitted ``n_batch`` tokens per ``llama_decode`` with one synchronise;
+2. token generation at depth: llama-bench's tgN @ dD test for each depth (``-n`` at ``-d``):
+   the cache brought to d tokens (untimed), then N single-token decodes timed as one run;
 3. batched decode: b sequences each holding t cached tokens (one prefill copied to every
    sequence), one step decoding one token for each of them (llama-batched-bench's ``-npl``),
    rewound after every step so each step sees context t.
 
-Warm-up passes are not timed; the repeats of prompts and depths go round the whole sweep (a
-burst of other load then slows one run of several points, not every run of one); every point
-keeps the best and the median of its repeats and records the ``EngineSettings`` it ran with.
-``measure_llamacpp`` is a job generator: it
-checks memory before loading, yields ``Progress`` (with each point as ``sample``), stops
-within a second of a cancel request, frees every llama.cpp handle whatever happens, and
-returns a ``LlamaCppMeasurement``. llama_cpp is imported only when a measurement runs."""
+As llama-bench: one context per test, one warm-up run per test, ``repeats`` runs of the whole
+test, threads defaulting to the physical cores, and each point the mean and standard
+deviation of its runs (the best and the median kept as extras), named by its test ("pp512",
+"tg128 @ d4096") as an imported llama-bench row is (``sweep.py`` says how, and what differs:
+no thread pool is attached). Every point records the ``EngineSettings`` it ran with.
+``measure_llamacpp`` is a job generator: it checks memory before loading, yields ``Progress``
+(with each point as ``sample``), stops within a second of a cancel request, frees every
+llama.cpp handle whatever happens, and returns a ``LlamaCppMeasurement``. llama_cpp is
+imported only when a measurement runs."""
 
 from __future__ import annotations
 
@@ -80,11 +81,11 @@ def _work_weights(spec: ModelSpec, plan: LlamaCppPlan) -> list[float]:
     and does 2 FLOP per parameter per token (100 GFLOP/s); the ETA corrects the rates."""
     stream = spec.weight_bytes / 20e9
     per_token = 2.0 * spec.params_per_token / 100e9
+    runs = plan.repeats + (1 if plan.warmup else 0)
     units = []
-    if "prefill" in plan.experiments:
-        units += [plan.repeats * (n * per_token + stream) for n in plan.prompts]
-    if "decode" in plan.experiments:
-        units += [d * per_token + plan.repeats * plan.gen_tokens * stream for d in plan.depths]
+    for test in plan.tests:                 # a depth is filled once, then its state restored
+        units.append(test.n_depth * per_token + runs * (test.n_prompt * per_token + stream)
+                     + (plan.repeats * test.n_gen + 1) * stream)
     if "batch" in plan.experiments:
         units += [t * per_token + (plan.batch_steps + 1) * (stream + b * per_token)
                   for t in plan.contexts for b in plan.batches]

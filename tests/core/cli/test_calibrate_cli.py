@@ -12,9 +12,10 @@ from rooflab.core.io import presets
 from rooflab.core.measure import calibration_run, store
 from rooflab.core.measure.calibration_models import CalibrationModel
 from rooflab.core.values.machine import MachineProfile
+from tests.factories import needs
 from tests.factories.llm_configs import llama_config
 
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install llama-cpp-python==0.3.36)")
+needs.llama_cpp(module_level=True)
 
 TINY = (
     CalibrationModel(key="tiny-q4", description="", weights="q4_k_m",

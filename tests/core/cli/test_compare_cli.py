@@ -121,3 +121,18 @@ def test_the_table_and_csv_name_the_depths_the_rows_have(capsys, tmp_path):
     assert code == 0 and "tok/s @4,096" in out and "@32,768" not in out
     header = next(line for line in (tmp_path / "compare.csv").read_text().splitlines() if line.startswith("model,"))
     assert header.count("decode_tokens_per_second_at_") == 2
+
+
+def test_the_ubatch_is_a_compare_option_that_moves_an_offloaded_prompt(capsys):
+    """-ub as in predict: gpt-oss-120b on an RTX 4090 streams its host experts to the GPU once
+    per ubatch, so a larger ubatch gives a shorter TTFT; a bad one is one line, exit 2."""
+    from rooflab.core.cli.main import main
+
+    ttft = {}
+    for ub in (512, 4096):
+        assert main(["compare", "--models", "gpt-oss-120b-mxfp4", "--machines", "rtx-4090", "--ceiling-only",
+                     "--prompt", "8192", "--ubatch", str(ub), "--json"]) == 0
+        ttft[ub] = json.loads(capsys.readouterr().out)["rows"][0]["ttft_seconds"]
+    assert ttft[4096] < 0.6 * ttft[512]
+    assert main(["compare", "--models", "qwen3-8b-q4_k_m", "--machines", "rtx-4090", "--ubatch", "0"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

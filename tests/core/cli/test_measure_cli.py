@@ -10,6 +10,7 @@ import pytest
 from rooflab.core.cli.main import main
 from rooflab.core.io import presets
 from rooflab.core.measure import store
+from tests.factories import needs
 from tests.factories.spies import spy
 
 TINY = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -194,7 +195,7 @@ def _tiny_gguf(tmp_path: Path) -> Path:
 
 
 def test_a_gguf_is_measured_in_llamacpp_on_the_users_own_file(tmp_path: Path, capsys, monkeypatch):
-    pytest.importorskip("llama_cpp")
+    needs.llama_cpp()
     from rooflab.core.io import load_model
 
     monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
@@ -219,7 +220,7 @@ def test_a_gguf_is_measured_in_llamacpp_on_the_users_own_file(tmp_path: Path, ca
 
 
 def test_a_config_is_measured_in_llamacpp_through_a_generated_gguf(tmp_path: Path, capsys, monkeypatch):
-    pytest.importorskip("llama_cpp")
+    needs.llama_cpp()
     from rooflab.core.io import load_model
 
     monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
@@ -263,7 +264,7 @@ def test_a_run_that_would_not_fit_is_refused_before_a_gguf_is_written(tmp_path: 
 
 
 def test_a_gguf_viewed_in_another_weight_format_is_measured_in_that_format(tmp_path: Path, capsys, monkeypatch):
-    pytest.importorskip("llama_cpp")
+    needs.llama_cpp()
     from rooflab.core.io import load_model
     from rooflab.core.jobs import run_job
     from rooflab.core.measure.engine import gguf_for

@@ -48,10 +48,15 @@ def test_a_placement_that_fits_has_its_crossovers_in_both(capsys):
     assert d["fits"] and rows["placed_prefill_crossover"] == pytest.approx(d["placement"]["prefill_crossover_tokens"])
 
 
-def test_several_devices_carry_null_crossovers(capsys):
+def test_several_devices_carry_the_devices_crossovers(capsys):
+    # the window's numbers and charts stand on the devices too (issue 20): one figure everywhere
     d = predict(capsys, "--model", "qwen3-32b-q4_k_m", "--machine", "rtx-4090", "--devices", "2",
                 "--parallel", "tensor")
-    assert d["placement"]["prefill_crossover_tokens"] is None and d["placement"]["batch_crossover"] is None
+    sc = Scenario(model=load_model("qwen3-32b-q4_k_m"), machine=load_machine("rtx-4090"),
+                  workload=Workload(prompt=2048, answer=256), placement=PlacementChoice(devices=2, parallel="tensor"))
+    s = summarise(sc)
+    assert d["placement"]["prefill_crossover_tokens"] == pytest.approx(s.headline_prefill_crossover)
+    assert d["placement"]["max_batch_that_fits"] == s.headline_max_batch
 
 
 def test_offload_is_one_path(capsys):

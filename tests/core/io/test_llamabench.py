@@ -43,16 +43,18 @@ def test_json_array_pp_and_tg_rows(tmp_path):
     assert bench.kv_type == "f16"
     assert bench.models == ("models/Qwen2.5-7B-Instruct-Q4_K_M.gguf",)
     pre, tg, deep = bench.points
-    # prefill: the fastest repeat of the 512-token prompt, median beside it
+    # prefill: the mean of the repeats (llama-bench's statistic: avg_ns), their standard
+    # deviation, and the fastest and the median as extras
     assert (pre.kind, pre.prompt, pre.context, pre.batch) == ("prefill", 512, 0, 1)
-    assert pre.seconds == pytest.approx(0.0707455)
-    assert pre.median == pytest.approx(0.0717452)
-    assert pre.repeats == 5
-    # generation: per-step seconds of the best repeat, at the middle of the 128 steps
-    assert (tg.kind, tg.prompt, tg.context) == ("decode", 1, 63)
-    assert tg.seconds == pytest.approx(1.0650894 / 128)
-    # no samples: the average; depth shifts the context
-    assert deep.context == 4096 + 63
+    assert pre.seconds == pytest.approx(0.07213564)
+    assert pre.stdev == pytest.approx(0.0014538, rel=1e-3)     # sample stdev of the five samples_ns
+    assert pre.best == pytest.approx(0.0707455) and pre.median == pytest.approx(0.0717452)
+    assert pre.repeats == 5 and pre.test == "pp512"
+    # generation: per-step seconds of the mean repeat, at the middle of the 128 steps
+    assert (tg.kind, tg.prompt, tg.context, tg.test) == ("decode", 1, 63, "tg128")
+    assert tg.seconds == pytest.approx(1.07676788 / 128) and tg.best == pytest.approx(1.0650894 / 128)
+    # no samples: the average; depth shifts the context and names the test
+    assert deep.context == 4096 + 63 and deep.test == "tg128 @ d4096"
     assert deep.seconds == pytest.approx(1.28 / 128)
 
 
@@ -64,7 +66,7 @@ def test_jsonl_and_csv_give_the_same_points(tmp_path):
     lines = [",".join(keys)] + [",".join(f'"{r[k]}"' for k in keys) for r in (PP, TG)]
     from_csv = read_benchmark(_write(tmp_path, "b.csv", "\n".join(lines) + "\n"))
     assert from_jsonl.points == from_json.points
-    # CSV carries no per-repeat samples: the average time instead of the best
+    # CSV carries no per-repeat samples: the same mean, without the best
     assert [p.kind for p in from_csv.points] == ["prefill", "decode"]
     assert from_csv.points[0].seconds == pytest.approx(0.07213564)
     assert from_csv.points[1].seconds == pytest.approx(1.07676788 / 128)

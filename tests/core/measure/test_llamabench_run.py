@@ -195,7 +195,8 @@ def test_points_stream_while_the_tool_runs(tmp_path, model):
     pid = int((tmp_path / "pid").read_text())
     assert not _gone(pid), "the first point must arrive while llama-bench still runs"
     assert first.sample.kind == "prefill" and first.sample.prompt == 512
-    assert first.sample.seconds == pytest.approx(0.0707455)          # the best of the five samples_ns
+    assert first.sample.seconds == pytest.approx(0.07213564)         # the mean of the five samples_ns
+    assert first.sample.best == pytest.approx(0.0707455) and first.sample.test == "pp512"
     rest, run = _samples(job)
     assert [p.kind for p in rest] == ["decode", "decode"]
     assert run.rows == 3 and len(run.points) == 3 and _gone(pid)

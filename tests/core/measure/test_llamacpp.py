@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install llama-cpp-python==0.3.36)")
+from tests.factories import needs
+
+needs.llama_cpp(module_level=True)
 
 import llama_cpp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -65,13 +67,17 @@ def _check_structure(result: LlamaCppMeasurement, seen: list[Progress], plan: Ll
     fractions = [p.fraction for p in seen if p.fraction is not None]
     assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
     for point in result.points:
-        assert point.seconds > 0 and point.median >= point.seconds and point.settings == result.settings
+        # llama-bench's statistic: the mean of the runs, the fastest kept beside it
+        assert 0 < point.best <= min(point.seconds, point.median) and point.settings == result.settings
         assert point.source.startswith("llama.cpp ")
     prefill = _by(result.points, "prefill", "prompt")
     assert sorted(prefill) == sorted(plan.prompts) and all(p.repeats == plan.repeats for p in prefill.values())
     decode = _by(result.points, "decode", "context")
     assert sorted(decode) == [d + (plan.gen_tokens - 1) // 2 for d in sorted(plan.depths)]
-    assert all(p.repeats == plan.repeats * plan.gen_tokens and p.prompt == 1 for p in decode.values())
+    assert all(p.repeats == plan.repeats and p.prompt == 1 for p in decode.values())
+    # each point names its test as llama-bench does, so imported rows and these are one kind of data
+    assert [p.test for p in result.points if p.kind != "batch"] == [t.label for t in plan.tests]
+    assert [t.label for t in plan.tests][-1] == f"tg{plan.gen_tokens} @ d{max(plan.depths)}"
     batch = _by(result.points, "batch", "batch")
     assert sorted(batch) == sorted(plan.batches)
     assert all(p.context == plan.contexts[0] and p.repeats == plan.batch_steps for p in batch.values())

@@ -8,7 +8,7 @@ import pytest
 from rooflab.core.errors import MeasurementError, SpecError
 from rooflab.core.files.paths import data_dir
 from rooflab.core.io import load_model, presets
-from rooflab.core.io.llamabench import BenchImport
+from rooflab.core.io.llamabench import BenchImport, BenchModel
 from rooflab.core.measure import store, workflow
 from rooflab.core.measure.expectations import calibration_for, expected_on
 from rooflab.core.values.calibration import EngineCalibration, Rates
@@ -21,7 +21,7 @@ CPU_RUN = EngineSettings(engine="llama.cpp", device="cpu", threads=2)
 
 
 def _points(settings: EngineSettings | None = CPU_RUN) -> list[MeasuredPoint]:
-    return [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=0.01 + t * 1e-6, settings=settings)
+    return [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=0.03 + t * 1e-6, settings=settings)
             for t in (0, 512, 2048)]
 
 
@@ -47,11 +47,12 @@ def test_an_imported_benchmark_must_have_run_the_model_on_screen():
     spec = load_model("qwen3-0.6b", weights="q8_0")
     points = tuple(_points(EngineSettings(engine="llama-bench", device="cpu", threads=4)))
     wrong = BenchImport(path="bench.json", tool="llama-bench", series={"s": points}, models=("llama 8B Q4_K - Medium",),
-                        metadata={"model_n_params": "8030261248", "model_size": "4912898304"})
+                        model=BenchModel(description="llama 8B Q4_K - Medium", params=8030261248, size=4912898304))
     with pytest.raises(SpecError, match=r"bench\.json: the benchmark ran llama 8B .*not Qwen3"):
         workflow.after_import(wrong, spec, HERE, source="x")
     right = BenchImport(path="bench.json", tool="llama-bench", series={"s": points}, models=("qwen3 0.6B Q8_0",),
-                        metadata={"model_n_params": str(spec.params_total), "model_size": str(spec.weight_bytes)})
+                        model=BenchModel(architecture="qwen3", weight_format="Q8_0", params=spec.params_total,
+                                         size=spec.weight_bytes))
     assert workflow.after_import(right, spec, HERE, source="x").kept
 
 

@@ -5,6 +5,7 @@ and that the profile carries what it was measured with."""
 
 from __future__ import annotations
 
+import statistics
 import threading
 
 import pytest
@@ -50,6 +51,32 @@ def test_structure_and_sanity(run):
     assert result.threads >= 1 and result.torch_version and result.memory_total > 0
 
 
+def test_figures_are_medians_of_runs_taken_in_rounds(run):
+    """Every kernel and dtype is timed once a round, so one figure's runs are spread over the
+    whole measurement; each keeps its runs, and its median and best are of those runs."""
+    result, items = run
+    order = [i.message.split(":")[0] for i in items if ": run " in i.message]
+    one_round = ["read", "copy", "triad", "fp32"]
+    assert order == one_round * SMALL.repeats
+    for figure in (*result.bandwidth, *result.matmul):
+        assert len(figure.runs) == figure.repeats == SMALL.repeats
+        assert figure.median == pytest.approx(statistics.median(figure.runs))
+        assert figure.best == max(figure.runs)
+        assert figure.spread == pytest.approx((max(figure.runs) - min(figure.runs)) / figure.median)
+
+
+def test_matmul_size_comes_from_the_cache_and_the_cores(monkeypatch):
+    """A peak is timed on a multiply big enough to saturate the units whatever the load: three
+    operands at least the LLC, 2 x 768^3 FLOP per thread, never under 1024 on a CPU."""
+    monkeypatch.setattr(machine_module, "last_level_cache_bytes", lambda: 32 << 20)
+    assert machine_module.matmul_size("cpu", "fp32", 2, 4096) == 1792      # sqrt(32 MiB / 12 B) = 1672
+    assert machine_module.matmul_size("cpu", "bf16", 2, 4096) == 2560      # sqrt(32 MiB / 6 B) = 2365
+    assert machine_module.matmul_size("cpu", "fp32", 64, 4096) == 3072     # 768 x 64^(1/3)
+    assert machine_module.matmul_size("cpu", "fp32", 2, 256) == 256        # the plan's cap wins
+    monkeypatch.setattr(machine_module, "last_level_cache_bytes", lambda: 1 << 20)
+    assert machine_module.matmul_size("cpu", "fp32", 1, 4096) == 1024
+
+
 def test_results_ride_on_progress_as_they_finish(run):
     result, items = run
     assert all(isinstance(i, Progress) for i in items)            # a job yields Progress only
@@ -73,8 +100,9 @@ def test_profile_is_spec_free_and_documented(run):
     result, _ = run
     profile = result.profile()
     assert profile.key == "measured"
-    assert profile.bandwidth == max(r.best for r in result.bandwidth)
-    assert profile.peak_flops["fp32"] == result.matmul[0].best
+    # the figures are medians of runs, not the luckiest run
+    assert profile.bandwidth == max(r.median for r in result.bandwidth)
+    assert profile.peak_flops["fp32"] == result.matmul[0].median
     assert profile.efficiency.is_identity
     assert profile.kind == "cpu"
     for key in ("bandwidth", "date", "torch", "threads", "peak_flops.fp32"):

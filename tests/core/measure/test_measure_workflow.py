@@ -95,12 +95,12 @@ def _machine_run(**changes) -> MachineMeasurement:
 
 def test_machine_run_is_kept_as_the_measured_machine(data):
     profile = workflow.keep_machine_run(_machine_run())
-    assert profile.key == "measured" and profile.bandwidth == 30e9
+    assert profile.key == "measured" and profile.bandwidth == 28e9        # the median run
     assert presets.load_measured_machine() == profile
     assert presets.load_machine_measurement()["device"] == "cpu"
     # a later run without matmul takes its peaks from the profile kept before
     again = workflow.keep_machine_run(_machine_run(matmul=(), bandwidth=()), keep=False)
-    assert again.peak_flops["fp32"] == 1e11 and again.bandwidth == 30e9
+    assert again.peak_flops["fp32"] == 9e10 and again.bandwidth == 28e9
     assert presets.load_measured_machine() == profile            # keep=False left it alone
 
 

@@ -71,3 +71,19 @@ def test_each_twinned_preset_holds_most_of_its_own_rows_in_its_band():
     assert len(ratios) >= 20
     assert np.mean(inside) >= 0.5
     assert 0.8 < float(np.median(ratios)) < 1.25
+
+
+@pytest.mark.parametrize("key", [m.key for m in list_presets()])
+def test_every_preset_has_expected_figures_from_its_back_ends_fit(key):
+    """Each preset's back end (Vulkan: its GPU vendor's) has a fitted group, so predict, compare,
+    report and the window all show an expected figure beside the ceiling, at or below it."""
+    from rooflab.core.io import load_model
+
+    machine = load_machine(key)
+    spec = load_model("qwen3-0.6b")
+    ex = expected_on(spec, machine, dtype="fp16")
+    assert ex is not None and ex.calibration.source == "public", key
+    w = Workload(prompt=512, answer=64)
+    ceiling = decode_pass(spec, machine, w, context=512, batch=1).seconds
+    expected = decode_pass(spec, ex.machine, w, context=512, batch=1).seconds
+    assert float(expected) >= float(ceiling) * 0.999, key

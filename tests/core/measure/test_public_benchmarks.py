@@ -62,7 +62,8 @@ def test_tg128_ceiling_matches_hand_derivation():
 
 # --- known terms in, the same terms out -----------------------------------------------------
 
-TERMS = public_fit.Factors(bandwidth=0.8, cache=0.8, dense=0.45, experts=None, decode=0.45, pass_seconds=0.002,
+TERMS = public_fit.Factors(bandwidth=0.8, cache=0.8, dense=0.45, experts=None, attention=None, decode=0.45,
+                           pass_seconds=0.002,
                            layer_seconds=2e-5, overlap=1.0)
 
 
@@ -141,9 +142,10 @@ def test_factors_become_the_calibration_form():
     assert set(FORMAT_CLASSES) <= set(rates.bandwidth) and rates.prefill_flops["routed experts"] == 0.05
     assert dataclasses.replace(TERMS, experts=None).rates(0.2).prefill_flops["routed experts"] == pytest.approx(
         TERMS.dense * 0.2)
-    up = public_fit.scaled(rates, 2.0, 3.0)        # twice as fast a decode, three times a prefill
-    assert up.bandwidth["legacy"] == 1.6 and up.prefill_flops["legacy"] == pytest.approx(1.35)
-    assert up.pass_seconds == pytest.approx(0.001)
+    up = public_fit.scaled(rates, 1.2, 2.0)        # a faster decode and prefill, never past the peak
+    assert up.bandwidth["legacy"] == pytest.approx(0.96) and up.prefill_flops["legacy"] == pytest.approx(0.9)
+    assert public_fit.scaled(rates, 2.0, 3.0).bandwidth["legacy"] == 1.0
+    assert up.pass_seconds == pytest.approx(0.002 / 1.2)
 
 
 # --- cheap to import, cached once loaded ------------------------------------------------------

@@ -16,8 +16,10 @@ from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 
-MACHINE = MachineProfile(name="this machine", bandwidth=40e9, peak_flops={"fp32": 200e9}, memory=24e9,
-                         default_dtype="fp32", kind="cpu", key="measured")
+# as measured: a bf16 peak beside fp32's (llama.cpp's integer dot products beat the fp32 peak,
+# not the machine's fastest multiply, which bounds every fitted FLOP rate)
+MACHINE = MachineProfile(name="this machine", bandwidth=40e9, peak_flops={"fp32": 200e9, "bf16": 400e9},
+                         memory=24e9, default_dtype="fp32", kind="cpu", key="measured")
 SETTINGS = EngineSettings(engine="llama.cpp", version="test", threads=2, flash_attention=True)
 TRUTH = Rates(bandwidth={"k-quant": 30e9, "q8": 36e9, "float": 20e9},
               prefill_flops={"k-quant": 220e9, "q8": 190e9, "routed experts": 110e9, "float": 100e9},
@@ -131,6 +133,30 @@ def test_disturbed_points_are_left_out_and_mixed_engines_refused():
         calibrate_engine([*models, *other], MACHINE, engine_label="llama.cpp", replicates=0)
 
 
+def test_fitted_rates_are_bounded_by_the_machine_they_ran_on():
+    """Issue 18: a run fitted 'weights streamed, k-quant 113 GB/s' with a band up to 3,757 GB/s on
+    a machine measured at 23 GB/s. Points made faster than the machine allows give rates at its
+    measured bandwidth and fastest peak, never above, in the central fit and in every replicate."""
+    fast = dataclasses.replace(TRUTH, bandwidth={"k-quant": 90e9, "q8": 120e9, "float": 60e9}, cache_bandwidth=80e9,
+                               prefill_flops={k: 900e9 for k in TRUTH.prefill_flops})
+    cal = calibrate_engine(_models(truth=fast), MACHINE, engine_label="llama.cpp", replicates=8)
+    for rates in (cal.central, *cal.replicates):
+        assert max(rates.bandwidth.values()) <= MACHINE.bandwidth
+        assert rates.cache_bandwidth <= MACHINE.bandwidth
+        assert max(rates.prefill_flops.values()) <= 400e9 and max(rates.decode_flops.values()) <= 400e9
+    assert cal.central.bandwidth["k-quant"] == MACHINE.bandwidth
+    for name, _unit, _central, _low, high in cal.bands():
+        if name.startswith("weights streamed"):
+            assert high <= MACHINE.bandwidth, name
+
+
+def test_a_fit_with_fewer_points_than_unknowns_is_refused():
+    models = _models(keys=("wide-q4_k_m",))
+    few = [dataclasses.replace(models[0], points=models[0].points[:5])]  # 6 unknowns: one class
+    with pytest.raises(SpecError, match="resting on 5 points cannot fit its 6 unknowns"):
+        calibrate_engine(few, MACHINE, engine_label="llama.cpp", replicates=0)
+
+
 def test_a_calibration_record_round_trips(fitted):
     again = EngineCalibration.from_dict(fitted.to_dict())
     assert again.central == fitted.central and again.accuracy == fitted.accuracy
@@ -147,3 +173,22 @@ def test_the_printed_calibration_keeps_accuracy_and_fit_quality_apart(fitted, ca
                                                 "fit quality (in sample, not accuracy)"))
     assert lomo < extra < fit
     assert "weights streamed, k-quant" in text and "[" in text           # each term with its band
+
+
+def test_a_whole_architecture_is_left_out_too(fitted):
+    """Every model of one architecture predicted by the fit of the others: a kind of model the
+    calibration never saw. Gemma 3 (sliding window) runs 40 % slower than the rest: left out with
+    its architecture, its error is the whole gap."""
+    archs = {m.spec().architecture for m in LLAMACPP_MODELS}
+    assert len(archs) >= 3
+    assert fitted.accuracy["leave_one_architecture_out"]["decode"].count == 4 * len(LLAMACPP_MODELS)
+    models = _models(noise=0.0)
+    slow = [i for i, m in enumerate(models) if m.spec.architecture == "gemma3_text"]
+    for i in slow:
+        models[i] = dataclasses.replace(models[i], points=tuple(dataclasses.replace(p, seconds=p.seconds * 1.4)
+                                                                for p in models[i].points))
+    cal = calibrate_engine(models, MACHINE, engine_label="llama.cpp", replicates=0)
+    assert cal.accuracy["leave_one_architecture_out"]["decode"].worst == pytest.approx(0.4 / 1.4, abs=0.03)
+    one = calibrate_engine([m for m in _models() if m.spec.architecture == "qwen3"], MACHINE,
+                           engine_label="llama.cpp", replicates=0)
+    assert "leave_one_architecture_out" not in one.accuracy          # one architecture: nothing to leave out

@@ -71,6 +71,6 @@ def test_the_hidden_state_hops_between_devices(gptoss):
     machine = load_machine("rtx-5090")                  # PCIe 5.0 x16 between the cards: 64 GB/s
     one = placed_decode(gptoss, machine, W, Placement(gpu_layers=37, cpu_moe=3), context=2048)
     two = placed_decode(gptoss, machine, W, Placement(gpu_layers=37, cpu_moe=3, devices=2), context=2048)
-    hop = gptoss.hidden * 2 / 64e9 + 2e-6               # one token's hidden state in fp16, plus the latency
+    hop = gptoss.hidden * 2 / 64e9 + 2.6e-6             # one token's hidden state in fp16, plus PCIe's step latency
     assert float(two.communication) == pytest.approx(hop)
     assert float(two.seconds) == pytest.approx(float(one.seconds) + hop)

@@ -9,6 +9,7 @@ import pytest
 
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
+from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.report.chart_types import Description, Scenario, distinguishing_labels
 from rooflab.core.report.text import count
 from rooflab.core.values.workload import Workload
@@ -35,37 +36,43 @@ def test_a_scenario_is_described_part_by_part(qwen):
     assert d.identity == "Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090"
 
 
-def test_series_of_one_model_on_two_machines_are_named_by_machine(qwen):
-    """The legend used to cut "Qwen3-8B Q4_K_M · NVID…rk (GB10) · f16 cache" where they differ."""
+def test_series_always_name_model_machine_and_placement(qwen):
+    """Issue 20: legends dropped the machine name ("NVIDIA DGX Spark (GB10)" alone)."""
     w = Workload()
     assert _labels(Scenario(model=qwen, machine=load_machine("rtx-4090"), workload=w),
                    Scenario(model=qwen, machine=load_machine("dgx-spark"), workload=w)) \
-        == ["NVIDIA GeForce RTX 4090", "NVIDIA DGX Spark (GB10)"]
+        == ["Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement",
+            "Qwen3-8B Q4_K_M · NVIDIA DGX Spark (GB10) · auto placement"]
 
 
-def test_models_formats_and_workloads_each_name_what_differs(qwen, gemma):
+def test_workload_settings_that_differ_follow(qwen, gemma):
     m, w = load_machine("rtx-4090"), Workload()
     assert _labels(Scenario(model=qwen, machine=m, workload=w), Scenario(model=gemma, machine=m, workload=w)) \
-        == ["Qwen3-8B", "Gemma-3-12B"]
-    q8 = dataclasses.replace(qwen, name="Qwen3-8B Q8_0", weights_format="Q8_0")
-    assert _labels(Scenario(model=qwen, machine=m, workload=w), Scenario(model=q8, machine=m, workload=w)) \
-        == ["Q4_K_M", "Q8_0"]
+        == ["Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement",
+            "Gemma-3-12B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement"]
+    q8 = dataclasses.replace(qwen, name="Qwen3-8B (Q8_0)", weights_format="Q8_0")
+    assert _labels(Scenario(model=q8, machine=m, workload=w))[0].startswith("Qwen3-8B Q8_0 · ")
     assert _labels(Scenario(model=qwen, machine=m, workload=w),
                    Scenario(model=qwen, machine=m, workload=Workload(batch=4, kv_type="q8_0"))) \
-        == ["f16 cache, batch 1", "q8_0 cache, batch 4"]
-    mixed = _labels(Scenario(model=gemma, machine=load_machine("dgx-spark"), workload=Workload(batch=4)),
-                    Scenario(model=qwen, machine=m, workload=w))
-    assert mixed == ["Gemma-3-12B · NVIDIA DGX Spark (GB10) · batch 4", "Qwen3-8B · NVIDIA GeForce RTX 4090 · batch 1"]
+        == ["Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement · f16 cache, batch 1",
+            "Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement · q8_0 cache, batch 4"]
+    by_hand = Scenario(model=qwen, machine=m, workload=w, placement=PlacementChoice(gpu_layers=20))
+    assert _labels(by_hand)[0] == "Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · -ngl 20"
 
 
-def test_a_lone_series_and_identical_ones_keep_readable_names(qwen):
-    one = Scenario(model=qwen, machine=load_machine("rtx-4090"), workload=Workload())
-    assert _labels(one) == ["Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090"]
-    assert _labels(one, one) == ["Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090",
-                                 "Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 (2)"]
+def test_look_alikes_say_how_they_differ_and_identical_ones_say_so(qwen):
+    """No unexplained "(2)": an edited machine of the same name shows its figures; a series the
+    same in every part says it is."""
+    m = load_machine("rtx-4090")
+    one = Scenario(model=qwen, machine=m, workload=Workload())
+    assert _labels(one) == ["Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement"]
+    assert _labels(one, one)[1] == "Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement (same as above)"
+    slower = dataclasses.replace(one, machine=dataclasses.replace(m, bandwidth=500e9, key=""))
+    first, second = _labels(one, slower)
+    assert "(1,008 GB/s, 165 TFLOP/s, 24 GiB (25.8 GB))" in first and "(500 GB/s, 165 TFLOP/s" in second
     assert distinguishing_labels([]) == []
     bare = Description(model="x", machine="m")
-    assert distinguishing_labels([bare, Description(model="y", machine="m")]) == ["x", "y"]
+    assert distinguishing_labels([bare, Description(model="y", machine="m")]) == ["x · m", "y · m"]
 
 
 def test_counts_of_one_read_in_the_singular(qwen):

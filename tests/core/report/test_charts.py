@@ -102,11 +102,11 @@ def test_moe_batching_counts_experts_touched(moe_spec, machine):
 
 def test_memory_breakdown_stacks_to_capacity(scenario):
     bar = build_charts(scenario)["memory"].panel("breakdown").curve("breakdown")
-    weights, kv, free, offloaded = bar.y
-    assert bar.categories == ("weights", "KV cache", "free", "weights offloaded")
-    assert weights == scenario.model.file_bytes and offloaded == 0
+    weights, kv, free = bar.y
+    assert bar.categories == ("weights", "KV cache", "free")
+    assert weights == scenario.model.file_bytes
     assert weights + kv + free == pytest.approx(scenario.machine.memory)
-    assert bar.extras["base"].tolist() == [0, weights, weights + kv, scenario.machine.memory]
+    assert bar.extras["base"].tolist() == [0, weights, weights + kv]
 
 
 def test_memory_breakdown_over_capacity(dense_spec, machine):

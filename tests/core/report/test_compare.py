@@ -73,16 +73,17 @@ def test_three_models_on_four_machines_as_csv():
     assert set(row_dict(rows[0])) == {k for k, _ in columns()}
 
 
-def test_labels_keep_what_tells_rows_apart(qwen8b):
+def test_labels_name_model_machine_and_placement(qwen8b):
+    """Issue 20: a legend dropped the machine and numbered look-alikes "(2)"."""
     a, b = load_machine("rtx-4090"), load_machine("h100-sxm")
     rows = [compare_row(qwen8b, a, W), compare_row(qwen8b, b, W)]
-    assert distinguishing_labels(rows) == ["rtx-4090", "h100-sxm"]
+    assert distinguishing_labels(rows) == ["Qwen3-8B Q4_K_M · rtx-4090 · auto placement",
+                                           "Qwen3-8B Q4_K_M · h100-sxm · auto placement"]
     q8 = load_model("qwen3-8b-q4_k_m", weights="q8_0")
     rows = [compare_row(qwen8b, a, W), compare_row(q8, a, W, weights="Q8_0")]
-    labels = distinguishing_labels(rows)
-    assert "Q8_0" in labels[1] and "Q4_K_M" in labels[0] and "rtx-4090" not in labels[0]
-    same_name = [dataclasses.replace(rows[0], weights="Q4_K_M"), dataclasses.replace(rows[0], weights="Q8_0")]
-    assert distinguishing_labels(same_name) == ["Q4_K_M", "Q8_0"]        # only the format differs
+    assert distinguishing_labels(rows) == ["Qwen3-8B Q4_K_M · rtx-4090 · auto placement",
+                                           "Qwen3-8B Q8_0 · rtx-4090 · auto placement"]     # not "(Q8_0) Q8_0"
+    assert distinguishing_labels(rows[:1] * 2)[1] == "Qwen3-8B Q4_K_M · rtx-4090 · auto placement (same as above)"
 
 
 def test_placed_summary_marks_who_chose(qwen8b):

@@ -60,7 +60,7 @@ def test_stack_rows_are_named_by_category(scenario):
     bar = build_charts(scenario)["memory"].panel("breakdown").curves
     _, rows = _rows(curves_csv(bar, []))
     assert rows[0] == [*CURVE_COLUMNS, "base", "capacity"]
-    assert [r[1] for r in rows[1:]] == ["weights", "KV cache", "free", "weights offloaded"]
+    assert [r[1] for r in rows[1:]] == ["weights", "KV cache", "free"]
 
 
 def test_summary_and_tensor_tables(scenario):

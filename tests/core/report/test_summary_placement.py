@@ -56,7 +56,7 @@ def test_a_placement_by_hand_places_even_a_model_the_card_holds(qwen8b, rtx4090)
     assert summarise(_sc(qwen8b, rtx4090, PlacementChoice(gpu_layers=20), shared)).estimate == s.estimate
 
 
-def test_several_devices_are_the_headline_and_the_charts_stay_one_device(rtx4090):
+def test_several_devices_are_the_headline_and_the_charts_draw_them(rtx4090):
     spec = load_model("qwen3-32b-q4_k_m")
     sc = _sc(spec, rtx4090, PlacementChoice(devices=2, parallel="tensor"))
     s = summarise(sc)
@@ -64,10 +64,14 @@ def test_several_devices_are_the_headline_and_the_charts_stay_one_device(rtx4090
     assert s.placed is not None and s.placed.parallel is not None and s.placed.runs_on is None
     assert s.estimate == parallel_estimate(spec, rtx4090, W, par)
     assert s.estimate.tpot < request(spec, rtx4090, W).tpot         # half the bytes each, plus the link
-    # the charts and their limits stay those of one device
-    assert math.isinf(s.placed_batch_crossover) and s.placed_max_batch == 0
-    assert s.headline_max_batch == s.max_batch and s.headline_batch_crossover == s.batch_crossover
-    assert headline_charts(sc, s).keys() == headline_charts(_sc(spec, rtx4090)).keys()
+    # the charts and their limits are the devices': each holds half the weights, so more sequences fit
+    assert s.drawn_on == par and s.headline_max_batch == s.placed_max_batch > s.max_batch
+    assert s.headline_prefill_crossover == s.placed_prefill_crossover and math.isfinite(s.placed_prefill_crossover)
+    charts = headline_charts(sc, s)
+    assert charts.keys() == headline_charts(_sc(spec, rtx4090)).keys()
+    assert charts["batching"].panel("rate").curve("max_fit").x[0] == s.placed_max_batch
+    assert charts["decode"].panel("step").curve("tpot").y[0] == s.estimate.tpot
+    assert len(charts["memory"].panel("breakdown").curves) == 2             # a bar per device
     rows = {name: value for name, value, _ in summary_rows(s)}
     assert rows["devices"] == 2 and rows["parallel"] == "tensor"
     assert rows["communication_seconds_per_token"] == pytest.approx(s.placed.parallel.communication_seconds_per_token)

@@ -1,0 +1,114 @@
+"""``rooflab fit --machine M [--min-tps X] [--context N] [--json]``: what can I run here? Every
+catalogue model in its own weight format and the common GGUF ones (``report.fit_table``),
+ranked by how it fits this machine (placed by auto-fit, as ``rooflab predict`` places it) and
+then by its expected decode speed. Each row is ``rooflab compare``'s row for that model on
+that machine: the figures are the same numbers."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from rooflab.core.cli.compare import RowProgress, compare_workload, expected_machine, names
+from rooflab.core.errors import SpecError
+from rooflab.core.report.compare import row_dict
+from rooflab.core.report.fit_table import FORMATS, FitRow, fit_words
+from rooflab.core.report.text import capacity_text
+from rooflab.core.report.units import fmt
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.workload import Workload
+
+GB = 1e9
+
+
+def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("fit", help="what can I run here? every catalogue model ranked by fit and speed on a machine")
+    p.add_argument("--machine", required=True, metavar="MACHINE",
+                   help="a preset key, a saved profile, 'measured', or a profile .json path")
+    p.add_argument("--min-tps", type=float, default=0.0, metavar="X",
+                   help="rank models slower than X tokens/s per sequence (expected, else the ceiling) last")
+    p.add_argument("--context", type=int, default=None, metavar="N",
+                   help="tokens already in the conversation (the cache): each model must hold N + prompt + "
+                        "answer, and decodes at that depth (default 0)")
+    p.add_argument("--prompt", type=int, default=None, help="prompt tokens (default 2048)")
+    p.add_argument("--answer", type=int, default=None, help="answer tokens (default 256)")
+    p.add_argument("--batch", type=int, default=None, help="sequences decoded together (default 1)")
+    p.add_argument("--kv-type", default="f16", help="KV-cache type (default f16)")
+    p.add_argument("--ubatch", "-ub", type=int, default=None, metavar="N",
+                   help="llama.cpp's -ub: tokens per pass of a prompt (default 512)")
+    p.add_argument("--weights", type=names, metavar="F,G",
+                   help=f"weight formats tried besides each model's own (default {','.join(FORMATS)})")
+    p.add_argument("--ceiling-only", action="store_true", help="rank by the ceilings; no expected figures")
+    p.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
+
+
+def _time(x: float | None) -> str:
+    if x is None:
+        return ""
+    return f"{x * 1e3:,.1f} ms" if x < 1 else f"{x:,.2f} s"
+
+
+def _rate(x: float | None) -> str:
+    return "" if x is None else f"{x:,.1f}"
+
+
+def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float) -> str:
+    """The ranked table, aligned (GB = 10^9 bytes, ms, tokens/s), under two lines that say
+    what it is for and how it is ranked."""
+    per = " per sequence" if workload.batch > 1 else ""
+    second = f"; {machine.offload_name or 'second memory'}: {capacity_text(machine.offload_memory)} at " \
+             f"{fmt(machine.offload_bandwidth, 'B/s')}" if machine.has_offload else ""
+    lines = [f"What can I run on {machine.name}? {capacity_text(machine.memory)} at "
+             f"{fmt(machine.bandwidth, 'B/s')}{second}",
+             f"prompt {workload.prompt:,}, answer {workload.answer:,}, context {workload.context:,}, "
+             f"batch {workload.batch:,}, {workload.kv_type} cache; placed by auto-fit; ranked by fit, then expected "
+             f"tokens/s{per} (the ceiling where no calibration applies)"
+             + (f"; below {min_tps:g} tokens/s last" if min_tps else "")]
+    table = [["rank", "model", "weights", "fit", "expected tok/s", "ceiling tok/s", "expected TTFT", "TTFT",
+              "memory GB", "max context", "flags"]]
+    for f in rows:
+        r = f.row
+        table.append([str(f.rank), r.model, r.weights, fit_words(f, machine, min_tps), _rate(r.expected_per_sequence),
+                      _rate(r.per_sequence), _time(r.expected_ttft), _time(r.ttft),
+                      f"{r.device_used / GB:,.1f} of {r.device_capacity / GB:,.1f}" if r.fits else "",
+                      f"{r.largest_context:,}" if r.fits else "", r.flags])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    left = (1, 2, 3, len(widths) - 1)
+    lines += [("  ".join(c.ljust(w) if i in left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip() for row in table]
+    return "\n".join(lines)
+
+
+def fit_dict(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float,
+             formats: Sequence[str]) -> dict[str, object]:
+    """The JSON object: what was ranked and how, and per row its rank, catalogue key, the
+    format it opens in (null: its own), how it fits, and ``rooflab compare``'s row."""
+    return {"machine": {"key": machine.key, "name": machine.name}, "workload": {
+        "prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
+        "batch": workload.batch, "kv_type": workload.kv_type}, "min_tokens_per_second": min_tps or None,
+        "formats": list(formats),
+        "rows": [{"rank": f.rank, "catalogue_key": f.entry.key, "weights_format": f.entry.weights, "fit": f.fit,
+                  "fast_enough": f.fast_enough, "tokens_per_second": f.speed, **row_dict(f.row)} for f in rows]}
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    """Rank the catalogue on ``--machine`` and print the table (or its JSON)."""
+    from rooflab.core.cli.output import print_json
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.jobs import run_job
+    from rooflab.core.report.fit_table import fit_table_job
+
+    if not args.min_tps >= 0:
+        raise SpecError(f"--min-tps must be 0 or more tokens/s, got {args.min_tps:g}")
+    workload = compare_workload(args)
+    machine = load_machine(args.machine)
+    formats = tuple(f.lower() for f in args.weights) if args.weights else FORMATS
+    status = RowProgress(command="rooflab fit")
+    rows = run_job(fit_table_job(machine, workload, formats=formats, min_tps=args.min_tps,
+                                 expected=None if args.ceiling_only else expected_machine), status)
+    status.done()
+    if args.json:
+        print_json(fit_dict(rows, machine, workload, args.min_tps, formats))
+    else:
+        print(fit_text(rows, machine, workload, args.min_tps))
+    return 0

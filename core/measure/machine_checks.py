@@ -1,0 +1,88 @@
+"""Whether a machine measurement can be trusted, checked before its profile is kept or used.
+
+A figure of a busy machine is not a ceiling: a 256 x 256 multiply timed while other programs
+ran once gave an "fp32 peak" of 1.7 GFLOP/s beside roofline points of 30 GFLOP/s from the same
+run, and every prediction built on it was 10x too slow. The checks:
+
+- repeats agree: the runs of each bandwidth kernel and each matmul, spread over the whole
+  measurement, differ by at most ``SPREAD_LIMIT`` of their median (fastest - slowest);
+- the peak is a ceiling: no empirical-roofline multiply beats its dtype's peak by more than
+  ``ROOF_TOLERANCE``;
+- bandwidth and peak are plausible against each other: the default dtype's peak over the
+  bandwidth (FLOP per byte, the machine balance) lies in ``BALANCE_RANGE``, which spans every
+  CPU and GPU from a laptop without AVX to an accelerator's tensor cores;
+- the machine stayed as quiet as it began: the 1-minute load average rose by no more than
+  ``trust.LOAD_RISE_LIMIT`` while the run went on.
+
+A run that fails says why in one line (``MachineMeasurement.disturbed``); the workflow keeps it
+apart and never makes it "this machine, measured". No torch here."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rooflab.core.measure.machine_result import GB, MachineMeasurement
+from rooflab.core.measure.trust import LOAD_RISE_LIMIT
+
+#: (fastest - slowest) / median of one figure's runs above which the runs disagree.
+SPREAD_LIMIT = 0.25
+#: How far an empirical-roofline multiply may beat its dtype's peak (timing noise), no more.
+ROOF_TOLERANCE = 0.10
+#: Plausible peak / bandwidth, FLOP per byte (an old laptop near 0.5, an accelerator's tensor
+#: cores a few hundred).
+BALANCE_RANGE = (0.25, 2000.0)
+#: Reasons named in the one line; more are counted.
+SHOWN = 2
+
+
+def problems(run: MachineMeasurement) -> list[str]:
+    """What is wrong with ``run``, most telling first; empty when it passes every check."""
+    found = _roof_problems(run) + _balance_problems(run)
+    for r in run.bandwidth:
+        if r.spread > SPREAD_LIMIT:
+            found.append(f"{r.kernel} bandwidth runs differ by {r.spread:.0%} (limit {SPREAD_LIMIT:.0%})")
+    for m in run.matmul:
+        if m.spread > SPREAD_LIMIT:
+            found.append(f"{m.dtype} matmul runs differ by {m.spread:.0%} (limit {SPREAD_LIMIT:.0%})")
+    if run.load_start is not None and run.load_end is not None and run.load_end - run.load_start > LOAD_RISE_LIMIT:
+        found.append(f"the load average rose from {run.load_start:.2f} to {run.load_end:.2f}")
+    return found
+
+
+def _roof_problems(run: MachineMeasurement) -> list[str]:
+    peaks = run.peak_flops()
+    found = []
+    for dtype, peak in peaks.items():
+        beating = [s for s in run.roofline if s.dtype == dtype and s.achieved > peak * (1.0 + ROOF_TOLERANCE)]
+        if beating:
+            top = max(beating, key=lambda s: s.achieved)
+            found.append(f"a {top.m}-row {dtype} multiply reached {top.achieved / 1e9:.1f} GFLOP/s, above the "
+                         f"{dtype} peak of {peak / 1e9:.1f} GFLOP/s")
+    return found
+
+
+def _balance_problems(run: MachineMeasurement) -> list[str]:
+    peaks = run.peak_flops()
+    if not run.bandwidth or not peaks:
+        return []
+    bandwidth = max(r.median for r in run.bandwidth)
+    dtype = run.default_dtype if run.default_dtype in peaks else max(peaks, key=lambda k: peaks[k])
+    balance = peaks[dtype] / bandwidth
+    low, high = BALANCE_RANGE
+    if low <= balance <= high:
+        return []
+    return [f"a {dtype} peak of {peaks[dtype] / 1e9:.1f} GFLOP/s beside {bandwidth / GB:.1f} GB/s is "
+            f"{balance:.2g} FLOP per byte (machines have {low:g} to {high:g})"]
+
+
+def disturbance(run: MachineMeasurement) -> str:
+    """One line saying why ``run`` cannot be trusted, "" when it can."""
+    found = problems(run)
+    if len(found) > SHOWN:
+        return "; ".join(found[:SHOWN]) + f"; {len(found) - SHOWN} more"
+    return "; ".join(found)
+
+
+def judge_machine(run: MachineMeasurement) -> MachineMeasurement:
+    """``run`` with ``disturbed`` set from the checks (cleared when it passes them)."""
+    return dataclasses.replace(run, disturbed=disturbance(run))

@@ -1,0 +1,1 @@
+"""Dialogs the window opens on request (Help > Guide)."""

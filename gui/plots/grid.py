@@ -1,0 +1,62 @@
+"""How a plot tab lays out its panels: stacked, each legend beside its panel, when each gets
+``MIN_CHART_HEIGHT`` px; else side by side (legends under them), as many columns as keep each
+``MIN_CHART_WIDTH`` px wide and give it the most height, so a short window (1280 x 720) shows
+every panel of a tab at once instead of scrolling to the second."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+MIN_CHART_HEIGHT = 300            # px: a panel's least height stacked; shorter, they go side by side
+MIN_CHART_WIDTH = 280             # px: a panel's least width side by side
+LEGEND_SWATCH = 48                # px a legend entry's swatch and margins take beside its text
+SPACING = 6                       # px between panels
+
+
+def columns_for(count: int, width: float, height: float, fixed: int = 0) -> int:
+    """Columns for ``count`` panels in ``width`` x ``height`` px (``fixed``: that many, a
+    report's picture keeping its panels stacked)."""
+    if fixed or count < 2:
+        return fixed or 1
+    if height <= 0 or height / count >= MIN_CHART_HEIGHT:
+        return 1
+    fits = [c for c in range(2, count + 1) if width / c >= MIN_CHART_WIDTH]
+    return max(fits, key=lambda c: (height / math.ceil(count / c), -c), default=1)
+
+
+class Sized(Protocol):
+    """What ``fit_heights`` reads of a panel view."""
+
+    plot: object
+    legend: object
+
+    def min_height(self) -> float: ...
+
+
+def fit_heights(views: Sequence[Sized], columns: int, stacked: bool) -> float:
+    """Set each panel's least height (``stacked``: at least ``MIN_CHART_HEIGHT``) and return the
+    least height of the panels together, px: each row as tall as its tallest panel and, side by
+    side, its legend under it."""
+    need = max(0, math.ceil(len(views) / columns) - 1) * SPACING
+    for start in range(0, len(views), columns):
+        tallest = 0.0
+        for view in views[start:start + columns]:
+            least = max(view.min_height(), MIN_CHART_HEIGHT if stacked and len(views) > 1 else 0.0)
+            view.plot.setMinimumHeight(least)                          # type: ignore[attr-defined]
+            legend = 0.0 if columns == 1 else view.legend.boundingRect().height()   # type: ignore[attr-defined]
+            tallest = max(tallest, least + legend)
+        need += tallest
+    return need
+
+
+def share_legends(views: Sequence[Any], columns: int) -> None:
+    """Side by side, an entry the legend of a panel to the left lists (a pinned series, the
+    current workload) is not listed again under the next: legends under narrow panels ran past
+    the plot's height at 1280 x 720. Stacked, every legend lists all its entries."""
+    for start in range(0, len(views), columns):
+        seen: set[str] = set()
+        for view in views[start:start + columns]:
+            view.legends.leave_out(frozenset(seen) if columns > 1 else frozenset())
+            seen |= view.legends.names()

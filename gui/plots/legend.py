@@ -1,0 +1,86 @@
+"""A panel's legend: one entry per named series, wrapped to the room it has (beside its panel
+``LEGEND_WIDTH`` characters, under a panel side by side with others the panel's width),
+renamed when its curve's name changes, and gone while its curve is hidden (a hidden curve's
+entry showed a crossed-out eye for an icon)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtGui import QFont, QFontMetricsF
+
+from rooflab.gui.plots.style import MARKER_NAME, legend_text
+
+LEGEND_POINTS = 8         # the legend's text size, pt
+
+
+def _font() -> QFont:
+    font = QFont()
+    font.setPointSizeF(LEGEND_POINTS)
+    return font
+
+
+class Legend:
+    """The entries of ``item`` (a ``pg.LegendItem``) by the graphics item each names."""
+
+    def __init__(self) -> None:
+        self.item = pg.LegendItem(labelTextSize=f"{LEGEND_POINTS}pt", verSpacing=-4, horSpacing=8)
+        self._names: dict[int, str] = {}       # id(graphics item) -> its name, unwrapped
+        self._items: dict[int, Any] = {}       # id(graphics item) -> the item, listed or left out
+        self._room = 0.0                       # px an entry may take (0: LEGEND_WIDTH characters)
+        self._left_out: frozenset[str] = frozenset()   # names another legend beside this one lists
+
+    def _text(self, name: str) -> str:
+        if not self._room:
+            return legend_text(name)
+        return legend_text(name, self._room, QFontMetricsF(_font()).horizontalAdvance)
+
+    def show(self, item: Any, name: str | None) -> None:
+        """``item``'s entry named ``name`` (None: no entry); the current workload's markers share
+        one entry (``MARKER_NAME``), listed once."""
+        old = self._names.get(id(item))
+        if old is None:
+            if name and not (name == MARKER_NAME and MARKER_NAME in self._names.values()):
+                self._names[id(item)] = name
+                self._items[id(item)] = item
+                if name not in self._left_out:
+                    self.item.addItem(item, self._text(name))
+        elif name is not None and name != old:
+            self._names[id(item)] = name
+            for sample, label in self.item.items:
+                if getattr(sample, "item", None) is item:
+                    label.setText(self._text(name))
+
+    def hide(self, item: Any) -> None:
+        """No entry for ``item`` (hidden, or gone)."""
+        if self._names.pop(id(item), None) is not None:
+            self._items.pop(id(item), None)
+            self.item.removeItem(item)
+
+    def names(self) -> set[str]:
+        return set(self._names.values())
+
+    def leave_out(self, names: frozenset[str]) -> None:
+        """List no entry named in ``names`` (a legend beside this one lists them: the series
+        pinned, the current workload), and every other again."""
+        if names == self._left_out:
+            return
+        self._left_out = names
+        listed = {id(getattr(sample, "item", None)) for sample, _label in self.item.items}
+        for key, name in self._names.items():
+            item = self._items[key]
+            if name in names and key in listed:
+                self.item.removeItem(item)
+            elif name not in names and key not in listed:
+                self.item.addItem(item, self._text(name))
+
+    def set_room(self, pixels: float) -> None:
+        """Wrap the entries to ``pixels``, or to ``LEGEND_WIDTH`` characters (0)."""
+        if pixels == self._room:
+            return
+        self._room = pixels
+        for sample, label in self.item.items:
+            name = self._names.get(id(getattr(sample, "item", None)))
+            if name is not None:
+                label.setText(self._text(name))
