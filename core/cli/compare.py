@@ -105,14 +105,15 @@ def expected_machine(spec: ModelSpec, machine: MachineProfile) -> MachineProfile
     return None if found is None else found.machine
 
 
-def _time(x: float | None) -> str:
+def time_text(x: float | None) -> str:
     """Milliseconds under a second, then seconds; empty when the row has no figure."""
     if x is None:
         return ""
     return f"{x * 1e3:,.1f} ms" if x < 1 else f"{x:,.2f} s"
 
 
-def _rate(x: float | None) -> str:
+def rate_text(x: float | None) -> str:
+    """tokens/s to one decimal; empty when the row has no figure."""
     return "" if x is None else f"{x:,.1f}"
 
 
@@ -127,10 +128,11 @@ def compare_text(rows: Sequence[CompareRow], depths: Sequence[int] | None = None
                                "max context", "tok/s/seq", "tok/s total", "expected tok/s total", "placement"]]
     for r in rows:
         table.append([r.model, r.machine_key or r.machine, r.weights, f"{r.weight_bytes / GB:,.1f}",
-                      f"{r.kv_bytes / GB:,.2f}", "yes" if r.fits else "NO", _time(r.ttft), _time(r.tpot),
-                      _time(r.expected_tpot), _rate(r.expected_per_sequence), *[_rate(v) for _, v in r.decode_rates],
-                      f"{r.largest_context:,}" if r.fits else "", _rate(r.per_sequence), _rate(r.total),
-                      _rate(r.expected_total), r.placement + (f" ({r.flags})" if r.flags else "")])
+                      f"{r.kv_bytes / GB:,.2f}", "yes" if r.fits else "NO", time_text(r.ttft), time_text(r.tpot),
+                      time_text(r.expected_tpot), rate_text(r.expected_per_sequence),
+                      *[rate_text(v) for _, v in r.decode_rates],
+                      f"{r.largest_context:,}" if r.fits else "", rate_text(r.per_sequence), rate_text(r.total),
+                      rate_text(r.expected_total), r.placement + (f" ({r.flags})" if r.flags else "")])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     text = [("  ".join(c.ljust(w) if i in (0, 1, 2, 5, len(widths) - 1) else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip() for row in table]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from rooflab.core.cli.compare import RowProgress, compare_workload, expected_machine, names
+from rooflab.core.cli.compare import RowProgress, compare_workload, expected_machine, names, rate_text, time_text
 from rooflab.core.errors import SpecError
 from rooflab.core.report.compare import row_dict
 from rooflab.core.report.fit_table import FORMATS, FitRow, fit_words
@@ -42,16 +42,6 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
 
 
-def _time(x: float | None) -> str:
-    if x is None:
-        return ""
-    return f"{x * 1e3:,.1f} ms" if x < 1 else f"{x:,.2f} s"
-
-
-def _rate(x: float | None) -> str:
-    return "" if x is None else f"{x:,.1f}"
-
-
 def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float) -> str:
     """The ranked table, aligned (GB = 10^9 bytes, ms, tokens/s), under two lines that say
     what it is for and how it is ranked."""
@@ -68,8 +58,9 @@ def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload
               "memory GB", "max context", "flags"]]
     for f in rows:
         r = f.row
-        table.append([str(f.rank), r.model, r.weights, fit_words(f, machine, min_tps), _rate(r.expected_per_sequence),
-                      _rate(r.per_sequence), _time(r.expected_ttft), _time(r.ttft),
+        table.append([str(f.rank), r.model, r.weights, fit_words(f, machine, min_tps),
+                      rate_text(r.expected_per_sequence),
+                      rate_text(r.per_sequence), time_text(r.expected_ttft), time_text(r.ttft),
                       f"{r.device_used / GB:,.1f} of {r.device_capacity / GB:,.1f}" if r.fits else "",
                       f"{r.largest_context:,}" if r.fits else "", r.flags])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from rooflab.core.cli.args import int_in
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.autofit import largest_batch
 from rooflab.core.predict.choice import PlacementChoice
@@ -39,21 +40,6 @@ GB = 1e9
 SMALLER_WEIGHTS: tuple[str, ...] = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
 
 
-def count_in(low: int, high: int) -> Callable[[str], int]:
-    """A parser of one whole number in [low, high]."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {text!r}")
-        return value
-
-    return parse
-
-
 def gb_per_s(text: str) -> float:
     """--interconnect: GB/s in the machine profile's range."""
     try:
@@ -68,16 +54,16 @@ def gb_per_s(text: str) -> float:
 
 def add_placement_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("placement (llama.cpp's terms; rooflab chooses what is not given)")
-    g.add_argument("--gpu-layers", type=count_in(0, MAX_LAYERS), metavar="N",
+    g.add_argument("--gpu-layers", type=int_in(0, MAX_LAYERS), metavar="N",
                    help="layers on the GPU, llama.cpp's -ngl (layers + 1 puts the output layer there too); "
                         "given, the placement is by hand and is not fitted; without it rooflab fits -ngl "
                         "around the other flags")
-    g.add_argument("--cpu-moe", type=count_in(0, MAX_LAYERS), metavar="N",
+    g.add_argument("--cpu-moe", type=int_in(0, MAX_LAYERS), metavar="N",
                    help="keep the routed experts of the first N layers in host memory (--n-cpu-moe); "
                         "exactly N: auto-fit then moves no more experts, only fewer GPU layers")
     g.add_argument("--no-kv-offload", action="store_true",
                    help="keep the KV cache in host memory (-nkvo); auto-fit places the rest around it")
-    g.add_argument("--devices", type=count_in(1, MAX_DEVICES), default=1, metavar="N",
+    g.add_argument("--devices", type=int_in(1, MAX_DEVICES), default=1, metavar="N",
                    help="identical devices sharing the model (default 1)")
     g.add_argument("--parallel", choices=MODES, default="layer",
                    help="how they share it: layer split (llama.cpp's default) or tensor parallel (vLLM)")

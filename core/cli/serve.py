@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rooflab.core.cli.args import int_list
+from rooflab.core.cli.args import int_in, int_list
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.serving import (
@@ -51,21 +51,6 @@ def float_list(low: float, high: float) -> Callable[[str], tuple[float, ...]]:
     return parse
 
 
-def whole(low: int, high: int) -> Callable[[str], int]:
-    """A parser of one whole number in [low, high]."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {text!r}")
-        return value
-
-    return parse
-
-
 def spread(text: str) -> float:
     """--prompt-spread / --answer-spread: a share in [0, 1)."""
     try:
@@ -97,13 +82,14 @@ def add_load_options(p: argparse.ArgumentParser | Any, concurrency: Sequence[int
                         f"(default {','.join(map(str, concurrency))} without --request-rate)")
     p.add_argument("--request-rate", type=float_list(0.0, MAX_RATE), metavar="R,R",
                    help="requests per second, arriving at random (Poisson)")
-    p.add_argument("--requests", type=whole(1, MAX_REQUESTS), metavar="N",
+    p.add_argument("--requests", type=int_in(1, MAX_REQUESTS), metavar="N",
                    help="requests per level (default: 4 per client or 20 seconds of arrivals, 16 to 1,000)")
     p.add_argument("--prompt-spread", type=spread, default=0.0, metavar="F",
                    help="prompt lengths uniform in prompt x (1 +- F) (default 0: all alike)")
     p.add_argument("--answer-spread", type=spread, default=0.0, metavar="F",
                    help="answer lengths uniform in answer x (1 +- F) (default 0)")
-    p.add_argument("--seed", type=whole(0, 2**62), default=0, metavar="N", help="seed of every random draw (default 0)")
+    p.add_argument("--seed", type=int_in(0, 2**62), default=0, metavar="N",
+                   help="seed of every random draw (default 0)")
     p.add_argument("--ttft-slo-ms", type=milliseconds, metavar="MS", help="goodput: TTFT bound")
     p.add_argument("--tpot-slo-ms", type=milliseconds, metavar="MS", help="goodput: TPOT bound")
 
@@ -114,10 +100,10 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--serve", action="store_true",
                    help="simulate a continuous-batching server (llama-server, vLLM) at each load level")
     add_load_options(g)
-    g.add_argument("--slots", type=whole(1, MAX_SLOTS), metavar="N",
+    g.add_argument("--slots", type=int_in(1, MAX_SLOTS), metavar="N",
                    help="sequences served at once: llama-server's --parallel, vLLM's --max-num-seqs "
                         f"(default: as many as fit, at most {DEFAULT_SLOTS_CAP})")
-    g.add_argument("--step-tokens", type=whole(1, MAX_TOKENS), metavar="N",
+    g.add_argument("--step-tokens", type=int_in(1, MAX_TOKENS), metavar="N",
                    help="tokens per step, decode and prefill chunks together: llama-server's --batch-size, "
                         "vLLM's --max-num-batched-tokens (default 2048)")
 

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from rooflab.core.cli.args import int_in
 from rooflab.core.cli.serve import (
     add_load_options,
     float_list,
@@ -22,7 +23,6 @@ from rooflab.core.cli.serve import (
     loads_from,
     plan_dict,
     serving_dict,
-    whole,
 )
 from rooflab.core.errors import SpecError
 from rooflab.core.jobs import CancelToken, Progress
@@ -61,8 +61,8 @@ def add_server_parser(sub: Any) -> None:
                    help="/v1/completions or /v1/chat/completions (default completions)")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="the environment variable that holds the API key (the key is never written anywhere)")
-    p.add_argument("--prompt", type=whole(1, MAX_TOKENS), default=512, help="prompt tokens (default 512)")
-    p.add_argument("--answer", type=whole(1, MAX_TOKENS), default=128, help="answer tokens (default 128)")
+    p.add_argument("--prompt", type=int_in(1, MAX_TOKENS), default=512, help="prompt tokens (default 512)")
+    p.add_argument("--answer", type=int_in(1, MAX_TOKENS), default=128, help="answer tokens (default 128)")
     add_load_options(p, DEFAULT_CONCURRENCY)
     p.add_argument("--timeout", type=seconds, default=120.0, metavar="S", help="one request at most (default 120)")
     p.add_argument("--stall-timeout", type=seconds, default=30.0, metavar="S",
@@ -77,9 +77,9 @@ def add_server_parser(sub: Any) -> None:
                    help="the model the server runs (a .gguf, config.json or catalogue key): predict beside")
     p.add_argument("--machine", metavar="MACHINE",
                    help="the machine the server runs on (preset or profile): the prediction's and the store's")
-    p.add_argument("--slots", type=whole(1, MAX_SLOTS), default=None, metavar="N",
+    p.add_argument("--slots", type=int_in(1, MAX_SLOTS), default=None, metavar="N",
                    help="the server's slots (llama-server --parallel, vLLM --max-num-seqs) for the prediction")
-    p.add_argument("--step-tokens", type=whole(1, MAX_TOKENS), default=None, metavar="N",
+    p.add_argument("--step-tokens", type=int_in(1, MAX_TOKENS), default=None, metavar="N",
                    help="the server's tokens per step (llama-server --batch-size) for the prediction")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-save", action="store_true", help="do not keep the measurement")

@@ -147,7 +147,7 @@ def test_measure_model_refuses_what_does_not_fit(tmp_path: Path, capsys):
     assert "not enough memory" in capsys.readouterr().err
 
 
-def test_predict_calibrated_uses_the_fit(tmp_path: Path, capsys, monkeypatch):
+def test_predict_calibrated_uses_the_fit(tmp_path: Path, capsys, monkeypatch, steady_timings):
     monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
     config = tmp_path / "config.json"
     config.write_text(json.dumps(TINY))

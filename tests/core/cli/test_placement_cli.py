@@ -158,7 +158,7 @@ def test_bad_flag_values_are_one_line(capsys):
     with pytest.raises(SystemExit):
         main([*BASE, "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--gpu-layers", "-1"])
     err = capsys.readouterr().err
-    assert "must be between 0" in err
+    assert "must be a whole number in [0," in err
 
 
 def test_a_model_that_does_not_fit_gets_no_expected_request(capsys):
