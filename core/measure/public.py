@@ -104,6 +104,12 @@ def group_rows(data: PublicBenchmarks) -> dict[str, tuple[int, ...]]:
     return {g: tuple(found[g]) for g in sorted(found, key=_group_order)}
 
 
+@functools.lru_cache(maxsize=8)
+def row_groups(data: PublicBenchmarks) -> dict[int, str]:
+    """The group of each fitted row (index into ``data.rows``), from ``group_rows``."""
+    return {i: g for g, members in group_rows(data).items() for i in members}
+
+
 def _group_order(group: str) -> tuple[int, str]:
     backend = group.split("-")[0]
     return (BACKENDS.index(backend) if backend in BACKENDS else len(BACKENDS), group)

@@ -24,7 +24,6 @@ several devices) are left to the placement model and not fitted here."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -207,12 +206,6 @@ def _factor(inverse: float) -> float:
     return MAX_FACTOR if not inverse > 0 else float(min(MAX_FACTOR, 1.0 / inverse))
 
 
-def log_residuals(predicted: Sequence[float], measured: Sequence[float]) -> Array:
-    """log(measured / predicted) of each row: the spread an expected figure's band is made of."""
-    p, m = np.asarray(predicted, dtype=np.float64), np.asarray(measured, dtype=np.float64)
-    return np.log(m / p)
-
-
 def scaled(rates: Rates, decode: float, prefill: float) -> Rates:
     """``rates`` with every decode-side term (bandwidths, decode FLOP/s, fixed costs) times
     ``decode`` and the prefill FLOP/s times ``prefill``: a pass bound by either then runs that
@@ -227,17 +220,3 @@ def scaled(rates: Rates, decode: float, prefill: float) -> Rates:
                  cache_bandwidth=cap(rates.cache_bandwidth * decode), pass_seconds=rates.pass_seconds / decode,
                  layer_seconds=rates.layer_seconds / decode, overlap=rates.overlap,
                  attention_flops=None if rates.attention_flops is None else cap(rates.attention_flops * prefill))
-
-
-def band_scales(residuals: Array, count: int) -> Array:
-    """``count`` scales exp(q) at evenly spaced quantiles q of ``residuals`` (log measured /
-    predicted, out of sample): replicates built from them make an expected figure's band the
-    spread that held-out rows showed, so a 16-84 % band holds about 68 % of them."""
-    if residuals.size == 0:
-        return np.ones(1)
-    qs = np.linspace(0.02, 0.98, count)
-    return np.exp(np.quantile(residuals, qs))
-
-
-def median_or_nan(values: Sequence[float]) -> float:
-    return float(np.median(values)) if len(values) else math.nan

@@ -76,7 +76,7 @@ def held_out(data: PublicBenchmarks, protocol: str, groups: Sequence[str] | None
     folds: dict[str, list[int]] = {}
     for i in rows:
         folds.setdefault(key(data, data.rows[i]), []).append(i)
-    group_of = {i: g for g, members in public.group_rows(data).items() for i in members}
+    group_of = public.row_groups(data)
     out = []
     for fold, members in folds.items():
         fits = public.fit_groups(data, functools.partial(_in_fold, data, key, fold), groups)
@@ -101,7 +101,7 @@ def residual_quantiles(data: PublicBenchmarks, predictions: Iterable[Prediction]
     """Quantiles of log(measured / predicted) over ``predictions`` of ``group`` and ``kind``
     ("tg"/"pp"); of the kind over every group where the group has fewer than ``MIN_BAND_ROWS``."""
     mine, every = [], []
-    groups = {i: g for g, members in public.group_rows(data).items() for i in members}
+    groups = public.row_groups(data)
     for p in predictions:
         if public.kind(data.rows[p.row]) != kind:
             continue
@@ -118,7 +118,7 @@ def residual_quantiles(data: PublicBenchmarks, predictions: Iterable[Prediction]
 def banded(data: PublicBenchmarks, predictions: Sequence[Prediction], protocol: str) -> tuple[Prediction, ...]:
     """``predictions`` with each fold's band built from the other folds' residuals."""
     key = PROTOCOLS[protocol]
-    groups = {i: g for g, members in public.group_rows(data).items() for i in members}
+    groups = public.row_groups(data)
     fold_of = [key(data, data.rows[p.row]) for p in predictions]
     cache: dict[tuple[str, str, str], np.ndarray] = {}
     out = []
@@ -155,7 +155,7 @@ def cell(predictions: Iterable[Prediction]) -> Cell:
 
 def matrix(data: PublicBenchmarks, predictions: Sequence[Prediction]) -> dict[tuple[str, str, str, str], Cell]:
     """``cell`` of the predictions of each (group, dense/MoE, tg/pp, short/long)."""
-    groups = {i: g for g, members in public.group_rows(data).items() for i in members}
+    groups = public.row_groups(data)
     by: dict[tuple[str, str, str, str], list[Prediction]] = {}
     for p in predictions:
         row = data.rows[p.row]
