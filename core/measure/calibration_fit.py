@@ -257,8 +257,14 @@ def _fit_at(d: Design, overlap: float) -> tuple[Array, float]:
 
 def fit(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float]:
     """(unknowns, overlap) with the least summed relative error."""
+    u, overlap, _ = fit_scored(d, overlaps)
+    return u, overlap
+
+
+def fit_scored(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float, float]:
+    """(unknowns, overlap, summed relative error) with the least summed relative error."""
     best = min(((*_fit_at(d, o), o) for o in overlaps), key=lambda r: r[1])
-    return best[0], best[2]
+    return best[0], best[2], best[1]
 
 
 def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: MachineProfile,

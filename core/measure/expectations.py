@@ -70,31 +70,44 @@ def vendor_of(name: str) -> str:
 
 
 ANY = "any format"
-PUBLIC_CACHE_FORMAT = 2       # bump when what ``_fitted_backend`` computes changes
+PUBLIC_CACHE_FORMAT = 3       # bump when what ``_fitted_backend`` computes changes
+
+
+Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float]]]   # (fit, peaks, offsets)
 
 
 @functools.lru_cache(maxsize=64)
 def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
-    """The group's calibration for one machine: when ``key`` (the preset's published twin, or
+    """The group's calibration for one machine. When ``key`` (the preset's published twin, or
     its own key) is among the published machines, compute factors are rescaled to the preset's
-    own FP16 peak (the tables count GeForce FP16 at FP16 accumulate, presets at FP32)."""
+    own FP16 peak (the tables count GeForce FP16 at FP16 accumulate, presets at FP32), and its
+    own offset (``public.machine_offsets``: how its published rows ran against the group's fit)
+    applies to the central figure and the band alike."""
     kept = _backend(group)
     if kept is None:
         return None
-    cal, peaks = kept
+    cal, peaks, offsets = kept
     scale = peaks[key] / fp16 if key in peaks and fp16 > 0 else 1.0
-    if scale == 1.0:
+    tg, pp = offsets.get(key, (1.0, 1.0))
+    if (scale, tg, pp) == (1.0, 1.0, 1.0):
         return cal
+    from rooflab.core.measure.public_fit import scaled
 
     def rescaled(r: Rates) -> Rates:
         # at most the preset's own peak: an expected figure is never above its ceiling, even where
         # llama.cpp's FP16-accumulate kernels outrun a GeForce peak stated at FP32 accumulate
-        return dataclasses.replace(r, prefill_flops={k: min(1.0, v * scale) for k, v in r.prefill_flops.items()},
-                                   decode_flops={k: min(1.0, v * scale) for k, v in r.decode_flops.items()},
-                                   attention_flops=None if r.attention_flops is None else
-                                   min(1.0, r.attention_flops * scale))
+        r = dataclasses.replace(r, prefill_flops={k: min(1.0, v * scale) for k, v in r.prefill_flops.items()},
+                                decode_flops={k: min(1.0, v * scale) for k, v in r.decode_flops.items()},
+                                attention_flops=None if r.attention_flops is None else
+                                min(1.0, r.attention_flops * scale),
+                                flash_attention_flops=None if r.flash_attention_flops is None else
+                                min(1.0, r.flash_attention_flops * scale))
+        return scaled(r, tg, pp)
 
-    return dataclasses.replace(cal, central=rescaled(cal.central), replicates=tuple(map(rescaled, cal.replicates)))
+    note = (f"{key}'s own published rows: generation x{tg:.2f}, prompt processing x{pp:.2f} of the "
+            f"{group} fit",) if key in offsets else ()
+    return dataclasses.replace(cal, central=rescaled(cal.central), replicates=tuple(map(rescaled, cal.replicates)),
+                               notes=cal.notes + note)
 
 
 def data_digest() -> str:
@@ -114,7 +127,7 @@ def shipped_path() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped(digest: str) -> dict[str, tuple[EngineCalibration, dict[str, float]]] | None:
+def _shipped(digest: str) -> dict[str, Kept] | None:
     """The shipped fits when they were made from the data as it is now, else None."""
     from rooflab.core.files.safe_json import read_json
 
@@ -126,12 +139,24 @@ def _shipped(digest: str) -> dict[str, tuple[EngineCalibration, dict[str, float]
     return found[1] if found[0] == digest else None
 
 
-def _fits(data: dict[str, Any]) -> tuple[str, dict[str, tuple[EngineCalibration, dict[str, float]]]]:
+def _fits(data: dict[str, Any]) -> tuple[str, dict[str, Kept]]:
     if data.get("fit_format") != PUBLIC_CACHE_FORMAT:
         raise TypeError("made by another version of the fit")
     peaks = {str(k): float(v) for k, v in data["peaks"].items()}
-    return str(data["digest"]), {str(g): (store.printable_calibration(EngineCalibration.from_dict(c)), peaks)
-                                 for g, c in data["groups"].items()}
+    offsets = data["offsets"]
+    return str(data["digest"]), {str(g): (store.printable_calibration(EngineCalibration.from_dict(c)), peaks,
+                                          _offsets(offsets[g])) for g, c in data["groups"].items()}
+
+
+def _offsets(data: Any) -> dict[str, tuple[float, float]]:
+    """A stored {machine: [generation, prompt processing]} object, each a positive number."""
+    out = {}
+    for k, v in data.items():
+        tg, pp = (float(x) for x in v)
+        if not (0 < tg < 100 and 0 < pp < 100):
+            raise ValueError(f"offset of {k} out of range")
+        out[str(k)] = (tg, pp)
+    return out
 
 
 def write_shipped_fits(path: Path | None = None) -> Path:
@@ -143,14 +168,16 @@ def write_shipped_fits(path: Path | None = None) -> Path:
     peaks = next(iter(kept.values()))[1] if kept else {}
     target = path or shipped_path()
     write_record(target, {"fit_format": PUBLIC_CACHE_FORMAT, "digest": data_digest(), "peaks": peaks,
-                          "groups": {g: f[0].to_dict() for g, f in kept.items()}})
+                          "groups": {g: f[0].to_dict() for g, f in kept.items()},
+                          "offsets": {g: {k: list(v) for k, v in f[2].items()} for g, f in kept.items()}})
     _shipped.cache_clear()
     return target
 
 
 @functools.lru_cache(maxsize=8)
-def _backend(group: str) -> tuple[EngineCalibration, dict[str, float]] | None:
-    """(the group's calibration, each published machine's FP16 peak): the shipped fit when it is
+def _backend(group: str) -> Kept | None:
+    """(the group's calibration, each published machine's FP16 peak, the group's machines'
+    offsets): the shipped fit when it is
     current, else fitted once per version of the data and kept in the cache folder (fitting and
     scoring it leave one machine out takes seconds a window's start should not pay)."""
     digest = data_digest()
@@ -164,24 +191,25 @@ def _backend(group: str) -> tuple[EngineCalibration, dict[str, float]] | None:
     fitted = _fitted_group(group)
     if fitted is not None:
         try:
-            write_record(path, {"calibration": fitted[0].to_dict(), "peaks": fitted[1]})
+            write_record(path, {"calibration": fitted[0].to_dict(), "peaks": fitted[1],
+                                "offsets": {k: list(v) for k, v in fitted[2].items()}})
         except OSError as exc:          # a cache that cannot be written costs time, not the figure
             log.info("cannot keep %s: %s", path, exc)
     return fitted
 
 
-def _cached(data: dict[str, Any]) -> tuple[EngineCalibration, dict[str, float]]:
+def _cached(data: dict[str, Any]) -> Kept:
     peaks = data["peaks"]
     if not isinstance(peaks, dict):
         raise TypeError("peaks must be an object")
     return (store.printable_calibration(EngineCalibration.from_dict(data["calibration"])),
-            {str(k): float(v) for k, v in peaks.items()})
+            {str(k): float(v) for k, v in peaks.items()}, _offsets(data["offsets"]))
 
 
 BAND_REPLICATES = 25          # replicates that make an expected figure's band
 
 
-def _fitted_group(group: str) -> tuple[EngineCalibration, dict[str, float]] | None:
+def _fitted_group(group: str) -> Kept | None:
     """The group's factors as relative rates; the band from leaving one machine out: each
     replicate the central rates scaled by one quantile of measured / predicted over held-out
     rows (generation and prompt processing apart), so the band is the spread unseen machines
@@ -216,7 +244,8 @@ def _fitted_group(group: str) -> tuple[EngineCalibration, dict[str, float]] | No
         machine_bandwidth=1.0, machine_flops=1.0, central=central, replicates=replicates,
         accuracy=accuracy, source="public", points=len(rows[group]),
         notes=(f"llama.cpp on {group}: {len(machines)} machines, {len(rows[group])} published results",))
-    return cal, {m.key: m.peak_fp16 for m in data.machines}
+    offsets = public.machine_offsets(data, fits, machines)
+    return cal, {m.key: m.peak_fp16 for m in data.machines}, offsets
 
 
 BACKEND_NAMES = {"cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}

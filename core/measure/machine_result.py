@@ -150,6 +150,7 @@ class MachineMeasurement:
             name=f"This machine, measured ({self.device_name})", kind=kind, bandwidth=read,
             peak_flops=flops, memory=self.memory_total or (fallback.memory if fallback else 1.0),
             default_dtype=default, sources=sources, key=MEASURED_KEY,
+            cores=self.threads if kind == "cpu" and isinstance(self.threads, int) and 0 < self.threads <= 4096 else 0,
             notes=f"measured {self.date} on {self.device} with {self.threads} threads, torch {self.torch_version}")
 
     def _bandwidth_source(self) -> str:

@@ -12,13 +12,15 @@ A fit gives each group its shares of B and C (dense multiplies and routed expert
 fixed seconds per pass and per layer and the overlap of the two clocks; a prediction runs the
 same clocks with the ``Efficiency`` those make for the model (``predict.expected``). Out of
 sample (``public_score``): each source, model family or machine predicted by a fit without it.
-Left out: builds, flash attention and ubatch differences (rows of one machine with either count
-alike), partial offload and several devices (the placement model's), CPU thread counts."""
+A row's -ub and -fa are part of its workload (rows per multiply and the attention kernel's rate).
+Left out: builds (rows of one machine with either count alike), partial offload and several
+devices (the placement model's), CPU thread counts."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -75,10 +77,19 @@ def tokens_per_second(data: PublicBenchmarks, row: PublicRow, efficiency: Effici
     spec = spec_of(data, row)
     machine = machine_profile(data.machine(row.machine), efficiency)
     n, depth = int(row.test.tokens), int(row.source.depth)
+    workload = workload_of(row)
     if row.test.kind == "decode":
-        steps = decode_pass(spec, machine, Workload(), context=depth + np.arange(n, dtype=np.float64), batch=1)
+        steps = decode_pass(spec, machine, workload, context=depth + np.arange(n, dtype=np.float64), batch=1)
         return n / float(np.sum(steps.seconds))
-    return n / float(prefill_pass(spec, machine, Workload(prompt=n), prompt=n, context=depth).seconds)
+    return n / float(prefill_pass(spec, machine, workload, prompt=n, context=depth).seconds)
+
+
+def workload_of(row: PublicRow) -> Workload:
+    """The workload ``row`` ran: its prompt, llama-bench's -ub (at most its -b) and -fa (unstated:
+    512, 2048 and off, llama-bench's defaults when most rows were published)."""
+    s = row.source
+    ubatch = min(s.ubatch or public_fit.DEFAULT_UBATCH, s.batch or public_fit.DEFAULT_BATCH)
+    return Workload(prompt=max(1, int(row.test.tokens)), ubatch=ubatch, flash_attention=bool(s.flash_attention))
 
 
 # --- the fit ----------------------------------------------------------------------------------
@@ -143,12 +154,45 @@ def expert_ratio(fits: dict[str, public_fit.Factors]) -> float:
     return float(np.median(ratios)) if ratios else 1.0
 
 
-def predict_row(data: PublicBenchmarks, row: PublicRow, rates: Rates) -> float:
+def predict_row(data: PublicBenchmarks, row: PublicRow, rates: Rates, offset: Offset | None = None) -> float:
     """tokens/s the factors ``rates`` (a relative ``Rates``) expect for ``row``, priced by the
-    clocks every expected figure uses."""
+    clocks every expected figure uses; ``offset``: its machine's own (``machine_offsets``)."""
     machine = machine_profile(data.machine(row.machine))
+    if offset is not None:
+        rates = public_fit.scaled(rates, *offset)
     eff = efficiency_for(spec_of(data, row), machine, rates, dtype="fp16", relative=True)
     return tokens_per_second(data, row, eff)
+
+
+Offset = tuple[float, float]      # (generation, prompt processing): a machine's measured / its group's figure
+SHRINK = 1.0                      # sources of a machine's own that weigh as much as its group's figure
+
+
+def machine_offsets(data: PublicBenchmarks, fits: dict[str, public_fit.Factors], machines: Iterable[str],
+                    leave_out: Callable[[PublicRow], bool] | None = None) -> dict[str, Offset]:
+    """Each of ``machines``' own factor for generation and for prompt processing: how far its
+    fitted rows (but those ``leave_out`` picks) ran from its group's fit, the geometric median
+    of measured / predicted shrunk toward 1 by the number of sources s that show it,
+    ratio ** (s / (s + ``SHRINK``)). A machine's chip, clocks and driver, which no group term
+    knows, carry from one page to the next; a machine without rows of its own gets none."""
+    wanted, groups = set(machines), row_groups(data)
+    ratio = expert_ratio(fits)
+    logs: dict[tuple[str, str], list[float]] = {}
+    sources: dict[tuple[str, str], set[str]] = {}
+    for i, g in groups.items():
+        row = data.rows[i]
+        if row.machine not in wanted or g not in fits or (leave_out is not None and leave_out(row)):
+            continue
+        k = (row.machine, kind(row))
+        logs.setdefault(k, []).append(math.log(row.tokens_per_second / predict_row(data, row, fits[g].rates(ratio))))
+        sources.setdefault(k, set()).add(row.source.url)
+    out = {}
+    for m in wanted:
+        tg, pp = ((math.exp(float(np.median(logs[(m, x)])) * len(sources[(m, x)]) / (len(sources[(m, x)]) + SHRINK))
+                   if (m, x) in logs else 1.0) for x in ("tg", "pp"))
+        if (m, "tg") in logs or (m, "pp") in logs:
+            out[m] = (tg, pp)
+    return out
 
 
 def backends(data: PublicBenchmarks | None = None) -> tuple[str, ...]:

@@ -5,16 +5,21 @@ A local calibration (``calibration_fit``) fits absolute rates on one machine. Pu
 come from many machines, so here each row's bytes are divided by its machine's bandwidth B and
 its FLOPs by its FP16 peak C before the same linear fit:
 
-    t = o + o_L x L + a x sum_f(W_f / (eta_f B)) + a x K / (eta_kv B) + c x sum_g(F_g / (kappa_g C))
+    t = o + o_L x L + a x sum_f(W_f / (eta_f B)) + a x K / (eta_kv B)
+          + c x [sum_g(F_g x (1 + r0 / r_g) / (kappa_g C)) + A / (alpha_fa C)]
 
 with ``eta_f`` the share of B that weights of format class f stream at in a decode step,
 ``eta_kv`` the cache's, ``kappa_g`` the share of C that multiplies on weights of class g reach
-(routed experts apart: llama.cpp's expert multiply gives each expert a few rows of the ubatch and
-runs far below dense rates), ``o`` a fixed cost per pass in seconds (Apple chips pay milliseconds
-a token) and ``o_L`` one per layer. A row's time is the test's: a tgN row is one decode step at
-the mean context of its N steps (and its depth), a ppN row one prefill of N tokens after its
-depth. Rows are fitted per group: the back end, and Vulkan per GPU vendor (NVIDIA's Vulkan
-driver reaches several times Intel Arc's share of the peak).
+at many rows (routed experts apart: llama.cpp's expert multiply runs below dense rates),
+``r_g`` the rows each multiply of the pass gets (the ubatch's tokens, min(n, -ub); a routed
+expert ubatch x used / count of them) and ``r0`` the rows at which a multiply reaches half its
+rate (chosen on a grid, as the overlap is), ``A`` a prefill's attention arithmetic at
+``alpha_fa``, its rate with or without flash attention as the row ran, ``o`` a fixed cost per
+pass in seconds (Apple chips pay milliseconds a token) and ``o_L`` one per layer. A row's
+time is the test's: a tgN row is one decode step at the mean context of its N steps (and its
+depth), a ppN row one prefill of N tokens after its depth. Rows are fitted per group: the back
+end, and Vulkan per GPU vendor (NVIDIA's Vulkan driver reaches several times Intel Arc's share
+of the peak).
 
 What the fit gives is a ``Rates`` of factors (``source == "public"`` calibrations are read as
 factors of the machine's B and C by ``predict.expected``), so a preset and a machine the user
@@ -24,6 +29,7 @@ several devices) are left to the placement model and not fitted here."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -32,7 +38,7 @@ from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
-from rooflab.core.measure.calibration_fit import OVERLAPS, Design, Unknowns, fit
+from rooflab.core.measure.calibration_fit import OVERLAPS, Design, Unknowns, fit_scored
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import EXPERTS, Shares
 from rooflab.core.values.calibration import FORMAT_CLASSES, Rates
@@ -42,6 +48,8 @@ Array = NDArray[np.float64]
 MAX_FACTOR = 1.0          # a fitted share of a peak; above it the machine's figure is wrong, not the fit
 KV_TYPE = "f16"           # llama-bench's default cache type
 ATTENTION_SHARE = 0.1     # a prefill's attention share of its FLOPs that lets the fit see attention's own rate
+ROWS_HALF = (0.0, 8.0, 32.0, 128.0, 512.0)   # the grid r0 is chosen on (rows per multiply at half rate)
+DEFAULT_UBATCH, DEFAULT_BATCH = 512, 2048    # llama-bench's -ub and -b where a row does not say
 CACHE_SHARE = 0.15        # a decode step's cache share of its bytes that lets the fit see the cache's own rate
 
 
@@ -80,6 +88,9 @@ class RowPass:
     attention_flops: float    # a prefill's attention arithmetic (its n² term)
     prefill: bool
     layers: float
+    flash: bool               # the row ran with flash attention (-fa 1; unstated: off, llama-bench's old default)
+    rows: float               # rows per dense multiply of a prefill pass: min(n, -ub, -b)
+    expert_rows: float        # rows per routed expert: rows x used / count
 
 
 def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
@@ -96,9 +107,12 @@ def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
         flops, seconds = float(work.prefill_flops(spec, n, depth, 1)), n / row.tokens_per_second
     attention = float(work.attention_flops(spec, n, depth)) if row.test.kind != "decode" else 0.0
     experts = shares.flops.get(EXPERTS, 0.0)
+    rows = float(min(n, row.source.ubatch or DEFAULT_UBATCH, row.source.batch or DEFAULT_BATCH))
+    spread = spec.experts_used / spec.experts if spec.is_moe else 1.0
     return RowPass(seconds=seconds, bytes=nbytes, cache=cache, dense_flops=(flops - attention) * (1.0 - experts),
                    expert_flops=(flops - attention) * experts, attention_flops=attention,
-                   prefill=row.test.kind != "decode", layers=float(spec.layers))
+                   prefill=row.test.kind != "decode", layers=float(spec.layers),
+                   flash=bool(row.source.flash_attention), rows=rows, expert_rows=max(1.0, rows * spread))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +121,17 @@ class GroupData:
 
     group: str
     rows: tuple[int, ...]             # indices into PublicBenchmarks.rows
-    design: Design
+    design: Design                    # FLOP columns: dense, routed experts, attention, attention with -fa
+    multiply_rows: NDArray[np.float64]   # (n, 2): rows per dense multiply and per routed expert
+
+    def at_rows_half(self, rows_half: float, mask: NDArray[np.bool_] | None = None) -> Design:
+        """The design with each multiply's FLOPs weighted by 1 + r0 / rows (``mask``: only those rows)."""
+        d = self.design
+        if rows_half > 0:
+            flops = d.flops.copy()
+            flops[:, :2] *= 1.0 + rows_half / self.multiply_rows
+            d = dataclasses.replace(d, flops=flops)
+        return d if mask is None else d.subset(mask)
 
 
 def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[PublicRow], ModelSpec],
@@ -127,13 +151,15 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
     c = np.array([m.peak_fp16 for m in machines])
     # a batch-1 decode step does ~2 FLOP a weight byte: its arithmetic never binds on these
     # machines, so its rows carry no FLOP column (the decode rate is taken to be the dense one)
-    flops = np.array([[p.dense_flops, p.expert_flops, p.attention_flops] if p.prefill else [0.0, 0.0, 0.0]
+    flops = np.array([[p.dense_flops, p.expert_flops, 0.0 if p.flash else p.attention_flops,
+                       p.attention_flops if p.flash else 0.0] if p.prefill else [0.0] * 4
                       for p in passes]) / c[:, None]
     total = flops.sum(axis=1)
-    if not np.any(flops[:, 2] > ATTENTION_SHARE * total):
-        # no row spends enough on attention to tell its rate apart: it rides with the dense one
-        flops[:, 0] += flops[:, 2]
-        flops[:, 2] = 0.0
+    for column in (2, 3):
+        if not np.any(flops[:, column] > ATTENTION_SHARE * total):
+            # no row spends enough on this attention to tell its rate apart: it rides with the dense one
+            flops[:, 0] += flops[:, column]
+            flops[:, column] = 0.0
     weights, cache = np.array([p.bytes for p in passes]), np.array([p.cache for p in passes])
     if not np.any(cache > CACHE_SHARE * (weights + cache)):
         weights, cache = weights + cache, np.zeros_like(cache)
@@ -142,7 +168,8 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
                     layers=np.array([p.layers for p in passes]),
                     model=np.zeros(len(passes), dtype=np.int64), small=np.zeros(len(passes), dtype=bool),
                     weight=_balanced(data, rows))
-    return GroupData(group=group, rows=tuple(rows), design=design)
+    multiply_rows = np.array([[p.rows, p.expert_rows] for p in passes], dtype=np.float64)
+    return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows)
 
 
 def _balanced(data: PublicBenchmarks, rows: Sequence[int]) -> Array:
@@ -165,10 +192,12 @@ class Factors:
     dense: float
     experts: float | None
     attention: float | None   # a prefill's attention arithmetic; None: no fitted row had enough of it
+    flash_attention: float | None   # the same with flash attention
     decode: float             # the decode step's FLOP/s share: the dense one (batch-1 rows cannot tell)
     pass_seconds: float
     layer_seconds: float
     overlap: float
+    rows_half: float = 0.0    # r0: rows per multiply at half rate
 
     def rates(self, expert_ratio: float) -> Rates:
         """As the calibration form's ``Rates`` of factors: every format class at the one
@@ -180,24 +209,28 @@ class Factors:
                      prefill_flops={**{k: self.dense for k in every}, EXPERTS: experts},
                      decode_flops={**{k: self.decode for k in every}, EXPERTS: self.decode},
                      cache_bandwidth=self.cache, pass_seconds=self.pass_seconds,
-                     layer_seconds=self.layer_seconds, overlap=self.overlap, attention_flops=self.attention)
+                     layer_seconds=self.layer_seconds, overlap=self.overlap, attention_flops=self.attention,
+                     flash_attention_flops=self.flash_attention, rows_half=self.rows_half)
 
 
 def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
-    """The terms fitted to ``g``'s rows (``mask``: only those)."""
-    d = g.design if mask is None else g.design.subset(mask)
-    u, overlap = fit(d, OVERLAPS)
+    """The terms fitted to ``g``'s rows (``mask``: only those), r0 chosen on ``ROWS_HALF`` as the
+    one with the least summed relative error."""
+    best = min(((*fit_scored(g.at_rows_half(r0, mask), OVERLAPS), r0) for r0 in ROWS_HALF), key=lambda f: f[2])
+    u, overlap, _, rows_half = best
+    d = g.at_rows_half(rows_half, mask)
     at = Unknowns.of(d)
     pre = u[at.prefill]
     seen_experts = bool((d.flops[:, 1] * d.prefill).sum() > 0)
-    seen_attention = bool(d.flops[:, 2].sum() > 0)       # a column only where ``group_data`` kept one
+    seen = d.flops[:, 2:4].sum(axis=0) > 0      # attention columns only where ``group_data`` kept them
     saw_cache = bool(d.cache.sum() > 0)
     return Factors(bandwidth=_factor(u[at.bandwidth][0]),
                    cache=_factor(u[at.cache]) if saw_cache else _factor(u[at.bandwidth][0]), dense=_factor(pre[0]),
                    experts=_factor(pre[1]) if seen_experts else None, decode=_factor(pre[0]),
-                   attention=_factor(pre[2]) if seen_attention else None,
+                   attention=_factor(pre[2]) if seen[0] else None,
+                   flash_attention=_factor(pre[3]) if seen[1] else None,
                    pass_seconds=float(min(u[at.pass_seconds], 1.0)),
-                   layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap)
+                   layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap, rows_half=rows_half)
 
 
 def _factor(inverse: float) -> float:
@@ -210,13 +243,16 @@ def scaled(rates: Rates, decode: float, prefill: float) -> Rates:
     """``rates`` with every decode-side term (bandwidths, decode FLOP/s, fixed costs) times
     ``decode`` and the prefill FLOP/s times ``prefill``: a pass bound by either then runs that
     many times faster (its fixed costs divided alike). Every share stays at most 1: a band's
-    fast edge is never above the ceiling, however far faster some held-out rows were."""
-    def cap(value: float) -> float:
+    fast edge, or a machine's offset, is never above the ceiling, however far faster some rows
+    were."""
+    def limit(value: float) -> float:
         return min(MAX_FACTOR, value)
 
-    return Rates(bandwidth={k: cap(v * decode) for k, v in rates.bandwidth.items()},
-                 prefill_flops={k: cap(v * prefill) for k, v in rates.prefill_flops.items()},
-                 decode_flops={k: cap(v * decode) for k, v in rates.decode_flops.items()},
-                 cache_bandwidth=cap(rates.cache_bandwidth * decode), pass_seconds=rates.pass_seconds / decode,
+    return Rates(bandwidth={k: limit(v * decode) for k, v in rates.bandwidth.items()},
+                 prefill_flops={k: limit(v * prefill) for k, v in rates.prefill_flops.items()},
+                 decode_flops={k: limit(v * decode) for k, v in rates.decode_flops.items()},
+                 cache_bandwidth=limit(rates.cache_bandwidth * decode), pass_seconds=rates.pass_seconds / decode,
                  layer_seconds=rates.layer_seconds / decode, overlap=rates.overlap,
-                 attention_flops=None if rates.attention_flops is None else cap(rates.attention_flops * prefill))
+                 attention_flops=None if rates.attention_flops is None else limit(rates.attention_flops * prefill),
+                 flash_attention_flops=None if rates.flash_attention_flops is None
+                 else limit(rates.flash_attention_flops * prefill), rows_half=rates.rows_half)

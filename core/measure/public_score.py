@@ -3,7 +3,9 @@ its band holds them.
 
 Three protocols, each a fit per group without the left-out rows: leave one source out (a page
 and the rows read from it), leave one model family out (all sizes and formats of a family, MoE
-apart from dense), leave one machine out. Every row is scored by the fit that did not see it.
+apart from dense), leave one machine out. Every row is scored by the fit that did not see it,
+with its machine's own offset (``public.machine_offsets``) from that fit's rows where it has any:
+none when its machine is left out.
 
 The band: an expected figure's 16-84 % band is the central figure times the 16th and 84th
 percentiles of measured / predicted over out-of-sample rows of its group and test kind (pooled
@@ -79,15 +81,17 @@ def held_out(data: PublicBenchmarks, protocol: str, groups: Sequence[str] | None
     group_of = public.row_groups(data)
     out = []
     for fold, members in folds.items():
-        fits = public.fit_groups(data, functools.partial(_in_fold, data, key, fold), groups)
+        leave = functools.partial(_in_fold, data, key, fold)
+        fits = public.fit_groups(data, leave, groups)
         ratio = public.expert_ratio(fits)
+        offsets = public.machine_offsets(data, fits, {data.rows[i].machine for i in members}, leave)
         for i in members:
             factors = fits.get(group_of[i])
             if factors is None:
                 continue
             row = data.rows[i]
-            out.append(Prediction(row=i, measured=row.tokens_per_second,
-                                  predicted=public.predict_row(data, row, factors.rates(ratio))))
+            out.append(Prediction(row=i, measured=row.tokens_per_second, predicted=public.predict_row(
+                data, row, factors.rates(ratio), offsets.get(row.machine))))
     return tuple(sorted(out, key=lambda p: p.row))
 
 

@@ -113,25 +113,38 @@ def combined_seconds(memory: ArrayLike, compute: ArrayLike, overlap: float = 1.0
 
 
 def compute_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike, *, decode: bool = False,
-                  attention: ArrayLike = 0.0) -> Array:
+                  attention: ArrayLike = 0.0, rows: ArrayLike | None = None) -> Array:
     """Seconds of ``flops`` at the machine's peak for the workload's dtype times its compute
     factor (a decode step's own where it has one); ``attention``, the part of ``flops`` that is
-    a prefill's n² arithmetic, at its own factor where one is fitted. Every pass's compute
-    clock, on one device, several or a placement's device part."""
+    a prefill's n² arithmetic, at its own factor where one is fitted (with or without flash
+    attention, as the workload says); ``rows``: a prefill's rows per multiply, which scale the
+    weight multiplies' factor by r / (r + R) (``Efficiency.rows_factor``). On a CPU the peak is
+    the share of its cores the workload's threads use (``MachineProfile.thread_share``). Every
+    pass's compute clock, on one device, several or a placement's device part."""
     eff = machine.efficiency
     factor = eff.decode_compute_factor if decode else eff.compute
-    peak = machine.flops(workload.compute_dtype)
+    if rows is not None and not decode and eff.rows_half > 0:
+        factor = factor * eff.rows_factor(rows)
+    peak = machine.flops(workload.compute_dtype) * machine.thread_share(workload.threads)
     att = np.asarray(attention, dtype=np.float64)
-    return (np.asarray(flops, dtype=np.float64) - att) / (peak * factor) + att / (peak * eff.attention_compute_factor)
+    return ((np.asarray(flops, dtype=np.float64) - att) / (peak * factor)
+            + att / (peak * eff.attention_factor(workload.flash_attention)))
+
+
+def prefill_rows(workload: Workload, prompt: ArrayLike, batch: ArrayLike) -> Array:
+    """Rows per multiply of a prefill of ``batch`` prompts of ``prompt`` tokens: the tokens one
+    ubatch computes at once, min(b x n, -ub)."""
+    return np.minimum(np.asarray(batch, dtype=np.float64) * np.asarray(prompt, dtype=np.float64),
+                      float(workload.ubatch))
 
 
 def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cache_bytes: Array,
-           flops: Array, *, decode: bool = False, attention: ArrayLike = 0.0) -> Pass:
+           flops: Array, *, decode: bool = False, attention: ArrayLike = 0.0, rows: ArrayLike | None = None) -> Pass:
     # every byte on the one memory: the workload's offload share is a placement (``report.placed``
     # turns it into llama.cpp's layers, priced by ``offload``), never a share of these clocks
     eff = machine.efficiency
     mem = memory_seconds(machine, weight_bytes + cache_bytes)
-    comp = compute_clock(machine, workload, flops, decode=decode, attention=attention)
+    comp = compute_clock(machine, workload, flops, decode=decode, attention=attention, rows=rows)
     seconds = combined_seconds(mem, comp, eff.overlap) + eff.step_overhead
     w, c, f, m, k, s = np.broadcast_arrays(weight_bytes, cache_bytes, flops, mem, comp, seconds)
     return Pass(w, c, f, m, k, s)
@@ -160,4 +173,5 @@ def prefill_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *
     b = workload.batch if batch is None else batch
     weights, cache = work.prefill_weight_and_cache_bytes(spec, n, t, workload.kv_type, b)
     attention = np.asarray(b, dtype=np.float64) * work.attention_flops(spec, n, t)
-    return _clock(machine, workload, weights, cache, work.prefill_flops(spec, n, t, b), attention=attention)
+    return _clock(machine, workload, weights, cache, work.prefill_flops(spec, n, t, b), attention=attention,
+                  rows=prefill_rows(workload, n, b))

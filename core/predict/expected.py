@@ -130,10 +130,28 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
         host_b = _factor(_mixed(host, "bandwidth", bytes_, set()))
         host_c = _factor(_mixed(host, "prefill_flops", flops, set()))
     attention = None if rates.attention_flops is None else _factor(rates.attention_flops * scale_c / c)
+    flash = None if rates.flash_attention_flops is None else _factor(rates.flash_attention_flops * scale_c / c)
     return Efficiency(bandwidth=_factor(bandwidth / b), compute=_factor(prefill / c),
                       decode_compute=_factor(decode / c), kv_read_factor=_factor(bandwidth / cache),
                       step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers),
-                      overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c, attention_compute=attention)
+                      overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c, attention_compute=attention,
+                      flash_attention_compute=flash, rows_half=rows_half(spec, rates, flops))
+
+
+def rows_half(spec: ModelSpec, rates: Rates, flops: dict[str, float]) -> float:
+    """The model's rows-per-multiply constant R: with the fitted r0 (``rates.rows_half``), a
+    multiply of class k and r rows takes t_k x (1 + r0 / r_k); dense multiplies get the pass's
+    rows r, each routed expert r x used / count, so a pass of r rows takes
+    t x (1 + R / r) with R = r0 x sum_k(time share_k x r / r_k)."""
+    if rates.rows_half <= 0:
+        return 0.0
+    times = {k: share / rates.rate("prefill_flops", k)[0] for k, share in flops.items()}
+    total = sum(times.values())
+    if total <= 0:
+        return 0.0
+    spread = spec.experts / spec.experts_used if spec.is_moe and spec.experts_used else 1.0
+    weight = sum(t * (spread if k == EXPERTS else 1.0) for k, t in times.items()) / total
+    return float(min(1e6, rates.rows_half * weight))
 
 
 @dataclass(frozen=True, kw_only=True)

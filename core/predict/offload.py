@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import BatchSweep
-from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, memory_seconds
+from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, compute_clock, memory_seconds
 from rooflab.core.predict.crossover import first_crossing
 from rooflab.core.predict.footprint import memory_grid
 from rooflab.core.predict.host_part import (
@@ -95,13 +95,12 @@ def _rows(spec: ModelSpec, part: Part, tokens: Array) -> Array:
 
 
 def _clock(machine: MachineProfile, workload: Workload, weights: Array, cache: Array, flops: Array,
-           *, decode: bool) -> Pass:
-    """The device part's clocks, combined as ``clocks`` combines them (the efficiency's overlap
-    and decode compute factor; per-step overhead left to the caller)."""
+           *, decode: bool, rows: ArrayLike | None = None) -> Pass:
+    """The device part's clocks, combined as ``clocks`` combines them (the efficiency's overlap,
+    decode compute factor and rows per multiply; per-step overhead left to the caller)."""
     eff = machine.efficiency
-    factor = eff.decode_compute_factor if decode else eff.compute
     mem = memory_seconds(machine, weights + cache)
-    comp = flops / (machine.flops(workload.compute_dtype) * factor)
+    comp = compute_clock(machine, workload, flops, decode=decode, rows=rows)
     w, c, f, m, k = np.broadcast_arrays(weights, cache, flops, mem, comp)
     return Pass(w, c, f, m, k, combined_seconds(m, k, eff.overlap))
 
@@ -175,7 +174,8 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
 
     shape = np.broadcast(n, t, b).shape
     device, host, sub = _parts_work(spec, machine, placement, n * b, shape, price)
-    placed = _placed(machine, spec, placement, _clock(machine, workload, *device, decode=False),
+    rows = np.minimum(n * b, float(workload.ubatch))
+    placed = _placed(machine, spec, placement, _clock(machine, workload, *device, decode=False, rows=rows),
                      host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False), n * b)
     if not pipelines(spec, placement):
         return placed

@@ -199,7 +199,8 @@ def _pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Paral
     eff = machine.efficiency
     w, c, f = weights * share, cache * share * kv_copies(spec, p), flops * share
     mem = memory_seconds(machine, w + c)
-    comp = compute_clock(machine, workload, f, decode=decode, attention=np.asarray(attention) * share)
+    comp = compute_clock(machine, workload, f, decode=decode, attention=np.asarray(attention) * share,
+                         rows=None if decode else np.minimum(tokens, float(workload.ubatch)))
     turns: float | Array = p.devices if p.mode == "layer" else 1       # layer split: the devices in turn
     comm = communication_seconds(spec, p, tokens)
     if p.mode == "layer" and not decode:

@@ -11,7 +11,11 @@ after what it costs:
 - ``cache_bandwidth``: bytes/s at which a decode step's attention gets through the cache (an
   attention kernel slower than memory shows as a rate below the memory's);
 - ``pass_seconds`` + ``layer_seconds`` x layers: the fixed cost of one forward pass;
-- ``overlap``: the share of the shorter clock (memory or compute) hidden under the longer.
+- ``overlap``: the share of the shorter clock (memory or compute) hidden under the longer;
+- ``attention_flops`` / ``flash_attention_flops``: FLOP/s of a prefill's attention arithmetic
+  without and with flash attention;
+- ``rows_half``: the rows per multiply at which a prefill's multiplies reach half their rate
+  (routed experts get ubatch x used / count rows each).
 
 A format class the fit never saw takes the geometric mean of the classes it did (and says
 so). Replicates (the fit redone on resampled data) carry the uncertainty."""
@@ -97,6 +101,8 @@ class Rates:
     layer_seconds: float = 0.0
     overlap: float = 1.0
     attention_flops: float | None = None     # FLOP/s of a prefill's attention arithmetic (None: as the rest)
+    flash_attention_flops: float | None = None   # the same with flash attention (None: ``attention_flops``)
+    rows_half: float = 0.0                   # rows per multiply at which a prefill multiply reaches half its rate
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "prefill_flops", "decode_flops"):
@@ -104,8 +110,12 @@ class Rates:
         _positive(self.cache_bandwidth, "cache_bandwidth")
         _seconds(self.pass_seconds, "pass_seconds")
         _seconds(self.layer_seconds, "layer_seconds")
-        if self.attention_flops is not None:
-            _positive(self.attention_flops, "attention_flops")
+        for name in ("attention_flops", "flash_attention_flops"):
+            if getattr(self, name) is not None:
+                _positive(getattr(self, name), name)
+        if isinstance(self.rows_half, bool) or not isinstance(self.rows_half, (int, float)) \
+                or not 0 <= self.rows_half <= 1e6:
+            raise SpecError(f"calibration.rows_half must be in [0, 1e6] rows, got {self.rows_half!r}")
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, (int, float)) or not 0 <= self.overlap <= 1:
             raise SpecError(f"calibration.overlap must be in [0, 1], got {self.overlap!r}")
 
@@ -120,7 +130,9 @@ class Rates:
         return {"bandwidth": dict(self.bandwidth), "prefill_flops": dict(self.prefill_flops),
                 "decode_flops": dict(self.decode_flops), "cache_bandwidth": self.cache_bandwidth,
                 "pass_seconds": self.pass_seconds, "layer_seconds": self.layer_seconds, "overlap": self.overlap,
-                **({} if self.attention_flops is None else {"attention_flops": self.attention_flops})}
+                **{k: v for k, v in (("attention_flops", self.attention_flops),
+                                     ("flash_attention_flops", self.flash_attention_flops)) if v is not None},
+                **({"rows_half": self.rows_half} if self.rows_half else {})}
 
     @classmethod
     def from_dict(cls, data: Any) -> Rates:
@@ -130,7 +142,9 @@ class Rates:
             return cls(bandwidth=data["bandwidth"], prefill_flops=data["prefill_flops"],
                        decode_flops=data["decode_flops"], cache_bandwidth=data["cache_bandwidth"],
                        pass_seconds=data.get("pass_seconds", 0.0), layer_seconds=data.get("layer_seconds", 0.0),
-                       overlap=data.get("overlap", 1.0), attention_flops=data.get("attention_flops"))
+                       overlap=data.get("overlap", 1.0), attention_flops=data.get("attention_flops"),
+                       flash_attention_flops=data.get("flash_attention_flops"),
+                       rows_half=data.get("rows_half", 0.0))
         except KeyError as exc:
             raise SpecError(f"calibration rates lack {exc}") from None
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
 from rooflab.core.errors import SpecError
 from rooflab.core.values.links import KINDS, LINKS, LinkLatency, kind_of
 
@@ -53,7 +56,11 @@ class Efficiency:
     host tier behind a discrete GPU (its CPU streams and computes the layers kept there at its
     own share of its peaks, not the GPU's). attention_compute: the factor of a prefill's
     attention arithmetic (None: ``compute``; an engine without a fused attention kernel gets
-    through the n² term slower than through its weight multiplies).
+    through the n² term slower than through its weight multiplies); flash_attention_compute:
+    the same with flash attention (None: ``attention_compute``). rows_half: the rows per
+    multiply at which a prefill's multiplies reach half their rate (0: every size alike; the
+    rate of a multiply of r rows is compute x r / (r + rows_half), so a pass of few tokens, or
+    routed experts that each get a few rows of the ubatch, run below a long prompt's rate).
     """
 
     bandwidth: float = 1.0
@@ -65,12 +72,14 @@ class Efficiency:
     host_bandwidth: float = 1.0
     host_compute: float = 1.0
     attention_compute: float | None = None
+    flash_attention_compute: float | None = None
+    rows_half: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
-                     "attention_compute"):
+                     "attention_compute", "flash_attention_compute"):
             value = getattr(self, name)
-            optional = name in ("decode_compute", "attention_compute")
+            optional = name in ("decode_compute", "attention_compute", "flash_attention_compute")
             if not (value is None and optional) and not in_range(value, FACTOR_RANGE):
                 raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
                                 f"got {value!r}")
@@ -78,12 +87,15 @@ class Efficiency:
             raise SpecError(f"efficiency.step_overhead must be in [0, 60) s, got {self.step_overhead!r}")
         if not in_range(self.overlap, (0.0, 1.0)):
             raise SpecError(f"efficiency.overlap must be in [0, 1], got {self.overlap!r}")
+        if not in_range(self.rows_half, (0.0, 1e6)):
+            raise SpecError(f"efficiency.rows_half must be in [0, 1e6] rows, got {self.rows_half!r}")
 
     @property
     def is_identity(self) -> bool:
         return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap,
                 self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
-            and self.attention_compute in (None, 1)
+            and self.attention_compute in (None, 1) and self.flash_attention_compute in (None, 1) \
+            and self.rows_half == 0
 
     @property
     def decode_compute_factor(self) -> float:
@@ -95,14 +107,28 @@ class Efficiency:
         """The compute factor of a prefill's attention arithmetic (its n² term)."""
         return self.compute if self.attention_compute is None else self.attention_compute
 
+    def attention_factor(self, flash_attention: bool) -> float:
+        """The compute factor of a prefill's attention arithmetic with or without flash attention."""
+        if flash_attention and self.flash_attention_compute is not None:
+            return self.flash_attention_compute
+        return self.attention_compute_factor
+
+    def rows_factor(self, rows: ArrayLike) -> NDArray[np.float64]:
+        """The share of the compute factor a multiply of ``rows`` rows reaches: r / (r + rows_half)."""
+        r = np.maximum(np.asarray(rows, dtype=np.float64), 1.0)
+        return r / (r + self.rows_half)
+
     def to_dict(self) -> dict[str, Any]:
         """The preset file's "efficiency" object (fields at their defaults left out)."""
         out: dict[str, Any] = {"bandwidth": self.bandwidth, "compute": self.compute,
                                "step_overhead": self.step_overhead, "kv_read_factor": self.kv_read_factor}
         if self.decode_compute is not None:
             out["decode_compute"] = self.decode_compute
-        if self.attention_compute is not None:
-            out["attention_compute"] = self.attention_compute
+        for name in ("attention_compute", "flash_attention_compute"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.rows_half:
+            out["rows_half"] = self.rows_half
         if self.overlap != 1.0:
             out["overlap"] = self.overlap
         for name in ("host_bandwidth", "host_compute"):
@@ -124,7 +150,10 @@ class Efficiency:
                    host_bandwidth=_number(eff, "host_bandwidth", 1.0, "efficiency.host_bandwidth"),
                    host_compute=_number(eff, "host_compute", 1.0, "efficiency.host_compute"),
                    attention_compute=None if eff.get("attention_compute") is None else _number(
-                       eff, "attention_compute", 1.0, "efficiency.attention_compute"))
+                       eff, "attention_compute", 1.0, "efficiency.attention_compute"),
+                   flash_attention_compute=None if eff.get("flash_attention_compute") is None else _number(
+                       eff, "flash_attention_compute", 1.0, "efficiency.flash_attention_compute"),
+                   rows_half=_number(eff, "rows_half", 0.0, "efficiency.rows_half"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,6 +235,7 @@ class MachineProfile:
     notes: str = ""
     key: str = ""                             # preset or profile id
     published_twin: str = ""                  # the same machine among the published benchmarks' keys
+    cores: int = 0                            # a CPU's physical cores (llama.cpp's default threads); 0: not stated
 
     def __post_init__(self) -> None:
         for text in ("name", "kind", "default_dtype", "offload_name", "notes", "key", "published_twin"):
@@ -213,6 +243,8 @@ class MachineProfile:
                 raise SpecError(f"machine: {text} must be text, got {type(getattr(self, text)).__name__}")
         if not self.name:
             raise SpecError("machine: name must not be empty")
+        if isinstance(self.cores, bool) or not isinstance(self.cores, int) or not 0 <= self.cores <= 4096:
+            raise SpecError(f"{self.name}: cores must be a whole number in [0, 4096], got {self.cores!r:.40}")
         for name, bounds, unit in (("bandwidth", BANDWIDTH_RANGE, "bytes/s"), ("memory", MEMORY_RANGE, "bytes")):
             value = getattr(self, name)
             if not _positive(value):
@@ -266,6 +298,15 @@ class MachineProfile:
         if isinstance(joins, bool) or not isinstance(joins, int) or not 0 <= joins <= 1 << 16:
             raise SpecError(f"{self.name}: interconnect.devices must be a whole number >= 0 (0: any), got {joins!r}")
 
+    def thread_share(self, threads: int | None) -> float:
+        """The share of a CPU's peak ``threads`` compute threads reach: min(threads, cores) /
+        cores (llama.cpp's matrix kernels scale with physical cores; a second hardware thread
+        on a core adds no FMA unit). 1 for a GPU, for threads None (llama.cpp's default, the
+        physical cores) and where the cores are not stated."""
+        if self.kind != "cpu" or threads is None or self.cores <= 0:
+            return 1.0
+        return min(threads, self.cores) / self.cores
+
     def flops(self, dtype: str | None = None) -> float:
         """Peak FLOP/s for ``dtype`` (the default dtype when None or not listed)."""
         if dtype and dtype in self.peak_flops:
@@ -314,6 +355,7 @@ class MachineProfile:
             "sources": dict(self.sources),
             "notes": self.notes,
             **({"published_twin": self.published_twin} if self.published_twin else {}),
+            **({"cores": self.cores} if self.cores else {}),
         }
 
     @classmethod
@@ -353,6 +395,7 @@ class MachineProfile:
             notes=_text(data, "notes", ""),
             key=key,
             published_twin=_text(data, "published_twin", ""),
+            cores=_whole(data, "cores", "cores"),
         )
 
 

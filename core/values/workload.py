@@ -1,5 +1,6 @@
 """What the user asks the model to do: prompt, answer, context, batch, cache type, and the
-options that change how a step runs (speculative drafts, llama.cpp's ubatch, offload)."""
+options that change how a step runs (speculative drafts, llama.cpp's ubatch, flash attention and
+threads, offload)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rooflab.core.values.quant import KV_TYPES
 MAX_TOKENS = 1 << 24      # 16M tokens: beyond any real context, small enough to stay exact
 MAX_BATCH = 1 << 16
 DTYPE_NAME = re.compile(r"[A-Za-z0-9_]{1,16}")   # "fp16", "bf16", "fp8", ...: a name, never free text
+MAX_THREADS = 1024
 DEFAULT_UBATCH = 512      # llama.cpp's -ub default (common.h n_ubatch): tokens one graph computes at once
 
 
@@ -22,8 +24,10 @@ class Workload:
     asks for that share of the weight bytes on the slower memory: it becomes llama.cpp's whole
     layers (a placement, ``report.placed``), never a share of the one-memory clocks. ``ubatch``
     is llama.cpp's -ub: a prompt runs in passes of that many tokens (host-resident weights
-    stream to the GPU once a pass), and it sizes the compute buffer and the sliding-window
-    cache."""
+    stream to the GPU once a pass, and each multiply of a pass has that many rows, fewer per
+    routed expert), and it sizes the compute buffer and the sliding-window cache.
+    ``flash_attention`` picks the attention kernel whose fitted rate prices a prefill's n² term;
+    ``threads`` is the share of a CPU's cores llama.cpp computes on."""
 
     prompt: int = 512
     answer: int = 256
@@ -36,6 +40,8 @@ class Workload:
     draft_cost: float = 0.0                # one draft step's time / one target step's time
     offload_fraction: float = 0.0          # share of the weight bytes to put on the slow tier, as whole layers
     ubatch: int = DEFAULT_UBATCH           # llama.cpp's -ub: a prompt runs in passes of this many tokens
+    flash_attention: bool = True           # llama.cpp's -fa (its default "auto" turns it on where it runs)
+    threads: int | None = None             # llama.cpp's -t on a CPU; None: its default, the physical cores
 
     def __post_init__(self) -> None:
         for name, low, high in (("prompt", 1, MAX_TOKENS), ("answer", 1, MAX_TOKENS),
@@ -44,6 +50,11 @@ class Workload:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise SpecError(f"workload.{name} must be an integer in [{low}, {high}], got {value!r}")
+        if not isinstance(self.flash_attention, bool):
+            raise SpecError(f"workload.flash_attention must be true or false, got {self.flash_attention!r:.40}")
+        t = self.threads
+        if t is not None and (not isinstance(t, int) or isinstance(t, bool) or not 1 <= t <= MAX_THREADS):
+            raise SpecError(f"workload.threads must be an integer in [1, {MAX_THREADS}] (or none), got {t!r:.40}")
         # a stored setting or a hand-edited file can hold any JSON type: check it before using it
         if not isinstance(self.kv_type, str) or self.kv_type.lower() not in KV_TYPES:
             raise SpecError(f"workload.kv_type must be one of {', '.join(KV_TYPES)}, got {self.kv_type!r:.40}")

@@ -62,9 +62,8 @@ def test_tg128_ceiling_matches_hand_derivation():
 
 # --- known terms in, the same terms out -----------------------------------------------------
 
-TERMS = public_fit.Factors(bandwidth=0.8, cache=0.8, dense=0.45, experts=None, attention=None, decode=0.45,
-                           pass_seconds=0.002,
-                           layer_seconds=2e-5, overlap=1.0)
+TERMS = public_fit.Factors(bandwidth=0.8, cache=0.8, dense=0.45, experts=None, attention=None, flash_attention=None,
+                           decode=0.45, pass_seconds=0.002, layer_seconds=2e-5, overlap=1.0)
 
 
 def _machine(key: str, backend: str = "cuda", bandwidth: float = 500e9, peak: float = 100e12) -> PublicMachine:
@@ -73,18 +72,21 @@ def _machine(key: str, backend: str = "cuda", bandwidth: float = 500e9, peak: fl
 
 
 def _synthetic(machines: dict[str, tuple[float, float, float]], tests: tuple[str, ...] = ("tg128", "pp512"),
-               models: tuple[tuple[str, str], ...] = (("llama-2-7b", "q4_0"), ("llama-3.1-8b", "q8_0"))
-               ) -> PublicBenchmarks:
-    """Rows made by pricing each test with ``TERMS`` on machines {key: (bandwidth, peak, slow)}:
-    every row's tokens/s divided by that machine's ``slow`` (1: exactly the terms)."""
+               models: tuple[tuple[str, str], ...] = (("llama-2-7b", "q4_0"), ("llama-3.1-8b", "q8_0")),
+               terms: public_fit.Factors = TERMS, sources: tuple[RowSource, ...] = ()) -> PublicBenchmarks:
+    """Rows made by pricing each test with ``terms`` on machines {key: (bandwidth, peak, slow)}:
+    every row's tokens/s divided by that machine's ``slow`` (1: exactly the terms); each test
+    once per source in ``sources`` (their URLs get the machine's key appended; default one page
+    a machine)."""
     ms = tuple(_machine(k, bandwidth=b, peak=c) for k, (b, c, _) in machines.items())
+    pages = sources or (RowSource(url="https://example.org/"),)
     rows = tuple(PublicRow(machine=m, model=model, weights=w, test=parse_test(test), tokens_per_second=1.0,
-                           source=RowSource(url=f"https://example.org/{m}"))
-                 for m in machines for model, w in models for test in tests)
+                           source=dataclasses.replace(page, url=page.url + m))
+                 for m in machines for page in pages for model, w in models for test in tests)
     draft = PublicBenchmarks(path="synthetic", sources=(), machines=ms, rows=rows,
                              models=tuple(PublicModel(key=k, catalogue=k, name=k) for k in dict.fromkeys(
                                  model for model, _ in models)))
-    rates = TERMS.rates(1.0)
+    rates = terms.rates(1.0)
     return dataclasses.replace(draft, rows=tuple(
         dataclasses.replace(r, tokens_per_second=public.predict_row(draft, r, rates) / machines[r.machine][2])
         for r in rows))
@@ -102,6 +104,39 @@ def test_the_fit_recovers_the_terms_the_rows_were_made_from():
     for row in data.rows:                    # and so every row, at its machine's own B and C
         predicted = public.predict_row(data, row, f.rates(1.0))
         assert predicted == pytest.approx(row.tokens_per_second, rel=0.03), row
+
+
+def test_the_fit_finds_the_rows_per_multiply_and_each_attention_kernels_rate():
+    """Rows made with r0 = 32 (a multiply of r rows at r / (r + 32) of its rate), prompts of
+    64 to 8,192 tokens in ubatches of 64 and 512, and attention at 0.1 of the peak without flash
+    attention and 0.3 with it: the fit picks r0 = 32 off its grid and both attention rates."""
+    terms = dataclasses.replace(TERMS, rows_half=32.0, attention=0.1, flash_attention=0.3)
+    pages = tuple(RowSource(url=f"https://example.org/ub{ub}-fa{int(fa)}/", ubatch=ub, flash_attention=fa)
+                  for ub in (64, 512) for fa in (False, True))
+    data = _synthetic(MACHINES, tests=("tg128", "pp64", "pp512", "pp8192"), terms=terms, sources=pages)
+    f = public.fit_groups(data)["cuda"]
+    assert f.rows_half == 32.0
+    assert f.dense == pytest.approx(TERMS.dense, rel=0.05)
+    assert f.attention == pytest.approx(0.1, rel=0.1) and f.flash_attention == pytest.approx(0.3, rel=0.1)
+    pp64 = next(r for r in data.rows if r.test.name == "pp64")
+    assert public.workload_of(pp64).ubatch in (64, 512)
+    small, large = (public.predict_row(data, dataclasses.replace(pp64, source=dataclasses.replace(
+        pp64.source, ubatch=ub)), f.rates(1.0)) for ub in (16, 512))
+    assert small < large          # a ubatch of 16 gives every multiply 16 rows: slower per token
+
+
+def test_a_machines_own_offset_carries_to_a_page_the_fit_did_not_see():
+    """Machine "s" runs 1.6x slower than the terms on both of its pages. Left out one page at a
+    time, the other page's rows give s its offset, shrunk halfway by one page against
+    ``SHRINK`` (1.6 ** 0.5 of the way), so the left-out page is predicted 1.26x too fast; left
+    out as a machine it has none, and is predicted 1.6x too fast."""
+    pages = (RowSource(url="https://example.org/p1/"), RowSource(url="https://example.org/p2/"))
+    data = _synthetic({**MACHINES, "s": (500e9, 80e12, 1.6)}, sources=pages)
+    by_source = [p for p in public_score.held_out(data, "source") if data.rows[p.row].machine == "s"]
+    by_machine = [p for p in public_score.held_out(data, "machine") if data.rows[p.row].machine == "s"]
+    assert public.SHRINK == 1.0
+    assert by_source and all(p.error == pytest.approx(1.6 ** 0.5 - 1, rel=0.05) for p in by_source)
+    assert all(p.error == pytest.approx(0.6, rel=0.05) for p in by_machine)
 
 
 def test_a_slow_machine_moves_only_its_own_error_when_it_is_left_out():
