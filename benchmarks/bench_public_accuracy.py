@@ -58,6 +58,25 @@ def report(protocol: str, data: public.PublicBenchmarks) -> list[public_score.Pr
     return preds
 
 
+def summary(data: public.PublicBenchmarks, preds: dict[str, list[public_score.Prediction]]) -> None:
+    """One line per protocol: generation and prompt processing, the median over machines of
+    each machine's median error (a chip swept 500 ways weighs as one), and the band's coverage."""
+    print("\nout of sample, median over machines of each one's median error; band: share of rows inside "
+          "their 16-84 % band")
+    print(f"  {'protocol':28} {'tg':>5} {'pp':>5} {'tg band':>8} {'pp band':>8}")
+    for protocol, ps in preds.items():
+        cells = []
+        for kind in ("tg", "pp"):
+            mine = [p for p in ps if public.kind(data.rows[p.row]) == kind]
+            per: dict[str, list[float]] = {}
+            for p in mine:
+                per.setdefault(data.rows[p.row].machine, []).append(p.error)
+            cells.append((float(np.median([np.median(v) for v in per.values()])) if per else math.nan,
+                          public_score.cell(mine).coverage))
+        print(f"  {NAMES[protocol]:28} {_pct(cells[0][0])} {_pct(cells[1][0])} {_pct(cells[0][1]):>8} "
+              f"{_pct(cells[1][1]):>8}")
+
+
 def worst(data: public.PublicBenchmarks, preds: list[public_score.Prediction], count: int = 8) -> None:
     print(f"\nworst {count} rows, leave one machine out (predicted / measured tokens/s, settings, why likely):")
     for p in sorted(preds, key=lambda p: -p.error)[:count]:
@@ -92,12 +111,12 @@ def main() -> None:
     tg, pp = (np.array([o[k] for o in offsets.values()]) for k in (0, 1))
     print(f"machines' own offsets ({len(offsets)} machines): generation x{np.min(tg):.2f} .. x{np.max(tg):.2f}, "
           f"prompt processing x{np.min(pp):.2f} .. x{np.max(pp):.2f}")
-    machine_preds: list[public_score.Prediction] = []
-    for protocol in ("source", "family", "machine"):
-        machine_preds = report(protocol, data)
+    preds = {protocol: report(protocol, data) for protocol in ("source", "family", "machine")}
+    machine_preds = preds["machine"]
     worst(data, machine_preds)
     errors = np.array([p.error for p in machine_preds])
     print(f"\n{len(errors)} rows, {np.mean(errors <= 0.25):.0%} within 25 %")
+    summary(data, preds)
     if args.write_fit:
         print(f"wrote {write_shipped_fits()}")
     print(f"took {time.perf_counter() - start:.1f} s")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable
 
-from rooflab.core.values.workload import DTYPE_NAME
+from rooflab.core.values.workload import DTYPE_NAME, Workload
 
 
 def int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
@@ -66,3 +67,27 @@ def dtype_name(text: str) -> str:
     if not DTYPE_NAME.fullmatch(name):
         raise argparse.ArgumentTypeError(f"expected a dtype name such as fp32, fp16 or bf16, got {text[:40]!r}")
     return name
+
+
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    """llama.cpp's run settings that change a prediction, spelled as llama-bench spells them:
+    -ub, -fa and -t (``predict``, ``compare`` and ``fit`` alike)."""
+    p.add_argument("--ubatch", "-ub", type=int, default=None, metavar="N",
+                   help="llama.cpp's -ub: tokens per pass of a prompt, the rows of each multiply (routed experts "
+                        "get N x used / count each); host-resident weights stream to the GPU once per pass "
+                        "(default 512)")
+    p.add_argument("--flash-attention", "-fa", choices=("on", "off"), default=None,
+                   help="llama.cpp's -fa: prices a prompt's attention at the flash-attention kernel's fitted rate "
+                        "or the other one (default on, as llama.cpp's auto does where it runs)")
+    p.add_argument("--threads", "-t", type=int, default=None, metavar="N",
+                   help="llama.cpp's -t on a CPU: compute scales with min(N, cores) / cores (default: the "
+                        "physical cores, llama.cpp's own default)")
+
+
+def with_engine_options(args: argparse.Namespace, workload: Workload) -> Workload:
+    """``workload`` with what ``add_engine_options`` set (its own values where not given)."""
+    flash = getattr(args, "flash_attention", None)
+    ubatch, threads = getattr(args, "ubatch", None), getattr(args, "threads", None)
+    return dataclasses.replace(workload, ubatch=workload.ubatch if ubatch is None else ubatch,
+                               flash_attention=workload.flash_attention if flash is None else flash == "on",
+                               threads=workload.threads if threads is None else threads)

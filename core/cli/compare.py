@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rooflab.core.cli.args import int_list
+from rooflab.core.cli.args import add_engine_options, int_list, with_engine_options
+from rooflab.core.cli.serve import add_serve_options, compare_serving, compare_serving_text
 from rooflab.core.errors import ReportError, SpecError
 from rooflab.core.jobs import Progress
 from rooflab.core.report.compare import CompareRow
@@ -47,8 +48,7 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     p.add_argument("--context", type=int, default=None, help="tokens already in the cache (default 0)")
     p.add_argument("--batch", type=int, default=None, help="sequences decoded together (default 1)")
     p.add_argument("--kv-type", default="f16", help="KV-cache type (default f16)")
-    p.add_argument("--ubatch", "-ub", type=int, default=None, metavar="N",
-                   help="llama.cpp's -ub: tokens per pass of a prompt (default 512)")
+    add_engine_options(p)
     p.add_argument("--depths", type=int_list(0, MAX_TOKENS), help="contexts of the decode-rate columns "
                    "(default 0,4096,32768)")
     p.add_argument("--ceiling-only", action="store_true", help="leave the expected columns empty")
@@ -56,6 +56,7 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
     out.add_argument("--csv", action="store_true", help="the table as CSV")
+    add_serve_options(p)          # --serve: each row's serving prediction (core/cli/serve.py)
 
 
 def compare_workload(args: argparse.Namespace) -> Workload:
@@ -65,11 +66,10 @@ def compare_workload(args: argparse.Namespace) -> Workload:
     batch = args.batch if args.batch is not None else d.batch
     if not 1 <= batch <= MAX_BATCH:
         raise SpecError(f"--batch must be in [1, {MAX_BATCH:,}], got {batch}")
-    return Workload(prompt=args.prompt if args.prompt is not None else d.prompt,
-                    answer=args.answer if args.answer is not None else d.answer,
-                    context=args.context if args.context is not None else d.context,
-                    batch=batch, kv_type=args.kv_type.lower(),
-                    ubatch=args.ubatch if args.ubatch is not None else d.ubatch)
+    return with_engine_options(args, Workload(prompt=args.prompt if args.prompt is not None else d.prompt,
+                                              answer=args.answer if args.answer is not None else d.answer,
+                                              context=args.context if args.context is not None else d.context,
+                                              batch=batch, kv_type=args.kv_type.lower()))
 
 
 def entries(models: Sequence[str], machines: Sequence[str],
@@ -180,6 +180,7 @@ def run_compare(args: argparse.Namespace, *, png: PngWriter | None = None) -> in
     status = RowProgress()
     rows = run_job(compare_rows_job(combos, workload, depths=depths, expected=hook), status)
     status.done()
+    served = compare_serving(combos, workload, args, expected=not args.ceiling_only) if args.serve else None
     header = [f"rooflab compare: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, "
               f"batch {workload.batch}, {workload.kv_type} cache; SI units; ceilings unless expected_*",
               "placement: chosen by auto-fit (llama.cpp's -ngl / --n-cpu-moe); empty cells: does not fit"]
@@ -187,11 +188,14 @@ def run_compare(args: argparse.Namespace, *, png: PngWriter | None = None) -> in
         print_json({"workload": {"prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
                                  "batch": workload.batch, "kv_type": workload.kv_type},
                     "depths": list(depths), "columns": [{"key": k, "unit": u} for k, u in columns(depths)],
-                    "rows": [row_dict(r) for r in rows]})
+                    "rows": [row_dict(r) for r in rows],
+                    **({"serving": [r.to_dict() for r in served]} if served is not None else {})})
     elif args.csv:
         sys.stdout.write(compare_csv(rows, header, depths))
     else:
         print(compare_text(rows, depths))
+        if served is not None:
+            print("\n" + compare_serving_text(served))
     if args.out:
         folder = Path(args.out).expanduser()
         try:

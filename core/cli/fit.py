@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from rooflab.core.cli.args import add_engine_options
 from rooflab.core.cli.compare import RowProgress, compare_workload, expected_machine, names, rate_text, time_text
 from rooflab.core.errors import SpecError
 from rooflab.core.report.compare import row_dict
@@ -34,8 +35,7 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--answer", type=int, default=None, help="answer tokens (default 256)")
     p.add_argument("--batch", type=int, default=None, help="sequences decoded together (default 1)")
     p.add_argument("--kv-type", default="f16", help="KV-cache type (default f16)")
-    p.add_argument("--ubatch", "-ub", type=int, default=None, metavar="N",
-                   help="llama.cpp's -ub: tokens per pass of a prompt (default 512)")
+    add_engine_options(p)
     p.add_argument("--weights", type=names, metavar="F,G",
                    help=f"weight formats tried besides each model's own (default {','.join(FORMATS)})")
     p.add_argument("--ceiling-only", action="store_true", help="rank by the ceilings; no expected figures")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from rooflab.core import __version__
-from rooflab.core.cli.args import dtype_name, int_list, number_in
+from rooflab.core.cli.args import add_engine_options, dtype_name, int_list, number_in, with_engine_options
 from rooflab.core.errors import RooflabError, SpecError
 from rooflab.core.values.machine import (
     BANDWIDTH_RANGE,
@@ -85,9 +85,7 @@ def add_workload_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--acceptance", type=float, default=0.7, help="speculative decoding: acceptance rate")
     p.add_argument("--offload", type=float, default=0.0, metavar="FRACTION",
                    help="share of the weights on the machine's second, slower memory (as whole layers)")
-    p.add_argument("--ubatch", "-ub", type=int, default=None, metavar="N",
-                   help="llama.cpp's -ub: tokens per pass of a prompt; host-resident weights stream to the "
-                        "GPU once per pass (default 512)")
+    add_engine_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -200,15 +198,14 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
 def resolve_workload(args: argparse.Namespace) -> Workload:
     from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
 
-    return Workload(
+    return with_engine_options(args, Workload(
         prompt=args.prompt if args.prompt is not None else d.prompt,
         answer=args.answer if args.answer is not None else d.answer,
         context=args.context if args.context is not None else d.context,
         batch=args.batch if args.batch is not None else d.batch,
         kv_type=args.kv_type.lower(), compute_dtype=getattr(args, "compute_dtype", None),
         draft_tokens=args.draft_tokens, acceptance=args.acceptance, offload_fraction=args.offload,
-        ubatch=args.ubatch if getattr(args, "ubatch", None) is not None else d.ubatch,
-    )
+    ))
 
 
 # --- commands ---------------------------------------------------------------------------------

@@ -6,8 +6,10 @@ printer is shared with ``rooflab measure server``, so a prediction and a measure
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rooflab.core.cli.args import int_in, int_list
@@ -218,3 +220,74 @@ def levels_text(levels: Sequence[ServingLevel], goodput: bool = False,
         lines.append(row)
     lines.append("  (latencies in ms; tok/s: output tokens per second, all sequences; tok/s/seq: 1 / TPOT)")
     return "\n".join(lines)
+
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServedRow:
+    """One compared row served: its model, machine and weight format, and (None when it does
+    not fit) the plan and the levels at the ceiling and as its calibration expects."""
+
+    model: str
+    machine: str
+    weights: str
+    plan: ServingPlan | None = None
+    ceiling: Serving | None = None
+    expected: Serving | None = None
+    expected_with: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "machine": self.machine, "weights": self.weights,
+                "plan": plan_dict(self.plan) if self.plan is not None else None,
+                "ceiling": serving_dict(self.ceiling) if self.ceiling is not None else None,
+                "expected": serving_dict(self.expected) if self.expected is not None else None,
+                "expected_with": self.expected_with or None}
+
+
+def compare_serving(combos: Sequence[tuple[ModelSpec, MachineProfile, str]], workload: Workload,
+                    args: argparse.Namespace, *, expected: bool = True) -> list[ServedRow]:
+    """``rooflab compare --serve``: per compared row (model, machine, weight format), the
+    serving simulation at the levels asked for, placed as auto-fit places the row, at the
+    ceiling and (``expected``) as the machine's calibration expects."""
+    from rooflab.core.cli.placement import placed_largest_batch
+    from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.predict.choice import PlacementChoice
+    from rooflab.core.report.placed import placed_as_chosen
+
+    if getattr(args, "csv", False):
+        raise SpecError("--serve prints text or --json, not --csv")
+    loads = loads_from(args)
+    rows = []
+    for spec, machine, weights in combos:
+        row = ServedRow(model=spec.name, machine=machine.key or machine.name, weights=weights)
+        placed = placed_as_chosen(spec, machine, workload, PlacementChoice(), suggest=False)
+        if not placed.fits:
+            rows.append(row)
+            continue
+        fit = placed_largest_batch(spec, machine, workload, placed)
+        plan = plan_from(args, workload, max(1, min(fit, DEFAULT_SLOTS_CAP)))
+        on = placed.stands_on
+        found = expected_on(spec, machine) if expected else None
+        rows.append(dataclasses.replace(
+            row, plan=plan, ceiling=serve(spec, machine, workload, plan, loads, on),
+            expected=serve(spec, found.machine, workload, plan, loads, on) if found else None,
+            expected_with=found.calibration.engine_label if found else ""))
+    return rows
+
+
+def compare_serving_text(rows: Sequence[ServedRow]) -> str:
+    """``compare_serving``'s rows as text: one block per compared row, its levels at the ceiling
+    and expected (the table ``predict --serve`` prints)."""
+    out = []
+    for row in rows:
+        out.append(f"serving {row.model} on {row.machine} ({row.weights}):")
+        if row.plan is None or row.ceiling is None:
+            out.append("  does not fit: nothing to serve")
+            continue
+        out.append(f"  {plan_text(row.plan)}")
+        for name, run in (("ceiling (the machine's peaks)", row.ceiling), (f"expected with {row.expected_with}",
+                                                                          row.expected)):
+            if run is not None:
+                out += [f"  {name}:", levels_text(run.levels, row.plan.bounds.given),
+                        f"  saturation: {run.saturation_rate:.3g} requests/s"]
+    return "\n".join(out)

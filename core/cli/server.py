@@ -115,17 +115,12 @@ def run_server(args: argparse.Namespace, cancel: CancelToken) -> int:
     saved = None
     if not args.no_save and result.levels:
         from rooflab.core.io.presets import load_machine
-        from rooflab.core.measure import store
-        from rooflab.core.measure.server_plan import public_url
+        from rooflab.core.measure.server_plan import keep_server_run
 
-        kept = result.stored()
-        machine = "unspecified"
         if predicted is not None:        # the window draws it over this model's prediction
-            kept["model_key"] = store.model_key(predicted.spec)
-            machine = store.machine_key(predicted.machine)
-        elif args.machine:
-            machine = store.machine_key(load_machine(args.machine))
-        saved = store.save_server_run(public_url(plan.url), plan.model, machine, kept)
+            saved = keep_server_run(result, spec=predicted.spec, machine=predicted.machine)
+        else:
+            saved = keep_server_run(result, machine=load_machine(args.machine) if args.machine else None)
     if args.json:
         from rooflab.core.cli.output import print_json
 

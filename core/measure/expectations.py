@@ -203,7 +203,7 @@ def _cached(data: dict[str, Any]) -> Kept:
     if not isinstance(peaks, dict):
         raise TypeError("peaks must be an object")
     return (store.printable_calibration(EngineCalibration.from_dict(data["calibration"])),
-            {str(k): float(v) for k, v in peaks.items()}, _offsets(data["offsets"]))
+            {str(k): float(v) for k, v in peaks.items()}, _offsets(data.get("offsets", {})))
 
 
 BAND_REPLICATES = 25          # replicates that make an expected figure's band

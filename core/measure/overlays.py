@@ -20,7 +20,7 @@ from rooflab.core.measure.calibrate import predict_points
 from rooflab.core.measure.machine_result import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.expected import Expected, spread_out
-from rooflab.core.report.chart_types import Curve, Scenario
+from rooflab.core.report.chart_types import BAND_HIGH, BAND_LOW, Curve, Scenario
 from rooflab.core.report.charts import (
     BATCHING,
     DECODE,
@@ -247,7 +247,6 @@ def calibrated_curves(spec: ModelSpec, calibrated: MachineProfile, workload: Wor
     return out
 
 
-BAND_LOW, BAND_HIGH = "expected low", "expected high"     # Curve.extras of an expected curve's band
 BAND_REPLICAS = 4            # replicas priced per redraw for the window's band (each costs a chart set)
 
 

@@ -45,17 +45,17 @@ FORCE_FIELDS = ("min_tokens", "ignore_eos")
 class _Run:
     """One measurement inside the event loop: the session, what to send, what came back."""
 
-    def __init__(self, plan: ServerPlan, put: Callable[[Progress], None], stop: threading.Event) -> None:
+    def __init__(self, plan: ServerPlan, put: Callable[[Progress], None], stop: threading.Event,
+                 api_key: str | None = None) -> None:
         self.plan, self.put, self.stop = plan, put, stop
         self.chat = plan.endpoint == "chat"
         self.url = plan.url + ("/v1/chat/completions" if self.chat else "/v1/completions")
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        self.secret = ""
-        if plan.api_key_env:
-            self.secret = os.environ.get(plan.api_key_env, "")
-            if not self.secret:
-                raise MeasurementError(f"the environment variable {plan.api_key_env} is not set (it should hold "
-                                       "the API key)")
+        self.secret = api_key or (os.environ.get(plan.api_key_env, "") if plan.api_key_env else "")
+        if plan.api_key_env and not self.secret:
+            raise MeasurementError(f"the environment variable {plan.api_key_env} is not set (it should hold "
+                                   "the API key)")
+        if self.secret:
             self.headers["Authorization"] = f"Bearer {self.secret}"
         self.force = plan.force_length
         self.stopping = False
@@ -350,11 +350,13 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:200] if text else type(exc).__name__
 
 
-def measure_server(plan: ServerPlan, cancel: CancelFlag = None) -> Generator[Progress, None, ServerMeasurement]:
+def measure_server(plan: ServerPlan, cancel: CancelFlag = None, *,
+                   api_key: str | None = None) -> Generator[Progress, None, ServerMeasurement]:
     """The measurement as a job: yields progress (a finished level as its ``sample``), returns
     the ``ServerMeasurement``; with ``cancel`` set it stops within a second and returns what
-    was measured (``cancelled``). Raises MeasurementError when aiohttp is missing, the key's
-    variable is unset or the server cannot be reached at all."""
+    was measured (``cancelled``). ``api_key``: the key itself (the window's password field),
+    sent in place of the plan's variable's. Raises MeasurementError when aiohttp is missing,
+    the key's variable is unset or the server cannot be reached at all."""
     try:
         import aiohttp  # noqa: F401
     except ImportError as exc:
@@ -365,7 +367,7 @@ def measure_server(plan: ServerPlan, cancel: CancelFlag = None) -> Generator[Pro
 
     def loop() -> None:
         try:
-            outcome["result"] = asyncio.run(_Run(plan, inbox.put, stop).main())
+            outcome["result"] = asyncio.run(_Run(plan, inbox.put, stop, api_key).main())
         except BaseException as exc:      # handed to the job's thread, raised there
             outcome["error"] = exc
 

@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,6 +21,8 @@ import numpy as np
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.serving import Lengths, Load, ServingPlan
 from rooflab.core.predict.serving_stats import Bounds, ServingLevel, level_stats, saturation_rate
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
 
 ENDPOINTS = ("completions", "chat")
 STATUSES = ("ok", "error", "timeout", "cancelled")
@@ -242,6 +245,21 @@ def measured_levels(run: Mapping[str, Any]) -> tuple[ServingLevel, ...]:
         except (KeyError, TypeError, ValueError):
             continue
     return tuple(out)
+
+
+def keep_server_run(result: ServerMeasurement, *, spec: ModelSpec | None = None,
+                    machine: MachineProfile | None = None) -> Path:
+    """Keep ``result`` (``stored``: no key, no credentials) per (server, model name, machine),
+    the window's and ``rooflab measure server``'s one way: with ``spec`` (the model the server
+    runs) under its model key, so the Serving chart of that model on ``machine`` draws it;
+    without ``machine``, as "unspecified". Returns the file written."""
+    from rooflab.core.measure import store
+
+    kept = result.stored()
+    if spec is not None:
+        kept["model_key"] = store.model_key(spec)
+    where = store.machine_key(machine) if machine is not None else "unspecified"
+    return store.save_server_run(public_url(result.plan.url), result.plan.model, where, kept)
 
 
 def latest_measured(model_key: str, machine: str) -> tuple[str, tuple[ServingLevel, ...]] | None:

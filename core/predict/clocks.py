@@ -122,7 +122,7 @@ def compute_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike,
     the share of its cores the workload's threads use (``MachineProfile.thread_share``). Every
     pass's compute clock, on one device, several or a placement's device part."""
     eff = machine.efficiency
-    factor = eff.decode_compute_factor if decode else eff.compute
+    factor: float | Array = eff.decode_compute_factor if decode else eff.compute
     if rows is not None and not decode and eff.rows_half > 0:
         factor = factor * eff.rows_factor(rows)
     peak = machine.flops(workload.compute_dtype) * machine.thread_share(workload.threads)

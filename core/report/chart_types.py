@@ -30,6 +30,9 @@ CurveKind = Literal["line", "points", "vline", "hline", "stack"]
 # between several devices.
 CurveRole = Literal["main", "secondary", "memory", "compute", "limit", "crossover", "marker", "measured",
                     "calibrated", "link"]
+#: ``Curve.extras`` of an expected curve's band: the 16th and 84th percentiles over the
+#: calibration's replicates, point by point (hover read-outs and CSV files show them).
+BAND_LOW, BAND_HIGH = "expected low", "expected high"
 
 
 def _frozen(values: ArrayLike) -> Array:

@@ -66,10 +66,13 @@ def header_lines(sc: Scenario, **context: str) -> list[str]:
 
 
 def _workload_value(sc: Scenario, name: str) -> object:
-    """A workload field as the prediction used it: no compute dtype means the machine's default."""
+    """A workload field as the prediction used it: no compute dtype means the machine's default,
+    no thread count llama.cpp's default (the physical cores)."""
     value = getattr(sc.workload, name)
     if name == "compute_dtype" and value is None:
         return sc.machine.default_dtype
+    if name == "threads" and value is None:
+        return f"default ({sc.machine.cores} cores)" if sc.machine.cores else "default"
     return value
 
 

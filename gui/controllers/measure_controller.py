@@ -30,6 +30,7 @@ from rooflab.gui.controllers import measure_jobs
 from rooflab.gui.controllers.measure_display import MeasureDisplayController
 from rooflab.gui.controllers.measure_outcome import MeasureOutcomeController
 from rooflab.gui.controllers.measure_progress import RunProgressController
+from rooflab.gui.controllers.measure_server import ServerMeasureController
 from rooflab.gui.panels.measure_panel import MeasurePanel
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.state.app_state import AppState
@@ -67,6 +68,9 @@ class MeasureController(QObject):
         view.set_kv_type(self._kv_type)
         view.bench_path.setText(self._settings.llama_bench)
         self._connect()
+        # the Server source, after ``_connect``: its Cancel (which keeps what was measured) speaks last
+        self.server = ServerMeasureController(state, view, self)
+        self.server.message.connect(self.message)
         self.display.load_stored()
         self._refresh_engine()
 
@@ -205,7 +209,8 @@ class MeasureController(QObject):
         self.jobs.cancel()
 
     def shutdown(self) -> None:
-        """On close: cancel, then wait for the worker."""
+        """On close: cancel, then wait for the workers."""
+        self.server.shutdown()
         self.jobs.shutdown()
 
     # -- the view's controls --------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Save a report: a PNG of each plot, one composed sheet (all plots and the numbers), a CSV of
-every series drawn (predicted, pinned, measured), the summary and the tensor table.
+every series drawn (predicted, pinned, measured), the summary and the tensor table, and the
+Serving chart against concurrency and the request rate with its levels' percentiles (serving.csv).
 
 Plots are rendered from light-themed twins at a fixed size, so a report looks the same from
 the window (File > Save report) and from ``rooflab report`` (no window at all)."""
@@ -23,9 +24,13 @@ from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import expected_csv
 from rooflab.core.report.expected_lines import expected_lines, merged
 from rooflab.core.report.explain import Line, explain
+from rooflab.core.report.serving_chart import AXES, ServingFigures, chart_of
+from rooflab.core.report.serving_table import serving_csv
 from rooflab.core.report.units import keep_together
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
+from rooflab.gui.plots.serving import ServingPlot
 from rooflab.gui.state.recompute import Frame
+from rooflab.gui.state.serving import serving_figures_of
 from rooflab.gui.widgets.theme import LIGHT
 
 PLOT_SIZE = QSize(1200, 800)
@@ -138,6 +143,21 @@ def render_plots(plots: Sequence[ChartPlot], size: QSize = PLOT_SIZE) -> dict[st
     return images
 
 
+def render_serving(figures: Sequence[ServingFigures], frame: Frame, size: QSize = PLOT_SIZE) -> dict[str, QImage]:
+    """The Serving chart on each axis of ``figures``, drawn by a light-themed plot at ``size``:
+    "serving" (against concurrency) and "serving-rate"."""
+    images = {}
+    for f in figures:
+        plot = ServingPlot(theme=LIGHT)
+        try:
+            plot.resize(size)
+            plot.set_charts(chart_of(f, frame.scenario.workload.batch), current_label=frame.scenario.label)
+            images["serving" if f.axis == "concurrency" else "serving-rate"] = plot.render_image(size)
+        finally:
+            plot.deleteLater()
+    return images
+
+
 def plain_text(html: str) -> str:
     """Rich text as the plain text it shows."""
     doc = QTextDocument()
@@ -169,6 +189,8 @@ def write_report(folder: str | Path, plots: Sequence[ChartPlot], frame: Frame,
 def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSize, fit: str) -> ReportFiles:
     out.mkdir(parents=True, exist_ok=True)
     images = render_plots(plots, size)
+    serving = [f for f in (serving_figures_of(frame, axis) for axis in AXES) if f is not None]
+    images |= render_serving(serving, frame, size)
     pngs = []
     for key, image in images.items():
         path = out / f"{key}.png"
@@ -184,6 +206,9 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
             csvs.append(write_text(out / _csv_name(series), curves_csv(series.curves, header)))
     csvs.append(write_text(out / "summary.csv", summary_csv(frame.summary, header_lines(frame.scenario))))
     csvs.append(write_text(out / "tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario))))
+    if serving:
+        csvs.append(write_text(out / "serving.csv", serving_csv(serving, header_lines(frame.scenario,
+                                                                                      chart="Serving"))))
     if frame.expected_figures is not None:
         sc = frame.scenario
         csvs.append(write_text(out / "expected.csv", expected_csv(sc.model, frame.expected_figures, sc.workload,

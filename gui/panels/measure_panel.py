@@ -1,6 +1,7 @@
 """The Measure tab's view: the controls for measuring this machine, timing the model on screen
-in an engine (llama.cpp in process, the user's llama-bench, or torch) and importing llama.cpp
-benchmark output, a progress bar, and the calibration read-out.
+in an engine (llama.cpp in process, the user's llama-bench, or torch), importing llama.cpp
+benchmark output and loading a running server (``ServerBox``), a progress bar, and the
+calibration read-out.
 
 It reads its controls into plans and shows what it is handed; ``MeasureController`` runs the
 jobs and decides what to show. Only the controls of the chosen engine are shown, and each
@@ -13,13 +14,11 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -31,6 +30,8 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import Progress
 from rooflab.core.measure.engine import ENGINES
 from rooflab.core.values.quant import KV_TYPES
+from rooflab.gui.panels.measure_fields import check, positive_ints, wrapped
+from rooflab.gui.panels.measure_server_box import ServerBox
 from rooflab.gui.widgets.controls import ERROR_COLOUR, RunBar, StatusLine, error_label
 
 RANDOM_NOTE = ("Random weights: a model of the same shapes and dtype, filled with random values. "
@@ -50,20 +51,7 @@ DECODE_TEXT = {"torch": "Decode after each prompt (TPOT)", "llamacpp": "Generati
 BENCH_GEN = 32                  # tokens llama-bench generates per depth (-n)
 
 
-def _check(label: str, checked: bool = True, tip: str = "") -> QCheckBox:
-    box = QCheckBox(label)
-    box.setChecked(checked)
-    box.setToolTip(tip)
-    return box
-
-
 OLD_RESULTS = "From an earlier run (the one started since has not finished):"
-
-
-def _wrapped(text: str = "") -> QLabel:
-    label = QLabel(text)
-    label.setWordWrap(True)
-    return label
 
 
 class MeasurePanel(QWidget):
@@ -87,7 +75,7 @@ class MeasurePanel(QWidget):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.error = error_label()
-        self.results = _wrapped("No measurement yet.")
+        self.results = wrapped("No measurement yet.")
         self.results.setTextFormat(Qt.TextFormat.RichText)
         self.results.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.apply_button = QPushButton("Use the calibrated efficiency")
@@ -96,7 +84,8 @@ class MeasurePanel(QWidget):
         row.addWidget(self.progress, 1)
         row.addWidget(self.cancel_button)
         layout = QVBoxLayout(self)
-        for box in (machine, model):
+        self.server = ServerBox()              # the Server source: a running server under load
+        for box in (machine, model, self.server):
             layout.addWidget(box)
         layout.addLayout(row)
         for w in (self.step, self.error, self.results, self.apply_button):
@@ -106,14 +95,14 @@ class MeasurePanel(QWidget):
         self._connect()
 
     def _build_machine_box(self) -> QGroupBox:
-        self.use_bandwidth = _check("Memory bandwidth", tip="Streaming read, copy and triad over buffers far "
+        self.use_bandwidth = check("Memory bandwidth", tip="Streaming read, copy and triad over buffers far "
                                     "larger than the last-level cache.")
-        self.use_matmul = _check("Matmul peaks", tip="Large square multiplies in fp32, bf16 and fp16.")
-        self.use_roofline = _check("Empirical roofline", tip="(m x k)(k x n) multiplies for m from 1 to a few "
+        self.use_matmul = check("Matmul peaks", tip="Large square multiplies in fp32, bf16 and fp16.")
+        self.use_roofline = check("Empirical roofline", tip="(m x k)(k x n) multiplies for m from 1 to a few "
                                    "thousand, drawn on the Roofline plot.")
-        self.use_measured = _check("Use the measured machine", tip="Switch the Machine tab to the result.")
+        self.use_measured = check("Use the measured machine", tip="Switch the Machine tab to the result.")
         self.machine_button = QPushButton("Measure this machine")
-        self.remeasure = _check("Measure the machine before calibrating",
+        self.remeasure = check("Measure the machine before calibrating",
                                 tip="Off: use the machine measured before (its bandwidth and peaks) and only "
                                     "time the calibration models.")
         self.calibrate_button = QPushButton("Calibrate for every model")
@@ -141,7 +130,7 @@ class MeasurePanel(QWidget):
         self.bench_path.setToolTip("Your build's llama-bench (or the folder holding it, such as build/bin); "
                                    "llama-batched-bench is looked for beside it.")
         self.bench_browse = QPushButton("Browse…")
-        self.bench_status = _wrapped()
+        self.bench_status = wrapped()
         self.gpu_layers = QSpinBox()
         self.gpu_layers.setRange(0, 999)
         self.gpu_layers.setToolTip("Layers offloaded to the GPU (-ngl); 999: every layer. 0 on a CPU build.")
@@ -166,12 +155,12 @@ class MeasurePanel(QWidget):
         self.repeats.setRange(1, 20)
         self.repeats.setValue(3)
         self.repeats.setToolTip("Runs of each point; the best and the median are kept.")
-        self.random_weights = _check("Random weights", False, RANDOM_NOTE)
-        self.random_note = _wrapped(RANDOM_NOTE)
-        self.use_prefill = _check("Prompt sweep (TTFT)")
-        self.use_decode = _check(DECODE_TEXT["llamacpp"])
-        self.use_batch = _check("Batched decode (contexts × batches)")
-        self.include_disturbed = _check("Fit disturbed points too", False,
+        self.random_weights = check("Random weights", False, RANDOM_NOTE)
+        self.random_note = wrapped(RANDOM_NOTE)
+        self.use_prefill = check("Prompt sweep (TTFT)")
+        self.use_decode = check(DECODE_TEXT["llamacpp"])
+        self.use_batch = check("Batched decode (contexts × batches)")
+        self.include_disturbed = check("Fit disturbed points too", False,
                                         "Points whose repeats spread widely or that ran while the load average "
                                         "rose are kept and drawn, but left out of the fit unless this is ticked.")
         self.prompts = QLineEdit(SWEEPS["llamacpp"]["prompts"])
@@ -179,7 +168,7 @@ class MeasurePanel(QWidget):
         self.depths.setToolTip("Tokens already in the cache when generation is timed (llama-bench's -d).")
         self.contexts = QLineEdit(SWEEPS["llamacpp"]["contexts"])
         self.batches = QLineEdit(SWEEPS["llamacpp"]["batches"])
-        self.estimate = _wrapped()
+        self.estimate = wrapped()
         self.model_button = QPushButton("Measure the model")
         self.import_button = QPushButton("Import llama-bench output…")
         bench = QWidget()
@@ -352,7 +341,8 @@ class MeasurePanel(QWidget):
 
     def show_running(self, running: bool) -> None:
         """Start buttons off and Cancel on while a job runs, the other way round after."""
-        for w in (self.machine_button, self.calibrate_button, self.model_button, self.import_button, self.engine):
+        for w in (self.machine_button, self.calibrate_button, self.model_button, self.import_button, self.engine,
+                  self.server.run_button):
             w.setEnabled(not running)
         self.cancel_button.setEnabled(running)
         if running:
@@ -394,15 +384,3 @@ class MeasurePanel(QWidget):
         self.results.setText(html)
         self.apply_button.setEnabled(can_apply)
 
-
-def positive_ints(text: str, what: str, *, low: int = 1) -> tuple[int, ...]:
-    """"1, 16, 64" as (1, 16, 64); MeasurementError naming ``what`` otherwise (every value
-    must be at least ``low``)."""
-    try:
-        values = tuple(int(x) for x in text.replace(" ", "").split(",") if x)
-    except ValueError:
-        raise MeasurementError(f"{what}: expected comma-separated whole numbers, got {text!r}") from None
-    if not values or min(values) < low:
-        kind = "positive whole numbers" if low == 1 else f"whole numbers >= {low}"
-        raise MeasurementError(f"{what}: expected {kind}, got {text!r}")
-    return values

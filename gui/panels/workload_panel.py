@@ -1,5 +1,6 @@
-"""The Workload tab: prompt, answer, context, batch, cache type, speculative decoding, and the
-placement (``placement_panel``), which is also where the weights sit (no share of its own).
+"""The Workload tab: prompt, answer, context, batch, cache type, llama.cpp's run settings (-ub,
+-fa, and -t on a CPU), speculative decoding, and the placement (``placement_panel``), which is
+also where the weights sit (no share of its own).
 
 control -> state: each edit calls ``state.update_workload``; a value the workload rejects is
 shown under the fields and the state keeps its last good workload.
@@ -8,12 +9,13 @@ the token sliders by the model's trained context (the boxes still take any count
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QVBoxLayout, QWidget
 
 from rooflab.core.errors import RooflabError
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import KV_TYPES
-from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
+from rooflab.core.values.workload import MAX_BATCH, MAX_THREADS, MAX_TOKENS, Workload
 from rooflab.gui.panels.placement_panel import PlacementPanel
 from rooflab.gui.state.app_state import AppState
 from rooflab.gui.state.recompute import Frame
@@ -36,6 +38,13 @@ _TIPS = {
     "acceptance": "Probability each drafted token is accepted; expected tokens per verify step = "
                   "(1 − a^(k+1)) / (1 − a).",
     "draft_cost": "One draft step's time as a share of one target step (a small draft model: ~0.05).",
+    "ubatch": "llama.cpp's -ub: a prompt runs in passes of this many tokens, and each multiply of a pass gets "
+              "that many rows (a routed expert about -ub × used / count of them): a multiply of r rows runs at "
+              "r / (r + r0) of its rate, so a small -ub slows prompts, a large one speeds up MoE prompts.",
+    "flash_attention": "llama.cpp's -fa: a prompt's attention (its n² term) at the flash-attention kernel's "
+                       "fitted rate, or the other one's. llama.cpp turns it on where it runs by default.",
+    "threads": "llama.cpp's -t on a CPU: its matrix kernels scale with min(threads, cores) / cores of the "
+               "peak. 0: llama.cpp's default, the physical cores.",
 }
 #: the token sliders' reach when a model states no trained context
 UNSTATED_CONTEXT = 32_768
@@ -55,7 +64,11 @@ class WorkloadPanel(QWidget):
             "draft_tokens": SliderSpin(0, 16),
             "acceptance": SliderSpin(0.0, 1.0, integer=False, step=0.05),
             "draft_cost": SliderSpin(0.0, 1.0, integer=False, step=0.01),
+            "ubatch": SliderSpin(1, MAX_BATCH, log=True),
+            "threads": SliderSpin(0, MAX_THREADS),
         }
+        self.flash_attention = QCheckBox("Flash attention (-fa)")
+        self.flash_attention.setToolTip(_TIPS["flash_attention"])
         self.kv_type = QComboBox()
         self.kv_type.addItems(list(KV_TYPES))
         self.kv_type.setToolTip(_TIPS["kv_type"])
@@ -67,6 +80,11 @@ class WorkloadPanel(QWidget):
                            ("context", "Cached context"), ("batch", "Batch (sequences)")):
             form.addRow(label, self.fields[key])
         form.addRow("KV-cache type", self.kv_type)
+        engine = QGroupBox("llama.cpp settings")
+        self._engine_form = form = QFormLayout(engine)
+        form.addRow("Ubatch (-ub)", self.fields["ubatch"])
+        form.addRow(self.flash_attention)
+        form.addRow("CPU threads (-t)", self.fields["threads"])
         spec = QGroupBox("Speculative decoding")
         form = QFormLayout(spec)
         form.addRow("Draft tokens", self.fields["draft_tokens"])
@@ -75,7 +93,7 @@ class WorkloadPanel(QWidget):
         self.placement = PlacementPanel(state)
 
         layout = QVBoxLayout(self)
-        for box in (request, spec, self.placement):
+        for box in (request, engine, spec, self.placement):
             layout.addWidget(box)
         layout.addWidget(self.error)
         layout.addStretch(1)
@@ -84,20 +102,27 @@ class WorkloadPanel(QWidget):
             field.setToolTip(_TIPS[key])
             field.value_edited.connect(self._on_field_value_edited)
         self.kv_type.currentTextChanged.connect(self._on_kv_type_text_changed)
+        self.flash_attention.toggled.connect(self._on_flash_attention_toggled)
         state.workload_changed.connect(self._on_state_workload_changed)
         state.model_changed.connect(self._on_state_model_changed)
+        state.machine_changed.connect(self._on_state_machine_changed)
         self._bound_sliders(state.model)
         self._show(state.workload)
+        self._on_state_machine_changed(state.machine)
 
     # -- state -> controls ------------------------------------------------------------------
     def _show(self, w: Workload) -> None:
         values = {"prompt": w.prompt, "answer": w.answer, "context": w.context, "batch": w.batch,
-                  "draft_tokens": w.draft_tokens, "acceptance": w.acceptance, "draft_cost": w.draft_cost}
+                  "draft_tokens": w.draft_tokens, "acceptance": w.acceptance, "draft_cost": w.draft_cost,
+                  "ubatch": w.ubatch, "threads": w.threads or 0}
         for key, value in values.items():
             self.fields[key].set_value(value)
         self.kv_type.blockSignals(True)
         self.kv_type.setCurrentText(w.kv_type.lower())
         self.kv_type.blockSignals(False)
+        self.flash_attention.blockSignals(True)
+        self.flash_attention.setChecked(w.flash_attention)
+        self.flash_attention.blockSignals(False)
         for key in ("acceptance", "draft_cost"):
             self.fields[key].setEnabled(w.draft_tokens > 0)
 
@@ -119,13 +144,19 @@ class WorkloadPanel(QWidget):
     def _on_state_model_changed(self, model: ModelSpec) -> None:
         self._bound_sliders(model)
 
+    def _on_state_machine_changed(self, machine: MachineProfile) -> None:
+        """Threads only where llama.cpp computes on the CPU (a GPU machine hides the row)."""
+        self._engine_form.setRowVisible(self.fields["threads"], machine.kind == "cpu")
+
     # -- controls -> state ------------------------------------------------------------------
     def _collect(self) -> dict[str, object]:
         f = self.fields
         return dict(prompt=int(f["prompt"].value()), answer=int(f["answer"].value()),
                     context=int(f["context"].value()), batch=int(f["batch"].value()),
                     kv_type=self.kv_type.currentText(), draft_tokens=int(f["draft_tokens"].value()),
-                    acceptance=f["acceptance"].value(), draft_cost=f["draft_cost"].value())
+                    acceptance=f["acceptance"].value(), draft_cost=f["draft_cost"].value(),
+                    ubatch=int(f["ubatch"].value()), flash_attention=self.flash_attention.isChecked(),
+                    threads=int(f["threads"].value()) or None)
 
     def _apply(self) -> None:
         try:
@@ -142,4 +173,7 @@ class WorkloadPanel(QWidget):
         self._apply()
 
     def _on_kv_type_text_changed(self, _text: str) -> None:
+        self._apply()
+
+    def _on_flash_attention_toggled(self, _on: bool) -> None:
         self._apply()

@@ -293,8 +293,9 @@ class ChartPlot(QWidget):
     def columns(self) -> int:
         """Panels side by side now (``grid.columns_for`` this plot's size)."""
         height = self.height() - self.bar.sizeHint().height() - _MARGINS[1] - _MARGINS[3]
-        return grid.columns_for(len(self._order), self.width() - _MARGINS[0] - _MARGINS[2], height,
-                                self.fixed_columns)
+        # less the scroll bar's width: the panels must fit beside it once they scroll
+        width = self.width() - _MARGINS[0] - _MARGINS[2] - self.scroll.verticalScrollBar().sizeHint().width()
+        return grid.columns_for(len(self._order), width, height, self.fixed_columns)
 
     def _lay_out(self, *, force: bool = False) -> None:
         """Place the panels in ``columns()`` columns (row by row), each legend beside its panel
@@ -337,10 +338,10 @@ class ChartPlot(QWidget):
             self._lay_out()
 
     def _fit_height(self) -> None:
-        """Keep each panel tall enough for its y-axis title (stacked in a short window, at least
-        ``MIN_CHART_HEIGHT``: the scroll area takes the rest)."""
-        stacked = self._columns <= 1 and not self.fixed_columns
-        need = grid.fit_heights([self._panels[key] for key in self._order], max(1, self._columns), stacked)
+        """Keep each panel tall enough for its y-axis title (on screen at least ``MIN_CHART_HEIGHT``:
+        the scroll area takes what the window cannot hold)."""
+        on_screen = not self.fixed_columns
+        need = grid.fit_heights([self._panels[key] for key in self._order], max(1, self._columns), on_screen)
         self.view.setMinimumHeight(int(need + _MARGINS[1] + _MARGINS[3]) + 4)
 
     def _set_extra(self, key: str, label: str, kind: LayerKind, index: int, panel: str,

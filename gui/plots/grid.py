@@ -1,7 +1,8 @@
 """How a plot tab lays out its panels: stacked, each legend beside its panel, when each gets
-``MIN_CHART_HEIGHT`` px; else side by side (legends under them), as many columns as keep each
-``MIN_CHART_WIDTH`` px wide and give it the most height, so a short window (1280 x 720) shows
-every panel of a tab at once instead of scrolling to the second."""
+``MIN_CHART_HEIGHT`` px; else side by side (legends under them) in as many columns as keep each
+``MIN_CHART_WIDTH`` px wide, else stacked all the same. On screen a panel is never shorter than
+``MIN_CHART_HEIGHT``: what the window's height cannot hold scrolls. (Three panels squeezed side by
+side at 1280 x 720 were about 200 px wide and 150 px tall, their tick labels running together.)"""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-MIN_CHART_HEIGHT = 300            # px: a panel's least height stacked; shorter, they go side by side
-MIN_CHART_WIDTH = 280             # px: a panel's least width side by side
+MIN_CHART_HEIGHT = 300            # px: a panel's least height on screen, stacked or side by side
+MIN_CHART_WIDTH = 400             # px: a panel's least width side by side; narrower, they stack
 LEGEND_SWATCH = 48                # px a legend entry's swatch and margins take beside its text
 SPACING = 6                       # px between panels
 
@@ -22,7 +23,7 @@ def columns_for(count: int, width: float, height: float, fixed: int = 0) -> int:
         return fixed or 1
     if height <= 0 or height / count >= MIN_CHART_HEIGHT:
         return 1
-    fits = [c for c in range(2, count + 1) if width / c >= MIN_CHART_WIDTH]
+    fits = [c for c in range(2, count + 1) if (width - (c - 1) * SPACING) / c >= MIN_CHART_WIDTH]
     return max(fits, key=lambda c: (height / math.ceil(count / c), -c), default=1)
 
 
@@ -35,16 +36,18 @@ class Sized(Protocol):
     def min_height(self) -> float: ...
 
 
-def fit_heights(views: Sequence[Sized], columns: int, stacked: bool) -> float:
-    """Set each panel's least height (``stacked``: at least ``MIN_CHART_HEIGHT``) and return the
-    least height of the panels together, px: each row as tall as its tallest panel and, side by
-    side, its legend under it."""
+def fit_heights(views: Sequence[Sized], columns: int, on_screen: bool) -> float:
+    """Set each panel's least height (``on_screen``: at least ``MIN_CHART_HEIGHT``; a report's
+    picture has its own size) and least width (side by side: ``MIN_CHART_WIDTH``, so a wide
+    legend under one panel cannot squeeze the next) and return the least height of the panels
+    together, px: each row as tall as its tallest panel and, side by side, its legend under it."""
     need = max(0, math.ceil(len(views) / columns) - 1) * SPACING
     for start in range(0, len(views), columns):
         tallest = 0.0
         for view in views[start:start + columns]:
-            least = max(view.min_height(), MIN_CHART_HEIGHT if stacked and len(views) > 1 else 0.0)
+            least = max(view.min_height(), MIN_CHART_HEIGHT if on_screen else 0.0)
             view.plot.setMinimumHeight(least)                          # type: ignore[attr-defined]
+            view.plot.setMinimumWidth(MIN_CHART_WIDTH if on_screen and columns > 1 else 0.0)  # type: ignore[attr-defined]
             legend = 0.0 if columns == 1 else view.legend.boundingRect().height()   # type: ignore[attr-defined]
             tallest = max(tallest, least + legend)
         need += tallest

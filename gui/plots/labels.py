@@ -84,9 +84,10 @@ def _place_in(order: Sequence[int], fixed: Sequence[tuple[list[Rect], np.ndarray
 
 def wrap_text(text: str, room: float, measure: Callable[[str], float]) -> list[str]:
     """``text`` on lines no wider than ``room`` (as ``measure`` reckons: pixels, characters),
-    broken between its " · " parts where it can, else between words; a word wider than a
-    line on its own is cut with "…". A label's parts are what tells series apart, so a long
-    one is wrapped rather than cut."""
+    broken between its " · " parts where it can, else between words, else after a word's
+    hyphens ("Qwen3-30B-" over "A3B" under a narrow memory bar); only a piece still wider than a
+    line is cut with "…". A label's parts are what tells series apart, so a long one is wrapped
+    rather than cut."""
     lines: list[str] = []
     for part in text.split(" · "):
         if lines and measure(f"{lines[-1]} · {part}") <= room:
@@ -99,9 +100,25 @@ def wrap_text(text: str, room: float, measure: Callable[[str], float]) -> list[s
                 continue
             if line:
                 lines.append(line)
-            line = word if measure(word) <= room else _cut(word, room, measure)
+            *whole, line = _hyphenated(word, room, measure)
+            lines += whole
         lines.append(line)
     return lines
+
+
+def _hyphenated(word: str, room: float, measure: Callable[[str], float]) -> list[str]:
+    """``word`` on as few lines no wider than ``room`` as breaking after its hyphens allows, a
+    piece with no hyphen left that is still too wide cut with "…"."""
+    if measure(word) <= room:
+        return [word]
+    pieces = [piece + "-" for piece in word.split("-")]
+    pieces[-1] = pieces[-1][:-1]
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and measure(lines[-1] + piece) > room:
+            lines.append("")
+        lines[-1] += piece
+    return [line if measure(line) <= room else _cut(line, room, measure) for line in lines]
 
 
 def _cut(word: str, room: float, measure: Callable[[str], float]) -> str:

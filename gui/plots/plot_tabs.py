@@ -38,6 +38,7 @@ class PlotTabsPanel(QWidget):
         self.serving = ServingPlot(theme=theme)      # apart from ``plots``: drawn from its own chart, when shown
         self.tabs.addTab(self.serving, SERVING_TITLE)
         self.tabs.setTabToolTip(self.tabs.count() - 1, ServingPlot.__doc__ or "")
+        self.serving.axis_changed.connect(self._on_serving_axis_changed)
         self._serving_timer = QTimer(self, singleShot=True, interval=SERVING_DELAY_MS)
         self._serving_timer.timeout.connect(self._on_serving_timer_timeout)
         self.tabs.setCurrentIndex(2)
@@ -89,12 +90,13 @@ class PlotTabsPanel(QWidget):
         if frame is None:
             return
         series = self._theme.series
-        swatch = f"<span style='color:{self._theme.current['main']}'>■</span>"
-        pinned = "".join(f" &nbsp; <span style='color:{series[p.pin_id % len(series)]}'>■</span> {p.label}"
+        swatch = f"<span style='color:{self._theme.current['main']}'>■</span>&nbsp;"
+        # a swatch and its series' name stay on one line: wrapped apart, a swatch ended the line above
+        pinned = "".join(f" &nbsp; <span style='color:{series[p.pin_id % len(series)]}'>■</span>&nbsp;{p.label}"
                          for p, _ in frame.pinned)
         state = "" if frame.summary.runs else \
             f" <span style='color:{self._theme.current['limit']}'><b>does NOT fit: nothing drawn</b></span>"
-        self.scenario_label.setText(f"{swatch} <b>{frame.scenario.label}</b>{state}{pinned}")
+        self.scenario_label.setText(f"{swatch}<b>{frame.scenario.label}</b>{state}{pinned}")
 
     def _draw(self, plot: ChartPlot) -> None:
         frame = self._frame
@@ -130,9 +132,19 @@ class PlotTabsPanel(QWidget):
         if frame is None or SERVING not in self._stale:
             return
         self._stale.discard(SERVING)
-        chart = serving_chart_of(frame)
+        chart = serving_chart_of(frame, self.serving.axis)
         if chart is not None:
             self.serving.set_charts(chart)
+
+    def redraw_serving(self, _measured: object = None) -> None:
+        """Draw the Serving tab again (``_measured``: a server measurement just kept): now if it
+        is on screen, else when it is shown."""
+        self._stale.add(SERVING)
+        if self.tabs.currentWidget() is self.serving:
+            self.draw_serving()
+
+    def _on_serving_axis_changed(self, _axis: str) -> None:
+        self.redraw_serving()
 
     def _on_serving_timer_timeout(self) -> None:
         self.draw_serving()

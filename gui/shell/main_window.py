@@ -12,12 +12,10 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
-    QFileDialog,
     QMainWindow,
-    QMenu,
     QScrollArea,
     QSplitter,
     QTabWidget,
@@ -27,29 +25,29 @@ from PySide6.QtWidgets import (
 
 from rooflab.core.errors import ReportError, RooflabError
 from rooflab.core.values.workload import Workload
-from rooflab.gui.controllers.guide_controller import GuideController, name_topics
+from rooflab.gui.controllers.guide_controller import name_topics
 from rooflab.gui.controllers.measure_controller import MeasureController
 from rooflab.gui.controllers.open_controller import Opened, OpenModelController
-from rooflab.gui.export.report import ReportFiles, choose_report_folder, same_mode, write_report
+from rooflab.gui.export.report import ReportFiles, same_mode, write_report
 from rooflab.gui.panels.compare_panel import ComparePanel
 from rooflab.gui.panels.compare_table import CompareTablePanel
 from rooflab.gui.panels.fit_panel import FitPanel
 from rooflab.gui.panels.machine_panel import MachinePanel
 from rooflab.gui.panels.measure_panel import MeasurePanel
-from rooflab.gui.panels.model_panel import MODEL_FILTER, ModelPanel
+from rooflab.gui.panels.model_panel import ModelPanel
 from rooflab.gui.panels.numbers_panel import NumbersPanel
 from rooflab.gui.panels.stopwatch_panel import StopwatchPanel
 from rooflab.gui.panels.workload_panel import WorkloadPanel
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.plots.plot_tabs import PlotTabsPanel
-from rooflab.gui.shell import about
 from rooflab.gui.shell.dnd import DropController
 from rooflab.gui.shell.geometry import PREFERRED, fit_to_screen
+from rooflab.gui.shell.menus import MenuController
 from rooflab.gui.state.app_state import AppState
 from rooflab.gui.state.recompute import Frame, RecomputeController
 from rooflab.gui.state.settings import Settings, save_settings
 from rooflab.gui.widgets.controls import MessageBar
-from rooflab.gui.widgets.theme import THEME_MODES, apply_theme
+from rooflab.gui.widgets.theme import apply_theme
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +103,10 @@ class MainWindow(QMainWindow):
         self.opener = OpenModelController(state, self.settings, self.model_panel, self)
         self.left_tabs = QTabWidget()
         self._build_layout()
-        self._build_menus()
+        self.menus = MenuController(self, self, self.plots.values())     # File, Compare, View, Help
+        self.guide = self.menus.guide
+        self.open_action, self.save_action = self.menus.open_action, self.menus.save_action
+        self.quit_action, self.pin_action = self.menus.quit_action, self.menus.pin_action
         name_topics([(self.fit_view, "fit"), (self.machine_panel.balance, "balance"),
                      (self.machine_panel.kv_read_factor, "kv_read_factor")])
         self.drops = DropController(self)
@@ -155,51 +156,6 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.main_split, 1)
         self.setCentralWidget(central)
 
-    def _action(self, menu: QMenu, text: str, slot: object, shortcut: QKeySequence | str | None = None,
-                tip: str = "") -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-        action.setStatusTip(tip)
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
-
-    def _build_menus(self) -> None:
-        bar = self.menuBar()
-        file = bar.addMenu("&File")
-        self.open_action = self._action(file, "&Open model…", self._on_open_action_triggered,
-                                        QKeySequence.StandardKey.Open, "Open a .gguf, config.json or model folder")
-        self._action(file, "Open model &folder…", self._on_open_folder_action_triggered)
-        self.recent_menu = file.addMenu("Open &recent")
-        file.addSeparator()
-        self.save_action = self._action(file, "&Save report…", self._on_save_action_triggered,
-                                        QKeySequence.StandardKey.Save,
-                                        "PNG of every plot, a composed sheet and CSV of every series")
-        self._action(file, "Save &screenshot…", self._on_screenshot_action_triggered, "Ctrl+Shift+S")
-        file.addSeparator()
-        self.quit_action = self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        compare = bar.addMenu("&Compare")
-        self.pin_action = self._action(compare, "&Pin current series", self._on_pin_action_triggered, "Ctrl+P",
-                                       "Draw what is on screen beside later changes on every plot")
-        self._action(compare, "&Clear pinned series", self._on_clear_pins_action_triggered)
-        view = bar.addMenu("&View")
-        self._action(view, "&What can I run here?", self._on_fit_action_triggered, "Ctrl+Shift+F",
-                     "Every catalogue model ranked by how it fits this machine and how fast it runs")
-        theme_menu = view.addMenu("&Theme")
-        self.theme_actions = QActionGroup(self)
-        for mode in THEME_MODES:
-            action = QAction(mode.capitalize() if mode != "system" else "Follow the system", self, checkable=True)
-            action.setData(mode)
-            action.setChecked(mode == self.settings.theme)
-            self.theme_actions.addAction(action)
-            theme_menu.addAction(action)
-        self.theme_actions.triggered.connect(self._on_theme_actions_triggered)
-        help_menu = bar.addMenu("&Help")
-        self.guide = GuideController(self, help_menu, self.plots.values())     # Help > Guide, F1, the charts' links
-        self._action(help_menu, "&About rooflab", self._on_about_action_triggered)
-        self._refresh_recent_menu()
-
     def _connect(self) -> None:
         self.recompute.recomputed.connect(self._on_recompute_recomputed)
         self.recompute.failed.connect(self._on_recompute_failed)
@@ -211,6 +167,7 @@ class MainWindow(QMainWindow):
         self.fit_view.open_requested.connect(self._on_model_panel_open_requested)
         self.machine_panel.message.connect(self._on_panel_message)
         self.measure.message.connect(self._on_panel_message)
+        self.measure.server.server_measured.connect(self.plot_panel.redraw_serving)   # its levels, drawn
         self.measure.machine_measured.connect(self._on_measure_machine_measured)
         self.measure.engine_calibrated.connect(self._on_measure_engine_calibrated)
         # a read-out describes a point of the series on screen: it goes when the series does
@@ -231,7 +188,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(message)
 
     def _on_opener_opened(self, opened: Opened) -> None:
-        self._refresh_recent_menu()
+        self.menus.refresh_recent()
         self.messages.clear("open")
         self.statusBar().showMessage(f"Opened {opened.spec.name}", 5000)
         self.left_tabs.setCurrentWidget(self.left_tabs.widget(1))
@@ -250,29 +207,6 @@ class MainWindow(QMainWindow):
 
     def _on_model_panel_open_requested(self, ref: str, weights: str) -> None:
         self.open_model(ref, weights)
-
-    def _on_open_action_triggered(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", MODEL_FILTER)
-        if path:
-            self.open_model(path)
-
-    def _on_open_folder_action_triggered(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open model folder")
-        if path:
-            self.open_model(path)
-
-    def _refresh_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        for ref in self.settings.recent:
-            action = self.recent_menu.addAction(ref)
-            action.setData(ref)
-            action.triggered.connect(self._on_recent_action_triggered)
-        self.recent_menu.setEnabled(bool(self.settings.recent))
-
-    def _on_recent_action_triggered(self) -> None:
-        action = self.sender()
-        if isinstance(action, QAction):
-            self.open_model(str(action.data()))
 
     # -- drawing ----------------------------------------------------------------------------
     def _on_recompute_recomputed(self, frame: Frame) -> None:
@@ -307,17 +241,6 @@ class MainWindow(QMainWindow):
         else:
             self.messages.show_message(text, level)
 
-    # -- compare ----------------------------------------------------------------------------
-    def _on_pin_action_triggered(self) -> None:
-        if self.state.pin_current() is None:
-            self.statusBar().showMessage("That series is already pinned", 4000)
-
-    def _on_clear_pins_action_triggered(self) -> None:
-        self.state.clear_pinned()
-
-    def _on_fit_action_triggered(self) -> None:
-        self.plot_tabs.setCurrentWidget(self.fit_view)
-
     # -- reports ----------------------------------------------------------------------------
     def save_report(self, folder: str | Path) -> ReportFiles:
         """Write the report for what is on screen into ``folder``."""
@@ -336,17 +259,6 @@ class MainWindow(QMainWindow):
         self.report_saved.emit(files)
         return files
 
-    def _on_save_action_triggered(self) -> None:
-        folder = choose_report_folder(self, self.settings.report_dir)
-        if folder is None:
-            return
-        try:
-            files = self.save_report(folder)
-        except (RooflabError, OSError) as exc:
-            self.messages.show_message(f"Could not save the report: {exc}", "error")
-            return
-        self.messages.show_message(f"Saved {len(files.all)} report files to {files.folder}.", "info")
-
     def save_screenshot(self, path: str | Path) -> Path:
         """Render the whole window to a PNG."""
         self.flush_plots()
@@ -361,14 +273,6 @@ class MainWindow(QMainWindow):
             raise ReportError(f"{target}: cannot write the screenshot")
         return target
 
-    def _on_screenshot_action_triggered(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save screenshot", "rooflab.png", "PNG image (*.png)")
-        if path:
-            try:
-                self.save_screenshot(path)
-            except RooflabError as exc:
-                self.messages.show_message(str(exc), "error")
-
     # -- look -------------------------------------------------------------------------------
     def set_theme(self, mode: str) -> None:
         self.settings.theme = mode
@@ -376,18 +280,11 @@ class MainWindow(QMainWindow):
         self.plot_panel.apply_theme(self.theme)
         self.compare.apply_theme(self.theme)
         self.compare_view.apply_theme(self.theme)
-        for action in self.theme_actions.actions():
-            action.setChecked(action.data() == mode)
-
-    def _on_theme_actions_triggered(self, action: QAction) -> None:
-        self.set_theme(str(action.data()))
+        self.menus.check_theme(mode)
 
     def _on_color_scheme_changed(self, _scheme: object) -> None:
         if self.settings.theme == "system":
             self.set_theme("system")
-
-    def _on_about_action_triggered(self) -> None:
-        about.show_about(self)
 
     # -- closing ----------------------------------------------------------------------------
     def remember(self) -> None:

@@ -5,13 +5,14 @@ Decode vs context tab, the Measure tab on the left. Offscreen.
                                                    [--tab decode] [--left 3] [--size 1560x1100]
                                                    [--theme light|dark] [--model M --machine P
                                                    --devices N --parallel layer|tensor
-                                                   --gpu-layers N --batch B]
+                                                   --gpu-layers N --batch B] [--pins N]
 
 By default it writes rooflab-main-window.png in the temporary folder (TMPDIR) and prints the
 path: compare it with the tracked packaging/screenshots/main-window.png before replacing that
 one with --replace-tracked. Other sizes and themes are for looking at the window as a user
 would (1280x720, 1920x1080); ``--model`` (and the placement options) show that one scenario
-alone instead of the README's pair.
+alone instead of the README's pair; ``--pins N`` pins N series (other machines and models) beside
+the one on screen, to look at the Compare tab and the legends as a comparison shows them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def output_path(out: str | None, replace_tracked: bool) -> Path:
     return Path(out) if out else Path(tempfile.gettempdir()) / "rooflab-main-window.png"
 
 
+#: what ``--pins`` pins, in order, (model, machine); the window then shows Qwen3-30B-A3B on the RTX 4090
+PIN_SERIES = (("qwen3-8b-q4_k_m", "rtx-4090"), ("qwen3-8b-q4_k_m", "dgx-spark"), ("gemma-3-12b-q4_k_m", "rtx-4090"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     where = parser.add_mutually_exclusive_group()
@@ -50,6 +55,8 @@ def main() -> int:
     parser.add_argument("--parallel", default="layer", choices=("layer", "tensor"))
     parser.add_argument("--gpu-layers", type=int, default=None, help="with --model: -ngl by hand")
     parser.add_argument("--batch", type=int, default=1, help="with --model: sequences decoded together")
+    parser.add_argument("--pins", type=int, default=None,
+                        help=f"pin this many series (at most {len(PIN_SERIES)}) before the one on screen")
     args = parser.parse_args()
 
     import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
@@ -79,6 +86,13 @@ def main() -> int:
         state.update_workload(batch=args.batch)
         state.set_placement(PlacementChoice(devices=args.devices, parallel=args.parallel,
                                             gpu_layers=args.gpu_layers))
+    elif args.pins is not None:
+        for model, machine in PIN_SERIES[:args.pins]:
+            state.set_machine(load_machine(machine))
+            state.set_model(load_model(model), model)
+            state.pin_current()
+        state.set_machine(load_machine("rtx-4090"))
+        state.set_model(load_model("qwen3-30b-a3b-q4_k_m"), "qwen3-30b-a3b-q4_k_m")
     else:
         state.pin_current()
         state.set_model(load_model("qwen3-30b-a3b-q4_k_m"), "qwen3-30b-a3b-q4_k_m")

@@ -38,14 +38,49 @@ def test_at_1280x720_every_panel_is_tall_enough_for_its_axis_title(qtbot, window
         assert title <= box + 4, f"{key}: y-axis title {title:.0f} px on a {box:.0f} px axis"
 
 
-def test_at_1280x720_the_panels_sit_side_by_side_instead_of_squashing(qtbot, window):
-    # issue 20: maximised at 1280 x 720 the second chart of a tab needed scrolling
-    plot = _show_at(qtbot, window, (1280, 720), "decode")
-    assert plot.columns() == 3
-    tops = {round(plot.panel_view(key).plot.sceneBoundingRect().top()) for key in plot.panel_keys()}
-    assert len(tops) == 1, tops
-    for key in plot.panel_keys():
-        assert plot.panel_view(key).plot.getViewBox().size().width() >= 150, key
+def _pin_three(window) -> None:
+    """Three series pinned (two models, two machines), Qwen3-30B-A3B on the RTX 4090 on screen."""
+    from rooflab.core.io.presets import load_machine
+    from tests.gui.conftest import catalogue_spec
+
+    state = window.state
+    for model, machine in (("qwen3-8b-q4_k_m", "rtx-4090"), ("qwen3-8b-q4_k_m", "dgx-spark"),
+                           ("gemma-3-12b-q4_k_m", "rtx-4090")):
+        state.set_machine(load_machine(machine))
+        state.set_model(catalogue_spec(model))
+        state.pin_current()
+    state.set_machine(load_machine("rtx-4090"))
+    state.set_model(catalogue_spec("qwen3-30b-a3b-q4_k_m"))
+    window.recompute.recompute_now()
+
+
+@pytest.mark.parametrize("pins", [0, 3])
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_every_chart_is_tall_enough_and_side_by_side_only_when_wide_enough(qtbot, window, size, pins):
+    """Issue 20: with series pinned at 1280 x 720 the panels of a tab sat side by side about 200 px
+    wide and 150 px tall, their tick labels running together ("10,00020,00030,000"). A panel is at
+    least 300 px tall on every tab; panels sit side by side only while each keeps 400 px; the rest
+    scrolls, and nothing runs past the plot's right edge."""
+    from rooflab.gui.plots.grid import MIN_CHART_HEIGHT, MIN_CHART_WIDTH
+
+    if pins:
+        _pin_three(window)
+    for chart in CHART_KEYS:
+        plot = _show_at(qtbot, window, size, chart)
+        columns = plot.columns()
+        room = plot.scroll.viewport().width()
+        for key in plot.panel_keys():
+            rect = plot.panel_view(key).plot.geometry()
+            assert rect.height() >= MIN_CHART_HEIGHT - 1, (chart, key, rect.height())
+            assert rect.right() <= room + 1, (chart, key, rect.right(), room)
+            if columns > 1:
+                assert rect.width() >= MIN_CHART_WIDTH - 1, (chart, key, columns, rect.width())
+        if size == (1920, 1080):          # every panel side by side and in full (a long legend may scroll)
+            assert columns == len(plot.panel_keys()), chart
+            for key in plot.panel_keys():
+                assert plot.panel_view(key).plot.geometry().bottom() <= plot.scroll.viewport().height(), (chart, key)
+    if size == (1280, 720):
+        assert window.plots["decode"].columns() == 2      # 3 x 290 px was too narrow
 
 
 @pytest.mark.parametrize("chart", CHART_KEYS)
@@ -400,8 +435,10 @@ def test_stacked_panels_line_up_and_count_tokens_from_zero(qtbot, window, size):
         assert low >= -1e-6, (key, low)
         lefts.add(round(view.plot.getViewBox().sceneBoundingRect().left()))
         tops.add(round(view.plot.getViewBox().sceneBoundingRect().top()))
-    # stacked, the boxes' left edges line up; side by side, their tops
-    assert len(lefts if plot.columns() == 1 else tops) == 1, (lefts, tops)
+    # stacked, the boxes' left edges line up; side by side, the tops of a row; in a grid, both
+    columns = plot.columns()
+    rows = -(-len(plot.panel_keys()) // columns)
+    assert len(lefts) == columns and len(tops) == rows, (lefts, tops)
 
 
 # -- the label placement itself (no Qt) -------------------------------------------------------------
@@ -443,4 +480,7 @@ def test_wrap_text_breaks_between_parts_and_never_cuts_a_name():
     assert lines == ["tokens/s total: Qwen3-8B", "NVIDIA GeForce RTX 4090 · batch 4"]
     assert " · ".join(lines) == name                      # broken where a part ends: nothing lost
     assert wrap_text("short", 40, len) == ["short"]
-    assert wrap_text("a-very-long-word-indeed", 10, len) == ["a-very-lo…"]
+    # a word wider than a line breaks after its hyphens ("Qwen3-30…" was all a memory bar kept)
+    assert wrap_text("a-very-long-word-indeed", 10, len) == ["a-very-", "long-word-", "indeed"]
+    assert wrap_text("Qwen3-30B-A3B Q4_K_M", 10, len) == ["Qwen3-30B-", "A3B Q4_K_M"]
+    assert wrap_text("unhyphenatedword", 10, len) == ["unhyphena…"]       # no break left: cut

@@ -4,7 +4,10 @@ points, and it renders."""
 
 from __future__ import annotations
 
+from PySide6.QtGui import QImage
+
 from rooflab.core.measure import store
+from rooflab.core.report.chart_types import BAND_HIGH, BAND_LOW
 from rooflab.core.report.serving_chart import SERVING
 from rooflab.core.values.defaults import DEFAULT_WORKLOAD
 
@@ -47,3 +50,25 @@ def test_a_measured_server_lands_on_it(qtbot, window):
     measured = plot.curve("latency", "measured_ttft_p50")
     assert list(measured.x) == [2.0] and list(measured.y) == [0.3] and measured.role == "measured"
     assert "http://127.0.0.1:8080" in measured.label
+
+
+def test_the_axis_toggle_and_the_band(qtbot, window):
+    plot = _show_serving(qtbot, window)
+    first = plot.chart
+    plot.set_axis("rate")                                                # view -> chart
+    qtbot.waitUntil(lambda: plot.chart is not first, timeout=5000)
+    latency = plot.chart.panel("latency")
+    assert latency.x_label == "Request rate" and latency.x_unit == "requests/s"
+    assert window.recompute.frame.expected_figures is not None          # rtx-4090: published factors
+    expected = plot.curve("latency", "expected_ttft_p50")
+    assert (expected.extras[BAND_LOW] <= expected.y).all() and (expected.y <= expected.extras[BAND_HIGH]).all()
+    assert not plot.grab().isNull()
+
+
+def test_a_report_holds_the_serving_charts_and_their_table(qtbot, window, tmp_path):
+    files = window.save_report(tmp_path / "report")
+    names = {p.name for p in files.all}
+    assert {"serving.png", "serving-rate.png", "serving.csv"} <= names
+    assert not QImage(str(tmp_path / "report" / "serving.png")).isNull()
+    text = (tmp_path / "report" / "serving.csv").read_text()
+    assert "ceiling,ceiling,concurrency,1," in text and ",rate," in text and "ttft_p99_seconds" in text

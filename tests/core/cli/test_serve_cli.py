@@ -79,3 +79,27 @@ def test_refusals_after_parsing_are_one_line(capsys):
                        (("--serve", "--csv"), "not --csv")):
         code, _, err = run(capsys, "predict", *MODEL, *argv)
         assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_serve_gives_each_row_predicts_levels(capsys):
+    models = ("--models", "qwen3-8b-q4_k_m,gpt-oss-120b-mxfp4", "--machines", "rtx-4090")
+    levels = ("--concurrency", "1,4", "--request-rate", "0.5", "--requests", "12")
+    code, out, _ = run(capsys, "compare", *models, "--serve", *levels, "--json")
+    assert code == 0
+    served = json.loads(out)["serving"]
+    assert [(r["model"], r["machine"]) for r in served] == [("Qwen3-8B Q4_K_M", "rtx-4090"),
+                                                          ("gpt-oss-120b MXFP4", "rtx-4090")]
+    code, out, _ = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--serve",
+                       *levels, "--json")
+    alone = json.loads(out)["serving"]
+    first = served[0]
+    assert first["plan"] == alone["plan"]                               # the row is served as predict serves it
+    assert first["ceiling"]["levels"] == alone["ceiling"]["levels"]
+    assert first["expected"]["levels"] == alone["expected"]["levels"] and first["expected_with"]
+    assert [(lv["mode"], lv["level"]) for lv in served[1]["ceiling"]["levels"]] == \
+        [("concurrency", 1), ("concurrency", 4), ("rate", 0.5)]
+    code, text, _ = run(capsys, "compare", *models, "--serve", *levels, "--ceiling-only")
+    assert code == 0 and "serving Qwen3-8B Q4_K_M on rtx-4090" in text and "expected with" not in text
+    assert text.count("TTFT p50") == 2 and "saturation:" in text
+    code, _, err = run(capsys, "compare", *models, "--serve", "--csv")
+    assert code == 2 and "--serve prints text or --json" in err
