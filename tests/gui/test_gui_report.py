@@ -102,10 +102,10 @@ def test_report_into_a_folder_that_cannot_be_made_is_one_line(qapp, tmp_path, ca
 
 
 def test_save_report_failure_shows_in_the_window_and_keeps_everything(qtbot, window, tmp_path, monkeypatch):
-    from rooflab.gui.shell import main_window
+    from rooflab.gui.shell import menus
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
-    monkeypatch.setattr(main_window, "choose_report_folder", lambda *a, **k: blocker / "report")
+    monkeypatch.setattr(menus, "choose_report_folder", lambda *a, **k: blocker / "report")
     before = (window.state.model, window.state.machine, window.state.workload)
     window.save_action.trigger()
     assert window.messages.level == "error" and "cannot write the report" in window.messages.text()

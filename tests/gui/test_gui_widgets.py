@@ -24,8 +24,9 @@ from rooflab.gui.widgets.theme import LIGHT
 
 
 def _not_blank(image) -> bool:
-    """More than one colour: something was drawn."""
-    small = image.scaled(64, 64)
+    """More than one colour: something was drawn (a smooth scale, so a thin line between two
+    sampled pixels still tints them)."""
+    small = image.scaled(64, 64, Qt.AspectRatioMode.IgnoreAspectRatio, Qt.TransformationMode.SmoothTransformation)
     colours = {small.pixel(x, y) for x in range(0, 64, 4) for y in range(0, 64, 4)}
     return len(colours) > 2
 
