@@ -135,23 +135,21 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
                       decode_compute=_factor(decode / c), kv_read_factor=_factor(bandwidth / cache),
                       step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers),
                       overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c, attention_compute=attention,
-                      flash_attention_compute=flash, rows_half=rows_half(spec, rates, flops))
+                      flash_attention_compute=flash, **rows_terms(spec, rates, flops))
 
 
-def rows_half(spec: ModelSpec, rates: Rates, flops: dict[str, float]) -> float:
-    """The model's rows-per-multiply constant R: with the fitted r0 (``rates.rows_half``), a
-    multiply of class k and r rows takes t_k x (1 + r0 / r_k); dense multiplies get the pass's
-    rows r, each routed expert r x used / count, so a pass of r rows takes
-    t x (1 + R / r) with R = r0 x sum_k(time share_k x r / r_k)."""
+def rows_terms(spec: ModelSpec, rates: Rates, flops: dict[str, float]) -> dict[str, float]:
+    """The rows-per-multiply terms of ``Efficiency`` for ``spec``: r0 (``rates.rows_half``),
+    the routed experts' share of a prefill's compute time at many rows, and the rows each
+    expert gets per row of the pass (used / count)."""
     if rates.rows_half <= 0:
-        return 0.0
+        return {}
     times = {k: share / rates.rate("prefill_flops", k)[0] for k, share in flops.items()}
     total = sum(times.values())
-    if total <= 0:
-        return 0.0
-    spread = spec.experts / spec.experts_used if spec.is_moe and spec.experts_used else 1.0
-    weight = sum(t * (spread if k == EXPERTS else 1.0) for k, t in times.items()) / total
-    return float(min(1e6, rates.rows_half * weight))
+    share = times.get(EXPERTS, 0.0) / total if total > 0 else 0.0
+    spread = spec.experts_used / spec.experts if spec.is_moe else 1.0
+    return {"rows_half": float(min(1e6, rates.rows_half)), "expert_share": float(min(1.0, share)),
+            "expert_spread": float(min(1.0, spread))}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -57,10 +57,12 @@ class Efficiency:
     own share of its peaks, not the GPU's). attention_compute: the factor of a prefill's
     attention arithmetic (None: ``compute``; an engine without a fused attention kernel gets
     through the n² term slower than through its weight multiplies); flash_attention_compute:
-    the same with flash attention (None: ``attention_compute``). rows_half: the rows per
-    multiply at which a prefill's multiplies reach half their rate (0: every size alike; the
-    rate of a multiply of r rows is compute x r / (r + rows_half), so a pass of few tokens, or
-    routed experts that each get a few rows of the ubatch, run below a long prompt's rate).
+    the same with flash attention (None: ``attention_compute``). rows_half: r0, the rows per
+    multiply at which a prefill's multiplies reach half their rate (0: every size alike): a
+    multiply of r rows runs at r / (r + r0) of it, so a pass of few tokens runs below a long
+    prompt's rate, and routed experts, which get r x expert_spread rows each (used / count, at
+    least one), further below; expert_share: the routed experts' share of a prefill's compute
+    time at many rows.
     """
 
     bandwidth: float = 1.0
@@ -74,6 +76,8 @@ class Efficiency:
     attention_compute: float | None = None
     flash_attention_compute: float | None = None
     rows_half: float = 0.0
+    expert_share: float = 0.0
+    expert_spread: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
@@ -89,6 +93,9 @@ class Efficiency:
             raise SpecError(f"efficiency.overlap must be in [0, 1], got {self.overlap!r}")
         if not in_range(self.rows_half, (0.0, 1e6)):
             raise SpecError(f"efficiency.rows_half must be in [0, 1e6] rows, got {self.rows_half!r}")
+        for name in ("expert_share", "expert_spread"):
+            if not in_range(getattr(self, name), (0.0, 1.0)):
+                raise SpecError(f"efficiency.{name} must be in [0, 1], got {getattr(self, name)!r}")
 
     @property
     def is_identity(self) -> bool:
@@ -114,9 +121,12 @@ class Efficiency:
         return self.attention_compute_factor
 
     def rows_factor(self, rows: ArrayLike) -> NDArray[np.float64]:
-        """The share of the compute factor a multiply of ``rows`` rows reaches: r / (r + rows_half)."""
+        """The share of the compute factor a pass whose dense multiplies get ``rows`` rows
+        reaches: 1 / (1 + r0 x ((1 - e) / r + e / max(1, r x spread))), each class's time at
+        many rows stretched by 1 + r0 / its rows (e: the experts' share of that time)."""
         r = np.maximum(np.asarray(rows, dtype=np.float64), 1.0)
-        return r / (r + self.rows_half)
+        e = self.expert_share
+        return 1.0 / (1.0 + self.rows_half * ((1.0 - e) / r + e / np.maximum(1.0, r * self.expert_spread)))
 
     def to_dict(self) -> dict[str, Any]:
         """The preset file's "efficiency" object (fields at their defaults left out)."""
@@ -128,7 +138,8 @@ class Efficiency:
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.rows_half:
-            out["rows_half"] = self.rows_half
+            out |= {"rows_half": self.rows_half, "expert_share": self.expert_share,
+                    "expert_spread": self.expert_spread}
         if self.overlap != 1.0:
             out["overlap"] = self.overlap
         for name in ("host_bandwidth", "host_compute"):
@@ -153,7 +164,9 @@ class Efficiency:
                        eff, "attention_compute", 1.0, "efficiency.attention_compute"),
                    flash_attention_compute=None if eff.get("flash_attention_compute") is None else _number(
                        eff, "flash_attention_compute", 1.0, "efficiency.flash_attention_compute"),
-                   rows_half=_number(eff, "rows_half", 0.0, "efficiency.rows_half"))
+                   rows_half=_number(eff, "rows_half", 0.0, "efficiency.rows_half"),
+                   expert_share=_number(eff, "expert_share", 0.0, "efficiency.expert_share"),
+                   expert_spread=_number(eff, "expert_spread", 1.0, "efficiency.expert_spread"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
