@@ -37,7 +37,7 @@ def cases() -> dict[str, list[str]]:
 def in_process(argv: list[str]) -> tuple[float, int]:
     """(wall seconds for the rows alone, rows): models and machines read first, then the table."""
     from rooflab.core.cli.compare import compare_workload, entries, expected_machine
-    from rooflab.core.cli.main import build_parser
+    from rooflab.core.cli.parser import build_parser
     from rooflab.core.report.compare import compare_rows
 
     args = build_parser().parse_args(argv)

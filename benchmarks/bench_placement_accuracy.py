@@ -49,7 +49,8 @@ from rooflab.core.predict.offload import placed_decode, placed_prefill
 from rooflab.core.predict.parallel import Parallel, parallel_decode, parallel_prefill
 from rooflab.core.predict.placement import Placement
 from rooflab.core.values.calibration import Rates
-from rooflab.core.values.machine import HostLink, MachineProfile
+from rooflab.core.values.links import HostLink
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
 
 CATEGORIES = ("on device", "offloaded", "several devices")

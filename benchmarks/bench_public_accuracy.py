@@ -3,8 +3,9 @@ holds them.
 
 Reads resources/benchmarks/*.json (public llama-bench results, each row with its source), fits
 each group (back end; Vulkan per GPU vendor) in the calibration model form (``public_fit``:
-shares of bandwidth and FP16 peak, routed experts apart, fixed seconds per pass and layer, the
-clocks' overlap), and prints for each protocol (leave one source out, one model family out, one
+shares of bandwidth and FP16 peak by weight format, routed experts apart, rows per multiply,
+attention with and without flash attention, fixed seconds per pass and layer, the clocks'
+overlap, each machine's own offset), and prints for each protocol (leave one source out, one model family out, one
 machine out) a matrix of out-of-sample median and worst |predicted - measured| / measured by
 (group x dense/MoE x tg/pp x short/long) with each cell's band coverage (the share of its rows
 inside the 16-84 % band built without them: about 68 % is a band that means what it says), the
@@ -106,6 +107,11 @@ def main() -> None:
                                                                                 f.flash_attention))
         print(f"{g:14} {len(groups[g]):5d} {f.bandwidth:9.3f} {f.cache:6.3f} {f.dense:6.3f} {experts:>7} "
               f"{attention:>9} {flash:>8} {f.rows_half:7.0f} {f.pass_seconds * 1e3:8.2f} {f.layer_seconds * 1e6:8.1f}")
+    for g, f in fits.items():
+        shown = [f"{name} " + ", ".join(f"{k} {v:.3f}" for k, v in table.items())
+                 for name, table in (("bandwidth", f.class_bandwidth), ("dense", f.class_dense)) if len(table) > 1]
+        if shown:
+            print(f"  {g} by weight format: " + "; ".join(shown))
     print(f"routed experts without rows of their own: {public.expert_ratio(fits):.3f} x the dense rate")
     offsets = public.machine_offsets(data, fits, {data.rows[i].machine for i in public.row_groups(data)})
     tg, pp = (np.array([o[k] for o in offsets.values()]) for k in (0, 1))

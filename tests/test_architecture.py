@@ -462,11 +462,16 @@ def test_the_checker_finds_planted_violations(tmp_path: Path):
     assert {(v.path, v.line, v.rule) for v in found} == expected, "\n".join(map(str, sorted(found)))
 
 
-MAX_GUI_MODULE_LINES = 400      # the house style: "a module past ~400 lines is asking to be split"
+MAX_MODULE_LINES = 400      # the house style: "a module past ~400 lines is asking to be split"
 
 
-def test_no_window_module_is_past_400_lines():
-    """gui/shell/main_window.py had grown to 413 lines: its menus went to gui/shell/menus.py."""
-    long = {str(path.relative_to(ROOT)): n for path in sorted((ROOT / "gui").rglob("*.py"))
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_GUI_MODULE_LINES}
+def test_no_module_is_past_400_lines():
+    """No module of core/ or gui/ is past 400 lines. gui/shell/main_window.py had grown to 413:
+    its menus went to gui/shell/menus.py. In core, values/machine.py (451) gave its Efficiency to
+    values/efficiency.py, its HostLink to values/links.py and its field readers to
+    values/fields.py; io/llamabench.py (434) its row reading to io/llamabench_rows.py;
+    measure/calibration_fit.py (434) its solver to measure/calibration_solver.py; cli/main.py
+    (405) its parser to cli/parser.py."""
+    long = {str(path.relative_to(ROOT)): n for folder in PACKAGE_DIRS for path in sorted((ROOT / folder).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert not long, long

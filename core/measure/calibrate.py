@@ -31,7 +31,8 @@ from numpy.typing import NDArray
 from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import KINDS, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload

@@ -16,7 +16,8 @@ Accuracy is scored only on points the fit did not see: leave one model out (fit 
 models, predict the one left out), leave one architecture out (every model of one architecture
 predicted by the fit of the others) and extrapolation (fit on short prompts, shallow caches and
 small batches; predict long, deep and large). The in-sample error is reported as fit quality.
-Uncertainty: the fit redone on resampled models and points (a seeded bootstrap)."""
+Uncertainty: the fit redone on resampled models and points (a seeded bootstrap). The solver
+itself, which the published rows' fit (``public_fit``) shares: ``calibration_solver``."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.measure.calibrate import predict_points
+from rooflab.core.measure.calibration_solver import Array, Design, Unknowns, fit, fit_at
 from rooflab.core.measure.store import model_key
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import MINOR_SHARE, byte_shares, efficiency_for, flop_shares
@@ -39,8 +41,6 @@ from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
-Array = NDArray[np.float64]
-OVERLAPS = (0.0, 0.25, 0.5, 0.75, 1.0)
 REPLICATES = 40
 SMALL = {"prefill": 512, "decode": 1100, "batch": 4}     # the extrapolation fit's reach
 
@@ -54,25 +54,6 @@ class ModelPoints:
     points: tuple[MeasuredPoint, ...]
     kv_type: str = "f16"
     dtype: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Design:
-    """The linear pieces of every point, one row each."""
-
-    seconds: Array
-    weights: Array        # (n, classes): weight bytes by class
-    cache: Array          # (n,)
-    flops: Array          # (n, classes): FLOPs by class
-    prefill: NDArray[np.bool_]
-    layers: Array
-    model: NDArray[np.int64]
-    small: NDArray[np.bool_]
-    weight: Array         # (n,): each point's weight in the summed error (1: all alike)
-
-    def subset(self, index: NDArray[np.bool_] | NDArray[np.int64]) -> Design:
-        """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
-        return Design(*(getattr(self, f.name)[index] for f in dataclasses.fields(Design)))
 
 
 def _point_work(spec: ModelSpec, p: MeasuredPoint, kv_type: str) -> tuple[float, float, float]:
@@ -147,124 +128,6 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
                    prefill=np.array([r.prefill for r in rows]), layers=np.array([r.layers for r in rows]),
                    model=np.array([r.model for r in rows], dtype=np.int64),
                    small=np.array([r.small for r in rows]), weight=np.ones(len(rows)))
-
-
-# --- the fit ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Unknowns:
-    """Where each term sits in the fit's vector of unknowns ``u`` (all >= 0): the inverse
-    bandwidth of each byte class, the cache's inverse bandwidth, the inverse prefill and decode
-    FLOP/s of each FLOP class, then the fixed seconds per pass and per layer."""
-
-    byte_classes: int
-    flop_classes: int
-
-    @classmethod
-    def of(cls, d: Design) -> Unknowns:
-        return cls(byte_classes=d.weights.shape[1], flop_classes=d.flops.shape[1])
-
-    @property
-    def bandwidth(self) -> slice:
-        return slice(0, self.byte_classes)
-
-    @property
-    def cache(self) -> int:
-        return self.byte_classes
-
-    @property
-    def prefill(self) -> slice:
-        return slice(self.cache + 1, self.cache + 1 + self.flop_classes)
-
-    @property
-    def decode(self) -> slice:
-        return slice(self.prefill.stop, self.prefill.stop + self.flop_classes)
-
-    @property
-    def pass_seconds(self) -> int:
-        return self.decode.stop
-
-    @property
-    def layer_seconds(self) -> int:
-        return self.pass_seconds + 1
-
-    @property
-    def size(self) -> int:
-        return self.layer_seconds + 1
-
-
-def _clocks(d: Design, u: Array) -> tuple[Array, Array]:
-    """(memory, compute) seconds of every point at unknowns ``u``."""
-    at = Unknowns.of(d)
-    memory = d.weights @ u[at.bandwidth] + d.cache * u[at.cache]
-    compute = np.where(d.prefill, d.flops @ u[at.prefill], d.flops @ u[at.decode])
-    return memory, compute
-
-
-def _predict(d: Design, u: Array, overlap: float) -> Array:
-    at = Unknowns.of(d)
-    memory, compute = _clocks(d, u)
-    longer = np.maximum(memory, compute)
-    return longer + (1.0 - overlap) * np.minimum(memory, compute) + u[at.pass_seconds] + u[at.layer_seconds] * d.layers
-
-
-def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float) -> Array:
-    """The design matrix, its columns in ``Unknowns`` order."""
-    a = np.where(memory_longer, 1.0, 1.0 - overlap)[:, None]
-    c = np.where(memory_longer, 1.0 - overlap, 1.0)[:, None]
-    pre, dec = d.prefill[:, None], ~d.prefill[:, None]
-    return np.hstack([d.weights * a, (d.cache * a[:, 0])[:, None], d.flops * c * pre, d.flops * c * dec,
-                      np.ones((d.seconds.size, 1)), d.layers[:, None]])
-
-
-def _l1_nonnegative(a: Array, t: Array, w: Array) -> Array:
-    """u >= 0 minimising sum w |a u - t| / t: reweighted least squares; a column whose
-    coefficient goes negative is held at 0 and the rest refitted."""
-    scaled, y = a / t[:, None], np.ones_like(t)
-    norms = np.maximum(np.linalg.norm(scaled, axis=0), 1e-300)
-    scaled = scaled / norms
-    free = norms > 1e-250
-    weights = w.copy()
-    u = np.zeros(a.shape[1])
-    for _ in range(40):
-        root = np.sqrt(weights)[:, None]
-        for _ in range(a.shape[1]):
-            sol = np.zeros(a.shape[1])
-            if free.any():
-                sol[free] = np.linalg.lstsq(scaled[:, free] * root, y * root[:, 0], rcond=None)[0]
-            if (sol >= 0).all():
-                break
-            free &= sol > 0
-        u = np.maximum(sol, 0.0)
-        weights = w / np.maximum(np.abs(scaled @ u - y), 1e-3)
-    return np.asarray(u / norms, dtype=np.float64)
-
-
-def _fit_at(d: Design, overlap: float) -> tuple[Array, float]:
-    """(unknowns, summed relative error) at a fixed overlap."""
-    memory_longer = ~d.prefill
-    u = np.zeros(Unknowns.of(d).size)
-    for _ in range(8):
-        u = _l1_nonnegative(_columns(d, memory_longer, overlap), d.seconds, d.weight)
-        memory, compute = _clocks(d, u)
-        now = memory >= compute
-        if (now == memory_longer).all():
-            break
-        memory_longer = now
-    error = float(np.sum(d.weight * np.abs(_predict(d, u, overlap) - d.seconds) / d.seconds))
-    return u, error
-
-
-def fit(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float]:
-    """(unknowns, overlap) with the least summed relative error."""
-    u, overlap, _ = fit_scored(d, overlaps)
-    return u, overlap
-
-
-def fit_scored(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float, float]:
-    """(unknowns, overlap, summed relative error) with the least summed relative error."""
-    best = min(((*_fit_at(d, o), o) for o in overlaps), key=lambda r: r[1])
-    return best[0], best[2], best[1]
 
 
 def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: MachineProfile,
@@ -421,7 +284,7 @@ def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machi
                 own = np.flatnonzero(d.model == i)
                 rows.append(rng.choice(own, size=own.size, replace=True))
         part = d.subset(np.concatenate(rows))
-        u, _ = _fit_at(part, overlap)
+        u, _ = fit_at(part, overlap)
         out.append(_rates(u, overlap, part, classes, machine, dtype))
     return tuple(out)
 

@@ -29,7 +29,8 @@ from rooflab.core.files.resources import resources_dir
 from rooflab.core.measure import store
 from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from rooflab.core.measure.machine_result import (
     MatmulResult,
     RooflineSample,
 )
-from rooflab.core.measure.sysinfo import device_memory, last_level_cache_bytes
+from rooflab.core.measure.sysinfo import cpu_fp32_bound, device_memory, last_level_cache_bytes
 from rooflab.core.measure.torch import backend
 from rooflab.core.measure.torch.backend import timed
 from rooflab.core.measure.trust import load_average
@@ -338,7 +338,8 @@ def measure_machine(plan: MachinePlan | None = None, cancel: CancelFlag = None,
         torch_version=backend.torch_version(), date=datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"), memory_total=float(total or 0.0), bandwidth=bw, matmul=mm, roofline=rl,
         default_dtype=default_dtype(device, tuple(r.dtype for r in mm) or dtypes),
-        seconds=time.perf_counter() - start, load_start=load_start, load_end=load_average())
+        seconds=time.perf_counter() - start, load_start=load_start, load_end=load_average(),
+        fp32_bound=cpu_fp32_bound(threads) if device == "cpu" else None)
     return judge_machine(run)
 
 

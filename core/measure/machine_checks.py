@@ -11,6 +11,8 @@ run, and every prediction built on it was 10x too slow. The checks:
 - bandwidth and peak are plausible against each other: the default dtype's peak over the
   bandwidth (FLOP per byte, the machine balance) lies in ``BALANCE_RANGE``, which spans every
   CPU and GPU from a laptop without AVX to an accelerator's tensor cores;
+- the fp32 peak is possible on this processor: no more than its cores, clock and vector units
+  allow (``sysinfo.cpu_fp32_bound``, from its own description);
 - the machine stayed as quiet as it began: the 1-minute load average rose by no more than
   ``trust.LOAD_RISE_LIMIT`` while the run went on.
 
@@ -37,7 +39,7 @@ SHOWN = 2
 
 def problems(run: MachineMeasurement) -> list[str]:
     """What is wrong with ``run``, most telling first; empty when it passes every check."""
-    found = _roof_problems(run) + _balance_problems(run)
+    found = _roof_problems(run) + _balance_problems(run) + _bound_problems(run)
     for r in run.bandwidth:
         if r.spread > SPREAD_LIMIT:
             found.append(f"{r.kernel} bandwidth runs differ by {r.spread:.0%} (limit {SPREAD_LIMIT:.0%})")
@@ -59,6 +61,14 @@ def _roof_problems(run: MachineMeasurement) -> list[str]:
             found.append(f"a {top.m}-row {dtype} multiply reached {top.achieved / 1e9:.1f} GFLOP/s, above the "
                          f"{dtype} peak of {peak / 1e9:.1f} GFLOP/s")
     return found
+
+
+def _bound_problems(run: MachineMeasurement) -> list[str]:
+    fp32 = run.peak_flops().get("fp32")
+    if fp32 is None or not run.fp32_bound or fp32 <= run.fp32_bound:
+        return []
+    return [f"an fp32 peak of {fp32 / 1e9:.1f} GFLOP/s is above the {run.fp32_bound / 1e9:.1f} GFLOP/s "
+            f"this processor's cores, clock and vector units allow: the timing is wrong"]
 
 
 def _balance_problems(run: MachineMeasurement) -> list[str]:

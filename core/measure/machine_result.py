@@ -101,6 +101,7 @@ class MachineMeasurement:
     load_start: float | None = None
     load_end: float | None = None
     disturbed: str = ""            # why a consistency check failed; "" for a run that passed them
+    fp32_bound: float | None = None   # FLOP/s the CPU's cores, clock and vectors allow (None: not known)
 
     def best_bandwidth(self, kernel: str = "read") -> float | None:
         """Best bytes/s of ``kernel``, None when it was not measured."""

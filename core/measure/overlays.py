@@ -34,7 +34,8 @@ from rooflab.core.report.charts import (
 )
 from rooflab.core.report.passes import On
 from rooflab.core.values.calibration import band
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload

@@ -37,7 +37,8 @@ from rooflab.core.measure import public_fit
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.expected import efficiency_for
 from rooflab.core.values.calibration import Rates
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 

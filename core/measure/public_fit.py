@@ -30,15 +30,15 @@ several devices) are left to the placement model and not fitted here."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
-from rooflab.core.measure.calibration_fit import OVERLAPS, Design, Unknowns, fit_scored
+from rooflab.core.measure.calibration_solver import OVERLAPS, Design, Unknowns, fit_scored
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import EXPERTS, Shares
 from rooflab.core.values.calibration import FORMAT_CLASSES, Rates
@@ -91,6 +91,8 @@ class RowPass:
     flash: bool               # the row ran with flash attention (-fa 1; unstated: off, llama-bench's old default)
     rows: float               # rows per dense multiply of a prefill pass: min(n, -ub, -b)
     expert_rows: float        # rows per routed expert: rows x used / count
+    byte_shares: dict[str, float]    # the weights' bytes by format class (sums to 1)
+    flop_shares: dict[str, float]    # the dense multiplies' FLOPs by format class (sums to 1)
 
 
 def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
@@ -112,7 +114,14 @@ def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
     return RowPass(seconds=seconds, bytes=nbytes, cache=cache, dense_flops=(flops - attention) * (1.0 - experts),
                    expert_flops=(flops - attention) * experts, attention_flops=attention,
                    prefill=row.test.kind != "decode", layers=float(spec.layers),
-                   flash=bool(row.source.flash_attention), rows=rows, expert_rows=max(1.0, rows * spread))
+                   flash=bool(row.source.flash_attention), rows=rows, expert_rows=max(1.0, rows * spread),
+                   byte_shares=dict(shares.bytes), flop_shares=_without_experts(shares.flops))
+
+
+def _without_experts(flops: dict[str, float]) -> dict[str, float]:
+    dense = {k: v for k, v in flops.items() if k != EXPERTS}
+    total = sum(dense.values())
+    return {k: v / total for k, v in dense.items()} if total > 0 else {"float": 1.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,17 +130,56 @@ class GroupData:
 
     group: str
     rows: tuple[int, ...]             # indices into PublicBenchmarks.rows
-    design: Design                    # FLOP columns: dense, routed experts, attention, attention with -fa
+    design: Design                    # byte columns: ``byte_classes``; FLOP columns: ``flop_classes`` (dense
+    #                                   multiplies by format class), routed experts, attention, attention with -fa
     multiply_rows: NDArray[np.float64]   # (n, 2): rows per dense multiply and per routed expert
+    byte_classes: tuple[str, ...] = ("any",)
+    flop_classes: tuple[str, ...] = ("any",)
+    machines: tuple[str, ...] = ()    # each row's machine key
+
+    @property
+    def experts_column(self) -> int:
+        return len(self.flop_classes)
 
     def at_rows_half(self, rows_half: float, mask: NDArray[np.bool_] | None = None) -> Design:
         """The design with each multiply's FLOPs weighted by 1 + r0 / rows (``mask``: only those rows)."""
         d = self.design
         if rows_half > 0:
             flops = d.flops.copy()
-            flops[:, :2] *= 1.0 + rows_half / self.multiply_rows
+            e = self.experts_column
+            flops[:, :e] *= (1.0 + rows_half / self.multiply_rows[:, 0])[:, None]
+            flops[:, e] *= 1.0 + rows_half / self.multiply_rows[:, 1]
             d = dataclasses.replace(d, flops=flops)
         return d if mask is None else d.subset(mask)
+
+
+MIN_CLASS_ROWS = 8      # rows of a group mostly in one format class before that class gets its own rate
+MIN_CLASS_MACHINES = 3  # ... on this many machines: a format's effect shows on several, a machine's on one
+
+
+def own_classes(shares: Sequence[dict[str, float]], machines: Sequence[str]) -> tuple[str, ...]:
+    """The format classes that get their own column: those holding at least half of the bytes
+    (or FLOPs) of ``MIN_CLASS_ROWS`` rows on ``MIN_CLASS_MACHINES`` machines; at least one (the
+    most common), sorted."""
+    rows: dict[str, int] = {}
+    seen: dict[str, set[str]] = {}
+    for sh, machine in zip(shares, machines, strict=True):
+        top = max(sh, key=lambda k: sh[k])
+        if sh[top] >= 0.5:
+            rows[top] = rows.get(top, 0) + 1
+            seen.setdefault(top, set()).add(machine)
+    own = sorted(k for k, n in rows.items() if n >= MIN_CLASS_ROWS and len(seen[k]) >= MIN_CLASS_MACHINES)
+    return tuple(own) or (max(rows, key=lambda k: rows[k]) if rows else "any",)
+
+
+def class_columns(shares: dict[str, float], classes: tuple[str, ...]) -> Array:
+    """``shares`` over ``classes``: a class without a column of its own goes to the row's
+    largest class that has one (to the first where it has none)."""
+    out = np.array([shares.get(k, 0.0) for k in classes])
+    rest = 1.0 - out.sum()
+    if rest > 1e-12:
+        out[int(np.argmax(out)) if out.sum() > 0 else 0] += rest
+    return out
 
 
 def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[PublicRow], ModelSpec],
@@ -151,25 +199,35 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
     c = np.array([m.peak_fp16 for m in machines])
     # a batch-1 decode step does ~2 FLOP a weight byte: its arithmetic never binds on these
     # machines, so its rows carry no FLOP column (the decode rate is taken to be the dense one)
-    flops = np.array([[p.dense_flops, p.expert_flops, 0.0 if p.flash else p.attention_flops,
-                       p.attention_flops if p.flash else 0.0] if p.prefill else [0.0] * 4
-                      for p in passes]) / c[:, None]
+    keys = [data.rows[i].machine for i in rows]
+    byte_classes = own_classes([p.byte_shares for p in passes if not p.prefill],
+                               [m for m, p in zip(keys, passes, strict=True) if not p.prefill])
+    flop_classes = own_classes([p.flop_shares for p in passes if p.prefill],
+                               [m for m, p in zip(keys, passes, strict=True) if p.prefill])
+    k = len(flop_classes)
+    flops = np.array([[*(p.dense_flops * class_columns(p.flop_shares, flop_classes)), p.expert_flops,
+                       0.0 if p.flash else p.attention_flops, p.attention_flops if p.flash else 0.0]
+                      if p.prefill else [0.0] * (k + 3) for p in passes]) / c[:, None]
     total = flops.sum(axis=1)
-    for column in (2, 3):
+    for column in (k + 1, k + 2):
         if not np.any(flops[:, column] > ATTENTION_SHARE * total):
-            # no row spends enough on this attention to tell its rate apart: it rides with the dense one
-            flops[:, 0] += flops[:, column]
+            # no row spends enough on this attention to tell its rate apart: it rides with the dense ones
+            dense = flops[:, :k].sum(axis=1, keepdims=True)
+            split = np.where(dense > 0, flops[:, :k] / np.maximum(dense, 1e-300), 1.0 / k)   # each class's share
+            flops[:, :k] += split * flops[:, column:column + 1]
             flops[:, column] = 0.0
     weights, cache = np.array([p.bytes for p in passes]), np.array([p.cache for p in passes])
     if not np.any(cache > CACHE_SHARE * (weights + cache)):
         weights, cache = weights + cache, np.zeros_like(cache)
-    design = Design(seconds=np.array([p.seconds for p in passes]), weights=(weights / b)[:, None], cache=cache / b,
+    by_class = np.array([class_columns(p.byte_shares, byte_classes) for p in passes]) * (weights / b)[:, None]
+    design = Design(seconds=np.array([p.seconds for p in passes]), weights=by_class, cache=cache / b,
                     flops=flops, prefill=np.array([p.prefill for p in passes]),
                     layers=np.array([p.layers for p in passes]),
                     model=np.zeros(len(passes), dtype=np.int64), small=np.zeros(len(passes), dtype=bool),
                     weight=_balanced(data, rows))
     multiply_rows = np.array([[p.rows, p.expert_rows] for p in passes], dtype=np.float64)
-    return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows)
+    return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows,
+                     byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys))
 
 
 def _balanced(data: PublicBenchmarks, rows: Sequence[int]) -> Array:
@@ -198,15 +256,18 @@ class Factors:
     layer_seconds: float
     overlap: float
     rows_half: float = 0.0    # r0: rows per multiply at half rate
+    class_bandwidth: Mapping[str, float] = field(default_factory=dict)   # format classes with rows of their own
+    class_dense: Mapping[str, float] = field(default_factory=dict)
 
     def rates(self, expert_ratio: float) -> Rates:
-        """As the calibration form's ``Rates`` of factors: every format class at the one
-        bandwidth and dense rate, routed experts at their own (without rows of them, at
-        ``expert_ratio`` times the dense rate, the ratio other groups showed)."""
+        """As the calibration form's ``Rates`` of factors: each format class with rows of its
+        own at its bandwidth and dense rate, the others at the group's (``bandwidth``,
+        ``dense``: its most common class's), routed experts at their own (without rows of them,
+        at ``expert_ratio`` times the dense rate, the ratio other groups showed)."""
         experts = self.experts if self.experts is not None else self.dense * expert_ratio
         every = dict.fromkeys(FORMAT_CLASSES, 0.0)
-        return Rates(bandwidth={k: self.bandwidth for k in every},
-                     prefill_flops={**{k: self.dense for k in every}, EXPERTS: experts},
+        return Rates(bandwidth={k: self.class_bandwidth.get(k, self.bandwidth) for k in every},
+                     prefill_flops={**{k: self.class_dense.get(k, self.dense) for k in every}, EXPERTS: experts},
                      decode_flops={**{k: self.decode for k in every}, EXPERTS: self.decode},
                      cache_bandwidth=self.cache, pass_seconds=self.pass_seconds,
                      layer_seconds=self.layer_seconds, overlap=self.overlap, attention_flops=self.attention,
@@ -215,22 +276,66 @@ class Factors:
 
 def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
     """The terms fitted to ``g``'s rows (``mask``: only those), r0 chosen on ``ROWS_HALF`` as the
-    one with the least summed relative error."""
-    best = min(((*fit_scored(g.at_rows_half(r0, mask), OVERLAPS), r0) for r0 in ROWS_HALF), key=lambda f: f[2])
+    one with the least summed relative error. A format class gets a rate of its own only where
+    those rows hold it as ``own_classes`` asks (else it rides with the group's main class and is
+    priced at the group's rate): a fit without some rows decides it as the shipped fit does."""
+    keep = np.ones(len(g.rows), dtype=bool) if mask is None else mask
+    machines = [m for m, k in zip(g.machines, keep, strict=True) if k] if g.machines else ["?"] * int(keep.sum())
+    best = min(((*fit_scored(_merged(g, g.at_rows_half(r0, mask), machines)[0], OVERLAPS), r0) for r0 in ROWS_HALF),
+               key=lambda f: f[2])
     u, overlap, _, rows_half = best
-    d = g.at_rows_half(rows_half, mask)
+    d, byte_classes, flop_classes = _merged(g, g.at_rows_half(rows_half, mask), machines)
     at = Unknowns.of(d)
     pre = u[at.prefill]
-    seen_experts = bool((d.flops[:, 1] * d.prefill).sum() > 0)
-    seen = d.flops[:, 2:4].sum(axis=0) > 0      # attention columns only where ``group_data`` kept them
+    e = len(flop_classes)
+    seen_experts = bool((d.flops[:, e] * d.prefill).sum() > 0)
+    seen = d.flops[:, e + 1:e + 3].sum(axis=0) > 0      # attention columns only where ``group_data`` kept them
     saw_cache = bool(d.cache.sum() > 0)
-    return Factors(bandwidth=_factor(u[at.bandwidth][0]),
-                   cache=_factor(u[at.cache]) if saw_cache else _factor(u[at.bandwidth][0]), dense=_factor(pre[0]),
-                   experts=_factor(pre[1]) if seen_experts else None, decode=_factor(pre[0]),
-                   attention=_factor(pre[2]) if seen[0] else None,
-                   flash_attention=_factor(pre[3]) if seen[1] else None,
+    bandwidth = _by_class(byte_classes, u[at.bandwidth], d.weights.sum(axis=0))
+    dense = _by_class(flop_classes, pre[:e], (d.flops[:, :e] * d.prefill[:, None]).sum(axis=0))
+    main_b, main_d = (max(x, key=lambda k: x[k][1]) if x else "" for x in (bandwidth, dense))
+    pooled_b = bandwidth[main_b][0] if bandwidth else MAX_FACTOR
+    pooled_d = dense[main_d][0] if dense else MAX_FACTOR
+    return Factors(bandwidth=pooled_b, cache=_factor(u[at.cache]) if saw_cache else pooled_b, dense=pooled_d,
+                   experts=_factor(pre[e]) if seen_experts else None, decode=pooled_d,
+                   attention=_factor(pre[e + 1]) if seen[0] else None,
+                   flash_attention=_factor(pre[e + 2]) if seen[1] else None,
                    pass_seconds=float(min(u[at.pass_seconds], 1.0)),
-                   layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap, rows_half=rows_half)
+                   layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap, rows_half=rows_half,
+                   class_bandwidth={k: v[0] for k, v in bandwidth.items()},
+                   class_dense={k: v[0] for k, v in dense.items()})
+
+
+def _merged(g: GroupData, d: Design, machines: Sequence[str]) -> tuple[Design, tuple[str, ...], tuple[str, ...]]:
+    """``d`` with each format-class column its rows do not hold as ``own_classes`` asks added to
+    the main class's column; (design, byte classes kept, dense FLOP classes kept)."""
+    e = g.experts_column
+    weights, bytes_kept = _merge_columns(d.weights, ~d.prefill, machines, g.byte_classes)
+    dense, flops_kept = _merge_columns(d.flops[:, :e], d.prefill, machines, g.flop_classes)
+    return dataclasses.replace(d, weights=weights, flops=np.hstack([dense, d.flops[:, e:]])), bytes_kept, flops_kept
+
+
+def _merge_columns(columns: Array, kind: NDArray[np.bool_], machines: Sequence[str],
+                   classes: tuple[str, ...]) -> tuple[Array, tuple[str, ...]]:
+    total = columns.sum(axis=1, keepdims=True)
+    share = np.divide(columns, total, out=np.zeros_like(columns), where=total > 0)
+    kept = []
+    for j in range(columns.shape[1]):
+        held = kind & (share[:, j] >= 0.5)
+        if held.sum() >= MIN_CLASS_ROWS and len({m for m, h in zip(machines, held, strict=True) if h}) \
+                >= MIN_CLASS_MACHINES:
+            kept.append(j)
+    weight = columns.sum(axis=0)
+    main = max(kept or range(columns.shape[1]), key=lambda j: weight[j])
+    kept = kept or [main]
+    out = columns[:, kept].copy()
+    out[:, kept.index(main)] += columns[:, [j for j in range(columns.shape[1]) if j not in kept]].sum(axis=1)
+    return out, tuple(classes[j] for j in kept)
+
+
+def _by_class(classes: tuple[str, ...], inverse: Array, weight: Array) -> dict[str, tuple[float, float]]:
+    """{class: (factor, how much of the rows it held)} for the classes some row holds."""
+    return {k: (_factor(x), float(w)) for k, x, w in zip(classes, inverse, weight, strict=True) if w > 0}
 
 
 def _factor(inverse: float) -> float:

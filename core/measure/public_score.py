@@ -103,20 +103,39 @@ def _in_fold(data: PublicBenchmarks, key: Callable[[PublicBenchmarks, PublicRow]
 def residual_quantiles(data: PublicBenchmarks, predictions: Iterable[Prediction], group: str, kind: str,
                        quantiles: Sequence[float] | np.ndarray) -> np.ndarray:
     """Quantiles of log(measured / predicted) over ``predictions`` of ``group`` and ``kind``
-    ("tg"/"pp"); of the kind over every group where the group has fewer than ``MIN_BAND_ROWS``."""
-    mine, every = [], []
+    ("tg"/"pp"); of the kind over every group where the group has fewer than ``MIN_BAND_ROWS``.
+    Each machine weighs as one (its rows share its vote, as in the fit): the band is the spread
+    between machines, not that of one chip swept 500 ways."""
+    mine: list[tuple[float, str]] = []
+    every: list[tuple[float, str]] = []
     groups = public.row_groups(data)
     for p in predictions:
-        if public.kind(data.rows[p.row]) != kind:
+        row = data.rows[p.row]
+        if public.kind(row) != kind:
             continue
-        r = float(np.log(p.measured / p.predicted))
+        r = (float(np.log(p.measured / p.predicted)), row.machine)
         every.append(r)
         if groups[p.row] == group:
             mine.append(r)
     chosen = mine if len(mine) >= MIN_BAND_ROWS else every
     if not chosen:
         return np.zeros(len(quantiles))
-    return np.quantile(np.asarray(chosen), np.asarray(quantiles) / 100.0)
+    counts: dict[str, int] = {}
+    for _, m in chosen:
+        counts[m] = counts.get(m, 0) + 1
+    values = np.array([r for r, _ in chosen])
+    weights = np.array([1.0 / counts[m] for _, m in chosen])
+    return weighted_quantiles(values, weights, np.asarray(quantiles) / 100.0)
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Quantiles ``q`` (0..1) of ``values`` with ``weights``: the weighted empirical CDF,
+    each value at the middle of its weight, interpolated linearly (equal weights give numpy's
+    default quantiles' values at the ends and close to them between)."""
+    order = np.argsort(values)
+    v, w = values[order], weights[order]
+    mid = (np.cumsum(w) - 0.5 * w) / w.sum()
+    return np.interp(q, mid, v)
 
 
 def banded(data: PublicBenchmarks, predictions: Sequence[Prediction], protocol: str) -> tuple[Prediction, ...]:

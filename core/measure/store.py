@@ -32,7 +32,8 @@ from rooflab.core.io.arch import llama_cpp_name
 from rooflab.core.io.textfile import MAX_NAME, printable
 from rooflab.core.measure.calibrate import Calibration
 from rooflab.core.values.calibration import EngineCalibration, Rates
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 

@@ -209,3 +209,33 @@ def physical_cores() -> int:
             if value and value.isdigit() and int(value) > 0:
                 return int(value)
     return os.cpu_count() or 1
+
+
+#: headroom over the clock /proc/cpuinfo states, which is the nominal one on a VM and the current
+#: one elsewhere: no core boosts 1.5x past it
+BOOST_HEADROOM = 1.5
+
+
+def cpu_fp32_bound(threads: int) -> float | None:
+    """FLOP/s no fp32 multiply on ``threads`` threads of this CPU can beat: its physical cores
+    among them x its highest clock x two FMA units of the widest vector its flags name (AVX-512:
+    16 lanes, AVX2: 8, else 4) x 2 FLOP. An upper bound from the processor's own description,
+    not a figure to reach; None off Linux or when /proc/cpuinfo says nothing usable."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    flags = re.search(r"^flags\s*:\s*(.+)$", text, re.MULTILINE)
+    mhz = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([0-9.]+)$", text, re.MULTILINE)]
+    if not flags or not mhz:
+        return None
+    try:
+        top = float(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text()) * 1e3
+    except (OSError, ValueError):
+        top = max(mhz) * 1e6 * BOOST_HEADROOM
+    names = set(flags.group(1).split())
+    lanes = 16 if "avx512f" in names else 8 if "avx2" in names else 4
+    cores = max(1, min(threads, physical_cores() or threads))
+    return cores * top * lanes * 2 * 2

@@ -21,7 +21,8 @@ import numpy as np
 
 from rooflab.core.predict import work
 from rooflab.core.values.calibration import EngineCalibration, Rates, band, format_class
-from rooflab.core.values.machine import FACTOR_RANGE, Efficiency, MachineProfile
+from rooflab.core.values.efficiency import FACTOR_RANGE, Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec, Role
 
 T = TypeVar("T")

@@ -54,8 +54,9 @@ from rooflab.core.predict.layer_split import pipeline_share
 from rooflab.core.predict.placement import MAX_DEVICES
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array
+from rooflab.core.values.fields import in_range
 from rooflab.core.values.links import LINKS, LinkLatency
-from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile, in_range
+from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 

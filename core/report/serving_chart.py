@@ -128,6 +128,11 @@ LATENCIES = (("ttft_p50", "TTFT p50", "ttft", "p50"), ("ttft_p90", "TTFT p90", "
              ("ttft_p99", "TTFT p99", "ttft", "p99"), ("tpot_p50", "TPOT p50", "tpot", "p50"))
 THROUGHPUT = (("total", "all sequences", "output_tokens_per_second"),
               ("per_sequence", "each sequence (1 / TPOT)", "tokens_per_second_per_sequence"))
+#: the ceiling's curves drawn apart (four latencies on one panel in one pen could not be told apart):
+#: the median in the main pen, p90 in the second quantity's, p99 as a limit's dash-dot, TPOT (a decode
+#: step, bound by memory) in the memory clock's; the total rate in the second quantity's, as Batching does
+ROLES: dict[str, CurveRole] = {"ttft_p90": "secondary", "ttft_p99": "limit", "tpot_p50": "memory",
+                               "total": "secondary"}
 
 
 def _figure(lv: ServingLevel, key: str) -> float:
@@ -152,7 +157,7 @@ def _curves(levels: Sequence[ServingLevel], axis: str, *, prefix: str, label: st
             low, high = band(y, [[_figure(lv, key) for lv in s.levels] for s in spread])
             extras = {BAND_LOW: low, BAND_HIGH: high}
         return Curve(key=prefix + key, label=name + label, x=x, y=y, x_name=x_name, x_unit=x_unit, y_name=y_name,
-                     y_unit=y_unit, kind=kind, role=role, extras=extras)
+                     y_unit=y_unit, kind=kind, role=ROLES.get(key, role) if role == "main" else role, extras=extras)
 
     latency = tuple(curve(key, name, "seconds", "s") for key, name, _, _ in LATENCIES)
     throughput = tuple(curve(key, name, "output rate", "tokens/s") for key, name, _ in THROUGHPUT)
@@ -182,7 +187,8 @@ def chart_of(f: ServingFigures, batch: int) -> Chart:
         latency, throughput = latency + more[0], throughput + more[1]
     _, x_unit, x_name = X_AXIS[f.axis]
     # on the rate axis the batch stands at the requests/s its clients keep (the view appends the x value)
-    marker = Curve(key="batch", label=f"current batch ({batch})", x=np.array([f.marker]), y=np.zeros(0),
+    marker = Curve(key="batch", label=f"current batch ({batch} {'sequence' if batch == 1 else 'sequences'}) at",
+                   x=np.array([f.marker]), y=np.zeros(0),
                    x_name=x_name, x_unit=x_unit, y_name="", y_unit="", kind="vline", role="marker")
     panels = _panels(f.axis, (*latency, marker), (*throughput, marker),
                      (f"{f.plan.slots} slots, {f.plan.step_tokens:,} tokens per step", f"saturation {_rate(f)}"))

@@ -1,4 +1,4 @@
-"""The links between identical devices, and what one all-reduce costs on each.
+"""The links between identical devices, and what one all-reduce costs on each; the link to the host.
 
 Tensor parallel sums every layer's partial results over the devices with an all-reduce. For
 the few kilobytes a decode step sends, its time is latency, not bandwidth: NCCL's own cost model
@@ -13,13 +13,18 @@ the public measurements of small all-reduces on NVLink bracket. Over PCIe, measu
 all-reduces on cards without NVLink run well above NCCL's PCI default (1.0 us a step assumes
 peer-to-peer writes; consumer cards without it relay through host memory): the step is fitted
 to those measurements with NCCL's base kept. A link's kind, when a profile does not state it,
-is read from its name (``kind_of``)."""
+is read from its name (``kind_of``).
+
+Apart from those: ``HostLink``, the PCIe link a discrete device reads host memory over."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
+
+from rooflab.core.errors import SpecError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,3 +82,49 @@ def kind_of(name: str) -> str:
     if not low.strip():
         return "pcie"
     return next((kind for word, kind in _NAMED if word in low), "network")
+
+
+# PCIe bytes/s per lane and direction by generation, as the vendors quote a link (16 GT/s x 16 lanes
+# = 64 GB/s both ways for 4.0 x16): GT/s / 8 per lane, the 128b/130b encoding's 1.5 % left out.
+PCIE_LANE_BANDWIDTH: Mapping[int, float] = MappingProxyType({3: 1e9, 4: 2e9, 5: 4e9, 6: 8e9})
+PCIE_LANES: tuple[int, ...] = (1, 2, 4, 8, 16)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostLink:
+    """The link a discrete device reads host memory over: PCIe ``generation`` and ``lanes``
+    (the card's own width: an RTX 4060 Ti has 8). Apart from the device-to-device link (NVLink,
+    say): llama.cpp streams host-resident weights to the GPU over this one."""
+
+    generation: int
+    lanes: int
+
+    def __post_init__(self) -> None:
+        if self.generation not in PCIE_LANE_BANDWIDTH or isinstance(self.generation, bool):
+            raise SpecError(f"host_link.pcie_generation must be one of {', '.join(map(str, PCIE_LANE_BANDWIDTH))}, "
+                            f"got {self.generation!r}")
+        if self.lanes not in PCIE_LANES or isinstance(self.lanes, bool):
+            raise SpecError(f"host_link.lanes must be one of {', '.join(map(str, PCIE_LANES))}, got {self.lanes!r}")
+
+    @property
+    def bandwidth(self) -> float:
+        """bytes/s per direction: lanes x the generation's rate per lane."""
+        return self.lanes * PCIE_LANE_BANDWIDTH[self.generation]
+
+    @property
+    def name(self) -> str:
+        return f"PCIe {self.generation}.0 x{self.lanes}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pcie_generation": self.generation, "lanes": self.lanes}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HostLink:
+        """From the preset's "host_link" object; SpecError naming the bad field."""
+        values = []
+        for name in ("pcie_generation", "lanes"):
+            value = data.get(name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SpecError(f"machine profile field 'host_link.{name}' must be a whole number, got {value!r}")
+            values.append(value)
+        return cls(generation=values[0], lanes=values[1])

@@ -32,13 +32,16 @@ class Layer:
     def colour(self, theme: Theme, role: str) -> QColor:
         """The colour of a curve of ``role``: the current series' (the calibrated fit of slot 0
         too), the expected colours (a calibrated layer of any other slot: ``EXPECTED_INDEX``),
-        a measured series' or a pinned series' own."""
+        a measured series' (black or white, then greys: never a pinned series' colour) or a
+        pinned series' own."""
         if self.kind == "current" or (self.kind == "calibrated" and self.index == 0):
             return QColor(theme.current.get(role, theme.current["main"]))
         if self.kind == "calibrated":
             return QColor(theme.expected.get(role, theme.expected["main"]))
         if self.kind == "measured":
-            return QColor(theme.measured if self.index == 0 else theme.series[self.index % len(theme.series)])
+            if self.index == 0:
+                return QColor(theme.measured)
+            return QColor(theme.measured_series[(self.index - 1) % len(theme.measured_series)])
         return QColor(theme.series[self.index % len(theme.series)])
 
 

@@ -28,6 +28,7 @@ class Theme:
     series: tuple[str, ...]
     expected: dict[str, str]       # role of the prediction shadowed -> colour of its expected curve
     measured: str
+    measured_series: tuple[str, ...]   # further measured series: greys, never a pinned series' colour
     stack: tuple[str, ...]         # memory bar segments: weights, KV, free, offloaded, buffers and reserve
 
 
@@ -40,6 +41,7 @@ LIGHT = Theme(
     # the current's blue and purple, darker: its shadow, not another series
     expected={"main": "#0b2f6e", "secondary": "#6a1b9a"},
     measured="#000000",
+    measured_series=("#5f6368", "#9aa0a6", "#3c4043"),
     stack=("#1f5fbf", "#e07b00", "#c9d3dd", "#7fa7e0", "#8a63c7"),
 )
 
@@ -51,6 +53,7 @@ DARK = Theme(
     series=("#ff7a6e", "#4fd1c5", "#d9a066", "#f48fb1", "#c5d86d", "#4dd0e1"),
     expected={"main": "#b9d4ff", "secondary": "#dab8ff"},
     measured="#ffffff",
+    measured_series=("#bdc1c6", "#80868b", "#e8eaed"),
     stack=("#6ea8ff", "#ffb454", "#4a4f57", "#3d5f99", "#b592f0"),
 )
 

@@ -45,7 +45,8 @@ def main() -> int:
     where.add_argument("--out", metavar="OUT.png", help="where to write (default: rooflab-main-window.png in TMPDIR)")
     where.add_argument("--replace-tracked", action="store_true",
                        help=f"overwrite the README's screenshot, {TRACKED.relative_to(TRACKED.parents[2])}")
-    parser.add_argument("--tab", default="decode", help="plot tab: roofline, prefill, decode, batching, memory")
+    parser.add_argument("--tab", default="decode",
+                        help="plot tab: roofline, prefill, decode, batching, memory, serving, compare, fit")
     parser.add_argument("--left", type=int, default=3, help="left tab: 0 machine, 1 model, 2 workload, 3 measure")
     parser.add_argument("--size", default="1560x1100", help="window size, WIDTHxHEIGHT pixels")
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
@@ -97,7 +98,8 @@ def main() -> int:
         state.pin_current()
         state.set_model(load_model("qwen3-30b-a3b-q4_k_m"), "qwen3-30b-a3b-q4_k_m")
     window.recompute.recompute_now()
-    window.plot_tabs.setCurrentWidget(window.plots[args.tab])
+    others = {"serving": window.plot_panel.serving, "compare": window.compare_view, "fit": window.fit_view}
+    window.plot_tabs.setCurrentWidget(others[args.tab] if args.tab in others else window.plots[args.tab])
     window.left_tabs.setCurrentIndex(args.left)
     app.processEvents()
     print(window.save_screenshot(str(output_path(args.out, args.replace_tracked))))

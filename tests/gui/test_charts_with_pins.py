@@ -12,6 +12,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QTextDocument
 
 from rooflab.core.report.charts import CHART_KEYS
+from rooflab.gui.widgets.theme import DARK, LIGHT
 
 
 def _three_series(qtbot, window, size: tuple[int, int]) -> None:
@@ -186,3 +187,14 @@ def test_the_line_over_the_plots_keeps_each_swatch_beside_its_series(qtbot, wind
     for at in swatches:
         start, end = next(line for line in lines if line[0] <= at < line[1])
         assert text[at + 1:end].strip(" \u00a0"), f"a swatch ends line {text[start:end]!r}"
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_a_measured_series_never_takes_a_pinned_series_colour(theme):
+    from rooflab.gui.plots.style import Layer
+
+    pinned = {Layer(key=f"pin:{i}", label="p", kind="pinned", index=i).colour(theme, "main").name()
+              for i in range(len(theme.series))}
+    for i in range(6):
+        measured = Layer(key=f"measured:{i}", label="m", kind="measured", index=i).colour(theme, "main").name()
+        assert measured not in pinned

@@ -405,7 +405,7 @@ def test_calibrated_lines_on_one_panel_have_swatches_of_their_own(window):
     import dataclasses
 
     from rooflab.core.measure.overlays import calibrated_curves
-    from rooflab.core.values.machine import Efficiency
+    from rooflab.core.values.efficiency import Efficiency
 
     state = window.state
     machine = dataclasses.replace(state.machine, efficiency=Efficiency(bandwidth=0.6, compute=0.5))

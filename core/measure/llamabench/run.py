@@ -22,7 +22,7 @@ from typing import Any
 
 from rooflab.core.errors import MeasurementError, SpecError
 from rooflab.core.files.safe_json import JsonError, parse_json
-from rooflab.core.io.llamabench import points_from_row
+from rooflab.core.io.llamabench_rows import points_from_row
 from rooflab.core.jobs import CancelFlag, Progress
 from rooflab.core.measure.child_process import MAX_LINE, ChildProcess
 from rooflab.core.measure.llamabench.plan import (

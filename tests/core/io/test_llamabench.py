@@ -181,7 +181,7 @@ def test_unreadable_paths(tmp_path):
 # --- one row at a time (a run being read as it streams) -----------------------------------------
 
 def test_points_from_row_matches_the_file_reader():
-    from rooflab.core.io.llamabench import points_from_row
+    from rooflab.core.io.llamabench_rows import points_from_row
 
     assert points_from_row(PP) + points_from_row(TG) == parse_benchmark(json.dumps([PP, TG])).points
     assert points_from_row(_row(n_prompt=512, n_gen=128, avg_ts=400.0)) == ()      # pp+tg: no phase
@@ -206,7 +206,7 @@ def test_points_from_row_matches_the_file_reader():
     ({"flash_attn": -1, "build_number": None}, dict(flash_attention=True, version="8cf427ff")),
 ])
 def test_points_from_row_stamps_the_rows_settings(fields, expected):
-    from rooflab.core.io.llamabench import points_from_row
+    from rooflab.core.io.llamabench_rows import points_from_row
     from rooflab.core.values.measured import EngineSettings
 
     base = EngineSettings(engine="llama-bench", version="from --version", flash_attention=True, kv_type="q4_0")

@@ -98,7 +98,7 @@ def test_terminal_escapes_in_names_are_stripped(tmp_path):
     bench = read_benchmark(write(tmp_path, "b.json", json.dumps(rows)))
     texts = [*bench.series, *bench.models, *bench.metadata.values(), *bench.warnings]
     assert texts and not any("\x1b" in t or "\x07" in t or "\x9b" in t or "\n" in t for t in texts)
-    from rooflab.core.io.llamabench import points_from_row
+    from rooflab.core.io.llamabench_rows import points_from_row
     from rooflab.core.values.measured import EngineSettings
 
     (point,) = points_from_row(rows[0], EngineSettings(engine="llama-bench"))

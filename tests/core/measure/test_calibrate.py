@@ -19,7 +19,8 @@ from rooflab.core.measure.calibrate import (
     predict_points,
     summarise,
 )
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 

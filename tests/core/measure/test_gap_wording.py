@@ -11,7 +11,8 @@ import pytest
 from rooflab.core.io import load_model
 from rooflab.core.measure.calibrate import calibrate, predict_points
 from rooflab.core.measure.gaps import Gap, explain
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 
 MACHINE = MachineProfile(name="cpu", bandwidth=40e9, peak_flops={"fp32": 2e11}, memory=16e9, default_dtype="fp32")

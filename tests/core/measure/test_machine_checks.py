@@ -99,3 +99,21 @@ def test_a_disturbed_run_is_kept_apart_and_never_made_the_measured_machine(data)
     kept = read_record(presets.disturbed_machine_path())
     assert kept["disturbed"].startswith("a 1024-row fp32 multiply")
     assert MachineMeasurement.from_dict(kept["measurement"]).matmul[0].size == 256
+
+
+def test_a_peak_above_what_the_processor_allows_is_a_wrong_timing():
+    """34 GFLOP/s on a CPU whose cores, clock and vectors allow 20 cannot be: the run says so."""
+    assert problems(quiet_run(fp32_bound=100e9)) == []
+    found = problems(quiet_run(fp32_bound=20e9))
+    assert len(found) == 1 and "this processor's cores, clock and vector units allow" in found[0]
+
+
+def test_the_processors_own_bound_is_read_from_its_description():
+    import sys
+
+    from rooflab.core.measure.sysinfo import cpu_fp32_bound
+    if not sys.platform.startswith("linux") or "flags" not in Path("/proc/cpuinfo").read_text():
+        pytest.skip("no /proc/cpuinfo flags here")
+    one, two = cpu_fp32_bound(1), cpu_fp32_bound(2)
+    assert one is not None and 1e9 < one < 1e12          # one core: between 1 GFLOP/s and 1 TFLOP/s
+    assert two is not None and two >= one

@@ -10,7 +10,8 @@ import pytest
 from rooflab.core.io import load_model
 from rooflab.core.measure.calibrate import calibrate, predict_points
 from rooflab.core.measure.gaps import explain
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 
 TRUE = Efficiency(bandwidth=0.5, compute=0.6, step_overhead=0.012, kv_read_factor=2.0)

@@ -22,7 +22,8 @@ from rooflab.core.measure.overlays import (
     series_by_engine,
     series_label,
 )
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.workload import Workload
 

@@ -13,7 +13,8 @@ from rooflab.core.io import load_model, presets
 from rooflab.core.io.presets import load_machine
 from rooflab.core.measure import store
 from rooflab.core.measure.calibrate import calibrate
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 
 

@@ -14,7 +14,8 @@ from rooflab.core.measure import store, workflow
 from rooflab.core.measure.calibrate import calibrate, predict_points
 from rooflab.core.measure.gaps import explain
 from rooflab.core.measure.machine_result import BandwidthResult, MachineMeasurement, MatmulResult
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 
 MACHINE = MachineProfile(name="cpu", bandwidth=40e9, peak_flops={"fp32": 2e11}, memory=16e9, default_dtype="fp32")

@@ -191,3 +191,33 @@ def test_import_reads_nothing_and_loading_is_cached():
             "assert p.load_public() is p.load_public(); print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def test_the_band_weighs_each_machine_as_one():
+    """A machine swept 100 ways 2x slower than predicted, three machines of one row each as
+    predicted: the band's median is the three machines' (1x), not the sweep's."""
+    rows = [public_score.Prediction(row=i, measured=1.0, predicted=2.0) for i in range(100)]
+    values = np.array([np.log(p.measured / p.predicted) for p in rows] + [0.0, 0.0, 0.0])
+    weights = np.array([1 / 100] * 100 + [1.0, 1.0, 1.0])
+    low, mid, high = public_score.weighted_quantiles(values, weights, np.array([0.16, 0.5, 0.84]))
+    assert mid == pytest.approx(0.0) and high == pytest.approx(0.0) and low < -0.3
+    same = np.array([0.0, 1.0, 2.0, 3.0])
+    assert public_score.weighted_quantiles(same, np.ones(4), np.array([0.5]))[0] == pytest.approx(1.5)
+
+
+def test_each_weight_format_streams_at_its_own_share_where_rows_show_it():
+    """Q4_0 rows made at 0.9 of the bandwidth and Q8_0 rows at 0.6 on four machines: the fit
+    gives each format its own share. Left out one machine at a time, three machines still show
+    each format, so the held-out rows are predicted at their own format's share."""
+    terms = dataclasses.replace(TERMS, class_bandwidth={"legacy": 0.9, "q8": 0.6})
+    data = _synthetic(MACHINES, tests=("tg128", "tg256", "tg512", "pp512"), terms=terms)
+    f = public.fit_groups(data)["cuda"]
+    assert f.class_bandwidth["legacy"] == pytest.approx(0.9, rel=0.05)
+    assert f.class_bandwidth["q8"] == pytest.approx(0.6, rel=0.05)
+    tg = [p for p in public_score.held_out(data, "machine") if data.rows[p.row].test.kind == "decode"]
+    assert tg and np.median([p.error for p in tg]) < 0.05
+    # two machines are too few to show a format's own share: one share for both, and the rows of
+    # each format are then predicted by it (the L1 fit settles near one format's share)
+    two = _synthetic({k: MACHINES[k] for k in "ab"}, tests=("tg128", "tg256", "tg512", "pp512"), terms=terms)
+    g = public.fit_groups(two)["cuda"]
+    assert len(g.class_bandwidth) == 1 and 0.5 < g.bandwidth < 0.95

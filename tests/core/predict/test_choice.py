@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab.core.cli.main import build_parser
+from rooflab.core.cli.parser import build_parser
 from rooflab.core.cli.placement import choice_from
 from rooflab.core.errors import SpecError
 from rooflab.core.io.presets import load_machine

@@ -14,7 +14,8 @@ from rooflab.core.predict import work
 from rooflab.core.predict.clocks import combined_seconds, decode_pass, prefill_pass
 from rooflab.core.predict.expected import EXPERTS, byte_shares, efficiency_for, expected_for, flop_shares
 from rooflab.core.values.calibration import EngineCalibration, Rates, format_class
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
 
 MACHINE = MachineProfile(name="box", bandwidth=100e9, peak_flops={"fp16": 1e12}, memory=64e9, key="box")

@@ -14,7 +14,8 @@ from rooflab.core.io.presets import load_machine, preset_keys
 from rooflab.core.predict.host_part import OP_OFFLOAD_MIN_TOKENS, host_link_bandwidth
 from rooflab.core.predict.offload import placed_decode, placed_prefill, placed_request
 from rooflab.core.predict.placement import Placement
-from rooflab.core.values.machine import HostLink, MachineProfile
+from rooflab.core.values.links import HostLink
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 from rooflab.core.values.workload import DEFAULT_UBATCH, Workload
 

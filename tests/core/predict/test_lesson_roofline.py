@@ -15,7 +15,8 @@ from rooflab.core.predict.clocks import decode_pass, memory_seconds, prefill_pas
 from rooflab.core.predict.roofline import attainable, phase_points
 from rooflab.core.predict.speculative import expected_tokens, speculative
 from rooflab.core.predict.work import weight_bytes_read_per_token
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
 from tests.factories.specs import machine, synthetic_spec
 

@@ -11,7 +11,7 @@ import pytest
 from rooflab.core.io.catalogue import get_entry, load_entry
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.clocks import prefill_pass
-from rooflab.core.values.machine import Efficiency
+from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.workload import Workload
 
 

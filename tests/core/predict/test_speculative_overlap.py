@@ -9,7 +9,7 @@ import pytest
 
 from rooflab.core.predict.clocks import prefill_pass
 from rooflab.core.predict.speculative import speculative
-from rooflab.core.values.machine import Efficiency
+from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.workload import Workload
 from tests.factories.specs import machine, synthetic_spec
 

@@ -22,7 +22,7 @@ from rooflab.core.report.compare import (
     row_dict,
 )
 from rooflab.core.report.placed import placed_summary
-from rooflab.core.values.machine import Efficiency
+from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.workload import Workload
 
 W = Workload(prompt=2048, answer=256)

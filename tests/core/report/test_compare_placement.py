@@ -16,7 +16,7 @@ from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.compare import DEPTHS, compare_row, distinguishing_labels
 from rooflab.core.report.placed import placed_summary
 from rooflab.core.report.summary import summarise
-from rooflab.core.values.machine import Efficiency
+from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.workload import Workload
 
 W = Workload(prompt=2048, answer=256)

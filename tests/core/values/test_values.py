@@ -9,7 +9,8 @@ import pytest
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.roofline import balance
-from rooflab.core.values.machine import Efficiency, MachineProfile
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.quant import bytes_per_value, kv_bytes_per_value, tensor_bytes
 from rooflab.core.values.workload import Workload
 

@@ -1,0 +1,145 @@
+"""The efficiency a machine reaches in practice: how far below its peaks a real engine runs
+(``MachineProfile.efficiency``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rooflab.core.errors import SpecError
+from rooflab.core.values.fields import in_range, read_number
+
+FACTOR_RANGE = (1e-4, 100.0)             # efficiency factors (a fit clamps to 1e-4)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Efficiency:
+    """How far below its peaks a machine runs a real engine (1.0 = the ceiling).
+
+    bandwidth, compute: factors applied to B and C. step_overhead: fixed seconds added to
+    every forward pass (launches, synchronisation, Python). kv_read_factor: cache bytes moved
+    per byte attention must read (2.0 for an engine that copies its cache each step; a CPU
+    whose attention kernels run slower than memory shows as more). decode_compute: the factor
+    applied to C for a decode step's few-row multiplies (None: ``compute``, as a big prefill
+    multiply reaches). overlap: the share of the shorter clock (memory or compute) hidden under
+    the longer: 1 is the roofline's max(memory, compute), 0 their sum (an engine that streams
+    weights and computes one after the other). host_bandwidth, host_compute: the factors of the
+    host tier behind a discrete GPU (its CPU streams and computes the layers kept there at its
+    own share of its peaks, not the GPU's). attention_compute: the factor of a prefill's
+    attention arithmetic (None: ``compute``; an engine without a fused attention kernel gets
+    through the n² term slower than through its weight multiplies); flash_attention_compute:
+    the same with flash attention (None: ``attention_compute``). rows_half: r0, the rows per
+    multiply at which a prefill's multiplies reach half their rate (0: every size alike): a
+    multiply of r rows runs at r / (r + r0) of it, so a pass of few tokens runs below a long
+    prompt's rate, and routed experts, which get r x expert_spread rows each (used / count, at
+    least one), further below; expert_share: the routed experts' share of a prefill's compute
+    time at many rows.
+    """
+
+    bandwidth: float = 1.0
+    compute: float = 1.0
+    step_overhead: float = 0.0      # seconds
+    kv_read_factor: float = 1.0
+    decode_compute: float | None = None
+    overlap: float = 1.0
+    host_bandwidth: float = 1.0
+    host_compute: float = 1.0
+    attention_compute: float | None = None
+    flash_attention_compute: float | None = None
+    rows_half: float = 0.0
+    expert_share: float = 0.0
+    expert_spread: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
+                     "attention_compute", "flash_attention_compute"):
+            value = getattr(self, name)
+            optional = name in ("decode_compute", "attention_compute", "flash_attention_compute")
+            if not (value is None and optional) and not in_range(value, FACTOR_RANGE):
+                raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
+                                f"got {value!r}")
+        if not (math.isfinite(self.step_overhead) and 0 <= self.step_overhead < 60):
+            raise SpecError(f"efficiency.step_overhead must be in [0, 60) s, got {self.step_overhead!r}")
+        if not in_range(self.overlap, (0.0, 1.0)):
+            raise SpecError(f"efficiency.overlap must be in [0, 1], got {self.overlap!r}")
+        if not in_range(self.rows_half, (0.0, 1e6)):
+            raise SpecError(f"efficiency.rows_half must be in [0, 1e6] rows, got {self.rows_half!r}")
+        for name in ("expert_share", "expert_spread"):
+            if not in_range(getattr(self, name), (0.0, 1.0)):
+                raise SpecError(f"efficiency.{name} must be in [0, 1], got {getattr(self, name)!r}")
+
+    @property
+    def is_identity(self) -> bool:
+        return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap,
+                self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
+            and self.attention_compute in (None, 1) and self.flash_attention_compute in (None, 1) \
+            and self.rows_half == 0
+
+    @property
+    def decode_compute_factor(self) -> float:
+        """The compute factor of a decode step."""
+        return self.compute if self.decode_compute is None else self.decode_compute
+
+    @property
+    def attention_compute_factor(self) -> float:
+        """The compute factor of a prefill's attention arithmetic (its n² term)."""
+        return self.compute if self.attention_compute is None else self.attention_compute
+
+    def attention_factor(self, flash_attention: bool) -> float:
+        """The compute factor of a prefill's attention arithmetic with or without flash attention."""
+        if flash_attention and self.flash_attention_compute is not None:
+            return self.flash_attention_compute
+        return self.attention_compute_factor
+
+    def rows_factor(self, rows: ArrayLike) -> NDArray[np.float64]:
+        """The share of the compute factor a pass whose dense multiplies get ``rows`` rows
+        reaches: 1 / (1 + r0 x ((1 - e) / r + e / max(1, r x spread))), each class's time at
+        many rows stretched by 1 + r0 / its rows (e: the experts' share of that time)."""
+        r = np.maximum(np.asarray(rows, dtype=np.float64), 1.0)
+        e = self.expert_share
+        return 1.0 / (1.0 + self.rows_half * ((1.0 - e) / r + e / np.maximum(1.0, r * self.expert_spread)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The preset file's "efficiency" object (fields at their defaults left out)."""
+        out: dict[str, Any] = {"bandwidth": self.bandwidth, "compute": self.compute,
+                               "step_overhead": self.step_overhead, "kv_read_factor": self.kv_read_factor}
+        if self.decode_compute is not None:
+            out["decode_compute"] = self.decode_compute
+        for name in ("attention_compute", "flash_attention_compute"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.rows_half:
+            out |= {"rows_half": self.rows_half, "expert_share": self.expert_share,
+                    "expert_spread": self.expert_spread}
+        if self.overlap != 1.0:
+            out["overlap"] = self.overlap
+        for name in ("host_bandwidth", "host_compute"):
+            if getattr(self, name) != 1.0:
+                out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_dict(cls, eff: Mapping[str, Any]) -> Efficiency:
+        """From the preset file's "efficiency" object; SpecError naming the bad field."""
+        decode = eff.get("decode_compute")
+        return cls(bandwidth=read_number(eff, "bandwidth", 1.0, "efficiency.bandwidth"),
+                   compute=read_number(eff, "compute", 1.0, "efficiency.compute"),
+                   step_overhead=read_number(eff, "step_overhead", 0.0, "efficiency.step_overhead"),
+                   kv_read_factor=read_number(eff, "kv_read_factor", 1.0, "efficiency.kv_read_factor"),
+                   decode_compute=None if decode is None else read_number(eff, "decode_compute", 1.0,
+                                                                      "efficiency.decode_compute"),
+                   overlap=read_number(eff, "overlap", 1.0, "efficiency.overlap"),
+                   host_bandwidth=read_number(eff, "host_bandwidth", 1.0, "efficiency.host_bandwidth"),
+                   host_compute=read_number(eff, "host_compute", 1.0, "efficiency.host_compute"),
+                   attention_compute=None if eff.get("attention_compute") is None else read_number(
+                       eff, "attention_compute", 1.0, "efficiency.attention_compute"),
+                   flash_attention_compute=None if eff.get("flash_attention_compute") is None else read_number(
+                       eff, "flash_attention_compute", 1.0, "efficiency.flash_attention_compute"),
+                   rows_half=read_number(eff, "rows_half", 0.0, "efficiency.rows_half"),
+                   expert_share=read_number(eff, "expert_share", 0.0, "efficiency.expert_share"),
+                   expert_spread=read_number(eff, "expert_spread", 1.0, "efficiency.expert_spread"))
