@@ -35,7 +35,7 @@ from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import KINDS, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
+from rooflab.core.values.workload import MAX_BATCH, Workload
 
 Array = NDArray[np.float64]
 #: How far a measured pass may come in under its ceiling (timing noise, besides its own spread)
@@ -47,8 +47,12 @@ CEILING_BAND = 0.10
 
 def predict_points(spec: ModelSpec, machine: MachineProfile, points: Sequence[MeasuredPoint], *,
                    kv_type: str = "f16", dtype: str | None = None) -> Array:
-    """Predicted seconds for each point with ``machine`` (its efficiency applied)."""
-    wl = Workload(kv_type=kv_type, compute_dtype=dtype)
+    """Predicted seconds for each point with ``machine`` (its efficiency applied), each prompt
+    in the ubatches its engine ran (llama.cpp's -ub; torch's every token at once)."""
+    settings = next((p.settings for p in points if p.settings is not None), None)
+    ubatch = settings.ubatch_size if settings is not None and settings.ubatch_size > 0 else MAX_BATCH
+    flash = bool(settings.flash_attention) if settings is not None else True
+    wl = Workload(kv_type=kv_type, compute_dtype=dtype, ubatch=ubatch, flash_attention=flash)
     out = np.empty(len(points))
     for kind in KINDS:
         idx = [i for i, p in enumerate(points) if p.kind == kind]

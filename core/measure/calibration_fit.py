@@ -32,10 +32,18 @@ from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.measure.calibrate import predict_points
-from rooflab.core.measure.calibration_solver import Array, Design, Unknowns, fit, fit_at
+from rooflab.core.measure.calibration_solver import (
+    ROWS_HALF,
+    Array,
+    Design,
+    Unknowns,
+    at_rows_half,
+    fit_at,
+    fit_scored,
+)
 from rooflab.core.measure.store import model_key
 from rooflab.core.predict import work
-from rooflab.core.predict.expected import MINOR_SHARE, byte_shares, efficiency_for, flop_shares
+from rooflab.core.predict.expected import EXPERTS, MINOR_SHARE, byte_shares, efficiency_for, flop_shares
 from rooflab.core.values.calibration import PHASES, Accuracy, EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
@@ -111,6 +119,19 @@ class _Row:
     layers: float
     model: int
     small: bool
+    rows: tuple[float, float]     # a prefill's rows per dense multiply and per routed expert
+
+
+def _rows(spec: ModelSpec, p: MeasuredPoint) -> tuple[float, float]:
+    """Rows per multiply of ``p``'s pass: its tokens, min(b x n, -ub) in llama.cpp (every token
+    at once in torch), and each routed expert's share of them (at least one)."""
+    if p.is_decode:
+        return 1.0, 1.0
+    tokens = float(p.prompt * p.batch)
+    ubatch = p.settings.ubatch_size if p.settings is not None and p.settings.ubatch_size > 0 else 0
+    r = min(tokens, float(ubatch)) if ubatch else tokens
+    spread = spec.experts_used / spec.experts if spec.is_moe else 1.0
+    return r, max(1.0, r * spread)
 
 
 def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
@@ -120,18 +141,32 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
         for p in m.points:
             w, k, f = _point_work(m.spec, p, m.kv_type)
             rows.append(_Row(seconds=p.seconds, weights=w * bs, cache=k, flops=f * fs, prefill=not p.is_decode,
-                             layers=float(m.spec.layers), model=i, small=_is_small(p)))
+                             layers=float(m.spec.layers), model=i, small=_is_small(p), rows=_rows(m.spec, p)))
     if not rows:
         raise SpecError("calibration needs measured points")
     return Design(seconds=np.array([r.seconds for r in rows]), weights=np.stack([r.weights for r in rows]),
                    cache=np.array([r.cache for r in rows]), flops=np.stack([r.flops for r in rows]),
                    prefill=np.array([r.prefill for r in rows]), layers=np.array([r.layers for r in rows]),
                    model=np.array([r.model for r in rows], dtype=np.int64),
-                   small=np.array([r.small for r in rows]), weight=np.ones(len(rows)))
+                   small=np.array([r.small for r in rows]), weight=np.ones(len(rows)),
+                   rows=np.array([r.rows for r in rows], dtype=np.float64))
+
+
+def _scaled(d: Design, classes: Classes, rows_half: float) -> Design:
+    """``d`` with its prefill FLOPs weighted for rows per multiply at ``rows_half`` (r0)."""
+    experts = classes.flops.index(EXPERTS) if EXPERTS in classes.flops else None
+    return at_rows_half(d, rows_half, range(len(classes.flops)), experts)
+
+
+def _fit(d: Design, classes: Classes) -> tuple[Array, float, float]:
+    """(unknowns, overlap, r0): the fit at each r0 of ``ROWS_HALF``, the one with the least
+    summed relative error (as the published-benchmark fit chooses it)."""
+    best = min(((*fit_scored(_scaled(d, classes, r0)), r0) for r0 in ROWS_HALF), key=lambda f: f[2])
+    return best[0], best[1], best[3]
 
 
 def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: MachineProfile,
-           dtype: str | None) -> Rates:
+           dtype: str | None, rows_half: float = 0.0) -> Rates:
     """Unknowns as rates, each bounded by the machine the points ran on: no weights or cache
     streamed faster than its measured bandwidth, no arithmetic faster than the fastest multiply
     it measured (any dtype: llama.cpp's integer dot products may beat the fp32 peak, not every
@@ -153,7 +188,7 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
                  prefill_flops=rates(u[at.prefill], classes.flops, seen_f, c_cap),
                  decode_flops=rates(u[at.decode], classes.flops, seen_f, c_cap),
                  cache_bandwidth=rate(u[at.cache], b_cap), pass_seconds=float(min(u[at.pass_seconds], 59.0)),
-                 layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap)
+                 layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap, rows_half=rows_half)
 
 
 # --- scoring through the app's own prediction path ---------------------------------------------
@@ -208,8 +243,8 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
     if d.seconds.size < unknowns:
         raise SpecError(f"a calibration resting on {d.seconds.size} points cannot fit its {unknowns} unknowns: "
                         "measure more points (or leave fewer out as disturbed)")
-    u, overlap = fit(d)
-    central = _rates(u, overlap, d, classes, machine, dtype)
+    u, overlap, rows_half = _fit(d, classes)
+    central = _rates(u, overlap, d, classes, machine, dtype, rows_half)
     in_sample = _errors(kept, machine, dict.fromkeys(range(len(kept)), central),
                         {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(kept)})
     accuracy = {"in_sample": in_sample, "leave_one_model_out": _leave_one_model_out(kept, d, classes, machine, dtype),
@@ -217,7 +252,7 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
     by_architecture = _leave_one_architecture_out(kept, d, classes, machine, dtype)
     if by_architecture:
         accuracy["leave_one_architecture_out"] = by_architecture
-    reps = _bootstrap(kept, d, classes, machine, dtype, overlap, replicates, seed)
+    reps = _bootstrap(kept, d, classes, machine, dtype, (overlap, rows_half), replicates, seed)
     first = kept[0].points[0].settings
     return EngineCalibration(
         machine_key=machine.key or machine.name, machine_name=machine.name, engine_key=keys[0],
@@ -237,8 +272,8 @@ def _leave_group_out(models: Sequence[ModelPoints], group: Sequence[str], d: Des
     for name in dict.fromkeys(group):
         members = [i for i, g in enumerate(group) if g == name]
         part = d.subset(~np.isin(d.model, members))
-        u, overlap = fit(part)
-        rates = _rates(u, overlap, part, classes, machine, dtype)
+        u, overlap, r0 = _fit(part, classes)
+        rates = _rates(u, overlap, part, classes, machine, dtype, r0)
         rates_of.update(dict.fromkeys(members, rates))
     return _errors(models, machine, rates_of, {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(models)})
 
@@ -260,17 +295,18 @@ def _extrapolation(models: Sequence[ModelPoints], d: Design, classes: Classes,
     if d.small.all() or not d.small.any():
         return {}
     part = d.subset(d.small)
-    u, overlap = fit(part)
-    rates = _rates(u, overlap, part, classes, machine, dtype)
+    u, overlap, r0 = _fit(part, classes)
+    rates = _rates(u, overlap, part, classes, machine, dtype, r0)
     chosen = {i: np.array([not _is_small(p) for p in m.points]) for i, m in enumerate(models)}
     return _errors(models, machine, dict.fromkeys(range(len(models)), rates), chosen)
 
 
 def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machine: MachineProfile,
-               dtype: str | None, overlap: float, count: int, seed: int) -> tuple[Rates, ...]:
+               dtype: str | None, held: tuple[float, float], count: int, seed: int) -> tuple[Rates, ...]:
     """The fit redone ``count`` times on resampled data: models drawn with replacement among
     those of the same main format class (so every class stays present), points drawn with
-    replacement within each model."""
+    replacement within each model; the overlap and r0 held at the central fit's (``held``)."""
+    overlap, rows_half = held
     rng = np.random.default_rng(seed)
     groups: dict[str, list[int]] = {}
     for i, m in enumerate(models):
@@ -284,8 +320,8 @@ def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machi
                 own = np.flatnonzero(d.model == i)
                 rows.append(rng.choice(own, size=own.size, replace=True))
         part = d.subset(np.concatenate(rows))
-        u, _ = fit_at(part, overlap)
-        out.append(_rates(u, overlap, part, classes, machine, dtype))
+        u, _ = fit_at(_scaled(part, classes, rows_half), overlap)
+        out.append(_rates(u, overlap, part, classes, machine, dtype, rows_half))
     return tuple(out)
 
 

@@ -36,6 +36,7 @@ class Design:
     model: NDArray[np.int64]
     small: NDArray[np.bool_]
     weight: Array         # (n,): each point's weight in the summed error (1: all alike)
+    rows: Array           # (n, 2): a prefill's rows per dense multiply and per routed expert (1 for decode)
 
     def subset(self, index: NDArray[np.bool_] | NDArray[np.int64]) -> Design:
         """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
@@ -156,3 +157,19 @@ def fit_scored(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, 
     """(unknowns, overlap, summed relative error) with the least summed relative error."""
     best = min(((*fit_at(d, o), o) for o in overlaps), key=lambda r: r[1])
     return best[0], best[2], best[1]
+
+
+ROWS_HALF = (0.0, 8.0, 32.0, 128.0, 512.0)   # the grid r0 is chosen on (rows per multiply at half rate)
+
+
+def at_rows_half(d: Design, rows_half: float, columns: Sequence[int], experts: int | None) -> Design:
+    """``d`` with each prefill multiply's FLOPs in ``columns`` weighted by 1 + r0 / its rows: the
+    dense ones by the pass's rows, column ``experts`` (routed experts) by each expert's."""
+    if rows_half <= 0:
+        return d
+    flops = d.flops.copy()
+    pre = d.prefill
+    for j in columns:
+        r = d.rows[:, 1] if j == experts else d.rows[:, 0]
+        flops[pre, j] *= 1.0 + rows_half / r[pre]
+    return dataclasses.replace(d, flops=flops)

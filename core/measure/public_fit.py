@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
-from rooflab.core.measure.calibration_solver import OVERLAPS, Design, Unknowns, fit_scored
+from rooflab.core.measure.calibration_solver import OVERLAPS, ROWS_HALF, Design, Unknowns, fit_scored
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import EXPERTS, Shares
 from rooflab.core.values.calibration import FORMAT_CLASSES, Rates
@@ -48,7 +48,6 @@ Array = NDArray[np.float64]
 MAX_FACTOR = 1.0          # a fitted share of a peak; above it the machine's figure is wrong, not the fit
 KV_TYPE = "f16"           # llama-bench's default cache type
 ATTENTION_SHARE = 0.1     # a prefill's attention share of its FLOPs that lets the fit see attention's own rate
-ROWS_HALF = (0.0, 8.0, 32.0, 128.0, 512.0)   # the grid r0 is chosen on (rows per multiply at half rate)
 DEFAULT_UBATCH, DEFAULT_BATCH = 512, 2048    # llama-bench's -ub and -b where a row does not say
 CACHE_SHARE = 0.15        # a decode step's cache share of its bytes that lets the fit see the cache's own rate
 
@@ -220,12 +219,12 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
     if not np.any(cache > CACHE_SHARE * (weights + cache)):
         weights, cache = weights + cache, np.zeros_like(cache)
     by_class = np.array([class_columns(p.byte_shares, byte_classes) for p in passes]) * (weights / b)[:, None]
+    multiply_rows = np.array([[p.rows, p.expert_rows] for p in passes], dtype=np.float64)
     design = Design(seconds=np.array([p.seconds for p in passes]), weights=by_class, cache=cache / b,
                     flops=flops, prefill=np.array([p.prefill for p in passes]),
                     layers=np.array([p.layers for p in passes]),
                     model=np.zeros(len(passes), dtype=np.int64), small=np.zeros(len(passes), dtype=bool),
-                    weight=_balanced(data, rows))
-    multiply_rows = np.array([[p.rows, p.expert_rows] for p in passes], dtype=np.float64)
+                    weight=_balanced(data, rows), rows=multiply_rows)
     return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows,
                      byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys))
 
