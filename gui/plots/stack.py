@@ -119,3 +119,7 @@ class StackBars:
         if ticks != self._ticks:
             self._ticks = ticks
             axis.setTicks([ticks, []])
+            # as tall as the most lines a name needs: a fixed axis cut the last line ("placement") off
+            lines = max(t.count("\n") + 1 for _, t in ticks)
+            label = metrics.height() + 6 if axis.label.isVisible() else 0
+            axis.setHeight(int(lines * metrics.lineSpacing() + 14 + label))

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QTextDocument
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QTextDocument
 
 from rooflab.core.report.charts import CHART_KEYS
 from rooflab.gui.widgets.theme import DARK, LIGHT
@@ -198,3 +198,20 @@ def test_a_measured_series_never_takes_a_pinned_series_colour(theme):
     for i in range(6):
         measured = Layer(key=f"measured:{i}", label="m", kind="measured", index=i).colour(theme, "main").name()
         assert measured not in pinned
+
+
+def test_every_line_of_each_memory_bars_name_stays_inside_its_axis(qtbot, window):
+    """At 1280 x 720 with three series pinned the bars' names take six or seven lines; the axis
+    under them grew to hold them all (its last line, "placement", was cut off)."""
+    _three_series(qtbot, window, (1280, 720))
+    window.state.pin_current()
+    plot = window.plots["memory"]
+    window.plot_tabs.setCurrentWidget(plot)
+    window.flush_plots()
+    view = next(plot.panel_view(k) for k in plot.panel_keys() if plot.panel_view(k).bars.labels)
+    axis = view.plot.getAxis("bottom")
+    ticks = axis._tickLevels[0] if axis._tickLevels else []
+    lines = max(label.count("\n") + 1 for _, label in ticks)
+    assert lines >= 3
+    height = QFontMetrics(axis.style.get("tickFont") or QFont()).lineSpacing() * lines
+    assert axis.height() >= height
