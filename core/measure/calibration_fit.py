@@ -152,6 +152,23 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
                    rows=np.array([r.rows for r in rows], dtype=np.float64))
 
 
+MIN_RATE_POINTS = 3      # points of a phase mostly in one class before that class's rate is given
+
+
+def _shown(columns: Array, phase: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """The classes whose rate ``phase``'s points show: at least ``MIN_RATE_POINTS`` of them hold
+    half their bytes or FLOPs in it (a rate no point shows would be whatever the solver left;
+    every k-quant generation point once disturbed gave "3 GFLOP/s" and a 1 tokens/s figure).
+    The best-shown class always is, so every table has a rate."""
+    total = columns.sum(axis=1, keepdims=True)
+    share = np.divide(columns, total, out=np.zeros_like(columns), where=total > 0)
+    counts = ((share >= 0.5) & phase[:, None]).sum(axis=0)
+    shown = counts >= MIN_RATE_POINTS
+    if not shown.any():
+        shown[int(np.argmax(counts if counts.any() else columns.sum(axis=0)))] = True
+    return np.asarray(shown, dtype=bool)
+
+
 def _scaled(d: Design, classes: Classes, rows_half: float) -> Design:
     """``d`` with its prefill FLOPs weighted for rows per multiply at ``rows_half`` (r0)."""
     experts = classes.flops.index(EXPERTS) if EXPERTS in classes.flops else None
@@ -175,8 +192,8 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
     at = Unknowns(byte_classes=len(classes.bytes), flop_classes=len(classes.flops))
     b_cap = machine.bandwidth
     c_cap = max([machine.flops(dtype), *machine.peak_flops.values()])
-    seen_b = d.weights.sum(axis=0) > 0
-    seen_f = d.flops.sum(axis=0) > 0
+    seen_b = _shown(d.weights, ~d.prefill)
+    seen_p, seen_d = _shown(d.flops, d.prefill), _shown(d.flops, ~d.prefill)
 
     def rates(inverse: Array, names: tuple[str, ...], seen: NDArray[np.bool_], cap: float) -> dict[str, float]:
         return {name: rate(x, cap) for name, x, keep in zip(names, inverse, seen, strict=True) if keep}
@@ -185,8 +202,8 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
         return float(min(cap, 1.0 / x)) if x > 0 else cap
 
     return Rates(bandwidth=rates(u[at.bandwidth], classes.bytes, seen_b, b_cap),
-                 prefill_flops=rates(u[at.prefill], classes.flops, seen_f, c_cap),
-                 decode_flops=rates(u[at.decode], classes.flops, seen_f, c_cap),
+                 prefill_flops=rates(u[at.prefill], classes.flops, seen_p, c_cap),
+                 decode_flops=rates(u[at.decode], classes.flops, seen_d, c_cap),
                  cache_bandwidth=rate(u[at.cache], b_cap), pass_seconds=float(min(u[at.pass_seconds], 59.0)),
                  layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap, rows_half=rows_half)
 

@@ -204,3 +204,18 @@ def test_a_local_calibration_fits_rows_per_multiply_as_the_published_one_does():
                            replicates=2)
     assert cal.central.rows_half == 32.0
     assert cal.central.prefill_flops["k-quant"] == pytest.approx(220e9, rel=0.12)
+
+
+def test_a_rate_no_point_shows_is_not_given():
+    """Every generation point of the K-quant models disturbed (left out): the fit gives K-quants
+    no generation rates of their own (they are priced at the pooled ones, and say so) instead of
+    whatever the solver left for terms no point showed."""
+    models = []
+    for m in _models():
+        if "q4_k" in m.key:
+            m = dataclasses.replace(m, points=tuple(dataclasses.replace(p, disturbed="load") if p.is_decode else p
+                                                    for p in m.points))
+        models.append(m)
+    cal = calibrate_engine(models, MACHINE, engine_label="llama.cpp", replicates=2)
+    assert "k-quant" not in cal.central.decode_flops and "k-quant" not in cal.central.bandwidth
+    assert "k-quant" in cal.central.prefill_flops and "q8" in cal.central.bandwidth
