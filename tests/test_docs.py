@@ -378,6 +378,20 @@ def test_the_accuracy_page_quotes_what_the_public_benchmark_script_prints(tmp_pa
                           + "\n\n(refresh: python tests/test_docs.py --update --slow docs/accuracy.md)")
 
 
+def _summary(text: str) -> list[str]:
+    """The out-of-sample summary lines of a quoted bench_public_accuracy.py run."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("out of sample, median over machines"))
+    return lines[start:start + 5]
+
+
+def test_the_readme_quotes_the_summary_the_accuracy_page_checks():
+    """The README's accuracy table is the summary the script prints: the same lines as the
+    accuracy page's run, which the test above reruns every suite run."""
+    readme, page = (_summary((ROOT / name).read_text(encoding="utf-8")) for name in ("README.md", "docs/accuracy.md"))
+    assert readme == page and len(readme) == 5 and "leave one machine out" in readme[-1]
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_command_on_the_page_prints_what_the_page_quotes(page, tmp_path):
     failures = [f"{block.where} `{command.text if command else block.markers['generated']}`: {problem.lstrip('!')}"
