@@ -143,9 +143,18 @@ def fit_groups(data: PublicBenchmarks, leave_out: Callable[[PublicRow], bool] | 
             continue
         gd = design(data, g)
         keep = np.array([not (leave_out and leave_out(data.rows[i])) for i in gd.rows])
-        if keep.any() and (keep & gd.design.prefill).any() and (keep & ~gd.design.prefill).any():
-            out[g] = public_fit.fit_factors(gd, None if keep.all() else keep)
+        if keep.all():
+            out[g] = whole_fit(data, g)       # a fold that leaves none of the group's rows out
+        elif keep.any() and (keep & gd.design.prefill).any() and (keep & ~gd.design.prefill).any():
+            out[g] = public_fit.fit_factors(gd, keep)
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def whole_fit(data: PublicBenchmarks, group: str) -> public_fit.Factors:
+    """The group's factors fitted to all its rows, once per data set: every fold that leaves
+    none of them out (most folds of every protocol, for all but one group) reuses it."""
+    return public_fit.fit_factors(design(data, group))
 
 
 def expert_ratio(fits: dict[str, public_fit.Factors]) -> float:
