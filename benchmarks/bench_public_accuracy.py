@@ -49,14 +49,20 @@ def report(protocol: str, data: public.PublicBenchmarks) -> list[public_score.Pr
     for kind in ("tg", "pp"):
         mine = [p for p in preds if public.kind(data.rows[p.row]) == kind]
         c = public_score.cell(mine)
-        per_machine: dict[str, list[float]] = {}
-        for p in mine:
-            per_machine.setdefault(data.rows[p.row].machine, []).append(p.error)
-        balanced = float(np.median([np.median(v) for v in per_machine.values()])) if per_machine else math.nan
+        balanced, machines = machine_median(data, mine)
         print(f"  all {kind}: median {_pct(c.median).strip()}, worst {_pct(c.worst).strip()}, {c.rows} rows, "
-              f"band holds {_pct(c.coverage).strip()}; median of the {len(per_machine)} machines' medians "
+              f"band holds {_pct(c.coverage).strip()}; median of the {machines} machines' medians "
               f"{_pct(balanced).strip()}")
     return preds
+
+
+def machine_median(data: public.PublicBenchmarks, preds: list[public_score.Prediction]) -> tuple[float, int]:
+    """(the median over machines of each machine's median error, how many machines)."""
+    per_machine: dict[str, list[float]] = {}
+    for p in preds:
+        per_machine.setdefault(data.rows[p.row].machine, []).append(p.error)
+    return (float(np.median([np.median(v) for v in per_machine.values()])) if per_machine else math.nan,
+            len(per_machine))
 
 
 def summary(data: public.PublicBenchmarks, preds: dict[str, list[public_score.Prediction]]) -> None:
@@ -69,11 +75,7 @@ def summary(data: public.PublicBenchmarks, preds: dict[str, list[public_score.Pr
         cells = []
         for kind in ("tg", "pp"):
             mine = [p for p in ps if public.kind(data.rows[p.row]) == kind]
-            per: dict[str, list[float]] = {}
-            for p in mine:
-                per.setdefault(data.rows[p.row].machine, []).append(p.error)
-            cells.append((float(np.median([np.median(v) for v in per.values()])) if per else math.nan,
-                          public_score.cell(mine).coverage))
+            cells.append((machine_median(data, mine)[0], public_score.cell(mine).coverage))
         print(f"  {NAMES[protocol]:28} {_pct(cells[0][0])} {_pct(cells[1][0])} {_pct(cells[0][1]):>8} "
               f"{_pct(cells[1][1]):>8}")
 

@@ -40,6 +40,7 @@ from rooflab.core.measure.calibration_solver import (
     at_rows_half,
     fit_at,
     fit_scored,
+    mostly_in,
 )
 from rooflab.core.measure.store import model_key
 from rooflab.core.predict import work
@@ -130,7 +131,7 @@ def _rows(spec: ModelSpec, p: MeasuredPoint) -> tuple[float, float]:
     tokens = float(p.prompt * p.batch)
     ubatch = p.settings.ubatch_size if p.settings is not None and p.settings.ubatch_size > 0 else 0
     r = min(tokens, float(ubatch)) if ubatch else tokens
-    spread = spec.experts_used / spec.experts if spec.is_moe else 1.0
+    spread = spec.expert_fraction
     return r, max(1.0, r * spread)
 
 
@@ -160,9 +161,7 @@ def _shown(columns: Array, phase: NDArray[np.bool_]) -> NDArray[np.bool_]:
     half their bytes or FLOPs in it (a rate no point shows would be whatever the solver left;
     every k-quant generation point once disturbed gave "3 GFLOP/s" and a 1 tokens/s figure).
     The best-shown class always is, so every table has a rate."""
-    total = columns.sum(axis=1, keepdims=True)
-    share = np.divide(columns, total, out=np.zeros_like(columns), where=total > 0)
-    counts = ((share >= 0.5) & phase[:, None]).sum(axis=0)
+    counts = mostly_in(columns, phase).sum(axis=0)
     shown = counts >= MIN_RATE_POINTS
     if not shown.any():
         shown[int(np.argmax(counts if counts.any() else columns.sum(axis=0)))] = True

@@ -173,3 +173,11 @@ def at_rows_half(d: Design, rows_half: float, columns: Sequence[int], experts: i
         r = d.rows[:, 1] if j == experts else d.rows[:, 0]
         flops[pre, j] *= 1.0 + rows_half / r[pre]
     return dataclasses.replace(d, flops=flops)
+
+
+def mostly_in(columns: Array, rows: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """(n, k): whether each of ``rows`` holds at least half of its total over ``columns`` (its
+    bytes or FLOPs by class) in each column: the points that show that class's rate."""
+    total = columns.sum(axis=1, keepdims=True)
+    share = np.divide(columns, total, out=np.zeros_like(columns), where=total > 0)
+    return (share >= 0.5) & rows[:, None]

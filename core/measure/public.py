@@ -40,7 +40,7 @@ from rooflab.core.values.calibration import Rates
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
+from rooflab.core.values.workload import DEFAULT_UBATCH, Workload
 
 _CAPACITY = 1e15               # bytes; memory size plays no part in a ceiling, MachineProfile wants one
 
@@ -89,7 +89,7 @@ def workload_of(row: PublicRow) -> Workload:
     """The workload ``row`` ran: its prompt, llama-bench's -ub (at most its -b) and -fa (unstated:
     512, 2048 and off, llama-bench's defaults when most rows were published)."""
     s = row.source
-    ubatch = min(s.ubatch or public_fit.DEFAULT_UBATCH, s.batch or public_fit.DEFAULT_BATCH)
+    ubatch = min(s.ubatch or DEFAULT_UBATCH, s.batch or public_fit.DEFAULT_BATCH)
     return Workload(prompt=max(1, int(row.test.tokens)), ubatch=ubatch, flash_attention=bool(s.flash_attention))
 
 

@@ -38,17 +38,18 @@ from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
-from rooflab.core.measure.calibration_solver import OVERLAPS, ROWS_HALF, Design, Unknowns, fit_scored
+from rooflab.core.measure.calibration_solver import OVERLAPS, ROWS_HALF, Design, Unknowns, fit_scored, mostly_in
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import EXPERTS, Shares
 from rooflab.core.values.calibration import FORMAT_CLASSES, Rates
 from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import DEFAULT_UBATCH
 
 Array = NDArray[np.float64]
 MAX_FACTOR = 1.0          # a fitted share of a peak; above it the machine's figure is wrong, not the fit
 KV_TYPE = "f16"           # llama-bench's default cache type
 ATTENTION_SHARE = 0.1     # a prefill's attention share of its FLOPs that lets the fit see attention's own rate
-DEFAULT_UBATCH, DEFAULT_BATCH = 512, 2048    # llama-bench's -ub and -b where a row does not say
+DEFAULT_BATCH = 2048      # llama-bench's -b where a row does not say (its -ub: ``DEFAULT_UBATCH``, 512)
 CACHE_SHARE = 0.15        # a decode step's cache share of its bytes that lets the fit see the cache's own rate
 
 
@@ -109,7 +110,7 @@ def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
     attention = float(work.attention_flops(spec, n, depth)) if row.test.kind != "decode" else 0.0
     experts = shares.flops.get(EXPERTS, 0.0)
     rows = float(min(n, row.source.ubatch or DEFAULT_UBATCH, row.source.batch or DEFAULT_BATCH))
-    spread = spec.experts_used / spec.experts if spec.is_moe else 1.0
+    spread = spec.expert_fraction
     return RowPass(seconds=seconds, bytes=nbytes, cache=cache, dense_flops=(flops - attention) * (1.0 - experts),
                    expert_flops=(flops - attention) * experts, attention_flops=attention,
                    prefill=row.test.kind != "decode", layers=float(spec.layers),
@@ -157,18 +158,24 @@ MIN_CLASS_MACHINES = 3  # ... on this many machines: a format's effect shows on 
 
 
 def own_classes(shares: Sequence[dict[str, float]], machines: Sequence[str]) -> tuple[str, ...]:
-    """The format classes that get their own column: those holding at least half of the bytes
-    (or FLOPs) of ``MIN_CLASS_ROWS`` rows on ``MIN_CLASS_MACHINES`` machines; at least one (the
-    most common), sorted."""
-    rows: dict[str, int] = {}
-    seen: dict[str, set[str]] = {}
-    for sh, machine in zip(shares, machines, strict=True):
-        top = max(sh, key=lambda k: sh[k])
-        if sh[top] >= 0.5:
-            rows[top] = rows.get(top, 0) + 1
-            seen.setdefault(top, set()).add(machine)
-    own = sorted(k for k, n in rows.items() if n >= MIN_CLASS_ROWS and len(seen[k]) >= MIN_CLASS_MACHINES)
-    return tuple(own) or (max(rows, key=lambda k: rows[k]) if rows else "any",)
+    """The format classes that get their own column: those ``_supported`` by the rows of
+    ``shares`` (each row's bytes or FLOPs by class); at least one (the most held), sorted."""
+    names = sorted({k for sh in shares for k in sh})
+    columns = np.array([[sh.get(k, 0.0) for k in names] for sh in shares]).reshape(len(shares), len(names))
+    held = mostly_in(columns, np.ones(len(shares), dtype=bool))
+    own = _supported(held, machines)
+    if own.any():
+        return tuple(n for n, keep in zip(names, own, strict=True) if keep)
+    counts = held.sum(axis=0)
+    return (names[int(np.argmax(counts))] if counts.any() else "any",)
+
+
+def _supported(held: NDArray[np.bool_], machines: Sequence[str]) -> NDArray[np.bool_]:
+    """(k,): the classes ``held`` (``mostly_in``) by ``MIN_CLASS_ROWS`` rows on
+    ``MIN_CLASS_MACHINES`` machines."""
+    return np.array([held[:, j].sum() >= MIN_CLASS_ROWS
+                     and len({m for m, h in zip(machines, held[:, j], strict=True) if h}) >= MIN_CLASS_MACHINES
+                     for j in range(held.shape[1])], dtype=bool)
 
 
 def class_columns(shares: dict[str, float], classes: tuple[str, ...]) -> Array:
@@ -316,14 +323,7 @@ def _merged(g: GroupData, d: Design, machines: Sequence[str]) -> tuple[Design, t
 
 def _merge_columns(columns: Array, kind: NDArray[np.bool_], machines: Sequence[str],
                    classes: tuple[str, ...]) -> tuple[Array, tuple[str, ...]]:
-    total = columns.sum(axis=1, keepdims=True)
-    share = np.divide(columns, total, out=np.zeros_like(columns), where=total > 0)
-    kept = []
-    for j in range(columns.shape[1]):
-        held = kind & (share[:, j] >= 0.5)
-        if held.sum() >= MIN_CLASS_ROWS and len({m for m, h in zip(machines, held, strict=True) if h}) \
-                >= MIN_CLASS_MACHINES:
-            kept.append(j)
+    kept = [int(j) for j in np.flatnonzero(_supported(mostly_in(columns, kind), machines))]
     weight = columns.sum(axis=0)
     main = max(kept or range(columns.shape[1]), key=lambda j: weight[j])
     kept = kept or [main]

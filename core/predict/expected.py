@@ -148,7 +148,7 @@ def rows_terms(spec: ModelSpec, rates: Rates, flops: dict[str, float]) -> dict[s
     times = {k: share / rates.rate("prefill_flops", k)[0] for k, share in flops.items()}
     total = sum(times.values())
     share = times.get(EXPERTS, 0.0) / total if total > 0 else 0.0
-    spread = spec.experts_used / spec.experts if spec.is_moe else 1.0
+    spread = spec.expert_fraction
     return {"rows_half": float(min(1e6, rates.rows_half)), "expert_share": float(min(1.0, share)),
             "expert_spread": float(min(1.0, spread))}
 

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import BatchSweep
-from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, compute_clock, memory_seconds
+from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, compute_clock, memory_seconds, prefill_rows
 from rooflab.core.predict.crossover import first_crossing
 from rooflab.core.predict.footprint import memory_grid
 from rooflab.core.predict.host_part import (
@@ -174,8 +174,8 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
 
     shape = np.broadcast(n, t, b).shape
     device, host, sub = _parts_work(spec, machine, placement, n * b, shape, price)
-    rows = np.minimum(n * b, float(workload.ubatch))
-    placed = _placed(machine, spec, placement, _clock(machine, workload, *device, decode=False, rows=rows),
+    placed = _placed(machine, spec, placement, _clock(machine, workload, *device, decode=False,
+                                                      rows=prefill_rows(workload, n, b)),
                      host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False), n * b)
     if not pipelines(spec, placement):
         return placed

@@ -43,7 +43,7 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.autofit import first_true
 from rooflab.core.predict.batching import cache_resident
-from rooflab.core.predict.clocks import Pass, combined_seconds, compute_clock, memory_seconds
+from rooflab.core.predict.clocks import Pass, combined_seconds, compute_clock, memory_seconds, prefill_rows
 from rooflab.core.predict.footprint import (
     MemoryUse,
     compute_buffer_bytes,
@@ -201,7 +201,7 @@ def _pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Paral
     w, c, f = weights * share, cache * share * kv_copies(spec, p), flops * share
     mem = memory_seconds(machine, w + c)
     comp = compute_clock(machine, workload, f, decode=decode, attention=np.asarray(attention) * share,
-                         rows=None if decode else np.minimum(tokens, float(workload.ubatch)))
+                         rows=None if decode else prefill_rows(workload, tokens, 1.0))
     turns: float | Array = p.devices if p.mode == "layer" else 1       # layer split: the devices in turn
     comm = communication_seconds(spec, p, tokens)
     if p.mode == "layer" and not decode:
