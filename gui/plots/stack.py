@@ -122,4 +122,6 @@ class StackBars:
             # as tall as the most lines a name needs: a fixed axis cut the last line ("placement") off
             lines = max(t.count("\n") + 1 for _, t in ticks)
             label = metrics.height() + 6 if axis.label.isVisible() else 0
-            axis.setHeight(int(lines * metrics.lineSpacing() + 14 + label))
+            height = int(lines * metrics.lineSpacing() + 14 + label)
+            if axis.fixedHeight != height:        # a relayout only when the height really changes
+                axis.setHeight(height)
