@@ -236,9 +236,11 @@ def machine_profile(args: argparse.Namespace) -> MachineProfile:
     raise AssertionError("unreachable")
 
 
-def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfile, int, tuple[ModelSpec, ...]]:
+def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfile, int, tuple[ModelSpec, ...],
+                                                 dict[str, list[dict[str, Any]]]]:
     """The calibration ``rooflab measure calibrate --engine llamacpp [--thorough]`` makes (quick
-    unless thorough), kept nowhere; with it the machine, the threads it ran and its models."""
+    unless thorough), kept nowhere; with it the machine, the threads it ran, its models and each
+    model's measured points (for ``--json``)."""
     from rooflab.core.cli.calibrate import print_calibration
 
     plan = CalibrationPlan(engine="llamacpp", threads=args.threads, repeats=args.repeats, quick=not args.thorough,
@@ -251,7 +253,8 @@ def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfi
           f"{m.flops() / 1e9:.0f} GFLOP/s {m.default_dtype}")
     print_calibration(run.calibration)
     threads = run.runs[0].settings.threads or 0
-    return run.calibration, run.machine, threads, tuple(r.spec for r in run.runs)
+    points = {r.spec.name: [p.to_dict() for p in r.points] for r in run.runs}
+    return run.calibration, run.machine, threads, tuple(r.spec for r in run.runs), points
 
 
 def main() -> int:
@@ -275,7 +278,7 @@ def main() -> int:
     began, load0 = time.perf_counter(), _load()
     print(f"load average before: {load0}")
     spec = unseen_spec(args.model, args.weights)
-    cal, machine, threads, seen = calibrate(args)
+    cal, machine, threads, seen, points = calibrate(args)
     same = seen_shape(spec, seen)
     if same:
         print(f"{spec.name} has the shape of calibration model {same}: choose a model it did not see", file=sys.stderr)
@@ -301,7 +304,8 @@ def main() -> int:
     print(f"load average before: {load0}; after: {_load()}; {time.perf_counter() - began:.0f} s in all")
     if args.json:                   # for a second look at the fit without measuring again
         Path(args.json).write_text(json.dumps({
-            "machine": machine.to_dict(), "calibration": cal.to_dict(), "model": args.model, "weights": args.weights,
+            "machine": machine.to_dict(), "calibration": cal.to_dict(), "points": points, "model": args.model,
+            "weights": args.weights,
             "rows": [{"test": r.test.label, "expected": r.expected, "low": r.low, "high": r.high,
                       "measured": r.measured, "stdev": r.stdev} for r in rows]}, indent=1))
     missed = [r.test.label for r in rows if not r.met]

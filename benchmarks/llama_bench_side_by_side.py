@@ -7,7 +7,11 @@ Both sides time llama-bench's tests (pp64, pp512, tg32, tg32 @ d2048) with the s
 machine's load lands on both. Each figure is tokens / the mean time of all repetitions
 (llama-bench's statistic), with the standard deviation of the repetitions as t/s; then
 rooflab / llama-bench - 1 on those means, and on the fastest repetition of each side (the
-extra both keep: on a shared machine it is the figure least moved by other programs).
+extra both keep: on a shared machine it is the figure least moved by other programs). On a shared
+machine the pooled means move with the neighbours' load by more than the 5 % the two methods
+should agree to, so each round is also a pair (the two sides a few seconds apart) and the
+``paired`` column is the median over the rounds of each pair's ratio, with the lowest and highest
+pair: a drift in the machine's speed lands on both halves of a pair and cancels in its ratio.
 
 The GGUF is the user's (``--gguf``) or a random-weight one of a real model's exact tensor
 table (default: Qwen3-0.6B in Q4_K_M, a 151,936-entry vocabulary), written to a temporary
@@ -47,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "generated (catalogue key or config.json; default qwen3-0.6b)")
     parser.add_argument("--weights", default="q4_k_m", help="its weight format (default q4_k_m)")
     parser.add_argument("--repetitions", type=int, default=5, help="-r of both (default 5, llama-bench's)")
-    parser.add_argument("--rounds", type=int, default=1, help="times each test runs on each side, in turn")
+    parser.add_argument("--rounds", type=int, default=5, help="times each test runs on each side, in turn "
+                        "(default 5: pairs for the paired ratio)")
 
 
 def _rooflab(path: str, test: BenchTest, threads: int, repetitions: int) -> MeasuredPoint:
@@ -97,7 +102,8 @@ def compare(args: argparse.Namespace) -> int:
         print(f"  both: {threads} threads, -b 2048 -ub 512, flash attention on, kv f16, "
               f"{args.repetitions} repetitions x {args.rounds} round(s), one warm-up run per test and round")
         print(f"  load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
-        print(f"{'test':<14} {'rooflab t/s':>18} {'llama-bench t/s':>18} {'mean ratio':>11} {'best ratio':>11}")
+        print(f"{'test':<14} {'rooflab t/s':>18} {'llama-bench t/s':>18} {'mean ratio':>11} {'best ratio':>11} "
+              f"{'paired [lowest .. highest]':>30}")
         began = time.perf_counter()
         for i, test in enumerate(TESTS):
             sides = (functools.partial(_rooflab, path, test, threads, args.repetitions),
@@ -110,12 +116,19 @@ def compare(args: argparse.Namespace) -> int:
                 ours.append(a)
                 theirs.append(b)
             mine, other = _pooled(ours), _pooled(theirs)
+            pairs = paired_ratios(ours, theirs)
             print(f"{test.label:<14} {_rate(mine):>18} {_rate(other):>18} {mine.rate / other.rate - 1:>11.1%} "
-                  f"{other.best / mine.best - 1:>11.1%}")
+                  f"{other.best / mine.best - 1:>11.1%} "
+                  f"{statistics.median(pairs) - 1:>+12.1%} [{min(pairs) - 1:+.1%} .. {max(pairs) - 1:+.1%}]")
         load1 = os.getloadavg()
         print(f"load average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}; "
               f"{time.perf_counter() - began:.0f} s in all")
     return 0
+
+
+def paired_ratios(ours: Sequence[MeasuredPoint], theirs: Sequence[MeasuredPoint]) -> list[float]:
+    """rooflab's rate / llama-bench's for each round, the two sides of a round timed back to back."""
+    return [a.rate / b.rate for a, b in zip(ours, theirs, strict=True)]
 
 
 def _in_turn(sides: Sequence[Callable[[], MeasuredPoint]], first: int) -> tuple[MeasuredPoint, MeasuredPoint]:

@@ -7,9 +7,13 @@ What this layer takes care of so the timing code need not:
   happens (``Engine`` is a context manager; ``open_handles`` counts what is still held);
 - llama.cpp's log goes to a ring buffer instead of the terminal; its last warning and error
   lines become the text of a ``MeasurementError``;
-- a cancel request stops a running ``llama_decode`` within one graph node (llama.cpp's abort
-  callback) and a model load within one tensor (its progress callback), not just between
-  calls, so Cancel takes effect within a second even on a slow machine.
+- a cancel request stops a running ``llama_decode`` of a prompt within one graph node
+  (llama.cpp's abort callback) and a model load within one tensor (its progress callback), not
+  just between calls, so Cancel takes effect within a second even on a slow machine. Calls of
+  fewer than ``ABORT_MIN_TOKENS`` tokens (a generation step, a batched decode step) run without
+  the callback and are cancelled between calls: the callback is a call into Python at every
+  graph node (several hundred a token), each of which waits for the interpreter's lock while
+  the window's thread holds it, and llama-bench has none; such a call lasts one step.
 
 No thread pool is attached: llama-bench attaches one (``ggml_threadpool_new`` and
 ``llama_attach_threadpool``), but llama-cpp-python 0.3.36 binds neither (its source marks
@@ -37,6 +41,7 @@ from rooflab.core.measure.sysinfo import physical_cores
 from rooflab.core.values.quant import type_by_name
 
 LOG_LINES = 200                      # llama.cpp log lines kept for messages
+ABORT_MIN_TOKENS = 32                # decode calls this long or longer can be aborted mid-call
 _WARN, _ERROR, _CONT = 3, 4, 5       # ggml_log_level
 _GPU_BACKENDS = ("CUDA", "Metal", "Vulkan", "ROCm", "HIP", "SYCL", "OpenCL", "CANN", "MUSA")
 _FLASH = re.compile(r"Flash Attention (enabled|not supported)")
@@ -159,6 +164,7 @@ class Engine:
         self.n_vocab = 0
         self._abort = lib.ggml_abort_callback(self._should_abort)
         self._progress = lib.llama_progress_callback(self._load_progress)
+        self._abort_on = False                          # the abort callback is attached to ctx
         self._arrays: dict[str, np.ndarray[Any, Any]] = {}
         self._seqs = np.zeros(0, dtype=np.int32)        # the sequence id each batch slot holds
 
@@ -211,7 +217,7 @@ class Engine:
             raise MeasurementError(f"llama.cpp could not make a context of {n_ctx} tokens: {self.log.problems(mark)}")
         self.ctx = ctx
         _count(+1)
-        lib.llama_set_abort_callback(ctx, self._abort, None)
+        self._abort_on = False
         self.batch = lib.llama_batch_init(capacity, 0, n_seq_max)
         _count(+1)
         self.capacity = capacity
@@ -296,6 +302,7 @@ class Engine:
             arrays["logits"][n - 1] = 1
         self._set_seqs(np.zeros(n, dtype=np.int32) if seqs is None else np.asarray(seqs, dtype=np.int32))
         self.batch.n_tokens = n
+        self._abortable(n >= ABORT_MIN_TOKENS)
         mark = self.log.mark()
         rc = self.lib.llama_decode(self.ctx, self.batch)
         if wait or rc != 0:
@@ -306,6 +313,12 @@ class Engine:
             raise Cancelled("measurement cancelled")
         what = {1: "no room in the KV cache", 2: "aborted", -1: "invalid batch"}.get(rc, f"error {rc}")
         raise MeasurementError(f"llama_decode failed ({what}) for {n} tokens: {self.log.problems(mark)}")
+
+    def _abortable(self, on: bool) -> None:
+        """Attach llama.cpp's abort callback for a long call, detach it for a short one."""
+        if on != self._abort_on:
+            self.lib.llama_set_abort_callback(self.ctx, self._abort if on else self.lib.ggml_abort_callback(0), None)
+            self._abort_on = on
 
     def _set_seqs(self, seqs: np.ndarray[Any, Any]) -> None:
         """Write sequence ids only where they change: each is a write through a C pointer

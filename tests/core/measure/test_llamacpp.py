@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 
 from rooflab.core.errors import Cancelled, MeasurementError  # noqa: E402
 from rooflab.core.jobs import Progress  # noqa: E402
-from rooflab.core.measure.llamacpp.binding import Engine, open_handles  # noqa: E402
+from rooflab.core.measure.llamacpp.binding import ABORT_MIN_TOKENS, Engine, open_handles  # noqa: E402
 from rooflab.core.measure.llamacpp.timing import (  # noqa: E402
     LlamaCppMeasurement,
     LlamaCppPlan,
@@ -152,6 +152,26 @@ def test_cancel_inside_a_long_decode_call_stops_it(dense: Path) -> None:
     assert not thread.is_alive()
     assert isinstance(outcome[0], Cancelled)
     assert waited < 5.0
+    assert open_handles() == 0
+
+
+def test_only_prompt_sized_calls_carry_the_abort_callback(dense: Path) -> None:
+    """With Cancel already asked, a one-token generation step runs to its end (no call into
+    Python at each graph node: llama-bench has none), while a prompt call of ABORT_MIN_TOKENS
+    tokens is aborted by llama.cpp in flight."""
+    cancel = threading.Event()
+    with Engine(llama_cpp, cancel) as engine:
+        engine.load(str(dense), gpu_layers=0)
+        engine.new_context(n_ctx=256, n_seq_max=1, n_batch=64, n_ubatch=64, threads=1, flash_attention=True,
+                           type_k="f16", type_v="f16", capacity=64)
+        cancel.set()
+        engine.decode(np.array([1], dtype=np.int32), np.array([0], dtype=np.int32))
+        assert engine.last_position(0) == 0
+        n = ABORT_MIN_TOKENS
+        with pytest.raises(Cancelled):
+            engine.decode(np.ones(n, dtype=np.int32), np.arange(1, n + 1, dtype=np.int32))
+        cancel.clear()
+        engine.decode(np.array([1], dtype=np.int32), np.array([1], dtype=np.int32))   # detached again, and usable
     assert open_handles() == 0
 
 
