@@ -40,6 +40,7 @@ from rooflab.core.measure.calibration_solver import (
     at_rows_half,
     fit_at,
     fit_scored,
+    lower_bounds,
     mostly_in,
 )
 from rooflab.core.measure.store import model_key
@@ -174,23 +175,35 @@ def _scaled(d: Design, classes: Classes, rows_half: float) -> Design:
     return at_rows_half(d, rows_half, range(len(classes.flops)), experts)
 
 
-def _fit(d: Design, classes: Classes) -> tuple[Array, float, float]:
+def _caps(machine: MachineProfile, dtype: str | None) -> tuple[float, float]:
+    """(bytes/s, FLOP/s) no fitted rate may pass: the machine's measured bandwidth, and the
+    fastest multiply it measured (any dtype: llama.cpp's integer dot products may beat the fp32
+    peak, not every unit at once)."""
+    return machine.bandwidth, max([machine.flops(dtype), *machine.peak_flops.values()])
+
+
+def _lower(classes: Classes, machine: MachineProfile, dtype: str | None) -> Array:
+    return lower_bounds(Unknowns(byte_classes=len(classes.bytes), flop_classes=len(classes.flops)),
+                        *_caps(machine, dtype))
+
+
+def _fit(d: Design, classes: Classes, machine: MachineProfile, dtype: str | None) -> tuple[Array, float, float]:
     """(unknowns, overlap, r0): the fit at each r0 of ``ROWS_HALF``, the one with the least
-    summed relative error (as the published-benchmark fit chooses it)."""
-    best = min(((*fit_scored(_scaled(d, classes, r0)), r0) for r0 in ROWS_HALF), key=lambda f: f[2])
+    summed relative error (as the published-benchmark fit chooses it), every rate within what
+    ``machine`` allows (a bound the fit works under: clamping a rate after the fit would leave
+    the other terms fitted to a rate it no longer has)."""
+    lower = _lower(classes, machine, dtype)
+    best = min(((*fit_scored(_scaled(d, classes, r0), lower=lower), r0) for r0 in ROWS_HALF), key=lambda f: f[2])
     return best[0], best[1], best[3]
 
 
 def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: MachineProfile,
            dtype: str | None, rows_half: float = 0.0) -> Rates:
-    """Unknowns as rates, each bounded by the machine the points ran on: no weights or cache
-    streamed faster than its measured bandwidth, no arithmetic faster than the fastest multiply
-    it measured (any dtype: llama.cpp's integer dot products may beat the fp32 peak, not every
-    unit at once). An inverse rate of 0 (the term cost nothing the data could see) gets the
-    bound. A class none of ``d``'s points holds gets no rate (it is then priced at the pooled one)."""
+    """Unknowns as rates, each bounded by the machine the points ran on (``_caps``; the fit
+    already kept within them, so the bound only guards rounding). A class none of ``d``'s points
+    holds gets no rate (it is then priced at the pooled one)."""
     at = Unknowns(byte_classes=len(classes.bytes), flop_classes=len(classes.flops))
-    b_cap = machine.bandwidth
-    c_cap = max([machine.flops(dtype), *machine.peak_flops.values()])
+    b_cap, c_cap = _caps(machine, dtype)
     seen_b = _shown(d.weights, ~d.prefill)
     seen_p, seen_d = _shown(d.flops, d.prefill), _shown(d.flops, ~d.prefill)
 
@@ -259,7 +272,7 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
     if d.seconds.size < unknowns:
         raise SpecError(f"a calibration resting on {d.seconds.size} points cannot fit its {unknowns} unknowns: "
                         "measure more points (or leave fewer out as disturbed)")
-    u, overlap, rows_half = _fit(d, classes)
+    u, overlap, rows_half = _fit(d, classes, machine, dtype)
     central = _rates(u, overlap, d, classes, machine, dtype, rows_half)
     in_sample = _errors(kept, machine, dict.fromkeys(range(len(kept)), central),
                         {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(kept)})
@@ -288,7 +301,7 @@ def _leave_group_out(models: Sequence[ModelPoints], group: Sequence[str], d: Des
     for name in dict.fromkeys(group):
         members = [i for i, g in enumerate(group) if g == name]
         part = d.subset(~np.isin(d.model, members))
-        u, overlap, r0 = _fit(part, classes)
+        u, overlap, r0 = _fit(part, classes, machine, dtype)
         rates = _rates(u, overlap, part, classes, machine, dtype, r0)
         rates_of.update(dict.fromkeys(members, rates))
     return _errors(models, machine, rates_of, {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(models)})
@@ -311,7 +324,7 @@ def _extrapolation(models: Sequence[ModelPoints], d: Design, classes: Classes,
     if d.small.all() or not d.small.any():
         return {}
     part = d.subset(d.small)
-    u, overlap, r0 = _fit(part, classes)
+    u, overlap, r0 = _fit(part, classes, machine, dtype)
     rates = _rates(u, overlap, part, classes, machine, dtype, r0)
     chosen = {i: np.array([not _is_small(p) for p in m.points]) for i, m in enumerate(models)}
     return _errors(models, machine, dict.fromkeys(range(len(models)), rates), chosen)
@@ -336,7 +349,7 @@ def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machi
                 own = np.flatnonzero(d.model == i)
                 rows.append(rng.choice(own, size=own.size, replace=True))
         part = d.subset(np.concatenate(rows))
-        u, _ = fit_at(_scaled(part, classes, rows_half), overlap)
+        u, _ = fit_at(_scaled(part, classes, rows_half), overlap, _lower(classes, machine, dtype))
         out.append(_rates(u, overlap, part, classes, machine, dtype, rows_half))
     return tuple(out)
 

@@ -7,8 +7,9 @@ pass's time is linear in the inverse rates:
 
 (a, c: 1 for the longer clock, 1 - overlap for the shorter). The fit minimises the summed
 relative error |t - measured| / measured by iteratively reweighted least squares with every
-inverse rate kept >= 0, re-deciding the longer clock until it settles; the overlap is chosen on
-a grid. Deterministic."""
+inverse rate kept >= its lower bound (0, or one over what the machine allows: a bound is a
+constraint of the fit, so the other terms are fitted with it, never clamped afterwards),
+re-deciding the longer clock until it settles; the overlap is chosen on a grid. Deterministic."""
 
 from __future__ import annotations
 
@@ -109,10 +110,11 @@ def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float) -> Arr
                       np.ones((d.seconds.size, 1)), d.layers[:, None]])
 
 
-def _l1_nonnegative(a: Array, t: Array, w: Array) -> Array:
-    """u >= 0 minimising sum w |a u - t| / t: reweighted least squares; a column whose
-    coefficient goes negative is held at 0 and the rest refitted."""
-    scaled, y = a / t[:, None], np.ones_like(t)
+def _l1_nonnegative(a: Array, t: Array, w: Array, lower: Array | None = None) -> Array:
+    """u >= ``lower`` (default 0) minimising sum w |a u - t| / t: reweighted least squares on
+    u - lower; a column whose coefficient goes below its bound is held there and the rest refitted."""
+    lo = np.zeros(a.shape[1]) if lower is None else lower
+    scaled, y = a / t[:, None], (t - a @ lo) / t
     norms = np.maximum(np.linalg.norm(scaled, axis=0), 1e-300)
     scaled = scaled / norms
     free = norms > 1e-250
@@ -129,15 +131,15 @@ def _l1_nonnegative(a: Array, t: Array, w: Array) -> Array:
             free &= sol > 0
         u = np.maximum(sol, 0.0)
         weights = w / np.maximum(np.abs(scaled @ u - y), 1e-3)
-    return np.asarray(u / norms, dtype=np.float64)
+    return np.asarray(lo + u / norms, dtype=np.float64)
 
 
-def fit_at(d: Design, overlap: float) -> tuple[Array, float]:
-    """(unknowns, summed relative error) at a fixed overlap."""
+def fit_at(d: Design, overlap: float, lower: Array | None = None) -> tuple[Array, float]:
+    """(unknowns, summed relative error) at a fixed overlap, each unknown >= ``lower``."""
     memory_longer = ~d.prefill
     u = np.zeros(Unknowns.of(d).size)
     for _ in range(8):
-        u = _l1_nonnegative(_columns(d, memory_longer, overlap), d.seconds, d.weight)
+        u = _l1_nonnegative(_columns(d, memory_longer, overlap), d.seconds, d.weight, lower)
         memory, compute = _clocks(d, u)
         now = memory >= compute
         if (now == memory_longer).all():
@@ -147,16 +149,26 @@ def fit_at(d: Design, overlap: float) -> tuple[Array, float]:
     return u, error
 
 
-def fit(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float]:
+def fit(d: Design, overlaps: Sequence[float] = OVERLAPS, lower: Array | None = None) -> tuple[Array, float]:
     """(unknowns, overlap) with the least summed relative error."""
-    u, overlap, _ = fit_scored(d, overlaps)
+    u, overlap, _ = fit_scored(d, overlaps, lower)
     return u, overlap
 
 
-def fit_scored(d: Design, overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float, float]:
+def fit_scored(d: Design, overlaps: Sequence[float] = OVERLAPS, lower: Array | None = None,
+               ) -> tuple[Array, float, float]:
     """(unknowns, overlap, summed relative error) with the least summed relative error."""
-    best = min(((*fit_at(d, o), o) for o in overlaps), key=lambda r: r[1])
+    best = min(((*fit_at(d, o, lower), o) for o in overlaps), key=lambda r: r[1])
     return best[0], best[2], best[1]
+
+
+def lower_bounds(at: Unknowns, bandwidth: float, flops: float) -> Array:
+    """Each unknown's least value: one over the machine's ``bandwidth`` for the weights and the
+    cache, one over its fastest ``flops`` for the multiplies, 0 for the fixed seconds."""
+    lower = np.zeros(at.size)
+    lower[at.bandwidth] = lower[at.cache] = 1.0 / bandwidth
+    lower[at.prefill] = lower[at.decode] = 1.0 / flops
+    return lower
 
 
 ROWS_HALF = (0.0, 8.0, 32.0, 128.0, 512.0)   # the grid r0 is chosen on (rows per multiply at half rate)
