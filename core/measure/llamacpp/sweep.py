@@ -17,7 +17,7 @@ Prompt processing and generation are llama-bench's tests, timed as llama-bench t
 Batched decode follows llama-batched-bench. ``Sweep.ticks`` is a generator of ``Tick``s: a
 status line, and a ``MeasuredPoint`` when one is finished (without settings: the caller stamps
 them). It checks ``cancel`` between llama_decode calls; the engine's abort callback covers the
-time inside one. The clock is injectable, so the method is tested on timings a test chooses."""
+time inside a prompt-sized one. The clock is injectable, so the method is tested on timings a test chooses."""
 
 from __future__ import annotations
 
