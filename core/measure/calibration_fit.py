@@ -337,6 +337,7 @@ def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machi
     replacement within each model; the overlap and r0 held at the central fit's (``held``)."""
     overlap, rows_half = held
     rng = np.random.default_rng(seed)
+    lower = _lower(classes, machine, dtype)
     groups: dict[str, list[int]] = {}
     for i, m in enumerate(models):
         shares = byte_shares(m.spec)
@@ -349,7 +350,7 @@ def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machi
                 own = np.flatnonzero(d.model == i)
                 rows.append(rng.choice(own, size=own.size, replace=True))
         part = d.subset(np.concatenate(rows))
-        u, _ = fit_at(_scaled(part, classes, rows_half), overlap, _lower(classes, machine, dtype))
+        u, _ = fit_at(_scaled(part, classes, rows_half), overlap, lower)
         out.append(_rates(u, overlap, part, classes, machine, dtype, rows_half))
     return tuple(out)
 

@@ -149,12 +149,6 @@ def fit_at(d: Design, overlap: float, lower: Array | None = None) -> tuple[Array
     return u, error
 
 
-def fit(d: Design, overlaps: Sequence[float] = OVERLAPS, lower: Array | None = None) -> tuple[Array, float]:
-    """(unknowns, overlap) with the least summed relative error."""
-    u, overlap, _ = fit_scored(d, overlaps, lower)
-    return u, overlap
-
-
 def fit_scored(d: Design, overlaps: Sequence[float] = OVERLAPS, lower: Array | None = None,
                ) -> tuple[Array, float, float]:
     """(unknowns, overlap, summed relative error) with the least summed relative error."""
