@@ -14,10 +14,15 @@ Prints per test the expected tokens/s with its band (16th-84th percentile over t
 replicates), llama-bench's mean with the standard deviation of its repetitions, the error
 expected / measured - 1 and whether it is within the target (generation 10 %, prompt
 processing 15 %), plus the model's size, the load average before and after and the time taken.
+Then a control: the same tests by llama-bench on one of the calibration's own models, which
+the fit saw (the dense one in the unseen model's format nearest it in bytes, or ``--control
+KEY``). Its error is the machine's minute and the in-process/llama-bench gap, not a transfer to
+an unseen model; the line after it gives the unseen model's error relative to the control's,
+(1 + e) / (1 + e_control) - 1. The targets are judged on the unseen model's own error.
 
     python benchmarks/bench_unseen_gguf.py [--model llama-3.2-1b|gemma-3-270m|qwen2.5-0.5b|KEY|config.json]
         [--weights q4_k_m] [--thorough] [--long] [--llama-bench PATH] [--threads N] [--repetitions 5]
-        [--repeats 3] [--keep-machine | --machine-tries 3] [--json FILE]
+        [--repeats 3] [--keep-machine | --machine-tries 3] [--control KEY | --no-control] [--json FILE]
 
 The GGUF is written to a temporary folder and removed afterwards."""
 
@@ -168,6 +173,23 @@ def table(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+def control_spec(unseen: ModelSpec, seen: Sequence[ModelSpec], key: str | None) -> ModelSpec | None:
+    """The calibration model the control runs: ``key`` (a name containing it), else the dense
+    one in the unseen model's weight format nearest it in bytes (by ratio)."""
+    if key:
+        return next((s for s in seen if key in s.name), None)
+    alike = [s for s in seen if s.weights_format == unseen.weights_format and not s.experts] or list(seen)
+    return min(alike, key=lambda s: abs(np.log(s.weight_bytes / unseen.weight_bytes))) if alike else None
+
+
+def relative(rows: Sequence[Row], control: Sequence[Row]) -> str:
+    """The unseen rows' errors relative to the control's, test by test."""
+    by = {r.test.label: r for r in control}
+    parts = [f"{r.test.label} {(1 + r.error) / (1 + by[r.test.label].error) - 1:+.1%}"
+             for r in rows if r.test.label in by]
+    return ", ".join(parts)
+
+
 def model_line(spec: ModelSpec) -> str:
     return (f"{spec.name}: {spec.params_total / 1e9:.2f} B parameters, {spec.weight_bytes / 1e9:.2f} GB of weights "
             f"({spec.weights_format}), {spec.vocab:,}-entry vocabulary, {spec.architecture}")
@@ -257,6 +279,27 @@ def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfi
     return run.calibration, run.machine, threads, tuple(r.spec for r in run.runs), points
 
 
+def run_control(args: argparse.Namespace, unseen: ModelSpec, cal: EngineCalibration, machine: MachineProfile,
+                seen: Sequence[ModelSpec], tests: Sequence[BenchTest], threads: int) -> list[Row]:
+    """llama-bench on a calibration model's GGUF (in sample), each row as it is measured."""
+    spec = control_spec(unseen, seen, args.control)
+    if spec is None:
+        print(f"control: no calibration model named {args.control!r}")
+        return []
+    path = str(run_job(gguf_for(spec, spec, synthetic=True), _progress))
+    print(file=sys.stderr)
+    opened = read_gguf(path)
+    print(f"control, a calibration model (the fit saw it): {model_line(opened)}; load average {_load()}")
+    expected = expected_for(opened, machine, cal)
+    print(table([])[0], flush=True)
+    rows: list[Row] = []
+    for test in tests:
+        rows.append(row_for(expected, opened, test, llama_bench(args.llama_bench, path, test, threads,
+                                                                args.repetitions), threads))
+        print(table(rows[-1:])[1], flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="llama-3.2-1b",
@@ -273,6 +316,9 @@ def main() -> int:
     parser.add_argument("--keep-machine", action="store_true", help="use the machine measured before")
     parser.add_argument("--machine-tries", type=int, default=3,
                         help="measure the machine again while its run is disturbed, at most this often (default 3)")
+    parser.add_argument("--control", metavar="KEY", help="the calibration model the control runs "
+                        "(default: the dense one in its format nearest it in bytes)")
+    parser.add_argument("--no-control", action="store_true", help="skip the control")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))      # ``timeout``: remove the GGUF on the way out
     began, load0 = time.perf_counter(), _load()
@@ -299,6 +345,9 @@ def main() -> int:
             rows.append(row_for(expected, opened, test, llama_bench(args.llama_bench, path, test, threads,
                                                                     args.repetitions), threads))
             print(table(rows[-1:])[1], flush=True)
+        control_rows = [] if args.no_control else run_control(args, opened, cal, machine, seen, tests, threads)
+    if control_rows:
+        print(f"unseen relative to the control: {relative(rows, control_rows)}")
     for note in expected.notes:
         print(f"note: {note}")
     print(f"load average before: {load0}; after: {_load()}; {time.perf_counter() - began:.0f} s in all")
@@ -307,7 +356,9 @@ def main() -> int:
             "machine": machine.to_dict(), "calibration": cal.to_dict(), "points": points, "model": args.model,
             "weights": args.weights,
             "rows": [{"test": r.test.label, "expected": r.expected, "low": r.low, "high": r.high,
-                      "measured": r.measured, "stdev": r.stdev} for r in rows]}, indent=1))
+                      "measured": r.measured, "stdev": r.stdev} for r in rows],
+            "control": [{"test": r.test.label, "expected": r.expected, "measured": r.measured, "stdev": r.stdev}
+                        for r in control_rows]}, indent=1))
     missed = [r.test.label for r in rows if not r.met]
     print("targets missed: " + (", ".join(missed) if missed else "none"))
     return 0

@@ -6,8 +6,11 @@ pass and per layer, the overlap of the two clocks). For a given overlap and a gi
 which clock is the longer in each pass, a pass's time is linear in the inverse rates:
 
     t = o + o_L x L + a x sum_f(W_f / bw_f) + a x K / bw_kv + c x sum_f(F_f / flops_f)
+        + sum_f(A_f / batch_f)
 
-(a, c: 1 for the longer clock, 1 - overlap for the shorter). The fit minimises the summed
+(a, c: 1 for the longer clock, 1 - overlap for the shorter; a batched decode step's first
+sequence's FLOPs in the compute clock, each further one's, A, after the overlap: on a CPU one
+sequence's arithmetic hides under the weights' streaming, sixteen's do not). The fit minimises the summed
 relative error |t - measured| / measured (a pass slowed by other load pulls it less than with
 squares) by iteratively reweighted least squares with every inverse rate kept >= 0, re-deciding
 the longer clock until it settles; the overlap is chosen on a grid. Deterministic.
@@ -122,6 +125,7 @@ class _Row:
     model: int
     small: bool
     rows: tuple[float, float]     # a prefill's rows per dense multiply and per routed expert
+    batch: float                  # a decode step's sequences (1 for a prefill)
 
 
 def _rows(spec: ModelSpec, p: MeasuredPoint) -> tuple[float, float]:
@@ -143,7 +147,8 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
         for p in m.points:
             w, k, f = _point_work(m.spec, p, m.kv_type)
             rows.append(_Row(seconds=p.seconds, weights=w * bs, cache=k, flops=f * fs, prefill=not p.is_decode,
-                             layers=float(m.spec.layers), model=i, small=_is_small(p), rows=_rows(m.spec, p)))
+                             layers=float(m.spec.layers), model=i, small=_is_small(p), rows=_rows(m.spec, p),
+                             batch=float(p.batch) if p.is_decode else 1.0))
     if not rows:
         raise SpecError("calibration needs measured points")
     return Design(seconds=np.array([r.seconds for r in rows]), weights=np.stack([r.weights for r in rows]),
@@ -151,7 +156,8 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
                    prefill=np.array([r.prefill for r in rows]), layers=np.array([r.layers for r in rows]),
                    model=np.array([r.model for r in rows], dtype=np.int64),
                    small=np.array([r.small for r in rows]), weight=np.ones(len(rows)),
-                   rows=np.array([r.rows for r in rows], dtype=np.float64))
+                   rows=np.array([r.rows for r in rows], dtype=np.float64),
+                   batch=np.array([r.batch for r in rows]))
 
 
 MIN_RATE_POINTS = 3      # points of a phase mostly in one class before that class's rate is given
@@ -206,6 +212,7 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
     b_cap, c_cap = _caps(machine, dtype)
     seen_b = _shown(d.weights, ~d.prefill)
     seen_p, seen_d = _shown(d.flops, d.prefill), _shown(d.flops, ~d.prefill)
+    batched = d.batch > 1
 
     def rates(inverse: Array, names: tuple[str, ...], seen: NDArray[np.bool_], cap: float) -> dict[str, float]:
         return {name: rate(x, cap) for name, x, keep in zip(names, inverse, seen, strict=True) if keep}
@@ -213,9 +220,11 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
     def rate(x: float, cap: float) -> float:
         return float(min(cap, 1.0 / x)) if x > 0 else cap
 
+    batch = rates(u[at.batch], classes.flops, _shown(d.flops, batched), c_cap) if batched.any() else {}
     return Rates(bandwidth=rates(u[at.bandwidth], classes.bytes, seen_b, b_cap),
                  prefill_flops=rates(u[at.prefill], classes.flops, seen_p, c_cap),
                  decode_flops=rates(u[at.decode], classes.flops, seen_d, c_cap),
+                 batch_flops=batch,
                  cache_bandwidth=rate(u[at.cache], b_cap), pass_seconds=float(min(u[at.pass_seconds], 59.0)),
                  layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap, rows_half=rows_half)
 
@@ -268,7 +277,8 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
         raise SpecError(f"a calibration needs points of one engine and settings, got {len(keys)}: {'; '.join(keys)}")
     classes = Classes.of(kept)
     d = _design(kept, classes)
-    unknowns = Unknowns.of(d).size
+    at = Unknowns.of(d)
+    unknowns = at.size - (0 if (d.batch > 1).any() else at.flop_classes)   # no batched step: no such rate
     if d.seconds.size < unknowns:
         raise SpecError(f"a calibration resting on {d.seconds.size} points cannot fit its {unknowns} unknowns: "
                         "measure more points (or leave fewer out as disturbed)")

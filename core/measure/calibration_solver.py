@@ -4,8 +4,11 @@ and the fit. For a given overlap and a given guess of which clock is the longer 
 pass's time is linear in the inverse rates:
 
     t = o + o_L x L + a x sum_f(W_f / bw_f) + a x K / bw_kv + c x sum_f(F_f / flops_f)
+        + sum_f(A_f / batch_f)
 
-(a, c: 1 for the longer clock, 1 - overlap for the shorter). The fit minimises the summed
+(a, c: 1 for the longer clock, 1 - overlap for the shorter; a decode step of b sequences puts
+its first sequence's FLOPs F / b in the compute clock and the others', A = (b - 1) x F / b,
+after the overlap at their own rate). The fit minimises the summed
 relative error |t - measured| / measured by iteratively reweighted least squares with every
 inverse rate kept >= its lower bound (0, or one over what the machine allows: a bound is a
 constraint of the fit, so the other terms are fitted with it, never clamped afterwards),
@@ -38,6 +41,7 @@ class Design:
     small: NDArray[np.bool_]
     weight: Array         # (n,): each point's weight in the summed error (1: all alike)
     rows: Array           # (n, 2): a prefill's rows per dense multiply and per routed expert (1 for decode)
+    batch: Array          # (n,): a decode step's sequences (1 for a prefill)
 
     def subset(self, index: NDArray[np.bool_] | NDArray[np.int64]) -> Design:
         """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
@@ -48,7 +52,8 @@ class Design:
 class Unknowns:
     """Where each term sits in the fit's vector of unknowns ``u`` (all >= 0): the inverse
     bandwidth of each byte class, the cache's inverse bandwidth, the inverse prefill and decode
-    FLOP/s of each FLOP class, then the fixed seconds per pass and per layer."""
+    FLOP/s of each FLOP class, the fixed seconds per pass and per layer, then the inverse FLOP/s
+    of each further decode sequence's arithmetic by FLOP class."""
 
     byte_classes: int
     flop_classes: int
@@ -82,15 +87,27 @@ class Unknowns:
         return self.pass_seconds + 1
 
     @property
+    def batch(self) -> slice:
+        return slice(self.layer_seconds + 1, self.layer_seconds + 1 + self.flop_classes)
+
+    @property
     def size(self) -> int:
-        return self.layer_seconds + 1
+        return self.batch.stop
+
+
+def _split(d: Design) -> tuple[Array, Array]:
+    """(FLOPs in the compute clock, FLOPs added after the overlap) of every point: a decode
+    step's first sequence's and the further ones' (a prefill's all in the clock)."""
+    first = d.flops / np.maximum(d.batch, 1.0)[:, None]
+    return first, d.flops - first
 
 
 def _clocks(d: Design, u: Array) -> tuple[Array, Array]:
     """(memory, compute) seconds of every point at unknowns ``u``."""
     at = Unknowns.of(d)
+    first, _ = _split(d)
     memory = d.weights @ u[at.bandwidth] + d.cache * u[at.cache]
-    compute = np.where(d.prefill, d.flops @ u[at.prefill], d.flops @ u[at.decode])
+    compute = np.where(d.prefill, first @ u[at.prefill], first @ u[at.decode])
     return memory, compute
 
 
@@ -98,7 +115,9 @@ def _predict(d: Design, u: Array, overlap: float) -> Array:
     at = Unknowns.of(d)
     memory, compute = _clocks(d, u)
     longer = np.maximum(memory, compute)
-    return longer + (1.0 - overlap) * np.minimum(memory, compute) + u[at.pass_seconds] + u[at.layer_seconds] * d.layers
+    added = _split(d)[1] @ u[at.batch]
+    return (longer + (1.0 - overlap) * np.minimum(memory, compute) + added + u[at.pass_seconds]
+            + u[at.layer_seconds] * d.layers)
 
 
 def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float) -> Array:
@@ -106,8 +125,9 @@ def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float) -> Arr
     a = np.where(memory_longer, 1.0, 1.0 - overlap)[:, None]
     c = np.where(memory_longer, 1.0 - overlap, 1.0)[:, None]
     pre, dec = d.prefill[:, None], ~d.prefill[:, None]
-    return np.hstack([d.weights * a, (d.cache * a[:, 0])[:, None], d.flops * c * pre, d.flops * c * dec,
-                      np.ones((d.seconds.size, 1)), d.layers[:, None]])
+    first, added = _split(d)
+    return np.hstack([d.weights * a, (d.cache * a[:, 0])[:, None], first * c * pre, first * c * dec,
+                      np.ones((d.seconds.size, 1)), d.layers[:, None], added])
 
 
 def _l1_nonnegative(a: Array, t: Array, w: Array, lower: Array | None = None) -> Array:
@@ -161,7 +181,7 @@ def lower_bounds(at: Unknowns, bandwidth: float, flops: float) -> Array:
     cache, one over its fastest ``flops`` for the multiplies, 0 for the fixed seconds."""
     lower = np.zeros(at.size)
     lower[at.bandwidth] = lower[at.cache] = 1.0 / bandwidth
-    lower[at.prefill] = lower[at.decode] = 1.0 / flops
+    lower[at.prefill] = lower[at.decode] = lower[at.batch] = 1.0 / flops
     return lower
 
 

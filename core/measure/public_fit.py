@@ -231,7 +231,8 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
                     flops=flops, prefill=np.array([p.prefill for p in passes]),
                     layers=np.array([p.layers for p in passes]),
                     model=np.zeros(len(passes), dtype=np.int64), small=np.zeros(len(passes), dtype=bool),
-                    weight=_balanced(data, rows), rows=multiply_rows)
+                    weight=_balanced(data, rows), rows=multiply_rows,
+                    batch=np.ones(len(passes)))
     return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows,
                      byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys))
 

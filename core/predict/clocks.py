@@ -131,6 +131,22 @@ def compute_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike,
             + att / (peak * eff.attention_factor(workload.flash_attention)))
 
 
+def decode_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike,
+                 batch: ArrayLike) -> tuple[Array, Array]:
+    """(seconds that overlap the memory clock, seconds added after it) of a decode step's
+    ``flops`` for ``batch`` sequences: with a fitted ``Efficiency.batch_compute``, the first
+    sequence's arithmetic F / b at the decode factor and each further one's, (b - 1) x F / b,
+    at its own factor, outside the overlap; without one, all of it in the compute clock (the
+    roofline) and nothing added."""
+    eff = machine.efficiency
+    f = np.asarray(flops, dtype=np.float64)
+    if eff.batch_compute is None:
+        return compute_clock(machine, workload, f, decode=True), np.zeros_like(f)
+    first = f / np.maximum(np.asarray(batch, dtype=np.float64), 1.0)
+    peak = machine.flops(workload.compute_dtype) * machine.thread_share(workload.threads)
+    return compute_clock(machine, workload, first, decode=True), (f - first) / (peak * eff.batch_compute)
+
+
 def prefill_rows(workload: Workload, prompt: ArrayLike, batch: ArrayLike) -> Array:
     """Rows per multiply of a prefill of ``batch`` prompts of ``prompt`` tokens: the tokens one
     ubatch computes at once, min(b x n, -ub)."""
@@ -139,14 +155,19 @@ def prefill_rows(workload: Workload, prompt: ArrayLike, batch: ArrayLike) -> Arr
 
 
 def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cache_bytes: Array,
-           flops: Array, *, decode: bool = False, attention: ArrayLike = 0.0, rows: ArrayLike | None = None) -> Pass:
+           flops: Array, *, batch: ArrayLike | None = None, attention: ArrayLike = 0.0,
+           rows: ArrayLike | None = None) -> Pass:
     # every byte on the one memory: the workload's offload share is a placement (``report.placed``
-    # turns it into llama.cpp's layers, priced by ``offload``), never a share of these clocks
+    # turns it into llama.cpp's layers, priced by ``offload``), never a share of these clocks.
+    # ``batch``: a decode step's sequences (None: a prefill)
     eff = machine.efficiency
     mem = memory_seconds(machine, weight_bytes + cache_bytes)
-    comp = compute_clock(machine, workload, flops, decode=decode, attention=attention, rows=rows)
-    seconds = combined_seconds(mem, comp, eff.overlap) + eff.step_overhead
-    w, c, f, m, k, s = np.broadcast_arrays(weight_bytes, cache_bytes, flops, mem, comp, seconds)
+    if batch is None:
+        comp, added = compute_clock(machine, workload, flops, attention=attention, rows=rows), 0.0
+    else:
+        comp, added = decode_clock(machine, workload, flops, batch)
+    seconds = combined_seconds(mem, comp, eff.overlap) + added + eff.step_overhead
+    w, c, f, m, k, s = np.broadcast_arrays(weight_bytes, cache_bytes, flops, mem, comp + added, seconds)
     return Pass(w, c, f, m, k, s)
 
 
@@ -155,11 +176,12 @@ def decode_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
     """One decode step: b sequences each with ``context`` tokens cached (workload's by default).
 
     seconds = max((W + b x k x t) / B, b x 2 x N / C): the lessons' decode formula, with the
-    experts' union for a batch and attention arithmetic in the FLOPs."""
+    experts' union for a batch and attention arithmetic in the FLOPs (a calibrated engine may
+    add each further sequence's arithmetic after the overlap: ``decode_clock``)."""
     t = workload.context if context is None else context
     b = workload.batch if batch is None else batch
     weights, cache = work.decode_bytes(spec, t, b, workload.kv_type, machine.efficiency.kv_read_factor)
-    return _clock(machine, workload, weights, cache, work.decode_flops(spec, t, b), decode=True)
+    return _clock(machine, workload, weights, cache, work.decode_flops(spec, t, b), batch=b)
 
 
 def prefill_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,

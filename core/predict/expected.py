@@ -132,11 +132,13 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
         host_c = _factor(_mixed(host, "prefill_flops", flops, set()))
     attention = None if rates.attention_flops is None else _factor(rates.attention_flops * scale_c / c)
     flash = None if rates.flash_attention_flops is None else _factor(rates.flash_attention_flops * scale_c / c)
+    batch = _mixed(rates, "batch_flops", flops, set()) * scale_c if rates.batch_flops else None
     return Efficiency(bandwidth=_factor(bandwidth / b), compute=_factor(prefill / c),
                       decode_compute=_factor(decode / c), kv_read_factor=_factor(bandwidth / cache),
                       step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers),
                       overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c, attention_compute=attention,
-                      flash_attention_compute=flash, **rows_terms(spec, rates, flops))
+                      flash_attention_compute=flash, batch_compute=None if batch is None else _factor(batch / c),
+                      **rows_terms(spec, rates, flops))
 
 
 def rows_terms(spec: ModelSpec, rates: Rates, flops: dict[str, float]) -> dict[str, float]:

@@ -25,7 +25,15 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import BatchSweep
-from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, compute_clock, memory_seconds, prefill_rows
+from rooflab.core.predict.clocks import (
+    Clocked,
+    Pass,
+    combined_seconds,
+    compute_clock,
+    decode_clock,
+    memory_seconds,
+    prefill_rows,
+)
 from rooflab.core.predict.crossover import first_crossing
 from rooflab.core.predict.footprint import memory_grid
 from rooflab.core.predict.host_part import (
@@ -95,14 +103,18 @@ def _rows(spec: ModelSpec, part: Part, tokens: Array) -> Array:
 
 
 def _clock(machine: MachineProfile, workload: Workload, weights: Array, cache: Array, flops: Array,
-           *, decode: bool, rows: ArrayLike | None = None) -> Pass:
+           *, batch: ArrayLike | None, rows: ArrayLike | None = None) -> Pass:
     """The device part's clocks, combined as ``clocks`` combines them (the efficiency's overlap,
-    decode compute factor and rows per multiply; per-step overhead left to the caller)."""
+    decode compute factor, each further decode sequence's arithmetic and rows per multiply;
+    per-step overhead left to the caller). ``batch``: a decode step's sequences (None: a prefill)."""
     eff = machine.efficiency
     mem = memory_seconds(machine, weights + cache)
-    comp = compute_clock(machine, workload, flops, decode=decode, rows=rows)
-    w, c, f, m, k = np.broadcast_arrays(weights, cache, flops, mem, comp)
-    return Pass(w, c, f, m, k, combined_seconds(m, k, eff.overlap))
+    if batch is None:
+        comp, added = compute_clock(machine, workload, flops, rows=rows), np.zeros(())
+    else:
+        comp, added = decode_clock(machine, workload, flops, batch)
+    w, c, f, m, k, a = np.broadcast_arrays(weights, cache, flops, mem, comp, added)
+    return Pass(w, c, f, m, k + a, combined_seconds(m, k, eff.overlap) + a)
 
 
 def layer_link(machine: MachineProfile, devices: int) -> Parallel:
@@ -155,7 +167,7 @@ def placed_decode(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
 
     shape = np.broadcast(t, b).shape
     device, host, sub = _parts_work(spec, machine, placement, b, shape, price)
-    return _placed(machine, spec, placement, _clock(machine, workload, *device, decode=True),
+    return _placed(machine, spec, placement, _clock(machine, workload, *device, batch=b),
                    host_clock(machine, workload, sub, *host, b + np.zeros(shape), decode=True), b)
 
 
@@ -174,7 +186,7 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
 
     shape = np.broadcast(n, t, b).shape
     device, host, sub = _parts_work(spec, machine, placement, n * b, shape, price)
-    placed = _placed(machine, spec, placement, _clock(machine, workload, *device, decode=False,
+    placed = _placed(machine, spec, placement, _clock(machine, workload, *device, batch=None,
                                                       rows=prefill_rows(workload, n, b)),
                      host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False), n * b)
     if not pipelines(spec, placement):

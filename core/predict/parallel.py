@@ -43,7 +43,14 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.autofit import first_true
 from rooflab.core.predict.batching import cache_resident
-from rooflab.core.predict.clocks import Pass, combined_seconds, compute_clock, memory_seconds, prefill_rows
+from rooflab.core.predict.clocks import (
+    Pass,
+    combined_seconds,
+    compute_clock,
+    decode_clock,
+    memory_seconds,
+    prefill_rows,
+)
 from rooflab.core.predict.footprint import (
     MemoryUse,
     compute_buffer_bytes,
@@ -200,15 +207,19 @@ def _pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Paral
     eff = machine.efficiency
     w, c, f = weights * share, cache * share * kv_copies(spec, p), flops * share
     mem = memory_seconds(machine, w + c)
-    comp = compute_clock(machine, workload, f, decode=decode, attention=np.asarray(attention) * share,
-                         rows=None if decode else prefill_rows(workload, tokens, 1.0))
+    if decode:
+        comp, added = decode_clock(machine, workload, f, tokens)
+    else:
+        comp = compute_clock(machine, workload, f, attention=np.asarray(attention) * share,
+                             rows=prefill_rows(workload, tokens, 1.0))
+        added = np.zeros(())
     turns: float | Array = p.devices if p.mode == "layer" else 1       # layer split: the devices in turn
     comm = communication_seconds(spec, p, tokens)
     if p.mode == "layer" and not decode:
         pipelined = pipeline_share(tokens, workload.ubatch, p.devices)
         turns, comm = turns * pipelined, comm * pipelined
-    w, c, f, mem, comp, comm = np.broadcast_arrays(w, c, f, mem, comp, comm)
-    device = Pass(w, c, f, mem, comp, combined_seconds(mem, comp, eff.overlap) * turns)
+    w, c, f, mem, comp, added, comm = np.broadcast_arrays(w, c, f, mem, comp, added, comm)
+    device = Pass(w, c, f, mem, comp + added, (combined_seconds(mem, comp, eff.overlap) + added) * turns)
     return ParallelPass(device=device, communication=comm, seconds=device.seconds + comm + eff.step_overhead)
 
 

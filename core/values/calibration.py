@@ -15,7 +15,11 @@ after what it costs:
 - ``attention_flops`` / ``flash_attention_flops``: FLOP/s of a prefill's attention arithmetic
   without and with flash attention;
 - ``rows_half``: the rows per multiply at which a prefill's multiplies reach half their rate
-  (routed experts get ubatch x used / count rows each).
+  (routed experts get ubatch x used / count rows each);
+- ``batch_flops[f]``: FLOP/s of the arithmetic each sequence beyond the first adds to a
+  batched decode step, taken after the overlap (a CPU hides one sequence's arithmetic under
+  the weights' streaming, not sixteen's); empty: every sequence's arithmetic in the compute
+  clock, the roofline's max(W / B, b x F / C).
 
 A format class the fit never saw takes the geometric mean of the classes it did (and says
 so). Replicates (the fit redone on resampled data) carry the uncertainty."""
@@ -103,10 +107,15 @@ class Rates:
     attention_flops: float | None = None     # FLOP/s of a prefill's attention arithmetic (None: as the rest)
     flash_attention_flops: float | None = None   # the same with flash attention (None: ``attention_flops``)
     rows_half: float = 0.0                   # rows per multiply at which a prefill multiply reaches half its rate
+    batch_flops: Mapping[str, float] = field(default_factory=dict)   # each added sequence's (empty: none fitted)
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "prefill_flops", "decode_flops"):
             object.__setattr__(self, name, MappingProxyType(_rates(getattr(self, name), name)))
+        if not isinstance(self.batch_flops, Mapping):
+            raise SpecError("calibration.batch_flops must be an object of format: rate")
+        object.__setattr__(self, "batch_flops", MappingProxyType(
+            _rates(self.batch_flops, "batch_flops") if self.batch_flops else {}))
         _positive(self.cache_bandwidth, "cache_bandwidth")
         _seconds(self.pass_seconds, "pass_seconds")
         _seconds(self.layer_seconds, "layer_seconds")
@@ -120,11 +129,12 @@ class Rates:
             raise SpecError(f"calibration.overlap must be in [0, 1], got {self.overlap!r}")
 
     def rate(self, kind: str, klass: str) -> tuple[float, bool]:
-        """(rate of ``kind`` for format class ``klass``, whether the fit saw that class)."""
+        """(rate of ``kind`` for format class ``klass``, whether the fit saw that class); nan
+        when ``kind`` has no rates at all (``batch_flops`` of a fit without batched points)."""
         table: Mapping[str, float] = getattr(self, kind)
         if klass in table:
             return table[klass], True
-        return pooled(table), False
+        return (pooled(table) if table else math.nan), False
 
     def to_dict(self) -> dict[str, Any]:
         return {"bandwidth": dict(self.bandwidth), "prefill_flops": dict(self.prefill_flops),
@@ -132,7 +142,8 @@ class Rates:
                 "pass_seconds": self.pass_seconds, "layer_seconds": self.layer_seconds, "overlap": self.overlap,
                 **{k: v for k, v in (("attention_flops", self.attention_flops),
                                      ("flash_attention_flops", self.flash_attention_flops)) if v is not None},
-                **({"rows_half": self.rows_half} if self.rows_half else {})}
+                **({"rows_half": self.rows_half} if self.rows_half else {}),
+                **({"batch_flops": dict(self.batch_flops)} if self.batch_flops else {})}
 
     @classmethod
     def from_dict(cls, data: Any) -> Rates:
@@ -144,7 +155,7 @@ class Rates:
                        pass_seconds=data.get("pass_seconds", 0.0), layer_seconds=data.get("layer_seconds", 0.0),
                        overlap=data.get("overlap", 1.0), attention_flops=data.get("attention_flops"),
                        flash_attention_flops=data.get("flash_attention_flops"),
-                       rows_half=data.get("rows_half", 0.0))
+                       rows_half=data.get("rows_half", 0.0), batch_flops=data.get("batch_flops") or {})
         except KeyError as exc:
             raise SpecError(f"calibration rates lack {exc}") from None
 
@@ -201,12 +212,14 @@ class EngineCalibration:
 
         def add(name: str, unit: str, get: Any) -> None:
             central = float(get(self.central))
-            low, high = band(central, [float(get(r)) for r in reps])
+            values = [float(get(r)) for r in reps]
+            low, high = band(central, [v for v in values if math.isfinite(v)])
             rows.append((name, unit, central, float(low), float(high)))
 
         for kind, label, unit in (("bandwidth", "weights streamed", "B/s"), ("prefill_flops", "prefill multiplies",
                                                                              "FLOP/s"),
-                                  ("decode_flops", "decode multiplies", "FLOP/s")):
+                                  ("decode_flops", "decode multiplies", "FLOP/s"),
+                                  ("batch_flops", "each added sequence's multiplies", "FLOP/s")):
             for klass in getattr(self.central, kind):
                 add(f"{label}, {klass}", unit, lambda r, k=kind, c=klass: r.rate(k, c)[0])
         add("attention over the cache", "B/s", lambda r: r.cache_bandwidth)

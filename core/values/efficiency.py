@@ -38,7 +38,10 @@ class Efficiency:
     multiply of r rows runs at r / (r + r0) of it, so a pass of few tokens runs below a long
     prompt's rate, and routed experts, which get r x expert_spread rows each (used / count, at
     least one), further below; expert_share: the routed experts' share of a prefill's compute
-    time at many rows.
+    time at many rows. batch_compute: the factor applied to C for the arithmetic each sequence
+    beyond the first adds to a decode step, added after the overlap, t = combined(W / B, F_1 /
+    C_d) + (b - 1) x F_1 / (C x batch_compute) (None: all b sequences' arithmetic in the compute
+    clock, the roofline's max(W / B, b x F_1 / C_d)).
     """
 
     bandwidth: float = 1.0
@@ -54,12 +57,13 @@ class Efficiency:
     rows_half: float = 0.0
     expert_share: float = 0.0
     expert_spread: float = 1.0
+    batch_compute: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
-                     "attention_compute", "flash_attention_compute"):
+                     "attention_compute", "flash_attention_compute", "batch_compute"):
             value = getattr(self, name)
-            optional = name in ("decode_compute", "attention_compute", "flash_attention_compute")
+            optional = name in ("decode_compute", "attention_compute", "flash_attention_compute", "batch_compute")
             if not (value is None and optional) and not in_range(value, FACTOR_RANGE):
                 raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
                                 f"got {value!r}")
@@ -78,7 +82,7 @@ class Efficiency:
         return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap,
                 self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
             and self.attention_compute in (None, 1) and self.flash_attention_compute in (None, 1) \
-            and self.rows_half == 0
+            and self.rows_half == 0 and self.batch_compute is None
 
     @property
     def decode_compute_factor(self) -> float:
@@ -110,7 +114,7 @@ class Efficiency:
                                "step_overhead": self.step_overhead, "kv_read_factor": self.kv_read_factor}
         if self.decode_compute is not None:
             out["decode_compute"] = self.decode_compute
-        for name in ("attention_compute", "flash_attention_compute"):
+        for name in ("attention_compute", "flash_attention_compute", "batch_compute"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.rows_half:
@@ -142,4 +146,6 @@ class Efficiency:
                        eff, "flash_attention_compute", 1.0, "efficiency.flash_attention_compute"),
                    rows_half=read_number(eff, "rows_half", 0.0, "efficiency.rows_half"),
                    expert_share=read_number(eff, "expert_share", 0.0, "efficiency.expert_share"),
-                   expert_spread=read_number(eff, "expert_spread", 1.0, "efficiency.expert_spread"))
+                   expert_spread=read_number(eff, "expert_spread", 1.0, "efficiency.expert_spread"),
+                   batch_compute=None if eff.get("batch_compute") is None else read_number(
+                       eff, "batch_compute", 1.0, "efficiency.batch_compute"))
