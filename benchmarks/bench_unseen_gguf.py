@@ -15,16 +15,19 @@ replicates), llama-bench's mean with the standard deviation of its repetitions, 
 expected / measured - 1 and whether it is within the target (generation 10 %, prompt
 processing 15 %), plus the model's size, the load average before and after and the time taken.
 Then a control: the same tests by llama-bench on one of the calibration's own models, which
-the fit saw (the dense one in the unseen model's format nearest it in bytes, or ``--control
-KEY``). Its error is the machine's minute and the in-process/llama-bench gap, not a transfer to
+the fit saw (the dense one mostly in the unseen model's format class, nearest it in bytes, or
+``--control KEY``). Its error is the machine's minute and the in-process/llama-bench gap, not a transfer to
 an unseen model; the line after it gives the unseen model's error relative to the control's,
 (1 + e) / (1 + e_control) - 1. The targets are judged on the unseen model's own error.
 
     python benchmarks/bench_unseen_gguf.py [--model llama-3.2-1b|gemma-3-270m|qwen2.5-0.5b|KEY|config.json]
         [--weights q4_k_m] [--thorough] [--long] [--llama-bench PATH] [--threads N] [--repetitions 5]
         [--repeats 3] [--keep-machine | --machine-tries 3] [--control KEY | --no-control] [--json FILE]
+    python benchmarks/bench_unseen_gguf.py --refit FILE
 
-The GGUF is written to a temporary folder and removed afterwards."""
+The GGUF is written to a temporary folder and removed afterwards. ``--refit`` measures nothing:
+it fits the points a ``--json`` run kept with the code as it is now and prices that run's tests
+again against the same llama-bench figures (a model change scored on the same measurements)."""
 
 from __future__ import annotations
 
@@ -37,162 +40,49 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from rooflab.core.io import load_model
 from rooflab.core.io.gguf import read_gguf
-from rooflab.core.io.hf import spec_from_config
 from rooflab.core.jobs import Progress, run_job
+from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine
+from rooflab.core.measure.calibration_models import calibration_models
 from rooflab.core.measure.calibration_run import CalibrationPlan, run_calibration
 from rooflab.core.measure.engine import gguf_for
 from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan
 from rooflab.core.measure.llamabench.run import run_llama_bench
 from rooflab.core.measure.llamacpp.plan import BenchTest
-from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.expected import Expected, expected_for
+from rooflab.core.predict.expected import expected_for
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from unseen_pricing import (  # noqa: E402  (the pure parts, beside this script)
+    BATCH,
+    LONG_TESTS,
+    REAL_SHAPES,
+    TARGETS,
+    TESTS,
+    UBATCH,
+    Row,
+    bench_rate,
+    control_spec,
+    expected_rate,
+    model_line,
+    relative,
+    row_for,
+    seen_shape,
+    table,
+    unseen_spec,
+    workload_for,
+)
+
+__all__ = ["BATCH", "UBATCH", "LONG_TESTS", "REAL_SHAPES", "TARGETS", "TESTS", "Row", "bench_rate", "control_spec",
+           "expected_rate", "model_line", "relative", "row_for", "seen_shape", "table", "unseen_spec", "workload_for"]
 
 DEFAULT_BINARY = "/tmp/lbbuild/bin/llama-bench"
-TARGETS = {"decode": 0.10, "prefill": 0.15}        # |expected / measured - 1|, issue 18
-TESTS = (BenchTest(n_prompt=512), BenchTest(n_gen=128))
-LONG_TESTS = (BenchTest(n_prompt=2048), BenchTest(n_gen=128, n_depth=2048))
-BATCH, UBATCH = 2048, 512                           # llama-bench's -b and -ub (its defaults)
-
-#: Real models' shapes, from their published config.json on Hugging Face; none is among
-#: rooflab's calibration models (``calibration_models.py``: toys with a 16k vocabulary, and in
-#: the thorough set Qwen3-0.6B, Gemma 3 1B, Qwen3-1.7B and a 2 B Qwen3-MoE).
-REAL_SHAPES: dict[str, dict[str, Any]] = {
-    "llama-3.2-1b": {       # meta-llama/Llama-3.2-1B
-        "model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256,
-        "max_position_embeddings": 131072, "rope_theta": 500000.0, "tie_word_embeddings": True,
-        "_name_or_path": "Llama-3.2-1B"},
-    "gemma-3-270m": {       # google/gemma-3-270m: five sliding-window layers to one global
-        "model_type": "gemma3_text", "hidden_size": 640, "intermediate_size": 2048, "num_hidden_layers": 18,
-        "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
-        "sliding_window": 512, "max_position_embeddings": 32768, "tie_word_embeddings": True,
-        "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 3, "_name_or_path": "Gemma-3-270M"},
-    "qwen2.5-0.5b": {       # Qwen/Qwen2.5-0.5B
-        "model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
-        "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
-        "max_position_embeddings": 32768, "tie_word_embeddings": True, "_name_or_path": "Qwen2.5-0.5B"},
-}
-
-
-# --- the pure parts: a model, a test priced from a calibration, the table -------------------
-
-def unseen_spec(model: str, weights: str) -> ModelSpec:
-    """The model to test: one of ``REAL_SHAPES``, else a catalogue key or config.json."""
-    if model in REAL_SHAPES:
-        config = REAL_SHAPES[model]
-        return spec_from_config(config, weights=weights, name=f"{config['_name_or_path']} ({weights.upper()})",
-                                source=f"unseen:{model}")
-    return load_model(model, weights=weights)
-
-
-def seen_shape(spec: ModelSpec, seen: Sequence[ModelSpec]) -> str:
-    """The calibration model with ``spec``'s shape (architecture, width, layers, vocabulary),
-    "" when none: a model the calibration timed is not unseen."""
-    def shape(s: ModelSpec) -> tuple[Any, ...]:
-        return (s.architecture, s.hidden, s.layers, s.vocab)
-
-    return next((s.name for s in seen if shape(s) == shape(spec)), "")
-
-
-def workload_for(test: BenchTest, threads: int | None) -> Workload:
-    """The workload llama-bench runs ``test`` with here: -b 2048 -ub 512, -fa 1, an f16 cache."""
-    return Workload(prompt=max(1, test.n_prompt), ubatch=min(BATCH, UBATCH), flash_attention=True,
-                    threads=threads, kv_type="f16")
-
-
-def bench_rate(spec: ModelSpec, machine: MachineProfile, test: BenchTest, threads: int | None = None) -> float:
-    """tokens/s ``machine`` (its efficiency applied) gives llama-bench's ``test``:
-    tgN = N / the sum of decode steps at contexts d..d+N-1; ppN = N / one prefill of N tokens
-    after d cached ones."""
-    wl = workload_for(test, threads)
-    if test.n_gen and not test.n_prompt:
-        steps = decode_pass(spec, machine, wl, context=test.n_depth + np.arange(test.n_gen, dtype=np.float64),
-                            batch=1)
-        return test.n_gen / float(np.sum(steps.seconds))
-    return test.n_prompt / float(prefill_pass(spec, machine, wl, prompt=test.n_prompt, context=test.n_depth).seconds)
-
-
-def expected_rate(expected: Expected, spec: ModelSpec, test: BenchTest,
-                  threads: int | None = None) -> tuple[float, float, float]:
-    """(central, low, high) tokens/s the calibration behind ``expected`` expects for ``test``."""
-    return expected.band(lambda m: bench_rate(spec, m, test, threads))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Row:
-    """One test: what the calibration expects (tokens/s and its band) and what llama-bench measured."""
-
-    test: BenchTest
-    expected: float
-    low: float
-    high: float
-    measured: float         # tokens / the mean time of the repetitions (llama-bench's figure)
-    stdev: float            # of the repetitions, as tokens/s
-
-    @property
-    def error(self) -> float:
-        return self.expected / self.measured - 1.0
-
-    @property
-    def target(self) -> float:
-        return TARGETS[self.test.kind]
-
-    @property
-    def met(self) -> bool:
-        return abs(self.error) <= self.target
-
-
-def row_for(expected: Expected, spec: ModelSpec, test: BenchTest, point: MeasuredPoint,
-            threads: int | None = None) -> Row:
-    """The row of ``test``: its expected figure and llama-bench's ``point`` of it."""
-    central, low, high = expected_rate(expected, spec, test, threads)
-    return Row(test=test, expected=central, low=low, high=high, measured=point.rate,
-               stdev=point.rate * point.stdev / point.seconds)
-
-
-def table(rows: Sequence[Row]) -> list[str]:
-    """The rows as text: test, expected t/s [band], llama-bench t/s ± sd, error, target, result."""
-    lines = [f"{'test':<14} {'expected t/s [band]':>28} {'llama-bench t/s':>18} {'error':>7} {'target':>7}  result"]
-    for r in rows:
-        band = f"{r.expected:8.2f} [{r.low:7.2f} .. {r.high:7.2f}]"
-        lines.append(f"{r.test.label:<14} {band:>28} {r.measured:9.2f} ± {r.stdev:6.2f} {r.error:>+7.1%} "
-                     f"{r.target:>7.0%}  {'met' if r.met else 'NOT met'}")
-    return lines
-
-
-def control_spec(unseen: ModelSpec, seen: Sequence[ModelSpec], key: str | None) -> ModelSpec | None:
-    """The calibration model the control runs: ``key`` (a name containing it), else the dense
-    one in the unseen model's weight format nearest it in bytes (by ratio)."""
-    if key:
-        return next((s for s in seen if key in s.name), None)
-    alike = [s for s in seen if s.weights_format == unseen.weights_format and not s.experts] or list(seen)
-    return min(alike, key=lambda s: abs(np.log(s.weight_bytes / unseen.weight_bytes))) if alike else None
-
-
-def relative(rows: Sequence[Row], control: Sequence[Row]) -> str:
-    """The unseen rows' errors relative to the control's, test by test."""
-    by = {r.test.label: r for r in control}
-    parts = [f"{r.test.label} {(1 + r.error) / (1 + by[r.test.label].error) - 1:+.1%}"
-             for r in rows if r.test.label in by]
-    return ", ".join(parts)
-
-
-def model_line(spec: ModelSpec) -> str:
-    return (f"{spec.name}: {spec.params_total / 1e9:.2f} B parameters, {spec.weight_bytes / 1e9:.2f} GB of weights "
-            f"({spec.weights_format}), {spec.vocab:,}-entry vocabulary, {spec.architecture}")
 
 
 # --- the measuring parts ----------------------------------------------------------------------
@@ -279,13 +169,9 @@ def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfi
     return run.calibration, run.machine, threads, tuple(r.spec for r in run.runs), points
 
 
-def run_control(args: argparse.Namespace, unseen: ModelSpec, cal: EngineCalibration, machine: MachineProfile,
-                seen: Sequence[ModelSpec], tests: Sequence[BenchTest], threads: int) -> list[Row]:
-    """llama-bench on a calibration model's GGUF (in sample), each row as it is measured."""
-    spec = control_spec(unseen, seen, args.control)
-    if spec is None:
-        print(f"control: no calibration model named {args.control!r}")
-        return []
+def run_control(args: argparse.Namespace, spec: ModelSpec, cal: EngineCalibration, machine: MachineProfile,
+                tests: Sequence[BenchTest], threads: int) -> list[Row]:
+    """llama-bench on the GGUF of ``spec``, a calibration model (in sample), each row as it is measured."""
     path = str(run_job(gguf_for(spec, spec, synthetic=True), _progress))
     print(file=sys.stderr)
     opened = read_gguf(path)
@@ -298,6 +184,47 @@ def run_control(args: argparse.Namespace, unseen: ModelSpec, cal: EngineCalibrat
                                                                 args.repetitions), threads))
         print(table(rows[-1:])[1], flush=True)
     return rows
+
+
+def refit(path: str) -> int:
+    """``--refit``: the run in ``path`` (a ``--json`` file) fitted again and its tests priced again."""
+    from rooflab.core.cli.calibrate import print_calibration
+
+    run = json.loads(Path(path).read_text())
+    machine = MachineProfile.from_dict(run["machine"], key="measured")
+    settings = run["calibration"]["settings"]
+    threads = int(run.get("threads") or settings.get("threads") or 0) or None
+    specs = {m.spec().name: m for m in calibration_models("llamacpp", thorough=True)}
+    models = [ModelPoints(key=specs[name].key, spec=specs[name].spec(), kv_type=settings.get("kv_type") or "f16",
+                          points=tuple(MeasuredPoint.from_dict(p) for p in points))
+              for name, points in run["points"].items()]
+    cal = calibrate_engine(models, machine, engine_label=run["calibration"]["engine_label"])
+    print(f"refitted {path}: {len(models)} models, machine {machine.bandwidth / 1e9:.1f} GB/s, "
+          f"{machine.flops() / 1e9:.0f} GFLOP/s {machine.default_dtype}")
+    print_calibration(cal)
+    tests = {t.label: t for t in TESTS + LONG_TESTS}
+
+    def priced(spec: ModelSpec, rows: Sequence[dict[str, Any]]) -> list[Row]:
+        expected = expected_for(spec, machine, cal)
+        out = []
+        for r in rows:
+            central, low, high = expected_rate(expected, spec, tests[r["test"]], threads)
+            out.append(Row(test=tests[r["test"]], expected=central, low=low, high=high, measured=r["measured"],
+                           stdev=r["stdev"]))
+        return out
+
+    rows = priced(unseen_spec(run["model"], run["weights"]), run["rows"])
+    print(f"unseen model {model_line(unseen_spec(run['model'], run['weights']))}")
+    print("\n".join(table(rows)))
+    control = run.get("control_model")
+    if control and run.get("control"):
+        control_rows = priced(specs[control].spec(), run["control"])
+        print(f"control, a calibration model (the fit saw it): {control}")
+        print("\n".join(table(control_rows)))
+        print(f"unseen relative to the control: {relative(rows, control_rows)}")
+    missed = [r.test.label for r in rows if not r.met]
+    print("targets missed: " + (", ".join(missed) if missed else "none"))
+    return 0
 
 
 def main() -> int:
@@ -317,9 +244,13 @@ def main() -> int:
     parser.add_argument("--machine-tries", type=int, default=3,
                         help="measure the machine again while its run is disturbed, at most this often (default 3)")
     parser.add_argument("--control", metavar="KEY", help="the calibration model the control runs "
-                        "(default: the dense one in its format nearest it in bytes)")
+                        "(default: the dense one mostly in its format class, nearest it in bytes)")
     parser.add_argument("--no-control", action="store_true", help="skip the control")
+    parser.add_argument("--refit", metavar="FILE", help="measure nothing: fit a --json run's points again and "
+                        "price its tests (the code as it is now, the same llama-bench figures)")
     args = parser.parse_args()
+    if args.refit:
+        return refit(args.refit)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))      # ``timeout``: remove the GGUF on the way out
     began, load0 = time.perf_counter(), _load()
     print(f"load average before: {load0}")
@@ -345,7 +276,11 @@ def main() -> int:
             rows.append(row_for(expected, opened, test, llama_bench(args.llama_bench, path, test, threads,
                                                                     args.repetitions), threads))
             print(table(rows[-1:])[1], flush=True)
-        control_rows = [] if args.no_control else run_control(args, opened, cal, machine, seen, tests, threads)
+        control = None if args.no_control else control_spec(opened, seen, args.control)
+        control_rows = [] if control is None else run_control(args, control, cal, machine, tests, threads)
+        control_name = control.name if control is not None else ""
+        if control is None and not args.no_control:
+            print(f"control: no calibration model named {args.control!r}")
     if control_rows:
         print(f"unseen relative to the control: {relative(rows, control_rows)}")
     for note in expected.notes:
@@ -357,6 +292,7 @@ def main() -> int:
             "weights": args.weights,
             "rows": [{"test": r.test.label, "expected": r.expected, "low": r.low, "high": r.high,
                       "measured": r.measured, "stdev": r.stdev} for r in rows],
+            "threads": threads, "control_model": control_name,
             "control": [{"test": r.test.label, "expected": r.expected, "measured": r.measured, "stdev": r.stdev}
                         for r in control_rows]}, indent=1))
     missed = [r.test.label for r in rows if not r.met]

@@ -112,3 +112,65 @@ def test_rows_and_table(bench, tiny):
     assert lines[2].split() == ["pp512", "80.00", "[", "70.00", "..", "90.00]", "100.00", "±", "2.00", "-20.0%",
                                 "15%", "NOT", "met"]
     assert "512-entry vocabulary" in bench.model_line(tiny) and "B parameters" in bench.model_line(tiny)
+
+
+def test_the_control_is_a_calibration_model_of_the_unseen_ones_kind(bench):
+    """The control (llama-bench on a model the fit saw) is the dense one mostly in the unseen
+    model's format class nearest it in bytes: for Llama-3.2-1B in Q4_K_M, Qwen3-0.6B, not
+    Gemma 3 1B, whose "Q4_K_M" file is mostly Q8_0 (widths not multiples of 256)."""
+    seen = [m.spec() for m in calibration_models("llamacpp", thorough=True)]
+    llama = bench.unseen_spec("llama-3.2-1b", "q4_k_m")
+    assert "qwen3-0.6b" in bench.control_spec(llama, seen, None).name
+    assert "wide-q4_k_m" in bench.control_spec(llama, seen[:4], None).name       # the quick set
+    assert "gemma3" in bench.control_spec(llama, seen, "gemma3").name
+    assert bench.control_spec(llama, seen, "no-such-model") is None
+    unseen = [bench.Row(test=BenchTest(n_gen=128), expected=30.0, low=30.0, high=30.0, measured=40.0, stdev=1.0)]
+    control = [bench.Row(test=BenchTest(n_gen=128), expected=24.0, low=24.0, high=24.0, measured=30.0, stdev=1.0)]
+    assert bench.relative(unseen, control) == "tg128 -6.2%"          # 0.75 / 0.8 - 1
+
+
+def test_a_refit_prices_a_kept_run_again(bench, tmp_path, capsys):
+    """``--refit FILE`` fits the points a ``--json`` run kept and prices its tests again. Points
+    made by known rates through the app's own path (the four quick models) and llama-bench rows
+    equal to what those rates give Llama-3.2-1B: the refit finds the rates again, so every test
+    comes out within a few percent and meets its target."""
+    import dataclasses
+    import json
+
+    from rooflab.core.measure.calibration_fit import ModelPoints, predicted_seconds
+    from rooflab.core.values.measured import EngineSettings
+
+    settings = EngineSettings(engine="llama.cpp", version="test", threads=2, flash_attention=True,
+                              batch_size=2048, ubatch_size=512)
+    truth = Rates(bandwidth={"k-quant": 30e9, "q8": 36e9}, prefill_flops={"k-quant": 220e9, "q8": 190e9},
+                  decode_flops={"k-quant": 150e9, "q8": 140e9}, cache_bandwidth=6e9, pass_seconds=4e-4,
+                  overlap=1.0, batch_flops={"k-quant": 120e9, "q8": 110e9})
+    machine = MachineProfile(name="box", bandwidth=40e9, peak_flops={"fp32": 200e9, "bf16": 400e9}, memory=64e9,
+                             default_dtype="fp32", kind="cpu", cores=2, key="measured")
+    plan = [MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=1.0, settings=settings)
+            for n in (32, 128, 512, 1024)]
+    plan += [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=1.0, settings=settings)
+             for t in (3, 259, 1027, 2051)]
+    plan += [MeasuredPoint(kind="batch", prompt=1, context=256, batch=b, seconds=1.0, settings=settings)
+             for b in (1, 2, 4, 8, 16)]
+    points = {}
+    for m in calibration_models("llamacpp"):
+        model = ModelPoints(key=m.key, spec=m.spec(), points=tuple(plan))
+        seconds = predicted_seconds(model, machine, truth)
+        points[m.spec().name] = [dataclasses.replace(p, seconds=float(s)).to_dict()
+                                 for p, s in zip(plan, seconds, strict=True)]
+    llama = bench.unseen_spec("llama-3.2-1b", "q4_k_m")
+    made = expected_for(llama, machine, _cal(truth))
+    rows = [{"test": t.label, "measured": bench.expected_rate(made, llama, t, 2)[0], "stdev": 1.0}
+            for t in TESTS]
+    run = {"machine": machine.to_dict(), "points": points, "model": "llama-3.2-1b", "weights": "q4_k_m",
+           "threads": 2, "rows": rows,
+           "calibration": {"engine_label": "llama.cpp, test", "settings": settings.to_dict()}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    assert bench.refit(str(path)) == 0
+    out = capsys.readouterr().out
+    assert "targets missed: none" in out
+    for t in TESTS:
+        line = next(x for x in out.splitlines() if x.startswith(t.label + " "))
+        assert abs(float(line.split()[-3].rstrip("%"))) < 3.0, line
