@@ -162,8 +162,9 @@ def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cac
     # ``batch``: a decode step's sequences (None: a prefill)
     eff = machine.efficiency
     mem = memory_seconds(machine, weight_bytes + cache_bytes)
+    added: Array | float = 0.0
     if batch is None:
-        comp, added = compute_clock(machine, workload, flops, attention=attention, rows=rows), 0.0
+        comp = compute_clock(machine, workload, flops, attention=attention, rows=rows)
     else:
         comp, added = decode_clock(machine, workload, flops, batch)
     seconds = combined_seconds(mem, comp, eff.overlap) + added + eff.step_overhead
