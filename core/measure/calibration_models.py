@@ -95,8 +95,11 @@ def _real(model_type: str, hidden: int, layers: int, heads: int, kv_heads: int, 
 
 #: Models at real sizes and vocabularies, from their published config.json (Qwen/Qwen3-0.6B,
 #: google/gemma-3-1b-it, Qwen/Qwen3-1.7B), and a 2.0 B mixture of experts in Qwen3-MoE's layout
-#: (64 experts, 8 per token: 0.45 B active) with the same 152k vocabulary. llama.cpp only: torch
-#: would hold them in fp32.
+#: (64 experts, 8 per token: 0.45 B active) with the same 152k vocabulary. Formats as people run
+#: them: Q4_K_M, whose K-quants then span 1,024- and 2,048-wide multiplies (a wide multiply runs
+#: a prompt at a third more FLOP/s than a narrow one on the same CPU); Gemma 3 1B's widths are not
+#: multiples of a K-quant's 256-weight block, so its "Q4_K_M" is mostly Q8_0, the real-size Q8_0
+#: model. llama.cpp only: torch would hold them in fp32.
 REAL_SIZE_MODELS: tuple[CalibrationModel, ...] = (
     CalibrationModel(key="qwen3-0.6b-q4_k_m", description="Qwen3-0.6B's table: 0.6 B, 152k vocabulary",
                      config=_real("qwen3", 1024, 28, 16, 8, 3072, 151936, head_dim=128), weights="q4_k_m",
@@ -105,8 +108,8 @@ REAL_SIZE_MODELS: tuple[CalibrationModel, ...] = (
                      "sliding window of 512", config=_real("gemma3_text", 1152, 26, 4, 1, 6912, 262144, head_dim=256,
                                                          sliding_window=512), weights="q4_k_m", quick=False,
                      real_size=True),
-    CalibrationModel(key="qwen3-1.7b-q8_0", description="Qwen3-1.7B's table: 1.7 B, 152k vocabulary",
-                     config=_real("qwen3", 2048, 28, 16, 8, 6144, 151936, head_dim=128), weights="q8_0",
+    CalibrationModel(key="qwen3-1.7b-q4_k_m", description="Qwen3-1.7B's table: 1.7 B, 152k vocabulary",
+                     config=_real("qwen3", 2048, 28, 16, 8, 6144, 151936, head_dim=128), weights="q4_k_m",
                      quick=False, real_size=True),
     CalibrationModel(key="moe-2b-a0.4b-q4_k_m", description="2.0 B mixture of experts (64 experts, 8 per token), "
                      "152k vocabulary", config=_real("qwen3_moe", 1024, 24, 16, 4, 3072, 151936, head_dim=64,

@@ -9,6 +9,7 @@ import pytest
 from rooflab.core.errors import MeasurementError
 from rooflab.core.measure.calibration_models import LLAMACPP_MODELS, REAL_SIZE_MODELS, calibration_models
 from rooflab.core.measure.calibration_run import CalibrationPlan
+from rooflab.core.predict.expected import byte_shares
 
 
 def test_real_size_models_span_the_sizes_vocabularies_and_layouts_people_run():
@@ -22,6 +23,20 @@ def test_real_size_models_span_the_sizes_vocabularies_and_layouts_people_run():
     # the output head is a large share of a small model's bytes, as in the real ones
     assert specs["qwen3-0.6b-q4_k_m"].head_bytes / specs["qwen3-0.6b-q4_k_m"].weight_bytes > 0.2
     assert all(s.weight_bytes > 300e6 for s in specs.values())                     # far beyond the toys' 40-250 MB
+
+
+def test_the_thorough_set_has_wide_k_quant_multiplies_and_real_size_q8():
+    """Issue 18 (bench_unseen_gguf, 2026-12-02): with every K-quant model at most 1,024 wide, a
+    2,048-wide Llama-3.2-1B ran its prompts 25 % faster than the calibration expected, relative to
+    the calibration's own Qwen3-0.6B. The thorough set has a dense K-quant model as wide as the
+    1-4 B models people run, and a real-size model mostly in Q8_0 (Gemma 3 1B's widths fall back
+    from K-quants), so neither class rests on toys alone."""
+    main = {}
+    for m in calibration_models("llamacpp", thorough=True):
+        shares = byte_shares(m.spec())
+        main[m.key] = (max(shares, key=lambda k: shares[k]), m.spec())
+    assert any(c == "k-quant" and not s.is_moe and s.hidden >= 2048 and s.params_total > 1e9 for c, s in main.values())
+    assert any(c == "q8" and s.params_total > 0.5e9 for c, s in main.values())
 
 
 def test_real_size_models_only_in_the_thorough_set():
