@@ -195,9 +195,12 @@ def refit(path: str) -> int:
     settings = run["calibration"]["settings"]
     threads = int(run.get("threads") or settings.get("threads") or 0) or None
     specs = {m.spec().name: m for m in calibration_models("llamacpp", thorough=True)}
+    gone = [name for name in run["points"] if name not in specs]
+    if gone:                        # the set changed since the run: its other models still fit
+        print(f"left out, no longer calibration models: {', '.join(gone)}")
     models = [ModelPoints(key=specs[name].key, spec=specs[name].spec(), kv_type=settings.get("kv_type") or "f16",
                           points=tuple(MeasuredPoint.from_dict(p) for p in points))
-              for name, points in run["points"].items()]
+              for name, points in run["points"].items() if name in specs]
     cal = calibrate_engine(models, machine, engine_label=run["calibration"]["engine_label"])
     print(f"refitted {path}: {len(models)} models, machine {machine.bandwidth / 1e9:.1f} GB/s, "
           f"{machine.flops() / 1e9:.0f} GFLOP/s {machine.default_dtype}")
@@ -217,7 +220,7 @@ def refit(path: str) -> int:
     print(f"unseen model {model_line(unseen_spec(run['model'], run['weights']))}")
     print("\n".join(table(rows)))
     control = run.get("control_model")
-    if control and run.get("control"):
+    if control in specs and run.get("control"):
         control_rows = priced(specs[control].spec(), run["control"])
         print(f"control, a calibration model (the fit saw it): {control}")
         print("\n".join(table(control_rows)))
