@@ -116,11 +116,12 @@ def test_rows_and_table(bench, tiny):
 
 def test_the_control_is_a_calibration_model_of_the_unseen_ones_kind(bench):
     """The control (llama-bench on a model the fit saw) is the dense one mostly in the unseen
-    model's format class nearest it in bytes: for Llama-3.2-1B in Q4_K_M, Qwen3-0.6B, not
-    Gemma 3 1B, whose "Q4_K_M" file is mostly Q8_0 (widths not multiples of 256)."""
+    model's format class nearest it in bytes: for Llama-3.2-1B in Q4_K_M (0.73 GB), Qwen3-1.7B
+    (1.02 GB), not Gemma 3 1B (0.97 GB), whose "Q4_K_M" file is mostly Q8_0 (widths not
+    multiples of 256), nor the 2 B mixture of experts."""
     seen = [m.spec() for m in calibration_models("llamacpp", thorough=True)]
     llama = bench.unseen_spec("llama-3.2-1b", "q4_k_m")
-    assert "qwen3-0.6b" in bench.control_spec(llama, seen, None).name
+    assert "qwen3-1.7b" in bench.control_spec(llama, seen, None).name
     assert "wide-q4_k_m" in bench.control_spec(llama, seen[:4], None).name       # the quick set
     assert "gemma3" in bench.control_spec(llama, seen, "gemma3").name
     assert bench.control_spec(llama, seen, "no-such-model") is None
