@@ -19,6 +19,7 @@ from rooflab.core.predict.expected import expected_for
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
+from tests.factories.calibration_points import calibration_plan
 from tests.factories.llm_configs import llama_config
 from tests.factories.synthetic import write_synthetic_gguf_blocking
 
@@ -148,12 +149,7 @@ def test_a_refit_prices_a_kept_run_again(bench, tmp_path, capsys):
                   overlap=1.0, batch_flops={"k-quant": 120e9, "q8": 110e9})
     machine = MachineProfile(name="box", bandwidth=40e9, peak_flops={"fp32": 200e9, "bf16": 400e9}, memory=64e9,
                              default_dtype="fp32", kind="cpu", cores=2, key="measured")
-    plan = [MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=1.0, settings=settings)
-            for n in (32, 128, 512, 1024)]
-    plan += [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=1.0, settings=settings)
-             for t in (3, 259, 1027, 2051)]
-    plan += [MeasuredPoint(kind="batch", prompt=1, context=256, batch=b, seconds=1.0, settings=settings)
-             for b in (1, 2, 4, 8, 16)]
+    plan = calibration_plan(settings)
     points = {}
     for m in calibration_models("llamacpp"):
         model = ModelPoints(key=m.key, spec=m.spec(), points=tuple(plan))

@@ -15,6 +15,7 @@ from rooflab.core.measure.calibration_models import LLAMACPP_MODELS
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
+from tests.factories.calibration_points import calibration_plan
 
 # as measured: a bf16 peak beside fp32's (llama.cpp's integer dot products beat the fp32 peak,
 # not the machine's fastest multiply, which bounds every fitted FLOP rate)
@@ -28,13 +29,7 @@ TRUTH = Rates(bandwidth={"k-quant": 30e9, "q8": 36e9, "float": 20e9},
 
 
 def _plan() -> list[MeasuredPoint]:
-    pts = [MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=1.0, settings=SETTINGS)
-           for n in (32, 128, 512, 1024)]
-    pts += [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=1.0, settings=SETTINGS)
-            for t in (3, 259, 1027, 2051)]
-    pts += [MeasuredPoint(kind="batch", prompt=1, context=256, batch=b, seconds=1.0, settings=SETTINGS)
-            for b in (1, 2, 4, 8, 16)]
-    return pts
+    return calibration_plan(SETTINGS)
 
 
 def _models(truth: Rates = TRUTH, noise: float = 0.02, seed: int = 1, settings: EngineSettings = SETTINGS,
