@@ -102,10 +102,10 @@ def _split(d: Design) -> tuple[Array, Array]:
     return first, d.flops - first
 
 
-def _clocks(d: Design, u: Array) -> tuple[Array, Array]:
-    """(memory, compute) seconds of every point at unknowns ``u``."""
+def _clocks(d: Design, u: Array, first: Array) -> tuple[Array, Array]:
+    """(memory, compute) seconds of every point at unknowns ``u`` (``first``: ``_split``'s FLOPs
+    in the compute clock)."""
     at = Unknowns.of(d)
-    first, _ = _split(d)
     memory = d.weights @ u[at.bandwidth] + d.cache * u[at.cache]
     compute = np.where(d.prefill, first @ u[at.prefill], first @ u[at.decode])
     return memory, compute
@@ -113,19 +113,20 @@ def _clocks(d: Design, u: Array) -> tuple[Array, Array]:
 
 def _predict(d: Design, u: Array, overlap: float) -> Array:
     at = Unknowns.of(d)
-    memory, compute = _clocks(d, u)
+    first, after = _split(d)
+    memory, compute = _clocks(d, u, first)
     longer = np.maximum(memory, compute)
-    added = _split(d)[1] @ u[at.batch]
+    added = after @ u[at.batch]
     return (longer + (1.0 - overlap) * np.minimum(memory, compute) + added + u[at.pass_seconds]
             + u[at.layer_seconds] * d.layers)
 
 
-def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float) -> Array:
-    """The design matrix, its columns in ``Unknowns`` order."""
+def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float, split: tuple[Array, Array]) -> Array:
+    """The design matrix, its columns in ``Unknowns`` order (``split``: ``_split(d)``)."""
     a = np.where(memory_longer, 1.0, 1.0 - overlap)[:, None]
     c = np.where(memory_longer, 1.0 - overlap, 1.0)[:, None]
     pre, dec = d.prefill[:, None], ~d.prefill[:, None]
-    first, added = _split(d)
+    first, added = split
     return np.hstack([d.weights * a, (d.cache * a[:, 0])[:, None], first * c * pre, first * c * dec,
                       np.ones((d.seconds.size, 1)), d.layers[:, None], added])
 
@@ -158,9 +159,10 @@ def fit_at(d: Design, overlap: float, lower: Array | None = None) -> tuple[Array
     """(unknowns, summed relative error) at a fixed overlap, each unknown >= ``lower``."""
     memory_longer = ~d.prefill
     u = np.zeros(Unknowns.of(d).size)
+    split = _split(d)
     for _ in range(8):
-        u = _l1_nonnegative(_columns(d, memory_longer, overlap), d.seconds, d.weight, lower)
-        memory, compute = _clocks(d, u)
+        u = _l1_nonnegative(_columns(d, memory_longer, overlap, split), d.seconds, d.weight, lower)
+        memory, compute = _clocks(d, u, split[0])
         now = memory >= compute
         if (now == memory_longer).all():
             break

@@ -125,7 +125,7 @@ def compute_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike,
     factor: float | Array = eff.decode_compute_factor if decode else eff.compute
     if rows is not None and not decode and eff.rows_half > 0:
         factor = factor * eff.rows_factor(rows)
-    peak = machine.flops(workload.compute_dtype) * machine.thread_share(workload.threads)
+    peak = _peak(machine, workload)
     att = np.asarray(attention, dtype=np.float64)
     return ((np.asarray(flops, dtype=np.float64) - att) / (peak * factor)
             + att / (peak * eff.attention_factor(workload.flash_attention)))
@@ -143,8 +143,26 @@ def decode_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike,
     if eff.batch_compute is None:
         return compute_clock(machine, workload, f, decode=True), np.zeros_like(f)
     first = f / np.maximum(np.asarray(batch, dtype=np.float64), 1.0)
-    peak = machine.flops(workload.compute_dtype) * machine.thread_share(workload.threads)
-    return compute_clock(machine, workload, first, decode=True), (f - first) / (peak * eff.batch_compute)
+    return compute_clock(machine, workload, first, decode=True), (f - first) / (_peak(machine, workload)
+                                                                                 * eff.batch_compute)
+
+
+def pass_compute(machine: MachineProfile, workload: Workload, flops: ArrayLike, *, batch: ArrayLike | None,
+                 attention: ArrayLike = 0.0, rows: ArrayLike | None = None) -> tuple[Array, Array]:
+    """(compute clock, seconds added after the overlap) of a pass's ``flops``: a prefill's
+    (``batch`` None; ``attention`` and ``rows`` as ``compute_clock`` takes them) adds nothing;
+    a decode step of ``batch`` sequences is split by ``decode_clock``. The one place every pass
+    (one device, a placement's device part, several devices) prices its arithmetic."""
+    if batch is None:
+        comp = compute_clock(machine, workload, flops, attention=attention, rows=rows)
+        return comp, np.zeros_like(comp)
+    return decode_clock(machine, workload, flops, batch)
+
+
+def _peak(machine: MachineProfile, workload: Workload) -> float:
+    """FLOP/s of the machine's peak for the workload's dtype, at the share of its cores the
+    workload's threads use."""
+    return machine.flops(workload.compute_dtype) * machine.thread_share(workload.threads)
 
 
 def prefill_rows(workload: Workload, prompt: ArrayLike, batch: ArrayLike) -> Array:
@@ -162,11 +180,7 @@ def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cac
     # ``batch``: a decode step's sequences (None: a prefill)
     eff = machine.efficiency
     mem = memory_seconds(machine, weight_bytes + cache_bytes)
-    added: Array | float = 0.0
-    if batch is None:
-        comp = compute_clock(machine, workload, flops, attention=attention, rows=rows)
-    else:
-        comp, added = decode_clock(machine, workload, flops, batch)
+    comp, added = pass_compute(machine, workload, flops, batch=batch, attention=attention, rows=rows)
     seconds = combined_seconds(mem, comp, eff.overlap) + added + eff.step_overhead
     w, c, f, m, k, s = np.broadcast_arrays(weight_bytes, cache_bytes, flops, mem, comp + added, seconds)
     return Pass(w, c, f, m, k, s)

@@ -25,15 +25,7 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import BatchSweep
-from rooflab.core.predict.clocks import (
-    Clocked,
-    Pass,
-    combined_seconds,
-    compute_clock,
-    decode_clock,
-    memory_seconds,
-    prefill_rows,
-)
+from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, memory_seconds, pass_compute, prefill_rows
 from rooflab.core.predict.crossover import first_crossing
 from rooflab.core.predict.footprint import memory_grid
 from rooflab.core.predict.host_part import (
@@ -109,10 +101,7 @@ def _clock(machine: MachineProfile, workload: Workload, weights: Array, cache: A
     per-step overhead left to the caller). ``batch``: a decode step's sequences (None: a prefill)."""
     eff = machine.efficiency
     mem = memory_seconds(machine, weights + cache)
-    if batch is None:
-        comp, added = compute_clock(machine, workload, flops, rows=rows), np.zeros(())
-    else:
-        comp, added = decode_clock(machine, workload, flops, batch)
+    comp, added = pass_compute(machine, workload, flops, batch=batch, rows=rows)
     w, c, f, m, k, a = np.broadcast_arrays(weights, cache, flops, mem, comp, added)
     return Pass(w, c, f, m, k + a, combined_seconds(m, k, eff.overlap) + a)
 

@@ -43,14 +43,7 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.autofit import first_true
 from rooflab.core.predict.batching import cache_resident
-from rooflab.core.predict.clocks import (
-    Pass,
-    combined_seconds,
-    compute_clock,
-    decode_clock,
-    memory_seconds,
-    prefill_rows,
-)
+from rooflab.core.predict.clocks import Pass, combined_seconds, memory_seconds, pass_compute, prefill_rows
 from rooflab.core.predict.footprint import (
     MemoryUse,
     compute_buffer_bytes,
@@ -207,12 +200,9 @@ def _pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Paral
     eff = machine.efficiency
     w, c, f = weights * share, cache * share * kv_copies(spec, p), flops * share
     mem = memory_seconds(machine, w + c)
-    if decode:
-        comp, added = decode_clock(machine, workload, f, tokens)
-    else:
-        comp = compute_clock(machine, workload, f, attention=np.asarray(attention) * share,
-                             rows=prefill_rows(workload, tokens, 1.0))
-        added = np.zeros(())
+    comp, added = pass_compute(machine, workload, f, batch=tokens if decode else None,
+                               attention=np.asarray(attention) * share,
+                               rows=None if decode else prefill_rows(workload, tokens, 1.0))
     turns: float | Array = p.devices if p.mode == "layer" else 1       # layer split: the devices in turn
     comm = communication_seconds(spec, p, tokens)
     if p.mode == "layer" and not decode:
