@@ -81,8 +81,10 @@ def print_calibration(cal: EngineCalibration) -> None:
     print(cal.describe())
     print(f"  models: {', '.join(cal.models)} ({cal.points} points)")
     print("  fitted terms (16th-84th percentile over resampled fits):")
-    for name, unit, central, low, high in cal.bands():
-        print(f"    {name:<34} {_value(central, unit):>14}   [{_value(low, unit)} .. {_value(high, unit)}]")
+    bands = cal.bands()
+    width = max([34, *(len(row[0]) for row in bands)])    # "each added sequence's multiplies, routed experts"
+    for name, unit, central, low, high in bands:
+        print(f"    {name:<{width}} {_value(central, unit):>14}   [{_value(low, unit)} .. {_value(high, unit)}]")
     print("  |predicted - measured| / measured, median / worst (points):")
     shown = ("leave_one_model_out", "leave_one_architecture_out", "extrapolation", "in_sample")
     for protocol in (p for p in shown if p in cal.accuracy or p != "leave_one_architecture_out"):
