@@ -8,7 +8,8 @@ which clock is the longer in each pass, a pass's time is linear in the inverse r
     t = o + o_L x L + a x sum_f(W_f / bw_f) + a x K / bw_kv + c x sum_f(F_f / flops_f)
         + sum_f(A_f / batch_f)
 
-(a, c: 1 for the longer clock, 1 - overlap for the shorter; a batched decode step's first
+(a prompt's n² attention FLOPs a FLOP class of their own where the prompts show it, ``Classes``;
+a, c: 1 for the longer clock, 1 - overlap for the shorter; a batched decode step's first
 sequence's FLOPs in the compute clock, each further one's, A, after the overlap: on a CPU one
 sequence's arithmetic hides under the weights' streaming, sixteen's do not). The fit minimises the summed
 relative error |t - measured| / measured (a pass slowed by other load pulls it less than with
@@ -69,12 +70,14 @@ class ModelPoints:
     dtype: str | None = None
 
 
-def _point_work(spec: ModelSpec, p: MeasuredPoint, kv_type: str) -> tuple[float, float, float]:
+def _point_work(spec: ModelSpec, p: MeasuredPoint, kv_type: str) -> tuple[float, float, float, float]:
+    """(weight bytes, cache bytes, FLOPs, the FLOPs of a prefill's n² attention among them)."""
     if p.is_decode:
         w, k = work.decode_bytes(spec, p.context, p.batch, kv_type, 1.0)
-        return float(w), float(k), float(work.decode_flops(spec, p.context, p.batch))
+        return float(w), float(k), float(work.decode_flops(spec, p.context, p.batch)), 0.0
     return (float(work.prefill_bytes(spec, p.prompt, p.context, kv_type, p.batch)), 0.0,
-            float(work.prefill_flops(spec, p.prompt, p.context, p.batch)))
+            float(work.prefill_flops(spec, p.prompt, p.context, p.batch)),
+            float(p.batch * work.attention_flops(spec, p.prompt, p.context)))
 
 
 def _is_small(p: MeasuredPoint) -> bool:
@@ -88,17 +91,28 @@ def _is_small(p: MeasuredPoint) -> bool:
 @dataclass(frozen=True, slots=True)
 class Classes:
     """The classes the fit gives rates: format classes of the bytes, and of the FLOPs (routed
-    experts apart), each holding at least ``MINOR_SHARE`` of some model's bytes or FLOPs."""
+    experts apart), each holding at least ``MINOR_SHARE`` of some model's bytes or FLOPs; and
+    whether a prefill's n² attention gets a FLOP column of its own (``attention``: some
+    prompt spends ``ATTENTION_SHARE`` of its FLOPs on it; else it rides with the multiplies)."""
 
     bytes: tuple[str, ...]
     flops: tuple[str, ...]
+    attention: bool = False
 
     @classmethod
     def of(cls, models: Sequence[ModelPoints]) -> Classes:
         def found(shares: Any) -> tuple[str, ...]:
             return tuple(sorted({k for m in models for k, v in shares(m.spec).items() if v >= MINOR_SHARE}))
 
-        return cls(bytes=found(byte_shares), flops=found(flop_shares))
+        shares = [a / f for m in models for p in m.points if not p.is_decode
+                  for _, _, f, a in [_point_work(m.spec, p, m.kv_type)] if f > 0]
+        return cls(bytes=found(byte_shares), flops=found(flop_shares),
+                   attention=sum(x >= ATTENTION_SHARE for x in shares) >= MIN_RATE_POINTS)
+
+    def unknowns(self) -> Unknowns:
+        """Where the fit's unknowns sit: the attention column, where there is one, is the
+        last FLOP class."""
+        return Unknowns(byte_classes=len(self.bytes), flop_classes=len(self.flops) + self.attention)
 
 
 def _shares(shares: dict[str, float], classes: tuple[str, ...]) -> Array:
@@ -145,8 +159,9 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
     for i, m in enumerate(models):
         bs, fs = _shares(byte_shares(m.spec), classes.bytes), _shares(flop_shares(m.spec), classes.flops)
         for p in m.points:
-            w, k, f = _point_work(m.spec, p, m.kv_type)
-            rows.append(_Row(seconds=p.seconds, weights=w * bs, cache=k, flops=f * fs, prefill=not p.is_decode,
+            w, k, f, a = _point_work(m.spec, p, m.kv_type)
+            flops = np.append((f - a) * fs, a) if classes.attention else f * fs
+            rows.append(_Row(seconds=p.seconds, weights=w * bs, cache=k, flops=flops, prefill=not p.is_decode,
                              layers=float(m.spec.layers), model=i, small=_is_small(p), rows=_rows(m.spec, p),
                              batch=float(p.batch) if p.is_decode else 1.0))
     if not rows:
@@ -161,6 +176,7 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
 
 
 MIN_RATE_POINTS = 3      # points of a phase mostly in one class before that class's rate is given
+ATTENTION_SHARE = 0.1    # a prompt's attention share of its FLOPs that shows attention's own rate
 
 
 def _shown(columns: Array, phase: NDArray[np.bool_]) -> NDArray[np.bool_]:
@@ -189,8 +205,7 @@ def _caps(machine: MachineProfile, dtype: str | None) -> tuple[float, float]:
 
 
 def _lower(classes: Classes, machine: MachineProfile, dtype: str | None) -> Array:
-    return lower_bounds(Unknowns(byte_classes=len(classes.bytes), flop_classes=len(classes.flops)),
-                        *_caps(machine, dtype))
+    return lower_bounds(classes.unknowns(), *_caps(machine, dtype))
 
 
 def _fit(d: Design, classes: Classes, machine: MachineProfile, dtype: str | None) -> tuple[Array, float, float]:
@@ -207,11 +222,14 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
            dtype: str | None, rows_half: float = 0.0) -> Rates:
     """Unknowns as rates, each bounded by the machine the points ran on (``_caps``; the fit
     already kept within them, so the bound only guards rounding). A class none of ``d``'s points
-    holds gets no rate (it is then priced at the pooled one)."""
-    at = Unknowns(byte_classes=len(classes.bytes), flop_classes=len(classes.flops))
+    holds gets no rate (it is then priced at the pooled one); a prefill's attention gets one
+    where at least ``MIN_RATE_POINTS`` of ``d``'s prompts spend ``ATTENTION_SHARE`` on it."""
+    at = classes.unknowns()
+    k = len(classes.flops)
     b_cap, c_cap = _caps(machine, dtype)
     seen_b = _shown(d.weights, ~d.prefill)
-    seen_p, seen_d = _shown(d.flops, d.prefill), _shown(d.flops, ~d.prefill)
+    dense = d.flops[:, :k]
+    seen_p, seen_d = _shown(dense, d.prefill), _shown(dense, ~d.prefill)
     batched = d.batch > 1
 
     def rates(inverse: Array, names: tuple[str, ...], seen: NDArray[np.bool_], cap: float) -> dict[str, float]:
@@ -220,11 +238,16 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
     def rate(x: float, cap: float) -> float:
         return float(min(cap, 1.0 / x)) if x > 0 else cap
 
-    batch = rates(u[at.batch], classes.flops, _shown(d.flops, batched), c_cap) if batched.any() else {}
+    attention = None
+    if classes.attention:
+        share = d.flops[:, k] / np.maximum(d.flops.sum(axis=1), 1e-300)
+        if int(((share >= ATTENTION_SHARE) & d.prefill).sum()) >= MIN_RATE_POINTS:
+            attention = rate(u[at.prefill][k], c_cap)
+    batch = rates(u[at.batch][:k], classes.flops, _shown(dense, batched), c_cap) if batched.any() else {}
     return Rates(bandwidth=rates(u[at.bandwidth], classes.bytes, seen_b, b_cap),
-                 prefill_flops=rates(u[at.prefill], classes.flops, seen_p, c_cap),
-                 decode_flops=rates(u[at.decode], classes.flops, seen_d, c_cap),
-                 batch_flops=batch,
+                 prefill_flops=rates(u[at.prefill][:k], classes.flops, seen_p, c_cap),
+                 decode_flops=rates(u[at.decode][:k], classes.flops, seen_d, c_cap),
+                 batch_flops=batch, attention_flops=attention,
                  cache_bandwidth=rate(u[at.cache], b_cap), pass_seconds=float(min(u[at.pass_seconds], 59.0)),
                  layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap, rows_half=rows_half)
 
@@ -278,7 +301,9 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
     classes = Classes.of(kept)
     d = _design(kept, classes)
     at = Unknowns.of(d)
-    unknowns = at.size - (0 if (d.batch > 1).any() else at.flop_classes)   # no batched step: no such rate
+    batched = bool((d.batch > 1).any())
+    # no batched step: no such rates; attention's column is a prefill's only
+    unknowns = at.size - (0 if batched else at.flop_classes) - classes.attention * (1 + batched)
     if d.seconds.size < unknowns:
         raise SpecError(f"a calibration resting on {d.seconds.size} points cannot fit its {unknowns} unknowns: "
                         "measure more points (or leave fewer out as disturbed)")

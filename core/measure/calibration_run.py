@@ -60,7 +60,8 @@ class CalibrationPlan:
 
     def engine_plan(self) -> Any:
         """The sweep each model gets: short prompts, shallow caches and small batches to fit
-        on, long, deep and large ones to score extrapolation on."""
+        on, long, deep and large ones to score extrapolation on; the thorough one's prompts
+        reach 2,048 tokens, where a prompt's n² attention has a rate the fit can tell apart."""
         if self.engine == "torch":
             from rooflab.core.measure.torch.timing import ModelPlan
 
@@ -69,7 +70,7 @@ class CalibrationPlan:
                              batches=(1, 2, 4, 8, 16), random_weights=True)
         from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
 
-        return LlamaCppPlan(threads=self.threads, prompts=(32, 128, 512, 1024),
+        return LlamaCppPlan(threads=self.threads, prompts=(32, 128, 512, 1024) + ((2048,) if self.thorough else ()),
                             depths=(0, 256, 1024, 2048) if not self.quick else (0, 1024, 2048), gen_tokens=8,
                             contexts=(256,), batches=(1, 2, 4, 8, 16), batch_steps=4, repeats=self.repeats)
 

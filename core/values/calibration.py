@@ -222,6 +222,9 @@ class EngineCalibration:
                                   ("batch_flops", "each added sequence's multiplies", "FLOP/s")):
             for klass in getattr(self.central, kind):
                 add(f"{label}, {klass}", unit, lambda r, k=kind, c=klass: r.rate(k, c)[0])
+        if self.central.attention_flops is not None:
+            add("a prompt's attention arithmetic", "FLOP/s",
+                lambda r: math.nan if r.attention_flops is None else r.attention_flops)
         add("attention over the cache", "B/s", lambda r: r.cache_bandwidth)
         add("fixed cost per pass", "s", lambda r: r.pass_seconds)
         add("fixed cost per layer", "s", lambda r: r.layer_seconds)

@@ -25,15 +25,15 @@ SETTINGS = EngineSettings(engine="llama.cpp", version="test", threads=2, flash_a
 TRUTH = Rates(bandwidth={"k-quant": 30e9, "q8": 36e9, "float": 20e9},
               prefill_flops={"k-quant": 220e9, "q8": 190e9, "routed experts": 110e9, "float": 100e9},
               decode_flops={"k-quant": 150e9, "q8": 140e9, "routed experts": 120e9, "float": 100e9},
-              cache_bandwidth=6e9, pass_seconds=4e-4, layer_seconds=2e-5, overlap=0.0)
+              cache_bandwidth=6e9, pass_seconds=4e-4, layer_seconds=2e-5, overlap=0.0, attention_flops=150e9)
 
 
-def _plan() -> list[MeasuredPoint]:
-    return calibration_plan(SETTINGS)
+def _plan(prompts: tuple[int, ...] = (32, 128, 512, 1024)) -> list[MeasuredPoint]:
+    return calibration_plan(SETTINGS, prompts)
 
 
 def _models(truth: Rates = TRUTH, noise: float = 0.02, seed: int = 1, settings: EngineSettings = SETTINGS,
-            keys: tuple[str, ...] | None = None) -> list[ModelPoints]:
+            keys: tuple[str, ...] | None = None, prompts: tuple[int, ...] = (32, 128, 512, 1024)) -> list[ModelPoints]:
     """Each calibration model's points priced with ``truth`` by the app's own path, times a
     seeded log-normal noise of ``noise``."""
     rng = np.random.default_rng(seed)
@@ -41,7 +41,7 @@ def _models(truth: Rates = TRUTH, noise: float = 0.02, seed: int = 1, settings: 
     for m in LLAMACPP_MODELS:
         if keys is not None and m.key not in keys:
             continue
-        plan = [dataclasses.replace(p, settings=settings) for p in _plan()]
+        plan = [dataclasses.replace(p, settings=settings) for p in _plan(prompts)]
         model = ModelPoints(key=m.key, spec=m.spec(), points=tuple(plan))
         seconds = predicted_seconds(model, MACHINE, truth) * np.exp(rng.normal(0.0, noise, len(plan)))
         out.append(dataclasses.replace(model, points=tuple(dataclasses.replace(p, seconds=float(s))
@@ -55,13 +55,18 @@ def fitted() -> EngineCalibration:
 
 
 def test_the_fit_recovers_the_rates_it_was_made_with(fitted):
-    c = fitted.central
+    """Without noise every rate comes back within 3 %. (With 2 % noise the overlap and the
+    weights' bandwidth trade against each other: overlap 0 and 0.25 fit the ``fitted`` points
+    within 0.2 % of the same summed error, at 30 and 24 GB/s; the out-of-sample scores below
+    are the figures noise leaves standing.)"""
+    c = calibrate_engine(_models(noise=0.0), MACHINE, engine_label="llama.cpp", replicates=0).central
     assert c.overlap == 0.0
     for klass in ("k-quant", "q8"):
-        assert c.bandwidth[klass] == pytest.approx(TRUTH.bandwidth[klass], rel=0.12)
-        assert c.prefill_flops[klass] == pytest.approx(TRUTH.prefill_flops[klass], rel=0.12)
-    assert c.prefill_flops["routed experts"] == pytest.approx(110e9, rel=0.2)
-    assert c.cache_bandwidth == pytest.approx(6e9, rel=0.15)
+        assert c.bandwidth[klass] == pytest.approx(TRUTH.bandwidth[klass], rel=0.03)
+        assert c.prefill_flops[klass] == pytest.approx(TRUTH.prefill_flops[klass], rel=0.03)
+    assert c.prefill_flops["routed experts"] == pytest.approx(110e9, rel=0.03)
+    assert c.attention_flops == pytest.approx(150e9, rel=0.03)
+    assert c.cache_bandwidth == pytest.approx(6e9, rel=0.03)
     assert fitted.models == tuple(m.key for m in LLAMACPP_MODELS)
     assert fitted.machine_key == "measured" and fitted.engine_key == SETTINGS.key
 
@@ -139,7 +144,7 @@ def test_fitted_rates_are_bounded_by_the_machine_they_ran_on():
         assert max(rates.bandwidth.values()) <= MACHINE.bandwidth
         assert rates.cache_bandwidth <= MACHINE.bandwidth
         assert max(rates.prefill_flops.values()) <= 400e9 and max(rates.decode_flops.values()) <= 400e9
-    assert cal.central.bandwidth["k-quant"] == MACHINE.bandwidth
+    assert max(cal.central.bandwidth.values()) == MACHINE.bandwidth      # the bound binds
     for name, _unit, _central, _low, high in cal.bands():
         if name.startswith("weights streamed"):
             assert high <= MACHINE.bandwidth, name
@@ -246,3 +251,21 @@ def test_each_added_sequence_brings_its_own_arithmetic():
     unbatched = calibrate_engine([dataclasses.replace(m, points=tuple(p for p in m.points if p.batch == 1))
                                   for m in _models(truth)], MACHINE, engine_label="llama.cpp", replicates=0)
     assert not unbatched.central.batch_flops          # no batched step: no such rate (the roofline prices one)
+
+
+def test_a_long_prompts_attention_gets_its_own_rate():
+    """Issue 18 (bench_unseen_gguf, 2026-12-02): a 2,048-token prompt came out about 20 % slow
+    on the unseen model and on its control alike: the n² attention was priced at the weight
+    multiplies' rate, fitted on prompts of at most 1,024 tokens. Points made with attention at
+    60 GFLOP/s and prompts to 2,048 (the thorough plan) are fitted as made; prompts too short
+    to show it give no such rate (attention then rides with the multiplies)."""
+    truth = dataclasses.replace(TRUTH, attention_flops=60e9)
+    long = (32, 128, 512, 1024, 2048)
+    cal = calibrate_engine(_models(truth, noise=0.0, prompts=long), MACHINE, engine_label="llama.cpp", replicates=2)
+    assert cal.central.attention_flops == pytest.approx(60e9, rel=0.1)
+    assert cal.accuracy["in_sample"]["prefill"].worst < 0.03
+    assert EngineCalibration.from_dict(cal.to_dict()).central.attention_flops == cal.central.attention_flops
+    assert any(name == "a prompt's attention arithmetic" for name, *_ in cal.bands())
+    short = calibrate_engine(_models(truth, noise=0.0, prompts=(16, 32, 64, 128)), MACHINE, engine_label="llama.cpp",
+                             replicates=0)
+    assert short.central.attention_flops is None
