@@ -16,8 +16,9 @@ expected / measured - 1 and whether it is within the target (generation 10 %, pr
 processing 15 %), plus the model's size, the load average before and after and the time taken.
 Then a control: the same tests by llama-bench on one of the calibration's own models, which
 the fit saw (the dense one mostly in the unseen model's format class, nearest it in bytes, or
-``--control KEY``). Its error is the machine's minute and the in-process/llama-bench gap, not a transfer to
-an unseen model; the line after it gives the unseen model's error relative to the control's,
+``--control KEY``), each test right after the unseen model's, so that a slow minute lands on
+both. Its error is the machine's minute and the in-process/llama-bench gap, not a transfer to an
+unseen model; the line after it gives the unseen model's error relative to the control's,
 (1 + e) / (1 + e_control) - 1. The targets are judged on the unseen model's own error.
 
     python benchmarks/bench_unseen_gguf.py [--model llama-3.2-1b|gemma-3-270m|qwen2.5-0.5b|KEY|config.json]
@@ -169,21 +170,11 @@ def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfi
     return run.calibration, run.machine, threads, tuple(r.spec for r in run.runs), points
 
 
-def run_control(args: argparse.Namespace, spec: ModelSpec, cal: EngineCalibration, machine: MachineProfile,
-                tests: Sequence[BenchTest], threads: int) -> list[Row]:
-    """llama-bench on the GGUF of ``spec``, a calibration model (in sample), each row as it is measured."""
+def _written(spec: ModelSpec) -> tuple[str, ModelSpec]:
+    """A random-weight GGUF of ``spec``'s tensor table: (its path, the spec read back from it)."""
     path = str(run_job(gguf_for(spec, spec, synthetic=True), _progress))
     print(file=sys.stderr)
-    opened = read_gguf(path)
-    print(f"control, a calibration model (the fit saw it): {model_line(opened)}; load average {_load()}")
-    expected = expected_for(opened, machine, cal)
-    print(table([])[0], flush=True)
-    rows: list[Row] = []
-    for test in tests:
-        rows.append(row_for(expected, opened, test, llama_bench(args.llama_bench, path, test, threads,
-                                                                args.repetitions), threads))
-        print(table(rows[-1:])[1], flush=True)
-    return rows
+    return path, read_gguf(path)      # what a user opening the file gets: its own tensor table
 
 
 def refit(path: str) -> int:
@@ -265,25 +256,32 @@ def main() -> int:
         return 2
     tests = TESTS + (LONG_TESTS if args.long else ())
     with tempfile.TemporaryDirectory(prefix="rooflab-unseen-") as folder, _cache_in(folder):
-        path = str(run_job(gguf_for(spec, spec, synthetic=True), _progress))
-        print(file=sys.stderr)
-        opened = read_gguf(path)        # what a user opening the file gets: its own tensor table
-        print(f"unseen model {model_line(opened)}")
-        print(f"  calibration models: {', '.join(f'{s.name} ({s.vocab:,})' for s in seen)}")
+        path, opened = _written(spec)
+        control = None if args.no_control else control_spec(opened, seen, args.control)
+        if control is None and not args.no_control:
+            print(f"control: no calibration model named {args.control!r}")
+        control_at = _written(control) if control is not None else None
         print(f"llama-bench {args.llama_bench}: {threads} threads, -fa 1 -b {BATCH} -ub {UBATCH}, "
               f"{args.repetitions} repetitions; load average {_load()}")
         expected = expected_for(opened, machine, cal)
-        print(table([])[0], flush=True)
+        control_expected = expected_for(control_at[1], machine, cal) if control_at else None
         rows: list[Row] = []
-        for test in tests:          # each row as soon as it is measured (pp2048 takes minutes)
+        control_rows: list[Row] = []
+        for test in tests:      # the unseen model and its control back to back: a slow minute lands on both
             rows.append(row_for(expected, opened, test, llama_bench(args.llama_bench, path, test, threads,
                                                                     args.repetitions), threads))
-            print(table(rows[-1:])[1], flush=True)
-        control = None if args.no_control else control_spec(opened, seen, args.control)
-        control_rows = [] if control is None else run_control(args, control, cal, machine, tests, threads)
+            print(f"  {test.label}: {rows[-1].measured:.2f} tokens/s (unseen)", file=sys.stderr, flush=True)
+            if control_at is not None and control_expected is not None:
+                control_rows.append(row_for(control_expected, control_at[1], test, llama_bench(
+                    args.llama_bench, control_at[0], test, threads, args.repetitions), threads))
+        print(f"unseen model {model_line(opened)}")
+        print(f"  calibration models: {', '.join(f'{s.name} ({s.vocab:,})' for s in seen)}")
+        print("\n".join(table(rows)))
+        if control_at is not None:
+            print(f"control, a calibration model (the fit saw it), each test run right after the unseen "
+                  f"model's: {model_line(control_at[1])}")
+            print("\n".join(table(control_rows)))
         control_name = control.name if control is not None else ""
-        if control is None and not args.no_control:
-            print(f"control: no calibration model named {args.control!r}")
     if control_rows:
         print(f"unseen relative to the control: {relative(rows, control_rows)}")
     for note in expected.notes:
