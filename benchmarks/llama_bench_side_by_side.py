@@ -1,8 +1,8 @@
 """rooflab's in-process llama.cpp timing against a llama-bench binary on the same GGUF, in the
 same run, test by test (``python benchmarks/bench_llamacpp.py --llama-bench [PATH]``).
 
-Both sides time llama-bench's tests (pp64, pp512, tg32, tg32 @ d2048) with the same settings
-(threads, -b, -ub, flash attention, KV type, repetitions). The two alternate test by test and,
+Both sides time llama-bench's tests (pp64, pp512, tg32, tg32 @ d2048; ``--long`` adds pp2048) with
+the same settings (threads, -b, -ub, flash attention, KV type, repetitions). The two alternate test by test and,
 ``--rounds`` times, within each test, which goes first alternating too, so a change in the
 machine's load lands on both. Each figure is tokens / the mean time of all repetitions
 (llama-bench's statistic), with the standard deviation of the repetitions as t/s; then
@@ -41,6 +41,7 @@ from rooflab.core.measure.llamacpp.timing import measure_llamacpp_blocking
 from rooflab.core.values.measured import MeasuredPoint
 
 TESTS = (BenchTest(n_prompt=64), BenchTest(n_prompt=512), BenchTest(n_gen=32), BenchTest(n_gen=32, n_depth=2048))
+LONG_TESTS = (BenchTest(n_prompt=2048),)      # --long: a prompt whose n² attention is a large share
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "generated (catalogue key or config.json; default qwen3-0.6b)")
     parser.add_argument("--weights", default="q4_k_m", help="its weight format (default q4_k_m)")
     parser.add_argument("--repetitions", type=int, default=5, help="-r of both (default 5, llama-bench's)")
+    parser.add_argument("--long", action="store_true", help="with --llama-bench: pp2048 too")
     parser.add_argument("--rounds", type=int, default=5, help="times each test runs on each side, in turn "
                         "(default 5: pairs for the paired ratio)")
 
@@ -105,7 +107,7 @@ def compare(args: argparse.Namespace) -> int:
         print(f"{'test':<14} {'rooflab t/s':>18} {'llama-bench t/s':>18} {'mean ratio':>11} {'best ratio':>11} "
               f"{'paired [lowest .. highest]':>30}")
         began = time.perf_counter()
-        for i, test in enumerate(TESTS):
+        for i, test in enumerate(TESTS + (LONG_TESTS if args.long else ())):
             sides = (functools.partial(_rooflab, path, test, threads, args.repetitions),
                      functools.partial(_llama_bench, args.llama_bench, path, test, threads, args.repetitions))
             ours: list[MeasuredPoint] = []
