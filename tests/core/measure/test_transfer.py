@@ -138,12 +138,14 @@ def test_fitted_rates_are_bounded_by_the_machine_they_ran_on():
     a machine measured at 23 GB/s. Points made faster than the machine allows give rates at its
     measured bandwidth and fastest peak, never above, in the central fit and in every replicate."""
     fast = dataclasses.replace(TRUTH, bandwidth={"k-quant": 90e9, "q8": 120e9, "float": 60e9}, cache_bandwidth=80e9,
-                               prefill_flops={k: 900e9 for k in TRUTH.prefill_flops})
+                               prefill_flops={k: 900e9 for k in TRUTH.prefill_flops}, attention_flops=900e9)
     cal = calibrate_engine(_models(truth=fast), MACHINE, engine_label="llama.cpp", replicates=8)
     for rates in (cal.central, *cal.replicates):
         assert max(rates.bandwidth.values()) <= MACHINE.bandwidth
         assert rates.cache_bandwidth <= MACHINE.bandwidth
         assert max(rates.prefill_flops.values()) <= 400e9 and max(rates.decode_flops.values()) <= 400e9
+        assert rates.attention_flops is None or rates.attention_flops <= 400e9
+    assert cal.central.attention_flops == 400e9
     assert max(cal.central.bandwidth.values()) == MACHINE.bandwidth      # the bound binds
     for name, _unit, _central, _low, high in cal.bands():
         if name.startswith("weights streamed"):
