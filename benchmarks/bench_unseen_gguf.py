@@ -53,7 +53,7 @@ from rooflab.core.measure.engine import gguf_for
 from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan
 from rooflab.core.measure.llamabench.run import run_llama_bench
 from rooflab.core.measure.llamacpp.plan import BenchTest
-from rooflab.core.predict.expected import expected_for
+from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
@@ -170,11 +170,13 @@ def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfi
     return run.calibration, run.machine, threads, tuple(r.spec for r in run.runs), points
 
 
-def _written(spec: ModelSpec) -> tuple[str, ModelSpec]:
-    """A random-weight GGUF of ``spec``'s tensor table: (its path, the spec read back from it)."""
+def _written(spec: ModelSpec, machine: MachineProfile, cal: EngineCalibration) -> tuple[str, ModelSpec, Expected]:
+    """A random-weight GGUF of ``spec``'s tensor table: (its path, the spec read back from it,
+    what ``cal`` expects of that spec on ``machine``)."""
     path = str(run_job(gguf_for(spec, spec, synthetic=True), _progress))
     print(file=sys.stderr)
-    return path, read_gguf(path)      # what a user opening the file gets: its own tensor table
+    opened = read_gguf(path)          # what a user opening the file gets: its own tensor table
+    return path, opened, expected_for(opened, machine, cal)
 
 
 def refit(path: str) -> int:
@@ -256,24 +258,23 @@ def main() -> int:
         return 2
     tests = TESTS + (LONG_TESTS if args.long else ())
     with tempfile.TemporaryDirectory(prefix="rooflab-unseen-") as folder, _cache_in(folder):
-        path, opened = _written(spec)
+        path, opened, expected = _written(spec, machine, cal)
         control = None if args.no_control else control_spec(opened, seen, args.control)
         if control is None and not args.no_control:
             print(f"control: no calibration model named {args.control!r}")
-        control_at = _written(control) if control is not None else None
+        control_at = _written(control, machine, cal) if control is not None else None
         print(f"llama-bench {args.llama_bench}: {threads} threads, -fa 1 -b {BATCH} -ub {UBATCH}, "
               f"{args.repetitions} repetitions; load average {_load()}")
-        expected = expected_for(opened, machine, cal)
-        control_expected = expected_for(control_at[1], machine, cal) if control_at else None
         rows: list[Row] = []
         control_rows: list[Row] = []
         for test in tests:      # the unseen model and its control back to back: a slow minute lands on both
             rows.append(row_for(expected, opened, test, llama_bench(args.llama_bench, path, test, threads,
                                                                     args.repetitions), threads))
             print(f"  {test.label}: {rows[-1].measured:.2f} tokens/s (unseen)", file=sys.stderr, flush=True)
-            if control_at is not None and control_expected is not None:
-                control_rows.append(row_for(control_expected, control_at[1], test, llama_bench(
-                    args.llama_bench, control_at[0], test, threads, args.repetitions), threads))
+            if control_at is not None:
+                control_path, control_opened, control_expected = control_at
+                control_rows.append(row_for(control_expected, control_opened, test, llama_bench(
+                    args.llama_bench, control_path, test, threads, args.repetitions), threads))
         print(f"unseen model {model_line(opened)}")
         print(f"  calibration models: {', '.join(f'{s.name} ({s.vocab:,})' for s in seen)}")
         print("\n".join(table(rows)))

@@ -92,8 +92,8 @@ def _is_small(p: MeasuredPoint) -> bool:
 class Classes:
     """The classes the fit gives rates: format classes of the bytes, and of the FLOPs (routed
     experts apart), each holding at least ``MINOR_SHARE`` of some model's bytes or FLOPs; and
-    whether a prefill's n² attention gets a FLOP column of its own (``attention``: some
-    prompt spends ``ATTENTION_SHARE`` of its FLOPs on it; else it rides with the multiplies)."""
+    whether a prefill's n² attention gets a FLOP column of its own (``_attention_shown``; else
+    it rides with the multiplies)."""
 
     bytes: tuple[str, ...]
     flops: tuple[str, ...]
@@ -104,10 +104,10 @@ class Classes:
         def found(shares: Any) -> tuple[str, ...]:
             return tuple(sorted({k for m in models for k, v in shares(m.spec).items() if v >= MINOR_SHARE}))
 
-        shares = [a / f for m in models for p in m.points if not p.is_decode
-                  for _, _, f, a in [_point_work(m.spec, p, m.kv_type)] if f > 0]
+        prompts = np.array([_point_work(m.spec, p, m.kv_type)[2:] for m in models for p in m.points
+                            if not p.is_decode]).reshape(-1, 2)      # (FLOPs, attention's among them)
         return cls(bytes=found(byte_shares), flops=found(flop_shares),
-                   attention=sum(x >= ATTENTION_SHARE for x in shares) >= MIN_RATE_POINTS)
+                   attention=_attention_shown(prompts[:, 1], prompts[:, 0]))
 
     def unknowns(self) -> Unknowns:
         """Where the fit's unknowns sit: the attention column, where there is one, is the
@@ -179,6 +179,12 @@ MIN_RATE_POINTS = 3      # points of a phase mostly in one class before that cla
 ATTENTION_SHARE = 0.1    # a prompt's attention share of its FLOPs that shows attention's own rate
 
 
+def _attention_shown(attention: Array, flops: Array) -> bool:
+    """Whether ``MIN_RATE_POINTS`` prompts spend ``ATTENTION_SHARE`` of their ``flops`` on attention."""
+    share = attention / np.maximum(flops, 1e-300)
+    return int((share >= ATTENTION_SHARE).sum()) >= MIN_RATE_POINTS
+
+
 def _shown(columns: Array, phase: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """The classes whose rate ``phase``'s points show: at least ``MIN_RATE_POINTS`` of them hold
     half their bytes or FLOPs in it (a rate no point shows would be whatever the solver left;
@@ -222,8 +228,8 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
            dtype: str | None, rows_half: float = 0.0) -> Rates:
     """Unknowns as rates, each bounded by the machine the points ran on (``_caps``; the fit
     already kept within them, so the bound only guards rounding). A class none of ``d``'s points
-    holds gets no rate (it is then priced at the pooled one); a prefill's attention gets one
-    where at least ``MIN_RATE_POINTS`` of ``d``'s prompts spend ``ATTENTION_SHARE`` on it."""
+    holds gets no rate (it is then priced at the pooled one), nor does attention unless ``d``'s
+    prompts show it (``_attention_shown``)."""
     at = classes.unknowns()
     k = len(classes.flops)
     b_cap, c_cap = _caps(machine, dtype)
@@ -238,16 +244,12 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
     def rate(x: float, cap: float) -> float:
         return float(min(cap, 1.0 / x)) if x > 0 else cap
 
-    attention = None
-    if classes.attention:
-        share = d.flops[:, k] / np.maximum(d.flops.sum(axis=1), 1e-300)
-        if int(((share >= ATTENTION_SHARE) & d.prefill).sum()) >= MIN_RATE_POINTS:
-            attention = rate(u[at.prefill][k], c_cap)
+    shown = classes.attention and _attention_shown(d.flops[d.prefill, k], d.flops[d.prefill].sum(axis=1))
     batch = rates(u[at.batch][:k], classes.flops, _shown(dense, batched), c_cap) if batched.any() else {}
     return Rates(bandwidth=rates(u[at.bandwidth], classes.bytes, seen_b, b_cap),
                  prefill_flops=rates(u[at.prefill][:k], classes.flops, seen_p, c_cap),
                  decode_flops=rates(u[at.decode][:k], classes.flops, seen_d, c_cap),
-                 batch_flops=batch, attention_flops=attention,
+                 batch_flops=batch, attention_flops=rate(u[at.prefill][k], c_cap) if shown else None,
                  cache_bandwidth=rate(u[at.cache], b_cap), pass_seconds=float(min(u[at.pass_seconds], 59.0)),
                  layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap, rows_half=rows_half)
 
@@ -301,8 +303,7 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
     classes = Classes.of(kept)
     d = _design(kept, classes)
     at = Unknowns.of(d)
-    batched = bool((d.batch > 1).any())
-    # no batched step: no such rates; attention's column is a prefill's only
+    batched = bool((d.batch > 1).any())     # none: no such rates; attention's column is a prefill's only
     unknowns = at.size - (0 if batched else at.flop_classes) - classes.attention * (1 + batched)
     if d.seconds.size < unknowns:
         raise SpecError(f"a calibration resting on {d.seconds.size} points cannot fit its {unknowns} unknowns: "

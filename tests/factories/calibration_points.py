@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 
+PROMPTS = (32, 128, 512, 1024)      # the thorough plan adds 2,048
 
-def calibration_plan(settings: EngineSettings, prompts: tuple[int, ...] = (32, 128, 512, 1024)) -> list[MeasuredPoint]:
-    """``prompts``: the thorough plan adds 2,048."""
+
+def calibration_plan(settings: EngineSettings, prompts: tuple[int, ...] = PROMPTS) -> list[MeasuredPoint]:
     pts = [MeasuredPoint(kind="prefill", prompt=n, context=0, batch=1, seconds=1.0, settings=settings)
            for n in prompts]
     pts += [MeasuredPoint(kind="decode", prompt=1, context=t, batch=1, seconds=1.0, settings=settings)

@@ -15,7 +15,7 @@ from rooflab.core.measure.calibration_models import LLAMACPP_MODELS
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
-from tests.factories.calibration_points import calibration_plan
+from tests.factories.calibration_points import PROMPTS, calibration_plan
 
 # as measured: a bf16 peak beside fp32's (llama.cpp's integer dot products beat the fp32 peak,
 # not the machine's fastest multiply, which bounds every fitted FLOP rate)
@@ -28,12 +28,12 @@ TRUTH = Rates(bandwidth={"k-quant": 30e9, "q8": 36e9, "float": 20e9},
               cache_bandwidth=6e9, pass_seconds=4e-4, layer_seconds=2e-5, overlap=0.0, attention_flops=150e9)
 
 
-def _plan(prompts: tuple[int, ...] = (32, 128, 512, 1024)) -> list[MeasuredPoint]:
+def _plan(prompts: tuple[int, ...] = PROMPTS) -> list[MeasuredPoint]:
     return calibration_plan(SETTINGS, prompts)
 
 
 def _models(truth: Rates = TRUTH, noise: float = 0.02, seed: int = 1, settings: EngineSettings = SETTINGS,
-            keys: tuple[str, ...] | None = None, prompts: tuple[int, ...] = (32, 128, 512, 1024)) -> list[ModelPoints]:
+            keys: tuple[str, ...] | None = None, prompts: tuple[int, ...] = PROMPTS) -> list[ModelPoints]:
     """Each calibration model's points priced with ``truth`` by the app's own path, times a
     seeded log-normal noise of ``noise``."""
     rng = np.random.default_rng(seed)
@@ -262,7 +262,7 @@ def test_a_long_prompts_attention_gets_its_own_rate():
     60 GFLOP/s and prompts to 2,048 (the thorough plan) are fitted as made; prompts too short
     to show it give no such rate (attention then rides with the multiplies)."""
     truth = dataclasses.replace(TRUTH, attention_flops=60e9)
-    long = (32, 128, 512, 1024, 2048)
+    long = (*PROMPTS, 2048)
     cal = calibrate_engine(_models(truth, noise=0.0, prompts=long), MACHINE, engine_label="llama.cpp", replicates=2)
     assert cal.central.attention_flops == pytest.approx(60e9, rel=0.1)
     assert cal.accuracy["in_sample"]["prefill"].worst < 0.03
