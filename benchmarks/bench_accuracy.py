@@ -115,7 +115,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", default="llamacpp,torch", help="llamacpp, torch or both (default both)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="the calibration's rounds over its models (default 3)")
     parser.add_argument("--quick", action="store_true", help="the dense models only, shallower sweeps")
     parser.add_argument("--thorough", action="store_true", help="llama.cpp: add the real-size models")
     parser.add_argument("--twice", action="store_true", help="calibrate twice and compare the terms")

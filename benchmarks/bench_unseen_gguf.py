@@ -234,7 +234,8 @@ def main() -> int:
                         help=f"the llama-bench binary (default {DEFAULT_BINARY})")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
     parser.add_argument("--repetitions", type=int, default=5, help="llama-bench's -r (default 5)")
-    parser.add_argument("--repeats", type=int, default=3, help="the calibration's runs per point (default 3)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="the calibration's rounds over its models, a repetition of each test a round (default 3)")
     parser.add_argument("--json", metavar="FILE", help="also write the machine, the calibration and the rows here")
     parser.add_argument("--keep-machine", action="store_true", help="use the machine measured before")
     parser.add_argument("--machine-tries", type=int, default=3,

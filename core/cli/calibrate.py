@@ -32,7 +32,8 @@ def add_calibrate_parser(sub: Any) -> None:
     p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
                    help="torch: compute dtype (default fp32)")
     p.add_argument("--repeats", type=int_in(1, MAX_PLAN_REPEATS), default=3,
-                   help="runs of each point, best and median kept (default 3)")
+                   help="rounds over every model, one repetition of each test a round: a point is the "
+                        "mean of its rounds (default 3)")
     p.add_argument("--quick", action="store_true", help="the dense models only, shallower sweeps (about half the time)")
     p.add_argument("--thorough", action="store_true",
                    help="llama.cpp: add models at real sizes and vocabularies (0.6-2 B, 152k-262k; tens of minutes)")

@@ -18,6 +18,7 @@ from rooflab.core.measure import store
 from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine
 from rooflab.core.measure.calibration_models import REAL_SIZE_MODELS, CalibrationModel, calibration_models
 from rooflab.core.measure.engine import EngineRun, measure_in_llamacpp, measure_in_torch
+from rooflab.core.measure.rounds import merge_rounds
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_THREADS
@@ -29,7 +30,8 @@ ENGINE_LABELS = {"llamacpp": "llama.cpp", "torch": "torch"}
 class CalibrationPlan:
     """What ``run_calibration`` does: the engine ("llamacpp" or "torch"), its CPU threads
     (None: the engine's choice), the torch dtype, whether to measure the machine first (else
-    the kept "measured" profile is used), repeats per point, and ``quick`` (three models,
+    the kept "measured" profile is used), repeats per point (each one a round over every
+    model, ``rounds``), and ``quick`` (three models,
     shorter sweeps: a first look in about a minute) or ``thorough`` (llama.cpp's real-size
     models too: 0.6-2 B parameters, 152k-262k vocabularies; tens of minutes on two cores)."""
 
@@ -58,21 +60,29 @@ class CalibrationPlan:
         # quick: the dense shapes in each format (a model left out still leaves its format)
         return tuple(m for m in chosen if m.quick) if self.quick else chosen
 
+    @property
+    def rounds(self) -> int:
+        """How many times every model is timed, one repetition of each test a round, the rounds
+        one after another: a slow minute of a shared machine lands on every model alike
+        (``rounds.merge_rounds``)."""
+        return self.repeats
+
     def engine_plan(self) -> Any:
-        """The sweep each model gets: short prompts, shallow caches and small batches to fit
-        on, long, deep and large ones to score extrapolation on; the thorough one's prompts
-        reach 2,048 tokens, where a prompt's n² attention has a rate the fit can tell apart."""
+        """The sweep each model gets in a round (one repetition of each test): short prompts,
+        shallow caches and small batches to fit on, long, deep and large ones to score
+        extrapolation on; the thorough one's prompts reach 2,048 tokens, where a prompt's n²
+        attention has a rate the fit can tell apart."""
         if self.engine == "torch":
             from rooflab.core.measure.torch.timing import ModelPlan
 
             return ModelPlan(dtype=self.dtype, threads=self.threads, prompts=(16, 64, 256, 1024),
-                             decode_steps=8, repeats=self.repeats, contexts=(2, 1024) if not self.quick else (2,),
+                             decode_steps=8, repeats=1, contexts=(2, 1024) if not self.quick else (2,),
                              batches=(1, 2, 4, 8, 16), random_weights=True)
         from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
 
         return LlamaCppPlan(threads=self.threads, prompts=(32, 128, 512, 1024) + ((2048,) if self.thorough else ()),
                             depths=(0, 256, 1024, 2048) if not self.quick else (0, 1024, 2048), gen_tokens=8,
-                            contexts=(256,), batches=(1, 2, 4, 8, 16), batch_steps=4, repeats=self.repeats)
+                            contexts=(256,), batches=(1, 2, 4, 8, 16), batch_steps=4, repeats=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,18 +124,23 @@ def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = No
     models = plan.models()
     if len(models) < 2:
         raise MeasurementError("a calibration needs at least two models (one is left out to score it)")
-    runs: list[EngineRun] = []
-    for i, model in enumerate(models):
-        check_cancel(cancel)
-        spec = model.spec()
-        job = (measure_in_torch(model.config, dataclasses.replace(plan.engine_plan()), cancel)
-               if plan.engine == "torch" else
-               measure_in_llamacpp(spec, spec, plan.engine_plan(), cancel, synthetic=True))
-        for progress in job_progress(job, i, len(models), model.key):
-            if isinstance(progress, EngineRun):
-                runs.append(progress)
-            else:
-                yield progress
+    rounds: list[list[EngineRun]] = [[] for _ in models]
+    for r in range(plan.rounds):
+        for i, model in enumerate(models):
+            check_cancel(cancel)
+            spec = model.spec()
+            job = (measure_in_torch(model.config, dataclasses.replace(plan.engine_plan()), cancel)
+                   if plan.engine == "torch" else
+                   measure_in_llamacpp(spec, spec, plan.engine_plan(), cancel, synthetic=True))
+            label = f"model {i + 1} of {len(models)} ({model.key})"
+            if plan.rounds > 1:
+                label = f"round {r + 1} of {plan.rounds}, {label}"
+            for progress in job_progress(job, r * len(models) + i, plan.rounds * len(models), label):
+                if isinstance(progress, EngineRun):
+                    rounds[i].append(progress)
+                else:
+                    yield progress
+    runs = [merge_rounds(model_rounds) for model_rounds in rounds]
     yield Progress(step="fit", message="fitting and scoring the calibration", fraction=1.0)
     points = [ModelPoints(key=m.key, spec=r.spec, points=r.points, kv_type=r.kv_type, dtype=r.dtype)
               for m, r in zip(models, runs, strict=True)]
@@ -145,8 +160,9 @@ def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = No
 
 
 def job_progress(job: Generator[Progress, None, EngineRun], index: int, count: int,
-                 key: str) -> Generator[Progress | EngineRun, None, None]:
-    """``job``'s progress scaled into model ``index`` of ``count``, then its result."""
+                 label: str) -> Generator[Progress | EngineRun, None, None]:
+    """``job``'s progress scaled into part ``index`` of ``count`` (its messages after
+    ``label``), then its result."""
     try:
         while True:
             try:
@@ -156,7 +172,7 @@ def job_progress(job: Generator[Progress, None, EngineRun], index: int, count: i
                 return
             share = (index + (progress.fraction or 0.0)) / count
             yield dataclasses.replace(progress, fraction=share,
-                                      message=f"model {index + 1} of {count} ({key}): {progress.message}")
+                                      message=f"{label}: {progress.message}")
     finally:
         job.close()
 

@@ -154,7 +154,8 @@ class MeasurePanel(QWidget):
         self.repeats = QSpinBox()
         self.repeats.setRange(1, 20)
         self.repeats.setValue(3)
-        self.repeats.setToolTip("Runs of each point; the best and the median are kept.")
+        self.repeats.setToolTip("Repetitions of each test: their mean (as llama-bench reports it), spread, median "
+                                "and best are kept. A calibration times them in rounds over all its models.")
         self.random_weights = check("Random weights", False, RANDOM_NOTE)
         self.random_note = wrapped(RANDOM_NOTE)
         self.use_prefill = check("Prompt sweep (TTFT)")
@@ -184,7 +185,7 @@ class MeasurePanel(QWidget):
         form.addRow(self.bench_status)
         labelled: list[tuple[str, QWidget]] = [
             ("threads", self.threads), ("GPU layers", self.gpu_layers), ("flash attention", self.flash_attention),
-            ("KV cache", self.kv_type), ("dtype", self.dtype), ("device", self.device), ("best of", self.repeats)]
+            ("KV cache", self.kv_type), ("dtype", self.dtype), ("device", self.device), ("repeats", self.repeats)]
         for label, field in labelled:
             form.addRow(label, field)
         whole: list[QWidget] = [self.random_weights, self.random_note, self.use_prefill, self.use_decode,

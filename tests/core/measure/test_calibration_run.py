@@ -44,6 +44,26 @@ def test_torch_calibration_runs_fits_and_keeps(monkeypatch, steady_timings):
     assert store.load_engine_calibration("measured", cal.engine_key) is not None
 
 
+def test_every_model_is_timed_once_a_round_and_its_points_are_the_rounds_mean(monkeypatch, steady_timings):
+    """Two repeats are two rounds over the three models, one after the other; each point holds
+    both rounds' timings (its mean, spread and count), and the run notes the rounds."""
+    monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
+    monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _plan)
+    plan = calibration_run.CalibrationPlan(engine="torch", threads=1, repeats=2, measure_machine=False)
+    messages: list[str] = []
+    run = run_job(calibration_run.run_calibration(plan, machine=HERE, keep=False),
+                  lambda p: messages.append(p.message))
+    order = [m.split(": ")[0] for m in messages if m.startswith("round")]
+    assert list(dict.fromkeys(order)) == [f"round {r} of 2, model {i} of 3 (tiny-{i + 1})"
+                                          for r in (1, 2) for i in (1, 2, 3)]
+    for model in run.runs:
+        both = [p for p in model.points if p.stdev > 0]          # a point with two clean rounds
+        assert len(both) >= len(model.points) // 2
+        assert all(p.best <= p.median <= max(p.seconds, p.median) and p.repeats >= 2 for p in both)
+        assert "timed in 2 rounds" in model.notes[-1]
+    assert run.calibration.models == tuple(m.key for m in TINY) and not run.kept
+
+
 def test_a_cancelled_calibration_keeps_nothing(monkeypatch):
     monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
     monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _plan)
