@@ -67,6 +67,8 @@ def merge_rounds(runs: Sequence[EngineRun]) -> EngineRun:
     points = tuple(merge_points(ps) for ps in by_key.values())
     left_out = sum(1 for ps in by_key.values() for p in ps if p.disturbed)
     note = (f"timed in {len(runs)} rounds spread over the calibration, one repetition each: a point is the "
-            f"mean of its rounds ({left_out} disturbed round{'s' if left_out != 1 else ''} of a point left out)")
+            f"mean of its rounds")
+    if left_out:
+        note += f" ({left_out} disturbed round{'s' if left_out != 1 else ''} of a point left out)"
     first = runs[0]
     return dataclasses.replace(first, points=points, notes=(*first.notes, note))

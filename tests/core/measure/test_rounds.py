@@ -60,6 +60,8 @@ def test_a_models_rounds_become_one_run_in_the_first_rounds_order():
     assert merged.notes[0] == "measured on a random-weight GGUF"
     assert "2 rounds" in merged.notes[-1] and "1 disturbed round of a point left out" in merged.notes[-1]
     assert merge_rounds([first]) is first
+    clean = merge_rounds([first, _run((_point(0.7, kind="prefill"), _point(0.034), _point(0.060, context=259)))])
+    assert clean.notes[-1].endswith("a point is the mean of its rounds")
 
 
 def test_rounds_with_different_settings_are_refused():
