@@ -124,14 +124,14 @@ def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = No
     models = plan.models()
     if len(models) < 2:
         raise MeasurementError("a calibration needs at least two models (one is left out to score it)")
+    engine_plan = plan.engine_plan()          # frozen: every round and model runs the same one
+    specs = [model.spec() for model in models]
     rounds: list[list[EngineRun]] = [[] for _ in models]
     for r in range(plan.rounds):
-        for i, model in enumerate(models):
+        for i, (model, spec) in enumerate(zip(models, specs, strict=True)):
             check_cancel(cancel)
-            spec = model.spec()
-            job = (measure_in_torch(model.config, dataclasses.replace(plan.engine_plan()), cancel)
-                   if plan.engine == "torch" else
-                   measure_in_llamacpp(spec, spec, plan.engine_plan(), cancel, synthetic=True))
+            job = (measure_in_torch(model.config, engine_plan, cancel) if plan.engine == "torch" else
+                   measure_in_llamacpp(spec, spec, engine_plan, cancel, synthetic=True))
             label = f"model {i + 1} of {len(models)} ({model.key})"
             if plan.rounds > 1:
                 label = f"round {r + 1} of {plan.rounds}, {label}"
