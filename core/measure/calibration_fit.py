@@ -14,7 +14,10 @@ sequence's FLOPs in the compute clock, each further one's, A, after the overlap:
 sequence's arithmetic hides under the weights' streaming, sixteen's do not). The fit minimises the summed
 relative error |t - measured| / measured (a pass slowed by other load pulls it less than with
 squares) by iteratively reweighted least squares with every inverse rate kept >= 0, re-deciding
-the longer clock until it settles; the overlap is chosen on a grid. Deterministic.
+the longer clock until it settles. Each model reads its cache at a rate of its own (pooled for
+the prediction: ``calibration_solver.pooled_cache_inverse``), a single sequence's cache as the
+engine splits it over its threads (``Classes.kv_chunks``), and the overlap is the one of a grid
+that prices models of a left-out architecture best (``calibration_holdout``). Deterministic.
 
 Accuracy is scored only on points the fit did not see: leave one model out (fit on the other
 models, predict the one left out), leave one architecture out (every model of one architecture
@@ -36,16 +39,25 @@ from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.measure.calibrate import predict_points
+from rooflab.core.measure.calibration_holdout import (
+    every_point,
+    extrapolation,
+    leave_group_out,
+    overlap_by_architecture,
+)
 from rooflab.core.measure.calibration_solver import (
+    OVERLAPS,
     ROWS_HALF,
     Array,
     Design,
     Unknowns,
     at_rows_half,
+    by_model,
     fit_at,
     fit_scored,
     lower_bounds,
     mostly_in,
+    pooled_cache_inverse,
 )
 from rooflab.core.measure.store import model_key
 from rooflab.core.predict import work
@@ -70,10 +82,11 @@ class ModelPoints:
     dtype: str | None = None
 
 
-def _point_work(spec: ModelSpec, p: MeasuredPoint, kv_type: str) -> tuple[float, float, float, float]:
+def _point_work(spec: ModelSpec, p: MeasuredPoint, kv_type: str,
+                kv_chunks: int = 0) -> tuple[float, float, float, float]:
     """(weight bytes, cache bytes, FLOPs, the FLOPs of a prefill's n² attention among them)."""
     if p.is_decode:
-        w, k = work.decode_bytes(spec, p.context, p.batch, kv_type, 1.0)
+        w, k = work.decode_bytes(spec, p.context, p.batch, kv_type, 1.0, kv_chunks)
         return float(w), float(k), float(work.decode_flops(spec, p.context, p.batch)), 0.0
     return (float(work.prefill_bytes(spec, p.prompt, p.context, kv_type, p.batch)), 0.0,
             float(work.prefill_flops(spec, p.prompt, p.context, p.batch)),
@@ -98,6 +111,7 @@ class Classes:
     bytes: tuple[str, ...]
     flops: tuple[str, ...]
     attention: bool = False
+    kv_chunks: int = 0      # the engine's split of one query's cache (``work.split_context``)
 
     @classmethod
     def of(cls, models: Sequence[ModelPoints]) -> Classes:
@@ -106,13 +120,16 @@ class Classes:
 
         prompts = np.array([_point_work(m.spec, p, m.kv_type)[2:] for m in models for p in m.points
                             if not p.is_decode]).reshape(-1, 2)      # (FLOPs, attention's among them)
+        settings = next((p.settings for m in models for p in m.points if p.settings is not None), None)
         return cls(bytes=found(byte_shares), flops=found(flop_shares),
-                   attention=_attention_shown(prompts[:, 1], prompts[:, 0]))
+                   attention=_attention_shown(prompts[:, 1], prompts[:, 0]),
+                   kv_chunks=settings.kv_chunks if settings else 0)
 
-    def unknowns(self) -> Unknowns:
+    def unknowns(self, groups: int = 0) -> Unknowns:
         """Where the fit's unknowns sit: the attention column, where there is one, is the
-        last FLOP class."""
-        return Unknowns(byte_classes=len(self.bytes), flop_classes=len(self.flops) + self.attention)
+        last FLOP class; ``groups`` models with a cache rate each."""
+        return Unknowns(byte_classes=len(self.bytes), flop_classes=len(self.flops) + self.attention,
+                        cache_groups=groups)
 
 
 def _shares(shares: dict[str, float], classes: tuple[str, ...]) -> Array:
@@ -159,20 +176,22 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
     for i, m in enumerate(models):
         bs, fs = _shares(byte_shares(m.spec), classes.bytes), _shares(flop_shares(m.spec), classes.flops)
         for p in m.points:
-            w, k, f, a = _point_work(m.spec, p, m.kv_type)
+            w, k, f, a = _point_work(m.spec, p, m.kv_type, classes.kv_chunks)
             flops = np.append((f - a) * fs, a) if classes.attention else f * fs
             rows.append(_Row(seconds=p.seconds, weights=w * bs, cache=k, flops=flops, prefill=not p.is_decode,
                              layers=float(m.spec.layers), model=i, small=_is_small(p), rows=_rows(m.spec, p),
                              batch=float(p.batch) if p.is_decode else 1.0))
     if not rows:
         raise SpecError("calibration needs measured points")
+    cache, model = np.array([r.cache for r in rows]), np.array([r.model for r in rows], dtype=np.int64)
     return Design(seconds=np.array([r.seconds for r in rows]), weights=np.stack([r.weights for r in rows]),
-                   cache=np.array([r.cache for r in rows]), flops=np.stack([r.flops for r in rows]),
+                   cache=cache, flops=np.stack([r.flops for r in rows]),
                    prefill=np.array([r.prefill for r in rows]), layers=np.array([r.layers for r in rows]),
-                   model=np.array([r.model for r in rows], dtype=np.int64),
+                   model=model,
                    small=np.array([r.small for r in rows]), weight=np.ones(len(rows)),
                    rows=np.array([r.rows for r in rows], dtype=np.float64),
-                   batch=np.array([r.batch for r in rows]))
+                   batch=np.array([r.batch for r in rows]),
+                   cache_model=by_model(cache, model, len(models)))
 
 
 MIN_RATE_POINTS = 3      # points of a phase mostly in one class before that class's rate is given
@@ -210,17 +229,18 @@ def _caps(machine: MachineProfile, dtype: str | None) -> tuple[float, float]:
     return machine.bandwidth, max([machine.flops(dtype), *machine.peak_flops.values()])
 
 
-def _lower(classes: Classes, machine: MachineProfile, dtype: str | None) -> Array:
-    return lower_bounds(classes.unknowns(), *_caps(machine, dtype))
+def _lower(classes: Classes, machine: MachineProfile, dtype: str | None, d: Design) -> Array:
+    return lower_bounds(classes.unknowns(d.cache_model.shape[1]), *_caps(machine, dtype))
 
 
-def _fit(d: Design, classes: Classes, machine: MachineProfile, dtype: str | None) -> tuple[Array, float, float]:
-    """(unknowns, overlap, r0): the fit at each r0 of ``ROWS_HALF``, the one with the least
+def _fit(d: Design, classes: Classes, machine: MachineProfile, dtype: str | None,
+         overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float, float]:
+    """(unknowns, overlap, r0): the fit at each r0 of ``ROWS_HALF`` and each of ``overlaps``, the one with the least
     summed relative error (as the published-benchmark fit chooses it), every rate within what
     ``machine`` allows (a bound the fit works under: clamping a rate after the fit would leave
     the other terms fitted to a rate it no longer has)."""
-    lower = _lower(classes, machine, dtype)
-    best = min(((*fit_scored(_scaled(d, classes, r0), lower=lower), r0) for r0 in ROWS_HALF), key=lambda f: f[2])
+    lower = _lower(classes, machine, dtype, d)
+    best = min(((*fit_scored(_scaled(d, classes, r0), overlaps, lower), r0) for r0 in ROWS_HALF), key=lambda f: f[2])
     return best[0], best[1], best[3]
 
 
@@ -230,7 +250,7 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
     already kept within them, so the bound only guards rounding). A class none of ``d``'s points
     holds gets no rate (it is then priced at the pooled one), nor does attention unless ``d``'s
     prompts show it (``_attention_shown``)."""
-    at = classes.unknowns()
+    at = classes.unknowns(d.cache_model.shape[1])
     k = len(classes.flops)
     b_cap, c_cap = _caps(machine, dtype)
     seen_b = _shown(d.weights, ~d.prefill)
@@ -250,7 +270,8 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
                  prefill_flops=rates(u[at.prefill][:k], classes.flops, seen_p, c_cap),
                  decode_flops=rates(u[at.decode][:k], classes.flops, seen_d, c_cap),
                  batch_flops=batch, attention_flops=rate(u[at.prefill][k], c_cap) if shown else None,
-                 cache_bandwidth=rate(u[at.cache], b_cap), pass_seconds=float(min(u[at.pass_seconds], 59.0)),
+                 cache_bandwidth=rate(pooled_cache_inverse(d, u, overlap), b_cap),
+                 kv_chunks=classes.kv_chunks, pass_seconds=float(min(u[at.pass_seconds], 59.0)),
                  layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap, rows_half=rows_half)
 
 
@@ -304,17 +325,27 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
     d = _design(kept, classes)
     at = Unknowns.of(d)
     batched = bool((d.batch > 1).any())     # none: no such rates; attention's column is a prefill's only
-    unknowns = at.size - (0 if batched else at.flop_classes) - classes.attention * (1 + batched)
+    unknowns = at.size - (0 if batched else at.flop_classes) - classes.attention * (1 + batched) \
+        - bool(at.cache_groups)                # the shared cache rate, unused beside each model's
     if d.seconds.size < unknowns:
         raise SpecError(f"a calibration resting on {d.seconds.size} points cannot fit its {unknowns} unknowns: "
                         "measure more points (or leave fewer out as disturbed)")
-    u, overlap, rows_half = _fit(d, classes, machine, dtype)
+    def refit(part: Design, overlaps: Sequence[float]) -> Rates:
+        u, o, r0 = _fit(part, classes, machine, dtype, overlaps)
+        return _rates(u, o, part, classes, machine, dtype, r0)
+
+    def score(rates_of: dict[int, Rates], chosen: dict[int, NDArray[np.bool_]]) -> dict[str, Accuracy]:
+        return _errors(kept, machine, rates_of, chosen)
+
+    counts = [len(m.points) for m in kept]
+    overlaps, by_architecture = overlap_by_architecture([m.spec.architecture for m in kept], d, refit, score, counts)
+    u, overlap, rows_half = _fit(d, classes, machine, dtype, overlaps)
     central = _rates(u, overlap, d, classes, machine, dtype, rows_half)
-    in_sample = _errors(kept, machine, dict.fromkeys(range(len(kept)), central),
-                        {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(kept)})
-    accuracy = {"in_sample": in_sample, "leave_one_model_out": _leave_one_model_out(kept, d, classes, machine, dtype),
-                "extrapolation": _extrapolation(kept, d, classes, machine, dtype)}
-    by_architecture = _leave_one_architecture_out(kept, d, classes, machine, dtype)
+    far = {i: np.array([not _is_small(p) for p in m.points]) for i, m in enumerate(kept)}
+    accuracy = {"in_sample": score(dict.fromkeys(range(len(kept)), central), every_point(counts)),
+                "leave_one_model_out": leave_group_out([str(i) for i in range(len(kept))], d, refit, score, counts,
+                                                       overlaps),
+                "extrapolation": extrapolation(d, far, refit, score, overlaps)}
     if by_architecture:
         accuracy["leave_one_architecture_out"] = by_architecture
     reps = _bootstrap(kept, d, classes, machine, dtype, (overlap, rows_half), replicates, seed)
@@ -328,44 +359,6 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
         points=int(d.seconds.size), model_keys=tuple(model_key(m.spec) for m in kept))
 
 
-def _leave_group_out(models: Sequence[ModelPoints], group: Sequence[str], d: Design, classes: Classes,
-                     machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
-    """Each group of models (``group[i]``: model i's) predicted by the fit of the other groups."""
-    if len(set(group)) < 2:
-        return {}
-    rates_of = {}
-    for name in dict.fromkeys(group):
-        members = [i for i, g in enumerate(group) if g == name]
-        part = d.subset(~np.isin(d.model, members))
-        u, overlap, r0 = _fit(part, classes, machine, dtype)
-        rates = _rates(u, overlap, part, classes, machine, dtype, r0)
-        rates_of.update(dict.fromkeys(members, rates))
-    return _errors(models, machine, rates_of, {i: np.ones(len(m.points), dtype=bool) for i, m in enumerate(models)})
-
-
-def _leave_one_model_out(models: Sequence[ModelPoints], d: Design, classes: Classes,
-                         machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
-    return _leave_group_out(models, [str(i) for i in range(len(models))], d, classes, machine, dtype)
-
-
-def _leave_one_architecture_out(models: Sequence[ModelPoints], d: Design, classes: Classes,
-                                machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
-    """Every model of one architecture (llama, qwen3, gemma3, qwen3moe, ...) predicted by the fit
-    of the others: how the calibration does on a kind of model it never saw."""
-    return _leave_group_out(models, [m.spec.architecture for m in models], d, classes, machine, dtype)
-
-
-def _extrapolation(models: Sequence[ModelPoints], d: Design, classes: Classes,
-                   machine: MachineProfile, dtype: str | None) -> dict[str, Accuracy]:
-    if d.small.all() or not d.small.any():
-        return {}
-    part = d.subset(d.small)
-    u, overlap, r0 = _fit(part, classes, machine, dtype)
-    rates = _rates(u, overlap, part, classes, machine, dtype, r0)
-    chosen = {i: np.array([not _is_small(p) for p in m.points]) for i, m in enumerate(models)}
-    return _errors(models, machine, dict.fromkeys(range(len(models)), rates), chosen)
-
-
 def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machine: MachineProfile,
                dtype: str | None, held: tuple[float, float], count: int, seed: int) -> tuple[Rates, ...]:
     """The fit redone ``count`` times on resampled data: models drawn with replacement among
@@ -373,7 +366,7 @@ def _bootstrap(models: Sequence[ModelPoints], d: Design, classes: Classes, machi
     replacement within each model; the overlap and r0 held at the central fit's (``held``)."""
     overlap, rows_half = held
     rng = np.random.default_rng(seed)
-    lower = _lower(classes, machine, dtype)
+    lower = _lower(classes, machine, dtype, d)
     groups: dict[str, list[int]] = {}
     for i, m in enumerate(models):
         shares = byte_shares(m.spec)

@@ -8,7 +8,11 @@ pass's time is linear in the inverse rates:
 
 (a, c: 1 for the longer clock, 1 - overlap for the shorter; a decode step of b sequences puts
 its first sequence's FLOPs F / b in the compute clock and the others', A = (b - 1) x F / b,
-after the overlap at their own rate). The fit minimises the summed
+after the overlap at their own rate; the cache rate bw_kv one for all points, or, where the
+design groups the cache bytes by model (``Design.cache_model``), one per model, so that one
+model's attention kernel, slower or faster per byte than the others', does not move the rates
+they share, and the rate a model not seen gets is pooled afterwards, ``pooled_cache_inverse``).
+The fit minimises the summed
 relative error |t - measured| / measured by iteratively reweighted least squares with every
 inverse rate kept >= its lower bound (0, or one over what the machine allows: a bound is a
 constraint of the fit, so the other terms are fitted with it, never clamped afterwards),
@@ -42,6 +46,7 @@ class Design:
     weight: Array         # (n,): each point's weight in the summed error (1: all alike)
     rows: Array           # (n, 2): a prefill's rows per dense multiply and per routed expert (1 for decode)
     batch: Array          # (n,): a decode step's sequences (1 for a prefill)
+    cache_model: Array    # (n, groups): each point's cache bytes in its model's column (groups 0: one rate)
 
     def subset(self, index: NDArray[np.bool_] | NDArray[np.int64]) -> Design:
         """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
@@ -52,15 +57,19 @@ class Design:
 class Unknowns:
     """Where each term sits in the fit's vector of unknowns ``u`` (all >= 0): the inverse
     bandwidth of each byte class, the cache's inverse bandwidth, the inverse prefill and decode
-    FLOP/s of each FLOP class, the fixed seconds per pass and per layer, then the inverse FLOP/s
-    of each further decode sequence's arithmetic by FLOP class."""
+    FLOP/s of each FLOP class, the fixed seconds per pass and per layer, the inverse FLOP/s of
+    each further decode sequence's arithmetic by FLOP class, then each model's inverse cache
+    bandwidth where the cache is grouped by model (``cache_groups``; the shared one is then
+    unused)."""
 
     byte_classes: int
     flop_classes: int
+    cache_groups: int = 0
 
     @classmethod
     def of(cls, d: Design) -> Unknowns:
-        return cls(byte_classes=d.weights.shape[1], flop_classes=d.flops.shape[1])
+        return cls(byte_classes=d.weights.shape[1], flop_classes=d.flops.shape[1],
+                   cache_groups=d.cache_model.shape[1])
 
     @property
     def bandwidth(self) -> slice:
@@ -91,8 +100,12 @@ class Unknowns:
         return slice(self.layer_seconds + 1, self.layer_seconds + 1 + self.flop_classes)
 
     @property
+    def model_cache(self) -> slice:
+        return slice(self.batch.stop, self.batch.stop + self.cache_groups)
+
+    @property
     def size(self) -> int:
-        return self.batch.stop
+        return self.model_cache.stop
 
 
 def _split(d: Design) -> tuple[Array, Array]:
@@ -106,7 +119,8 @@ def _clocks(d: Design, u: Array, first: Array) -> tuple[Array, Array]:
     """(memory, compute) seconds of every point at unknowns ``u`` (``first``: ``_split``'s FLOPs
     in the compute clock)."""
     at = Unknowns.of(d)
-    memory = d.weights @ u[at.bandwidth] + d.cache * u[at.cache]
+    cache = d.cache_model @ u[at.model_cache] if at.cache_groups else d.cache * u[at.cache]
+    memory = d.weights @ u[at.bandwidth] + cache
     compute = np.where(d.prefill, first @ u[at.prefill], first @ u[at.decode])
     return memory, compute
 
@@ -127,8 +141,9 @@ def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float, split:
     c = np.where(memory_longer, 1.0 - overlap, 1.0)[:, None]
     pre, dec = d.prefill[:, None], ~d.prefill[:, None]
     first, added = split
-    return np.hstack([d.weights * a, (d.cache * a[:, 0])[:, None], first * c * pre, first * c * dec,
-                      np.ones((d.seconds.size, 1)), d.layers[:, None], added])
+    shared = np.zeros_like(d.cache) if d.cache_model.shape[1] else d.cache
+    return np.hstack([d.weights * a, (shared * a[:, 0])[:, None], first * c * pre, first * c * dec,
+                      np.ones((d.seconds.size, 1)), d.layers[:, None], added, d.cache_model * a])
 
 
 def _l1_nonnegative(a: Array, t: Array, w: Array, lower: Array | None = None) -> Array:
@@ -178,11 +193,41 @@ def fit_scored(d: Design, overlaps: Sequence[float] = OVERLAPS, lower: Array | N
     return best[0], best[2], best[1]
 
 
+def by_model(cache: Array, model: NDArray[np.int64], groups: int) -> Array:
+    """(n, groups): each point's ``cache`` bytes in the column of its ``model``."""
+    out = np.zeros((cache.size, groups))
+    out[np.arange(cache.size), model] = cache
+    return out
+
+
+def pooled_cache_inverse(d: Design, u: Array, overlap: float) -> float:
+    """One inverse cache bandwidth for the models of a fit with a cache rate per model
+    (``cache_model``): the median, weighted by the cache's share of each point's time, of the
+    rate each decode point's own seconds imply once the fitted rest of its time is taken off:
+    the rate that best fits every point's cache time at once (an L1 fit of that one rate, the
+    other terms held), so a model whose attention reads its cache unlike the others' sways it
+    by its share of points, not its rate's distance."""
+    at = Unknowns.of(d)
+    if not at.cache_groups:
+        return float(u[at.cache])
+    predicted = _predict(d, u, overlap)
+    bytes_ = d.cache_model.sum(axis=1)
+    own = d.cache_model @ u[at.model_cache]
+    use = ~d.prefill & (bytes_ > 0) & (own > 0.05 * predicted)
+    if not use.any():
+        return float(np.median(u[at.model_cache]))
+    implied = np.maximum((d.seconds[use] - predicted[use] + own[use]) / bytes_[use], 0.0)
+    weights = own[use] / predicted[use]
+    order = np.argsort(implied)
+    cumulative = np.cumsum(weights[order])
+    return float(implied[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
+
+
 def lower_bounds(at: Unknowns, bandwidth: float, flops: float) -> Array:
     """Each unknown's least value: one over the machine's ``bandwidth`` for the weights and the
     cache, one over its fastest ``flops`` for the multiplies, 0 for the fixed seconds."""
     lower = np.zeros(at.size)
-    lower[at.bandwidth] = lower[at.cache] = 1.0 / bandwidth
+    lower[at.bandwidth] = lower[at.cache] = lower[at.model_cache] = 1.0 / bandwidth
     lower[at.prefill] = lower[at.decode] = lower[at.batch] = 1.0 / flops
     return lower
 

@@ -232,7 +232,7 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
                     layers=np.array([p.layers for p in passes]),
                     model=np.zeros(len(passes), dtype=np.int64), small=np.zeros(len(passes), dtype=bool),
                     weight=_balanced(data, rows), rows=multiply_rows,
-                    batch=np.ones(len(passes)))
+                    batch=np.ones(len(passes)), cache_model=np.zeros((len(passes), 0)))
     return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows,
                      byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys))
 

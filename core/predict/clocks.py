@@ -195,7 +195,8 @@ def decode_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
     add each further sequence's arithmetic after the overlap: ``decode_clock``)."""
     t = workload.context if context is None else context
     b = workload.batch if batch is None else batch
-    weights, cache = work.decode_bytes(spec, t, b, workload.kv_type, machine.efficiency.kv_read_factor)
+    eff = machine.efficiency
+    weights, cache = work.decode_bytes(spec, t, b, workload.kv_type, eff.kv_read_factor, eff.kv_chunks)
     return _clock(machine, workload, weights, cache, work.decode_flops(spec, t, b), batch=b)
 
 

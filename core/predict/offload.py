@@ -151,7 +151,8 @@ def placed_decode(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     b = np.asarray(workload.batch if batch is None else batch, dtype=np.float64)
 
     def price(sub: ModelSpec) -> tuple[Array, Array, Array]:
-        weights, cache = work.decode_bytes(sub, t, b, workload.kv_type, machine.efficiency.kv_read_factor)
+        eff = machine.efficiency
+        weights, cache = work.decode_bytes(sub, t, b, workload.kv_type, eff.kv_read_factor, eff.kv_chunks)
         return weights, cache, work.decode_flops(sub, t, b)
 
     shape = np.broadcast(t, b).shape

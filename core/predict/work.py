@@ -152,12 +152,40 @@ def bytes_read_per_token(spec: ModelSpec, role: Role, nbytes: float, row_bytes: 
     return float(nbytes)
 
 
+SPLIT_CELLS = 512      # llama.cpp's CPU flash attention splits one query's cache over its threads from here
+
+
+def split_context(context: ArrayLike, chunks: int) -> Array:
+    """The context one decode step of a single sequence is charged in full-attention layers when
+    llama.cpp's CPU flash attention splits the cache over ``chunks`` threads (0 or 1: ``context``).
+
+    The step attends to t + 1 cells in a view padded to 256 (``padded``); from 512 cells on, each
+    thread takes one contiguous chunk of the view, padding included, and skips the cells not yet
+    filled. The first chunk is full whenever the filled cells reach it, so the step lasts as
+    long as ``chunks`` full chunks would: chunks x min(t + 1, view / chunks) cells, not t + 1
+    (at t = 259 on two threads, 512 cells' worth, where the filled cells are 260).
+    ggml-cpu's ``ggml_compute_forward_flash_attn_ext_f16``, ``use_split_kv_path``."""
+    t = _f(context)
+    if chunks <= 1:
+        return t
+    cells = t + 1.0
+    view = np.maximum(padded(cells), CTX_PAD)
+    charged = np.where(view >= SPLIT_CELLS, chunks * np.minimum(cells, np.ceil(view / chunks)), cells)
+    return np.asarray(charged - 1.0, dtype=np.float64)
+
+
 def decode_bytes(spec: ModelSpec, context: ArrayLike, batch: ArrayLike = 1,
-                 kv_type: str = "f16", kv_read_factor: float = 1.0) -> tuple[Array, Array]:
+                 kv_type: str = "f16", kv_read_factor: float = 1.0, kv_chunks: int = 0) -> tuple[Array, Array]:
     """(weight bytes, cache bytes) one decode step for ``batch`` sequences reads:
-    ``weight_bytes_read`` over b tokens, and b x kv_bytes(t) x kv_read_factor."""
+    ``weight_bytes_read`` over b tokens, and b x kv_bytes(t) x kv_read_factor; with
+    ``kv_chunks`` (an engine that splits one query's cache over its threads, ``split_context``)
+    a single sequence's full-attention layers are charged the split context."""
     b = _f(batch)
-    cache = b * kv_bytes(spec, context, kv_type) * kv_read_factor
+    k_full, k_window = spec.kv_bytes_per_token(kv_type)
+    full, window = kv_tokens_read(spec, context)
+    if kv_chunks > 1:
+        full = np.where(b == 1, split_context(full, kv_chunks), full)
+    cache = b * (k_full * full + k_window * window) * kv_read_factor
     return np.broadcast_arrays(weight_bytes_read(spec, b), cache)  # type: ignore[return-value]
 
 

@@ -108,6 +108,7 @@ class Rates:
     flash_attention_flops: float | None = None   # the same with flash attention (None: ``attention_flops``)
     rows_half: float = 0.0                   # rows per multiply at which a prefill multiply reaches half its rate
     batch_flops: Mapping[str, float] = field(default_factory=dict)   # each added sequence's (empty: none fitted)
+    kv_chunks: int = 0                       # threads the engine splits one query's cache over (0: none)
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "prefill_flops", "decode_flops"):
@@ -127,6 +128,9 @@ class Rates:
             raise SpecError(f"calibration.rows_half must be in [0, 1e6] rows, got {self.rows_half!r}")
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, (int, float)) or not 0 <= self.overlap <= 1:
             raise SpecError(f"calibration.overlap must be in [0, 1], got {self.overlap!r}")
+        if isinstance(self.kv_chunks, bool) or not isinstance(self.kv_chunks, int) or not 0 <= self.kv_chunks <= 4096:
+            raise SpecError(f"calibration.kv_chunks must be a whole number of threads in [0, 4096], "
+                            f"got {self.kv_chunks!r}")
 
     def rate(self, kind: str, klass: str) -> tuple[float, bool]:
         """(rate of ``kind`` for format class ``klass``, whether the fit saw that class); nan
@@ -143,7 +147,8 @@ class Rates:
                 **{k: v for k, v in (("attention_flops", self.attention_flops),
                                      ("flash_attention_flops", self.flash_attention_flops)) if v is not None},
                 **({"rows_half": self.rows_half} if self.rows_half else {}),
-                **({"batch_flops": dict(self.batch_flops)} if self.batch_flops else {})}
+                **({"batch_flops": dict(self.batch_flops)} if self.batch_flops else {}),
+                **({"kv_chunks": self.kv_chunks} if self.kv_chunks else {})}
 
     @classmethod
     def from_dict(cls, data: Any) -> Rates:
@@ -155,7 +160,8 @@ class Rates:
                        pass_seconds=data.get("pass_seconds", 0.0), layer_seconds=data.get("layer_seconds", 0.0),
                        overlap=data.get("overlap", 1.0), attention_flops=data.get("attention_flops"),
                        flash_attention_flops=data.get("flash_attention_flops"),
-                       rows_half=data.get("rows_half", 0.0), batch_flops=data.get("batch_flops") or {})
+                       rows_half=data.get("rows_half", 0.0), batch_flops=data.get("batch_flops") or {},
+                       kv_chunks=data.get("kv_chunks", 0))
         except KeyError as exc:
             raise SpecError(f"calibration rates lack {exc}") from None
 

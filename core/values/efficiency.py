@@ -41,7 +41,10 @@ class Efficiency:
     time at many rows. batch_compute: the factor applied to C for the arithmetic each sequence
     beyond the first adds to a decode step, added after the overlap, t = combined(W / B, F_1 /
     C_d) + (b - 1) x F_1 / (C x batch_compute) (None: all b sequences' arithmetic in the compute
-    clock, the roofline's max(W / B, b x F_1 / C_d)).
+    clock, the roofline's max(W / B, b x F_1 / C_d)). kv_chunks: the threads an engine splits one
+    query's cache over, charging a single sequence's step for whole chunks
+    (``work.split_context``; 0: the cells filled, as every engine but llama.cpp's CPU flash
+    attention reads them).
     """
 
     bandwidth: float = 1.0
@@ -58,6 +61,7 @@ class Efficiency:
     expert_share: float = 0.0
     expert_spread: float = 1.0
     batch_compute: float | None = None
+    kv_chunks: int = 0
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
@@ -76,13 +80,16 @@ class Efficiency:
         for name in ("expert_share", "expert_spread"):
             if not in_range(getattr(self, name), (0.0, 1.0)):
                 raise SpecError(f"efficiency.{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if not isinstance(self.kv_chunks, int) or isinstance(self.kv_chunks, bool) or not 0 <= self.kv_chunks <= 4096:
+            raise SpecError(f"efficiency.kv_chunks must be a whole number of threads in [0, 4096], "
+                            f"got {self.kv_chunks!r}")
 
     @property
     def is_identity(self) -> bool:
         return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap,
                 self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
             and self.attention_compute in (None, 1) and self.flash_attention_compute in (None, 1) \
-            and self.rows_half == 0 and self.batch_compute is None
+            and self.rows_half == 0 and self.batch_compute is None and self.kv_chunks == 0
 
     @property
     def decode_compute_factor(self) -> float:
@@ -125,6 +132,8 @@ class Efficiency:
         for name in ("host_bandwidth", "host_compute"):
             if getattr(self, name) != 1.0:
                 out[name] = getattr(self, name)
+        if self.kv_chunks:
+            out["kv_chunks"] = self.kv_chunks
         return out
 
     @classmethod
@@ -148,4 +157,13 @@ class Efficiency:
                    expert_share=read_number(eff, "expert_share", 0.0, "efficiency.expert_share"),
                    expert_spread=read_number(eff, "expert_spread", 1.0, "efficiency.expert_spread"),
                    batch_compute=None if eff.get("batch_compute") is None else read_number(
-                       eff, "batch_compute", 1.0, "efficiency.batch_compute"))
+                       eff, "batch_compute", 1.0, "efficiency.batch_compute"),
+                   kv_chunks=_whole(eff.get("kv_chunks", 0), "efficiency.kv_chunks"))
+
+
+def _whole(value: Any, where: str) -> int:
+    """``value`` as a whole number (a JSON 2.0 too); SpecError naming ``where`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value != int(value):
+        raise SpecError(f"{where} must be a whole number, got {value!r}")
+    return int(value)

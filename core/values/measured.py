@@ -88,6 +88,14 @@ class EngineSettings:
         return " ".join(parts)
 
     @property
+    def kv_chunks(self) -> int:
+        """The threads this engine splits one query's cache over (``work.split_context``):
+        llama.cpp's flash attention on the CPU, no layer offloaded; 0 for every other engine."""
+        if self.engine != "llama.cpp" or self.device != "cpu" or not self.flash_attention or self.gpu_layers:
+            return 0
+        return max(1, self.threads)
+
+    @property
     def label(self) -> str:
         """Everything that sets a timing apart, for the results: "llama.cpp 0.3.36 cpu,
         2 threads, flash attention, kv f16"."""

@@ -25,7 +25,8 @@ SETTINGS = EngineSettings(engine="llama.cpp", version="test", threads=2, flash_a
 TRUTH = Rates(bandwidth={"k-quant": 30e9, "q8": 36e9, "float": 20e9},
               prefill_flops={"k-quant": 220e9, "q8": 190e9, "routed experts": 110e9, "float": 100e9},
               decode_flops={"k-quant": 150e9, "q8": 140e9, "routed experts": 120e9, "float": 100e9},
-              cache_bandwidth=6e9, pass_seconds=4e-4, layer_seconds=2e-5, overlap=0.0, attention_flops=150e9)
+              cache_bandwidth=6e9, pass_seconds=4e-4, layer_seconds=2e-5, overlap=0.0, attention_flops=150e9,
+              kv_chunks=SETTINGS.threads)
 
 
 def _plan(prompts: tuple[int, ...] = PROMPTS) -> list[MeasuredPoint]:
@@ -271,3 +272,46 @@ def test_a_long_prompts_attention_gets_its_own_rate():
     short = calibrate_engine(_models(truth, noise=0.0, prompts=(16, 32, 64, 128)), MACHINE, engine_label="llama.cpp",
                              replicates=0)
     assert short.central.attention_flops is None
+
+
+def test_each_model_reads_its_cache_at_a_rate_of_its_own():
+    """Issue 18 (2026-12-02): the calibration models' attention read their caches at 3 to 8 GB/s
+    a byte, and one shared cache rate let the deep steps of the slower ones pull the weights'
+    bandwidth and the fixed costs every model shares: shallow generation of real-size models came
+    out 15-25 % slow. A model whose cache reads at half the others' rate leaves those terms where
+    they were, and the rate a model not seen gets is the others'."""
+    models = _models(noise=0.0)
+    models[0] = _models(truth=dataclasses.replace(TRUTH, cache_bandwidth=3e9), noise=0.0, keys=(models[0].key,))[0]
+    cal = calibrate_engine(models, MACHINE, engine_label="llama.cpp", replicates=0)
+    # (one rate for all: 24 GB/s, overlap 0.75, and the decode rates at 60-76 GFLOP/s, not 150)
+    assert cal.central.bandwidth["k-quant"] == pytest.approx(30e9, rel=0.03) and cal.central.overlap == 0.0
+    assert cal.central.decode_flops["k-quant"] == pytest.approx(150e9, rel=0.03)
+    assert cal.central.cache_bandwidth == pytest.approx(6e9, rel=0.03)
+    assert cal.accuracy["leave_one_model_out"]["decode"].median < 0.01
+
+
+@pytest.mark.parametrize("overlap", [0.0, 1.0])
+def test_the_overlap_is_the_one_that_prices_a_left_out_architecture_best(overlap):
+    """In sample the overlap trades against the fixed costs and decode rates; it is chosen by
+    leaving each architecture out of the fit in turn, and comes back as made."""
+    truth = dataclasses.replace(TRUTH, overlap=overlap, batch_flops=TRUTH.decode_flops)   # the fit's form
+    cal = calibrate_engine(_models(truth=truth, noise=0.0), MACHINE, engine_label="llama.cpp", replicates=0)
+    assert cal.central.overlap == overlap
+    assert cal.accuracy["leave_one_architecture_out"]["decode"].median < 0.01
+
+
+def test_one_architecture_chooses_its_overlap_in_sample():
+    qwen3 = tuple(m.key for m in LLAMACPP_MODELS if m.spec().architecture == "qwen3")
+    cal = calibrate_engine(_models(noise=0.0, keys=qwen3), MACHINE, engine_label="llama.cpp", replicates=0)
+    assert "leave_one_architecture_out" not in cal.accuracy
+    assert cal.accuracy["in_sample"]["decode"].median < 0.01
+
+
+def test_llama_cpp_on_the_cpu_with_flash_attention_splits_a_sequences_cache_over_its_threads(fitted):
+    """The calibration says how its engine reads one sequence's cache; a preset's published rates
+    and every other engine's read it as filled."""
+    assert SETTINGS.kv_chunks == 2 and fitted.central.kv_chunks == 2
+    assert Rates.from_dict(fitted.central.to_dict()).kv_chunks == 2
+    for other in (dataclasses.replace(SETTINGS, flash_attention=False), dataclasses.replace(SETTINGS, gpu_layers=99),
+                  dataclasses.replace(SETTINGS, device="cuda"), EngineSettings(engine="torch", threads=2)):
+        assert other.kv_chunks == 0, other
