@@ -144,7 +144,7 @@ def machine_profile(args: argparse.Namespace) -> MachineProfile:
         except MeasurementError as exc:
             print(f"machine measurement {attempt} of {args.machine_tries}: {exc}")
             if attempt == args.machine_tries:
-                raise
+                raise SystemExit(f"no undisturbed machine measurement in {attempt} tries: {exc}") from None
             time.sleep(30)
     raise AssertionError("unreachable")
 

@@ -86,6 +86,11 @@ def print_calibration(cal: EngineCalibration) -> None:
     width = max([34, *(len(row[0]) for row in bands)])    # "each added sequence's multiplies, routed experts"
     for name, unit, central, low, high in bands:
         print(f"    {name:<{width}} {_value(central, unit):>14}   [{_value(low, unit)} .. {_value(high, unit)}]")
+    if "leave_one_architecture_out" in cal.accuracy:
+        print("  the overlap is the one that priced each left-out architecture best (its score below)")
+    if cal.central.kv_chunks:
+        print(f"  one sequence's cache is read in {cal.central.kv_chunks} whole chunks, as llama.cpp's CPU flash "
+              "attention splits it over its threads")
     print("  |predicted - measured| / measured, median / worst (points):")
     shown = ("leave_one_model_out", "leave_one_architecture_out", "extrapolation", "in_sample")
     for protocol in (p for p in shown if p in cal.accuracy or p != "leave_one_architecture_out"):

@@ -189,6 +189,7 @@ def test_the_printed_calibration_keeps_accuracy_and_fit_quality_apart(fitted, ca
                                                 "fit quality (in sample, not accuracy)"))
     assert lomo < extra < fit
     assert "weights streamed, k-quant" in text and "[" in text           # each term with its band
+    assert "priced each left-out architecture best" in text and "read in 2 whole chunks" in text
 
 
 def test_a_whole_architecture_is_left_out_too(fitted):
