@@ -8,12 +8,18 @@ timing the same GGUF in llama.cpp in process (what ``rooflab measure model`` doe
 Prints, per level, predicted and measured TTFT p50 and p90, TPOT p50 and total output tokens/s
 with their error, then the saturation rate both ways: once for the engine alone, once with the
 server's own time per step and per request (its Python loop, HTTP, streaming) taken from one
-client sending requests of other lengths first (``ServingPlan.step_overhead``,
-``request_overhead``); the load levels are predicted, never fitted. The issue's target: within 20 % at every
+client sending requests of other lengths before each pass, the mean of those probes
+(``ServingPlan.step_overhead``, ``request_overhead``); the load levels are predicted, never fitted. The issue's target: within 20 % at every
 level below saturation, the saturation rate within 25 %. The load average before and after is
 printed: read the figures against it.
 
-    python benchmarks/bench_serving.py [--threads 1] [--prompt 256] [--answer 64] [--requests 16] [--quick]
+The sweep runs ``--passes`` times, in turn forward and backward (a machine that slows through the
+run then weighs on the first levels and the last alike), and each level's measured figure is
+the mean over the passes, printed with the passes' spread ((highest - lowest) / mean): on this
+shared machine one level's TTFT moved 30-60 % between minutes, and a queue magnifies a small
+change of speed, so one pass's figure at a busy level is partly the minute it ran in.
+
+    python benchmarks/bench_serving.py [--threads 1] [--prompt 256] [--answer 64] [--requests 16] [--passes 2] [--quick]
 
 Needs llama-cpp-python==0.3.36 with its server extra and aiohttp (pip install -e '.[llamacpp,test]');
 takes a few minutes. The GGUF (about 70 MB) goes to a temporary folder, removed afterwards."""
@@ -87,34 +93,73 @@ def error(predicted: float, measured: float) -> str:
     return f"{(predicted - measured) / measured:+5.0%}"
 
 
-def row(label: str, p: ServingLevel, m: ServingLevel, below: bool) -> tuple[str, list[float]]:
-    pairs = [(p.ttft.p50, m.ttft.p50), (p.ttft.p90, m.ttft.p90), (p.tpot.p50, m.tpot.p50)]
-    cells = " ".join(f"{a * 1e3:8.1f} {b * 1e3:8.1f} {error(a, b)}" for a, b in pairs)
-    rate = f"{p.output_tokens_per_second:7.1f} {m.output_tokens_per_second:7.1f} " \
-           f"{error(p.output_tokens_per_second, m.output_tokens_per_second)}"
-    errors = [abs(a - b) / b for a, b in [*pairs, (p.output_tokens_per_second, m.output_tokens_per_second)]
-              if b > 0 and math.isfinite(a) and math.isfinite(b)]
-    return f"  {label:>8} {m.completed:>4}  {cells}  {rate}  {'below' if below else 'at/above'}", errors
+FIGURES = ("TTFT p50", "TTFT p90", "TPOT p50", "tok/s")
 
 
-def table(title: str, predicted: Serving, measured: ServerMeasurement) -> None:
+def figures(level: ServingLevel) -> tuple[float, float, float, float]:
+    """(TTFT p50, TTFT p90, TPOT p50 in seconds, output tokens/s) of a level."""
+    return level.ttft.p50, level.ttft.p90, level.tpot.p50, level.output_tokens_per_second
+
+
+def mean_and_spread(values: list[float]) -> tuple[float, float]:
+    """(mean, (highest - lowest) / mean) of the passes' figures that are finite."""
+    v = [x for x in values if math.isfinite(x)]
+    if not v:
+        return math.nan, math.nan
+    mean = sum(v) / len(v)
+    return mean, (max(v) - min(v)) / mean if mean > 0 else math.nan
+
+
+def row(label: str, p: ServingLevel, passes: list[ServingLevel], below: bool) -> tuple[str, list[float]]:
+    """The level's line (each figure predicted, measured as the passes' mean, the error; the
+    passes' widest spread among the figures) and its errors."""
+    cells, errors, spread = [], [], 0.0
+    by_figure = list(zip(*(figures(m) for m in passes), strict=True))          # each figure over the passes
+    for k, (predicted, values) in enumerate(zip(figures(p), by_figure, strict=True)):
+        measured, wide = mean_and_spread(list(values))
+        scale = 1.0 if k == len(FIGURES) - 1 else 1e3             # latencies in ms, tokens/s as they are
+        cells.append(f"{predicted * scale:8.1f} {measured * scale:8.1f} {error(predicted, measured)}")
+        if measured > 0 and math.isfinite(predicted) and math.isfinite(measured):
+            errors.append(abs(predicted - measured) / measured)
+        if math.isfinite(wide):
+            spread = max(spread, wide)
+    done = sum(m.completed for m in passes)
+    return f"  {label:>8} {done:>4}  {' '.join(cells)}  {spread:6.0%}  {'below' if below else 'at/above'}", errors
+
+
+def table(title: str, predicted: Serving, measured: list[ServerMeasurement]) -> None:
+    """Predicted against the mean of the passes at each level (``measured``: one measurement a
+    pass, its levels in the plan's order)."""
     print(f"\n{title}")
-    print(f"  {'level':>8} {'done':>4}  {'TTFT p50':>8} {'meas':>8} {'err':>5} {'TTFT p90':>8} {'meas':>8} {'err':>5} "
-          f"{'TPOT p50':>8} {'meas':>8} {'err':>5}  {'tok/s':>7} {'meas':>7} {'err':>5}  load")
+    heads = " ".join(f"{name:>8} {'meas':>8} {'err':>5}" for name in FIGURES)
+    print(f"  {'level':>8} {'done':>4}  {heads}  {'spread':>6}  load")
+    saturation, _ = mean_and_spread([m.saturation_rate for m in measured])
     worst_below = 0.0
-    for p, m in zip(predicted.levels, measured.levels, strict=False):
-        below = p.level <= 1 if p.mode == "concurrency" else p.level < measured.saturation_rate
+    for i, p in enumerate(predicted.levels):
+        passes = [m.levels[i] for m in measured if i < len(m.levels)]
+        if not passes:
+            continue
+        below = p.level <= 1 if p.mode == "concurrency" else p.level < saturation
         label = f"c={p.level:g}" if p.mode == "concurrency" else f"{p.level:g}/s"
-        line, errors = row(label, p, m.stats, below)
+        line, errors = row(label, p, [m.stats for m in passes], below)
         print(line)
         if below and errors:
             worst_below = max(worst_below, max(errors))
-        for said, count in m.problems():
-            print(f"           {count} x {said}")
-    sat_err = (predicted.saturation_rate - measured.saturation_rate) / measured.saturation_rate
-    print(f"  saturation: predicted {predicted.saturation_rate:.3f} requests/s, measured "
-          f"{measured.saturation_rate:.3f} (error {sat_err:+.0%}; target within 25 %)")
+        for m in passes:
+            for said, count in m.problems():
+                print(f"           {count} x {said}")
+    sat_err = (predicted.saturation_rate - saturation) / saturation
+    each = ", ".join(f"{m.saturation_rate:.3f}" for m in measured)
+    print(f"  saturation: predicted {predicted.saturation_rate:.3f} requests/s, measured {saturation:.3f} "
+          f"(passes: {each}; error {sat_err:+.0%}; target within 25 %)")
     print(f"  worst error below saturation: {worst_below:.0%} (target within 20 %)")
+
+
+def in_order(loads: tuple[Load, ...], run: ServerMeasurement) -> ServerMeasurement:
+    """``run`` with its levels in the order of ``loads`` (a backward pass ran them reversed)."""
+    by_load = {(lv.load.mode, lv.load.level): lv for lv in run.levels}
+    return dataclasses.replace(run, levels=tuple(by_load[(ld.mode, ld.level)] for ld in loads
+                                                 if (ld.mode, ld.level) in by_load))
 
 
 def server_overheads(spec: ModelSpec, tuned: MachineProfile, url: str, args: argparse.Namespace,
@@ -143,7 +188,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads, server and calibration alike")
     parser.add_argument("--prompt", type=int, default=256)
     parser.add_argument("--answer", type=int, default=64)
-    parser.add_argument("--requests", type=int, default=16, help="requests per level")
+    parser.add_argument("--requests", type=int, default=16, help="requests per level and pass")
+    parser.add_argument("--passes", type=int, default=2,
+                        help="sweeps over the levels, in turn forward and backward; a level's figure is their mean")
     parser.add_argument("--quick", action="store_true", help="concurrency 1, 2, 4 and two rates")
     args = parser.parse_args()
     load0 = os.getloadavg()
@@ -162,20 +209,31 @@ def main() -> int:
                                step_tokens=N_BATCH, requests=args.requests)
         with llama_server(path, Path(folder) / "server.log", threads=args.threads, n_batch=N_BATCH,
                           n_ctx=2 * (args.prompt + args.answer) + 64, alias="bench") as url:
-            per_step, per_request = server_overheads(spec, tuned, url, args)
-            with_server = dataclasses.replace(sim_plan, step_overhead=per_step, request_overhead=per_request)
-            saturation = serve(spec, tuned, workload, with_server, ()).saturation_rate
+            probes = [server_overheads(spec, tuned, url, args)]       # the first one places the rate levels
+            first = dataclasses.replace(sim_plan, step_overhead=probes[0][0], request_overhead=probes[0][1])
+            saturation = serve(spec, tuned, workload, first, ()).saturation_rate
             concurrency = (1, 2, 4) if args.quick else (1, 2, 4, 8)
             shares = (0.5, 1.25) if args.quick else RATE_SHARES
             loads = tuple(Load(mode="concurrency", level=c) for c in concurrency) + \
                 tuple(Load(mode="rate", level=round(s * saturation, 3)) for s in shares)
             plan = ServerPlan(url=url, model="bench", loads=loads, prompt=sim_plan.prompt, answer=sim_plan.answer,
                               requests=args.requests, force_length=False, extra_body=ORDINARY_ONLY)
-            measured = measure_server_blocking(plan)
-    print(f"\nllama-cpp-python server, 1 slot, --n_batch {N_BATCH}; prompts counted by {measured.prompt_method}; "
-          "ms; error = (predicted - measured) / measured")
+            measured = []
+            for k in range(max(1, args.passes)):
+                if k:
+                    probes.append(server_overheads(spec, tuned, url, args))
+                order = loads if k % 2 == 0 else loads[::-1]
+                print(f"pass {k + 1} of {args.passes}: {'forward' if k % 2 == 0 else 'backward'}", file=sys.stderr,
+                      flush=True)
+                measured.append(in_order(loads, measure_server_blocking(dataclasses.replace(plan, loads=order))))
+    print(f"\nllama-cpp-python server, 1 slot, --n_batch {N_BATCH}; prompts counted by {measured[0].prompt_method}; "
+          f"ms (tok/s: output tokens/s); measured: the mean of {len(measured)} pass(es); spread: the passes' widest "
+          "(highest - lowest) / mean among the level's four figures; error = (predicted - measured) / measured")
     table("predicted: the engine as calibrated in process", serve(spec, tuned, workload, sim_plan, loads), measured)
-    table("predicted: the engine + the server's overhead from the one-client probe",
+    per_step, per_request = (sum(p[i] for p in probes) / len(probes) for i in (0, 1))
+    with_server = dataclasses.replace(sim_plan, step_overhead=per_step, request_overhead=per_request)
+    table(f"predicted: the engine + the server's overhead, the mean of {len(probes)} one-client probe(s) "
+          f"({per_step * 1e3:.2f} ms per step, {per_request * 1e3:.1f} ms per request)",
           serve(spec, tuned, workload, with_server, loads), measured)
     load1 = os.getloadavg()
     print(f"\nload average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}; "
