@@ -9,8 +9,9 @@ Prints, per level, predicted and measured TTFT p50 and p90, TPOT p50 and total o
 with their error, then the saturation rate both ways: once for the engine alone, once with the
 server's own time per step and per request (its Python loop, HTTP, streaming) taken from one
 client sending requests of other lengths before each pass, the mean of those probes
-(``ServingPlan.step_overhead``, ``request_overhead``); the load levels are predicted, never fitted. The issue's target: within 20 % at every
-level below saturation, the saturation rate within 25 %. The load average before and after is
+(``ServingPlan.step_overhead``, ``request_overhead``); the load levels are predicted, never
+fitted. The issue's target: within 20 % at every level below saturation, the saturation rate
+within 25 %. The load average before and after is
 printed: read the figures against it.
 
 The sweep runs ``--passes`` times, in turn forward and backward (a machine that slows through the
