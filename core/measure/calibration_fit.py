@@ -235,8 +235,8 @@ def _lower(classes: Classes, machine: MachineProfile, dtype: str | None, d: Desi
 
 def _fit(d: Design, classes: Classes, machine: MachineProfile, dtype: str | None,
          overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float, float]:
-    """(unknowns, overlap, r0): the fit at each r0 of ``ROWS_HALF`` and each of ``overlaps``, the one with the least
-    summed relative error (as the published-benchmark fit chooses it), every rate within what
+    """(unknowns, overlap, r0): the fit at each r0 of ``ROWS_HALF`` and each of ``overlaps``, the
+    one with the least summed relative error (as the published-benchmark fit chooses it), every rate within what
     ``machine`` allows (a bound the fit works under: clamping a rate after the fit would leave
     the other terms fitted to a rate it no longer has)."""
     lower = _lower(classes, machine, dtype, d)
@@ -330,6 +330,7 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
     if d.seconds.size < unknowns:
         raise SpecError(f"a calibration resting on {d.seconds.size} points cannot fit its {unknowns} unknowns: "
                         "measure more points (or leave fewer out as disturbed)")
+
     def refit(part: Design, overlaps: Sequence[float]) -> Rates:
         u, o, r0 = _fit(part, classes, machine, dtype, overlaps)
         return _rates(u, o, part, classes, machine, dtype, r0)
