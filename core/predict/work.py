@@ -42,13 +42,14 @@ def kv_tokens_read(spec: ModelSpec, context: ArrayLike) -> tuple[Array, Array]:
     return t, (np.minimum(t, window) if window else np.zeros_like(t))
 
 
-def kv_bytes(spec: ModelSpec, context: ArrayLike, kv_type: str = "f16") -> Array:
+def kv_bytes(spec: ModelSpec, context: ArrayLike, kv_type: str = "f16", chunks: int = 0) -> Array:
     """Bytes of one sequence's cache that attention reads at ``context`` tokens:
-    k_full x t + k_window x min(t, w). (What the cache holds in memory, padded and with room
-    for a ubatch, is ``kv_bytes_held``.)"""
+    k_full x t + k_window x min(t, w), the full layers' t as a cache split over ``chunks``
+    threads charges it (``split_context``; 0: as filled). (What the cache holds in memory, padded
+    and with room for a ubatch, is ``kv_bytes_held``.)"""
     k_full, k_window = spec.kv_bytes_per_token(kv_type)
     full, window = kv_tokens_read(spec, context)
-    return k_full * full + k_window * window
+    return k_full * split_context(full, chunks) + k_window * window
 
 
 CTX_PAD = 256          # llama.cpp rounds each sequence's cache (and its sliding-window cache) up to this
@@ -169,7 +170,7 @@ def split_context(context: ArrayLike, chunks: int) -> Array:
     if chunks <= 1:
         return t
     cells = t + 1.0
-    view = np.maximum(padded(cells), CTX_PAD)
+    view = padded(cells)
     charged = np.where(view >= SPLIT_CELLS, chunks * np.minimum(cells, np.ceil(view / chunks)), cells)
     return np.asarray(charged - 1.0, dtype=np.float64)
 
@@ -181,11 +182,10 @@ def decode_bytes(spec: ModelSpec, context: ArrayLike, batch: ArrayLike = 1,
     ``kv_chunks`` (an engine that splits one query's cache over its threads, ``split_context``)
     a single sequence's full-attention layers are charged the split context."""
     b = _f(batch)
-    k_full, k_window = spec.kv_bytes_per_token(kv_type)
-    full, window = kv_tokens_read(spec, context)
-    if kv_chunks > 1:
-        full = np.where(b == 1, split_context(full, kv_chunks), full)
-    cache = b * (k_full * full + k_window * window) * kv_read_factor
+    cache = kv_bytes(spec, context, kv_type)
+    if kv_chunks > 1:                 # a step of one sequence (one query row) is the one split
+        cache = np.where(b == 1, kv_bytes(spec, context, kv_type, kv_chunks), cache)
+    cache = b * cache * kv_read_factor
     return np.broadcast_arrays(weight_bytes_read(spec, b), cache)  # type: ignore[return-value]
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rooflab.core.errors import SpecError
-from rooflab.core.values.fields import in_range, read_number
+from rooflab.core.values.fields import in_range, read_number, read_whole
 
 FACTOR_RANGE = (1e-4, 100.0)             # efficiency factors (a fit clamps to 1e-4)
 
@@ -158,12 +158,4 @@ class Efficiency:
                    expert_spread=read_number(eff, "expert_spread", 1.0, "efficiency.expert_spread"),
                    batch_compute=None if eff.get("batch_compute") is None else read_number(
                        eff, "batch_compute", 1.0, "efficiency.batch_compute"),
-                   kv_chunks=_whole(eff.get("kv_chunks", 0), "efficiency.kv_chunks"))
-
-
-def _whole(value: Any, where: str) -> int:
-    """``value`` as a whole number (a JSON 2.0 too); SpecError naming ``where`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value != int(value):
-        raise SpecError(f"{where} must be a whole number, got {value!r}")
-    return int(value)
+                   kv_chunks=read_whole(eff, "kv_chunks", "efficiency.kv_chunks"))
