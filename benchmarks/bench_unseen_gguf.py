@@ -10,8 +10,14 @@ tg128, with ``--long`` also pp2048 and tg128 @ d2048; 5 repetitions, the calibra
 -fa 1 -b 2048 -ub 512) and prices the same tests from the calibration through the app's
 expected path (``predict.expected.expected_for``, then the clocks every expected figure uses).
 
+llama-bench runs every test twice: once before the calibration (after the GGUFs are written)
+and once after it, and its figure is the mean of the two runs' means (``--after-only``: the run
+after it alone). A shared machine's speed moves over the tens of minutes a calibration takes, and
+the calibration's rounds spread over them meet it halfway; a figure taken at one end of the
+stretch does not. Both runs are printed, and the move between them.
+
 Prints per test the expected tokens/s with its band (16th-84th percentile over the fit's
-replicates), llama-bench's mean with the standard deviation of its repetitions, the error
+replicates), llama-bench's figure with its spread (the two runs', or its repetitions'), the error
 expected / measured - 1 and whether it is within the target (generation 10 %, prompt
 processing 15 %), plus the model's size, the load average before and after and the time taken.
 Then a control: the same tests by llama-bench on one of the calibration's own models, which
@@ -23,7 +29,8 @@ unseen model; the line after it gives the unseen model's error relative to the c
 
     python benchmarks/bench_unseen_gguf.py [--model llama-3.2-1b|gemma-3-270m|qwen2.5-0.5b|KEY|config.json]
         [--weights q4_k_m] [--thorough] [--long] [--llama-bench PATH] [--threads N] [--repetitions 5]
-        [--repeats 3] [--keep-machine | --machine-tries 3] [--control KEY | --no-control] [--json FILE]
+        [--repeats 3] [--keep-machine | --machine-tries 3] [--control KEY | --no-control] [--after-only]
+        [--json FILE]
     python benchmarks/bench_unseen_gguf.py --refit FILE
 
 The GGUF is written to a temporary folder and removed afterwards. ``--refit`` measures nothing:
@@ -52,8 +59,9 @@ from rooflab.core.measure.calibration_run import CalibrationPlan, run_calibratio
 from rooflab.core.measure.engine import gguf_for
 from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan
 from rooflab.core.measure.llamabench.run import run_llama_bench
+from rooflab.core.measure.llamacpp.binding import default_threads
 from rooflab.core.measure.llamacpp.plan import BenchTest
-from rooflab.core.predict.expected import Expected, expected_for
+from rooflab.core.predict.expected import expected_for
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
@@ -69,7 +77,9 @@ from unseen_pricing import (  # noqa: E402  (the pure parts, beside this script)
     UBATCH,
     Row,
     bench_rate,
+    bracketed,
     control_spec,
+    drift_line,
     expected_rate,
     model_line,
     relative,
@@ -80,8 +90,9 @@ from unseen_pricing import (  # noqa: E402  (the pure parts, beside this script)
     workload_for,
 )
 
-__all__ = ["BATCH", "UBATCH", "LONG_TESTS", "REAL_SHAPES", "TARGETS", "TESTS", "Row", "bench_rate", "control_spec",
-           "expected_rate", "model_line", "relative", "row_for", "seen_shape", "table", "unseen_spec", "workload_for"]
+__all__ = ["BATCH", "UBATCH", "LONG_TESTS", "REAL_SHAPES", "TARGETS", "TESTS", "Row", "bench_rate", "bracketed",
+           "control_spec", "drift_line", "expected_rate", "model_line", "relative", "row_for", "seen_shape", "table",
+           "unseen_spec", "workload_for"]
 
 DEFAULT_BINARY = "/tmp/lbbuild/bin/llama-bench"
 
@@ -149,15 +160,19 @@ def machine_profile(args: argparse.Namespace) -> MachineProfile:
     raise AssertionError("unreachable")
 
 
-def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfile, int, tuple[ModelSpec, ...],
-                                                 dict[str, list[dict[str, Any]]]]:
-    """The calibration ``rooflab measure calibrate --engine llamacpp [--thorough]`` makes (quick
-    unless thorough), kept nowhere; with it the machine, the threads it ran, its models and each
-    model's measured points (for ``--json``)."""
+def calibration_plan(args: argparse.Namespace) -> CalibrationPlan:
+    """The plan ``rooflab measure calibrate --engine llamacpp [--thorough]`` runs (quick unless thorough)."""
+    return CalibrationPlan(engine="llamacpp", threads=args.threads, repeats=args.repeats, quick=not args.thorough,
+                           thorough=args.thorough, measure_machine=False)
+
+
+def calibrate(args: argparse.Namespace, plan: CalibrationPlan) -> tuple[EngineCalibration, MachineProfile, int,
+                                                                        tuple[ModelSpec, ...],
+                                                                        dict[str, list[dict[str, Any]]]]:
+    """The calibration ``plan`` makes, kept nowhere; with it the machine, the threads it ran,
+    its models and each model's measured points (for ``--json``)."""
     from rooflab.core.cli.calibrate import print_calibration
 
-    plan = CalibrationPlan(engine="llamacpp", threads=args.threads, repeats=args.repeats, quick=not args.thorough,
-                           thorough=args.thorough, measure_machine=False)
     began = time.perf_counter()
     run = run_job(run_calibration(plan, keep=False, machine=machine_profile(args)), _progress)
     print(file=sys.stderr)
@@ -170,13 +185,25 @@ def calibrate(args: argparse.Namespace) -> tuple[EngineCalibration, MachineProfi
     return run.calibration, run.machine, threads, tuple(r.spec for r in run.runs), points
 
 
-def _written(spec: ModelSpec, machine: MachineProfile, cal: EngineCalibration) -> tuple[str, ModelSpec, Expected]:
-    """A random-weight GGUF of ``spec``'s tensor table: (its path, the spec read back from it,
-    what ``cal`` expects of that spec on ``machine``)."""
-    path = str(run_job(gguf_for(spec, spec, synthetic=True), _progress))
+def _written(spec: ModelSpec, folder: str) -> tuple[str, ModelSpec]:
+    """A random-weight GGUF of ``spec``'s tensor table in ``folder``: its path and the spec read
+    back from it (what a user opening the file gets: its own tensor table)."""
+    with _cache_in(folder):
+        path = str(run_job(gguf_for(spec, spec, synthetic=True), _progress))
     print(file=sys.stderr)
-    opened = read_gguf(path)          # what a user opening the file gets: its own tensor table
-    return path, opened, expected_for(opened, machine, cal)
+    return path, read_gguf(path)
+
+
+def _bench_all(args: argparse.Namespace, tests: Sequence[BenchTest], threads: int,
+               models: Sequence[tuple[str, str]]) -> list[list[MeasuredPoint]]:
+    """llama-bench on each (name, path) of ``models`` for every test, the models back to back
+    within a test (a slow minute lands on all of them): per model, its points in test order."""
+    out: list[list[MeasuredPoint]] = [[] for _ in models]
+    for test in tests:
+        for i, (name, path) in enumerate(models):
+            out[i].append(llama_bench(args.llama_bench, path, test, threads, args.repetitions))
+            print(f"  {test.label}: {out[i][-1].rate:.2f} tokens/s ({name})", file=sys.stderr, flush=True)
+    return out
 
 
 def refit(path: str) -> int:
@@ -243,6 +270,9 @@ def main() -> int:
     parser.add_argument("--control", metavar="KEY", help="the calibration model the control runs "
                         "(default: the dense one mostly in its format class, nearest it in bytes)")
     parser.add_argument("--no-control", action="store_true", help="skip the control")
+    parser.add_argument("--after-only", action="store_true",
+                        help="run llama-bench only after the calibration (default: before it and after it, "
+                        "the figure the mean of the two)")
     parser.add_argument("--refit", metavar="FILE", help="measure nothing: fit a --json run's points again and "
                         "price its tests (the code as it is now, the same llama-bench figures)")
     args = parser.parse_args()
@@ -252,36 +282,55 @@ def main() -> int:
     began, load0 = time.perf_counter(), _load()
     print(f"load average before: {load0}")
     spec = unseen_spec(args.model, args.weights)
-    cal, machine, threads, seen, points = calibrate(args)
+    plan = calibration_plan(args)
+    seen = tuple(m.spec() for m in plan.models())
     same = seen_shape(spec, seen)
     if same:
         print(f"{spec.name} has the shape of calibration model {same}: choose a model it did not see", file=sys.stderr)
         return 2
     tests = TESTS + (LONG_TESTS if args.long else ())
-    with tempfile.TemporaryDirectory(prefix="rooflab-unseen-") as folder, _cache_in(folder):
-        path, opened, expected = _written(spec, machine, cal)
+    with tempfile.TemporaryDirectory(prefix="rooflab-unseen-") as folder:
+        path, opened = _written(spec, folder)
         control = None if args.no_control else control_spec(opened, seen, args.control)
         if control is None and not args.no_control:
             print(f"control: no calibration model named {args.control!r}")
-        control_at = _written(control, machine, cal) if control is not None else None
+        models = [(opened.name, path)]
+        if control is not None:
+            control_path, control_opened = _written(control, folder)
+            models.append((control_opened.name, control_path))
+        threads = args.threads or default_threads()
+        before: list[list[MeasuredPoint]] | None = None
+        if not args.after_only:
+            print(f"llama-bench before the calibration: {threads} threads; load average {_load()}")
+            before = _bench_all(args, tests, threads, models)
+        cal, machine, cal_threads, seen, points = calibrate(args, plan)
+        if cal_threads != threads:
+            print(f"the calibration ran {cal_threads} threads, llama-bench before it {threads}: "
+                  f"only the runs after it count")
+            threads, before = cal_threads, None
         print(f"llama-bench {args.llama_bench}: {threads} threads, -fa 1 -b {BATCH} -ub {UBATCH}, "
-              f"{args.repetitions} repetitions; load average {_load()}")
-        rows: list[Row] = []
-        control_rows: list[Row] = []
-        for test in tests:      # the unseen model and its control back to back: a slow minute lands on both
-            rows.append(row_for(expected, opened, test, llama_bench(args.llama_bench, path, test, threads,
-                                                                    args.repetitions), threads))
-            print(f"  {test.label}: {rows[-1].measured:.2f} tokens/s (unseen)", file=sys.stderr, flush=True)
-            if control_at is not None:
-                control_path, control_opened, control_expected = control_at
-                control_rows.append(row_for(control_expected, control_opened, test, llama_bench(
-                    args.llama_bench, control_path, test, threads, args.repetitions), threads))
+              f"{args.repetitions} repetitions{'' if before is None else ', before and after the calibration'}; "
+              f"load average {_load()}")
+        after = _bench_all(args, tests, threads, models)
+        expected = expected_for(opened, machine, cal)
+        rows = [row_for(expected, opened, test, bracketed(before[0][i] if before else None, point), threads)
+                for i, (test, point) in enumerate(zip(tests, after[0], strict=True))]
         print(f"unseen model {model_line(opened)}")
         print(f"  calibration models: {', '.join(f'{s.name} ({s.vocab:,})' for s in seen)}")
+        if before is not None:
+            print("llama-bench's figure is the mean of its run before the calibration and its run after; "
+                  "± is their spread")
+            for test, b, a in zip(tests, before[0], after[0], strict=True):
+                print("  " + drift_line(test, b, a))
         print("\n".join(table(rows)))
-        if control_at is not None:
+        control_rows: list[Row] = []
+        if control is not None:
+            control_expected = expected_for(control_opened, machine, cal)
+            control_rows = [row_for(control_expected, control_opened, test,
+                                    bracketed(before[1][i] if before else None, point), threads)
+                            for i, (test, point) in enumerate(zip(tests, after[1], strict=True))]
             print(f"control, a calibration model (the fit saw it), each test run right after the unseen "
-                  f"model's: {model_line(control_at[1])}")
+                  f"model's: {model_line(control_opened)}")
             print("\n".join(table(control_rows)))
         control_name = control.name if control is not None else ""
     if control_rows:
@@ -290,14 +339,19 @@ def main() -> int:
         print(f"note: {note}")
     print(f"load average before: {load0}; after: {_load()}; {time.perf_counter() - began:.0f} s in all")
     if args.json:                   # for a second look at the fit without measuring again
+        def runs(i: int) -> list[dict[str, Any]]:
+            return [{"before": before[i][j].rate if before else None, "after": after[i][j].rate}
+                    for j in range(len(tests))]
+
         Path(args.json).write_text(json.dumps({
             "machine": machine.to_dict(), "calibration": cal.to_dict(), "points": points, "model": args.model,
             "weights": args.weights,
             "rows": [{"test": r.test.label, "expected": r.expected, "low": r.low, "high": r.high,
-                      "measured": r.measured, "stdev": r.stdev} for r in rows],
+                      "measured": r.measured, "stdev": r.stdev, **run} for r, run in zip(rows, runs(0), strict=True)],
             "threads": threads, "control_model": control_name,
-            "control": [{"test": r.test.label, "expected": r.expected, "measured": r.measured, "stdev": r.stdev}
-                        for r in control_rows]}, indent=1))
+            "control": [{"test": r.test.label, "expected": r.expected, "measured": r.measured, "stdev": r.stdev,
+                         **run} for r, run in zip(control_rows, runs(1) if control_rows else [], strict=True)]},
+            indent=1))
     missed = [r.test.label for r in rows if not r.met]
     print("targets missed: " + (", ".join(missed) if missed else "none"))
     return 0

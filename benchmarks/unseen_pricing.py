@@ -13,6 +13,7 @@ import numpy as np
 from rooflab.core.io import load_model
 from rooflab.core.io.hf import spec_from_config
 from rooflab.core.measure.llamacpp.plan import BenchTest
+from rooflab.core.measure.rounds import merge_points
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.expected import Expected, byte_shares
 from rooflab.core.values.machine import MachineProfile
@@ -120,6 +121,21 @@ def row_for(expected: Expected, spec: ModelSpec, test: BenchTest, point: Measure
     central, low, high = expected_rate(expected, spec, test, threads)
     return Row(test=test, expected=central, low=low, high=high, measured=point.rate,
                stdev=point.rate * point.stdev / point.seconds)
+
+
+def bracketed(before: MeasuredPoint | None, after: MeasuredPoint) -> MeasuredPoint:
+    """llama-bench's figure for a test run once before the calibration and once after it: the
+    mean of the two runs' mean times, their standard deviation as the spread (``merge_points``,
+    each run one sample, as the calibration's rounds merge theirs). A machine that speeds up
+    or slows down over the calibration is met halfway, as the calibration's rounds meet it;
+    ``after`` alone when nothing ran before."""
+    return after if before is None else merge_points([before, after])
+
+
+def drift_line(test: BenchTest, before: MeasuredPoint, after: MeasuredPoint) -> str:
+    """How far one test's llama-bench figure moved over the calibration."""
+    return (f"{test.label:<14} {before.rate:9.2f} before, {after.rate:9.2f} after the calibration "
+            f"({after.rate / before.rate - 1:+.1%})")
 
 
 def table(rows: Sequence[Row]) -> list[str]:

@@ -4,6 +4,7 @@ nothing here depends on the machine's speed or load."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -115,6 +116,28 @@ def test_rows_and_table(bench, tiny):
     assert "512-entry vocabulary" in bench.model_line(tiny) and "B parameters" in bench.model_line(tiny)
 
 
+def test_a_test_run_before_and_after_the_calibration_is_met_halfway(bench, tiny):
+    """llama-bench's pp512 at 0.1 s before the calibration and 0.3 s after: the figure is the
+    mean time, 0.2 s (2,560 t/s, not the 3,413 of the mean rate), with the two runs' standard
+    deviation as its spread and their repetitions counted; nothing before leaves the run after
+    as it is; the line says how far the figure moved."""
+    before = MeasuredPoint(kind="prefill", prompt=512, context=0, batch=1, seconds=0.1, stdev=0.002, repeats=5,
+                           test="pp512", source="llama-bench")
+    after = MeasuredPoint(kind="prefill", prompt=512, context=0, batch=1, seconds=0.3, stdev=0.004, repeats=5,
+                          test="pp512", source="llama-bench")
+    both = bench.bracketed(before, after)
+    assert both.seconds == pytest.approx(0.2) and both.rate == pytest.approx(2560.0)
+    assert both.stdev == pytest.approx(2 ** 0.5 / 10)          # the standard deviation of 0.1 and 0.3
+    assert both.repeats == 10 and both.best == pytest.approx(0.1)
+    assert bench.bracketed(None, after) is after
+    row = bench.row_for(expected_for(tiny, MACHINE, _cal(_rates())), tiny, BenchTest(n_prompt=512), both)
+    assert row.measured == pytest.approx(2560.0) and row.stdev == pytest.approx(2560.0 * 0.1414213 / 0.2)
+    line = bench.drift_line(BenchTest(n_prompt=512), before, after)
+    assert line.split() == ["pp512", "5120.00", "before,", "1706.67", "after", "the", "calibration", "(-66.7%)"]
+    with pytest.raises(Exception, match="different tests"):
+        bench.bracketed(before, dataclasses.replace(after, prompt=2048, test="pp2048"))
+
+
 def test_the_control_is_a_calibration_model_of_the_unseen_ones_kind(bench):
     """The control (llama-bench on a model the fit saw) is the dense one mostly in the unseen
     model's format class nearest it in bytes: for Llama-3.2-1B in Q4_K_M (0.73 GB), Qwen3-1.7B
@@ -136,7 +159,6 @@ def test_a_refit_prices_a_kept_run_again(bench, tmp_path, capsys):
     made by known rates through the app's own path (the four quick models) and llama-bench rows
     equal to what those rates give Llama-3.2-1B: the refit finds the rates again, so every test
     comes out within a few percent and meets its target."""
-    import dataclasses
     import json
 
     from rooflab.core.measure.calibration_fit import ModelPoints, predicted_seconds
