@@ -38,7 +38,15 @@ from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
-from rooflab.core.measure.calibration_solver import OVERLAPS, ROWS_HALF, Design, Unknowns, fit_scored, mostly_in
+from rooflab.core.measure.calibration_solver import (
+    OVERLAPS,
+    ROWS_HALF,
+    Design,
+    Unknowns,
+    first_best,
+    fit_scored,
+    mostly_in,
+)
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import EXPERTS, Shares
 from rooflab.core.values.calibration import FORMAT_CLASSES, Rates
@@ -288,8 +296,8 @@ def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
     priced at the group's rate): a fit without some rows decides it as the shipped fit does."""
     keep = np.ones(len(g.rows), dtype=bool) if mask is None else mask
     machines = [m for m, k in zip(g.machines, keep, strict=True) if k] if g.machines else ["?"] * int(keep.sum())
-    best = min(((*fit_scored(_merged(g, g.at_rows_half(r0, mask), machines)[0], OVERLAPS), r0) for r0 in ROWS_HALF),
-               key=lambda f: f[2])
+    best = first_best([(*fit_scored(_merged(g, g.at_rows_half(r0, mask), machines)[0], OVERLAPS), r0)
+                       for r0 in ROWS_HALF], lambda f: f[2])
     u, overlap, _, rows_half = best
     d, byte_classes, flop_classes = _merged(g, g.at_rows_half(rows_half, mask), machines)
     at = Unknowns.of(d)
