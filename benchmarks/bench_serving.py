@@ -9,8 +9,8 @@ Prints, per level, predicted and measured TTFT p50 and p90, TPOT p50 and total o
 with their error, then the saturation rate both ways: once for the engine alone, once with the
 server's own time per step and per request (its Python loop, HTTP, streaming) taken from one
 client sending requests of other lengths before each pass (prompts of half and one and a half
-times the sweep's, half its answer: the server's time grows with the tokens it holds, so the two
-probes bracket the sweep's lengths), the mean of those probes
+times the sweep's, half its answer: the server's time per request grows with the prompt, so the
+two probes bracket the sweep's), the mean of those probes
 (``ServingPlan.step_overhead``, ``request_overhead``); the load levels are predicted, never
 fitted. The issue's target: within 20 % at every level below saturation, the saturation rate
 within 25 %. The load average before and after is
@@ -189,10 +189,11 @@ def server_overheads(spec: ModelSpec, tuned: MachineProfile, url: str, args: arg
                      ) -> tuple[float, float]:
     """(per step, per request) seconds the server adds to the engine at the sweep's lengths,
     from two probes of other lengths on either side of them: half the sweep's answer, and
-    prompts of half and one and a half times its prompt. The server's own time grows with the
-    tokens it holds (on this server, TPOT grew 0.45 ms from 128 to 256 cached tokens, the
-    engine's 0.19), so one probe of shorter requests misses part of it; the sweep's prompt lies
-    halfway between the two, where the straight line through them is their mean."""
+    prompts of half and one and a half times its prompt. The server's own time per request
+    grows with the prompt (llama-cpp-python's server computes the output head for every prompt
+    token by default: on the 2026-12-02 runs about 0 ms at 128 tokens and 100 ms at 384), so one
+    probe with shorter prompts misses part of it; the sweep's prompt lies halfway between the
+    two, where the straight line through them is their mean."""
     short, long = max(16, args.prompt // 2), max(16, args.prompt // 2) + args.prompt
     answer = max(8, args.answer // 2)
     both = [probe_overheads(spec, tuned, url, prompt, answer) for prompt in (short, long)]
