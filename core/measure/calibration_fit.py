@@ -53,6 +53,7 @@ from rooflab.core.measure.calibration_solver import (
     Unknowns,
     at_rows_half,
     by_model,
+    first_best,
     fit_at,
     fit_scored,
     lower_bounds,
@@ -236,11 +237,13 @@ def _lower(classes: Classes, machine: MachineProfile, dtype: str | None, d: Desi
 def _fit(d: Design, classes: Classes, machine: MachineProfile, dtype: str | None,
          overlaps: Sequence[float] = OVERLAPS) -> tuple[Array, float, float]:
     """(unknowns, overlap, r0): the fit at each r0 of ``ROWS_HALF`` and each of ``overlaps``, the
-    one with the least summed relative error (as the published-benchmark fit chooses it), every rate within what
+    one with the least summed relative error (ties: the first on the grid, ``first_best``, as the
+    published-benchmark fit chooses it), every rate within what
     ``machine`` allows (a bound the fit works under: clamping a rate after the fit would leave
     the other terms fitted to a rate it no longer has)."""
     lower = _lower(classes, machine, dtype, d)
-    best = min(((*fit_scored(_scaled(d, classes, r0), overlaps, lower), r0) for r0 in ROWS_HALF), key=lambda f: f[2])
+    best = first_best([(*fit_scored(_scaled(d, classes, r0), overlaps, lower), r0) for r0 in ROWS_HALF],
+                      lambda f: f[2])
     return best[0], best[1], best[3]
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from rooflab.core.measure.calibration_solver import OVERLAPS, Design
+from rooflab.core.measure.calibration_solver import OVERLAPS, Design, first_best
 from rooflab.core.values.calibration import Accuracy, Rates
 
 Refit = Callable[[Design, Sequence[float]], Rates]
@@ -61,13 +61,13 @@ def held_out_error(accuracy: dict[str, Accuracy]) -> float:
 def overlap_by_architecture(architectures: Sequence[str], d: Design, refit: Refit, score: Score,
                             counts: Sequence[int]) -> tuple[Sequence[float], dict[str, Accuracy]]:
     """(the overlaps the fit may choose from, the leave-one-architecture-out score): the one
-    overlap of ``OVERLAPS`` whose models come out closest when their architecture is left out,
-    and its score; with fewer than two architectures, the whole grid (chosen in sample) and no
-    score."""
+    overlap of ``OVERLAPS`` whose models come out closest when their architecture is left out
+    (ties: the first, ``first_best``), and its score; with fewer than two architectures, the
+    whole grid (chosen in sample) and no score."""
     if len(set(architectures)) < 2:
         return OVERLAPS, {}
     scored = [((o,), leave_group_out(architectures, d, refit, score, counts, (o,))) for o in OVERLAPS]
-    return min(scored, key=lambda s: held_out_error(s[1]))
+    return first_best(scored, lambda s: held_out_error(s[1]))
 
 
 def extrapolation(d: Design, far: dict[int, NDArray[np.bool_]], refit: Refit, score: Score,
