@@ -61,7 +61,7 @@ from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan
 from rooflab.core.measure.llamabench.run import run_llama_bench
 from rooflab.core.measure.llamacpp.binding import default_threads
 from rooflab.core.measure.llamacpp.plan import BenchTest
-from rooflab.core.predict.expected import expected_for
+from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
@@ -313,8 +313,14 @@ def main() -> int:
               f"load average {_load()}")
         after = _bench_all(args, tests, threads, models)
         expected = expected_for(opened, machine, cal)
-        rows = [row_for(expected, opened, test, bracketed(before[0][i] if before else None, point), threads)
-                for i, (test, point) in enumerate(zip(tests, after[0], strict=True))]
+
+        def rows_of(k: int, spec: ModelSpec, expected: Expected) -> list[Row]:
+            """Model ``k``'s rows (0 the unseen one, 1 the control): each test priced and its
+            llama-bench runs merged (``bracketed``)."""
+            return [row_for(expected, spec, test, bracketed(before[k][i] if before else None, point), threads)
+                    for i, (test, point) in enumerate(zip(tests, after[k], strict=True))]
+
+        rows = rows_of(0, opened, expected)
         print(f"unseen model {model_line(opened)}")
         print(f"  calibration models: {', '.join(f'{s.name} ({s.vocab:,})' for s in seen)}")
         if before is not None:
@@ -325,10 +331,7 @@ def main() -> int:
         print("\n".join(table(rows)))
         control_rows: list[Row] = []
         if control is not None:
-            control_expected = expected_for(control_opened, machine, cal)
-            control_rows = [row_for(control_expected, control_opened, test,
-                                    bracketed(before[1][i] if before else None, point), threads)
-                            for i, (test, point) in enumerate(zip(tests, after[1], strict=True))]
+            control_rows = rows_of(1, control_opened, expected_for(control_opened, machine, cal))
             print(f"control, a calibration model (the fit saw it), each test run right after the unseen "
                   f"model's: {model_line(control_opened)}")
             print("\n".join(table(control_rows)))
