@@ -79,6 +79,7 @@ from unseen_pricing import (  # noqa: E402  (the pure parts, beside this script)
     bench_rate,
     bracketed,
     control_spec,
+    depth_cost,
     drift_line,
     expected_rate,
     model_line,
@@ -239,11 +240,15 @@ def refit(path: str) -> int:
     rows = priced(unseen_spec(run["model"], run["weights"]), run["rows"])
     print(f"unseen model {model_line(unseen_spec(run['model'], run['weights']))}")
     print("\n".join(table(rows)))
+    if cost := depth_cost(unseen_spec(run["model"], run["weights"]), rows):
+        print(cost)
     control = run.get("control_model")
     if control in specs and run.get("control"):
         control_rows = priced(specs[control].spec(), run["control"])
         print(f"control, a calibration model (the fit saw it): {control}")
         print("\n".join(table(control_rows)))
+        if cost := depth_cost(specs[control].spec(), control_rows):
+            print(cost)
         print(f"unseen relative to the control: {relative(rows, control_rows)}")
     missed = [r.test.label for r in rows if not r.met]
     print("targets missed: " + (", ".join(missed) if missed else "none"))
@@ -329,12 +334,16 @@ def main() -> int:
             for test, b, a in zip(tests, before[0], after[0], strict=True):
                 print("  " + drift_line(test, b, a))
         print("\n".join(table(rows)))
+        if cost := depth_cost(opened, rows):
+            print(cost)
         control_rows: list[Row] = []
         if control is not None:
             control_rows = rows_of(1, control_opened, expected_for(control_opened, machine, cal))
             print(f"control, a calibration model (the fit saw it), each test run right after the unseen "
                   f"model's: {model_line(control_opened)}")
             print("\n".join(table(control_rows)))
+            if cost := depth_cost(control_opened, control_rows):
+                print(cost)
         control_name = control.name if control is not None else ""
     if control_rows:
         print(f"unseen relative to the control: {relative(rows, control_rows)}")

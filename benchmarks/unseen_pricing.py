@@ -14,6 +14,7 @@ from rooflab.core.io import load_model
 from rooflab.core.io.hf import spec_from_config
 from rooflab.core.measure.llamacpp.plan import BenchTest
 from rooflab.core.measure.rounds import merge_points
+from rooflab.core.predict import work
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.expected import Expected, byte_shares
 from rooflab.core.values.machine import MachineProfile
@@ -175,3 +176,26 @@ def relative(rows: Sequence[Row], control: Sequence[Row]) -> str:
 def model_line(spec: ModelSpec) -> str:
     return (f"{spec.name}: {spec.params_total / 1e9:.2f} B parameters, {spec.weight_bytes / 1e9:.2f} GB of weights "
             f"({spec.weights_format}), {spec.vocab:,}-entry vocabulary, {spec.architecture}")
+
+
+def depth_cost(spec: ModelSpec, rows: Sequence[Row]) -> str:
+    """What the cache adds to a generated token, measured and expected: the time a step of
+    tgN @ dD takes beyond one of tgN, in ms, per (query head, cached token) pair and as bytes
+    of cache a second (the mean step's extra bytes, ``work.kv_bytes``; pairs: bytes x
+    ``work.heads_per_cache_byte``); "" without both tests."""
+    deep = next((r for r in rows if r.test.n_gen and not r.test.n_prompt and r.test.n_depth), None)
+    shallow = next((r for r in rows if deep and r.test.n_gen == deep.test.n_gen and not r.test.n_prompt
+                    and not r.test.n_depth), None)
+    if deep is None or shallow is None:
+        return ""
+    steps = np.arange(deep.test.n_gen, dtype=np.float64)
+    extra = float(np.mean(work.kv_bytes(spec, deep.test.n_depth + steps)) - np.mean(work.kv_bytes(spec, steps)))
+    pairs = extra * work.heads_per_cache_byte(spec)
+
+    def cost(deep_rate: float, shallow_rate: float) -> str:
+        seconds = 1.0 / deep_rate - 1.0 / shallow_rate
+        return f"{seconds * 1e3:.1f} ms ({seconds / pairs * 1e9:.0f} ns a pair, {extra / seconds / 1e9:.1f} GB/s)" \
+            if seconds > 0 else f"{seconds * 1e3:.1f} ms"
+
+    return (f"{deep.test.label} beyond {shallow.test.label}, a step: llama-bench "
+            f"{cost(deep.measured, shallow.measured)}, expected {cost(deep.expected, shallow.expected)}")

@@ -73,7 +73,7 @@ def _value(value: float, unit: str) -> str:
     if unit == "FLOP/s":
         return f"{value / 1e9:.0f} GFLOP/s"
     if unit == "s":
-        return f"{value * 1e3:.3f} ms"
+        return f"{value * 1e9:.1f} ns" if 0 < value < 1e-6 else f"{value * 1e3:.3f} ms"
     return f"{value:.2f}"
 
 

@@ -11,7 +11,8 @@ its first sequence's FLOPs F / b in the compute clock and the others', A = (b - 
 after the overlap at their own rate; the cache rate bw_kv one for all points, or, where the
 design groups the cache bytes by model (``Design.cache_model``), one per model, so that one
 model's attention kernel, slower or faster per byte than the others', does not move the rates
-they share, and the rate a model not seen gets is pooled afterwards, ``pooled_cache_inverse``).
+they share, and the rate a model not seen gets is pooled afterwards, ``pooled_cache_terms``:
+a cost per byte and one per query head and cached token, so that a model's head shape sets it).
 The fit minimises the summed
 relative error |t - measured| / measured by iteratively reweighted least squares with every
 inverse rate kept >= its lower bound (0, or one over what the machine allows: a bound is a
@@ -49,6 +50,7 @@ class Design:
     rows: Array           # (n, 2): a prefill's rows per dense multiply and per routed expert (1 for decode)
     batch: Array          # (n,): a decode step's sequences (1 for a prefill)
     cache_model: Array    # (n, groups): each point's cache bytes in its model's column (groups 0: one rate)
+    heads: Array          # (n,): query heads per cache byte of each point's model (``work.heads_per_cache_byte``)
 
     def subset(self, index: NDArray[np.bool_] | NDArray[np.int64]) -> Design:
         """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
@@ -215,6 +217,27 @@ def by_model(cache: Array, model: NDArray[np.int64], groups: int) -> Array:
     return out
 
 
+def _implied_cache(d: Design, u: Array, overlap: float) -> tuple[Array, Array, NDArray[np.bool_]] | None:
+    """(the seconds per cache byte each decode point's own time implies once the fitted rest of
+    it is taken off, the point's weight: the cache's share of its time, which points) for the
+    points whose cache takes at least 5 % of their time; None where no point does."""
+    at = Unknowns.of(d)
+    predicted = _predict(d, u, overlap)
+    bytes_ = d.cache_model.sum(axis=1)
+    own = d.cache_model @ u[at.model_cache]
+    use = ~d.prefill & (bytes_ > 0) & (own > 0.05 * predicted)
+    if not use.any():
+        return None
+    implied = np.maximum((d.seconds[use] - predicted[use] + own[use]) / bytes_[use], 0.0)
+    return implied, own[use] / predicted[use], use
+
+
+def _weighted_median(values: Array, weights: Array) -> float:
+    order = np.argsort(values)
+    cumulative = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
+
+
 def pooled_cache_inverse(d: Design, u: Array, overlap: float) -> float:
     """One inverse cache bandwidth for the models of a fit with a cache rate per model
     (``cache_model``): the median, weighted by the cache's share of each point's time, of the
@@ -225,17 +248,45 @@ def pooled_cache_inverse(d: Design, u: Array, overlap: float) -> float:
     at = Unknowns.of(d)
     if not at.cache_groups:
         return float(u[at.cache])
-    predicted = _predict(d, u, overlap)
-    bytes_ = d.cache_model.sum(axis=1)
-    own = d.cache_model @ u[at.model_cache]
-    use = ~d.prefill & (bytes_ > 0) & (own > 0.05 * predicted)
-    if not use.any():
+    implied = _implied_cache(d, u, overlap)
+    if implied is None:
         return float(np.median(u[at.model_cache]))
-    implied = np.maximum((d.seconds[use] - predicted[use] + own[use]) / bytes_[use], 0.0)
-    weights = own[use] / predicted[use]
-    order = np.argsort(implied)
-    cumulative = np.cumsum(weights[order])
-    return float(implied[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
+    return _weighted_median(*implied[:2])
+
+
+HEADS_SPAN = 1.5     # the models' query heads per cache byte must differ this much to tell the two cache terms apart
+
+
+def pooled_cache_terms(d: Design, u: Array, overlap: float, floor: float) -> tuple[float, float]:
+    """(seconds per cache byte, seconds per (query head, cached token) pair) for a model the fit
+    did not see: the same weighted L1 fit as ``pooled_cache_inverse`` with the implied seconds
+    per byte of each point a line in its model's query heads per byte (``Design.heads``),
+    ``floor + a x heads`` at the least: a byte no faster than ``floor`` (the machine's memory),
+    a pair at no negative cost. Where the models' heads per byte span less than ``HEADS_SPAN``
+    the pairs' cost cannot be told from the bytes': one rate per byte, as
+    ``pooled_cache_inverse``. Ties go to the first of: one rate per byte, the bytes at the
+    floor, each line through two points (``first_best``)."""
+    one = max(floor, pooled_cache_inverse(d, u, overlap))
+    implied = _implied_cache(d, u, overlap) if Unknowns.of(d).cache_groups else None
+    if implied is None:
+        return one, 0.0
+    y, w, use = implied
+    h = d.heads[use]
+    if not (h > 0).all() or h.max() < HEADS_SPAN * h.min():
+        return one, 0.0
+    i, j = np.triu_indices(y.size, 1)
+    apart = np.abs(h[i] - h[j]) > 1e-9 * h.max()
+    i, j = i[apart], j[apart]
+    slope = (y[i] - y[j]) / (h[i] - h[j])
+    base = y[i] - slope * h[i]
+    fits = (slope >= 0) & (base >= floor)
+    at_floor = max(0.0, _weighted_median((y - floor) / h, w * h))
+    bases = np.concatenate([[one, floor], base[fits]])
+    slopes = np.concatenate([[0.0, at_floor], slope[fits]])
+    losses = np.concatenate([np.abs(bases[k:k + 4096, None] + slopes[k:k + 4096, None] * h[None, :] - y[None, :]) @ w
+                             for k in range(0, bases.size, 4096)]) / float(w @ y)
+    best = first_best(list(range(bases.size)), lambda k: float(losses[k]))
+    return float(bases[best]), float(slopes[best])
 
 
 def lower_bounds(at: Unknowns, bandwidth: float, flops: float) -> Array:

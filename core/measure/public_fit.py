@@ -240,7 +240,8 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
                     layers=np.array([p.layers for p in passes]),
                     model=np.zeros(len(passes), dtype=np.int64), small=np.zeros(len(passes), dtype=bool),
                     weight=_balanced(data, rows), rows=multiply_rows,
-                    batch=np.ones(len(passes)), cache_model=np.zeros((len(passes), 0)))
+                    batch=np.ones(len(passes)), cache_model=np.zeros((len(passes), 0)),
+                    heads=np.zeros(len(passes)))
     return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows,
                      byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys))
 

@@ -52,6 +52,20 @@ def kv_bytes(spec: ModelSpec, context: ArrayLike, kv_type: str = "f16", chunks: 
     return k_full * split_context(full, chunks) + k_window * window
 
 
+def heads_per_cache_byte(spec: ModelSpec, kv_type: str = "f16") -> float:
+    """Query heads per byte one token adds to the cache: the query heads of every layer that
+    caches, over ``kv_bytes_per_token``. Times the cache bytes a step reads, it counts the
+    (query head, cached token) pairs its attention walks: 32 query heads on 8 cached heads of
+    64 values read a byte for every 4 pairs' worth of 16 on 8 heads of 128. A CPU's flash
+    attention pays per pair (a dot product, an exponential, a multiply-add into the output)
+    whatever the head's width, so a cache of narrow heads shared by many query heads costs
+    more per byte (0: a model without a cache)."""
+    a = spec.attention
+    heads = sum(h for h, kv in zip(a.heads, a.kv_heads, strict=True) if kv > 0)
+    total = sum(spec.kv_bytes_per_token(kv_type))
+    return float(heads / total) if total > 0 else 0.0
+
+
 CTX_PAD = 256          # llama.cpp rounds each sequence's cache (and its sliding-window cache) up to this
 
 

@@ -193,3 +193,16 @@ def test_a_refit_prices_a_kept_run_again(bench, tmp_path, capsys):
     for t in TESTS:
         line = next(x for x in out.splitlines() if x.startswith(t.label + " "))
         assert abs(float(line.split()[-3].rstrip("%"))) < 3.0, line
+
+
+def test_the_cache_a_deep_step_reads_is_told_per_query_head_and_per_byte(bench):
+    """tg128 @ d2048 at 10 t/s beside tg128 at 20: the cache adds 50 ms a step. Llama-3.2-1B's
+    cache holds 32 KiB a token (16 layers x 8 heads x 2 x 64 values x 2 bytes) read by 512 query
+    heads, so 2,048 more cached tokens are 64 MiB and 1,048,576 pairs: 47.7 ns a pair, 1.3 GB/s."""
+    llama = bench.unseen_spec("llama-3.2-1b", "q4_k_m")
+    rows = [bench.Row(test=BenchTest(n_gen=128), expected=20.0, low=20.0, high=20.0, measured=20.0, stdev=0.0),
+            bench.Row(test=BenchTest(n_gen=128, n_depth=2048), expected=12.5, low=12.5, high=12.5, measured=10.0,
+                      stdev=0.0)]
+    assert bench.depth_cost(llama, rows) == ("tg128 @ d2048 beyond tg128, a step: llama-bench 50.0 ms "
+                                             "(48 ns a pair, 1.3 GB/s), expected 30.0 ms (29 ns a pair, 2.2 GB/s)")
+    assert bench.depth_cost(llama, rows[:1]) == ""

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
+from tests.factories.waits import WAIT_MS
 
 _SPECS: dict[str, object] = {}
 
@@ -83,5 +84,5 @@ def open_placed(qtbot, window, model: str, choice=None, machine: str = "rtx-4090
     state.set_placement(choice)
     qtbot.waitUntil(lambda: window.recompute.frame is not None and not window.recompute.pending
                     and window.recompute.frame.scenario.model is state.model
-                    and window.recompute.frame.scenario.placement == choice, timeout=5000)
+                    and window.recompute.frame.scenario.placement == choice, timeout=WAIT_MS)
     return window.recompute.frame

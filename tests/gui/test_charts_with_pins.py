@@ -13,6 +13,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QTextDo
 
 from rooflab.core.report.charts import CHART_KEYS
 from rooflab.gui.widgets.theme import DARK, LIGHT
+from tests.factories.waits import WAIT_MS
 
 
 def _three_series(qtbot, window, size: tuple[int, int]) -> None:
@@ -30,7 +31,7 @@ def _three_series(qtbot, window, size: tuple[int, int]) -> None:
     state.pin_current()
     state.set_machine(load_machine("dgx-spark"))
     state.pin_current()
-    with qtbot.waitSignal(window.redrawn, timeout=5000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         state.set_model(catalogue_spec("gemma-3-12b-q4_k_m"))
 
 

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.report.units import fmt
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import open_placed
 
 GPT_OSS, QWEN_32B = "gpt-oss-120b-mxfp4", "qwen3-32b-q4_k_m"
@@ -19,7 +20,7 @@ def _add_current(qtbot, window):
     window.show()
     qtbot.waitExposed(window)
     window.plot_tabs.setCurrentWidget(view)
-    with qtbot.waitSignal(view.controller.rows_computed, timeout=5000):
+    with qtbot.waitSignal(view.controller.rows_computed, timeout=WAIT_MS):
         qtbot.mouseClick(view.add_button, Qt.MouseButton.LeftButton)
     return view
 
@@ -40,7 +41,7 @@ def test_add_current_keeps_gpu_layers_set_by_hand(qtbot, window):
     assert _cell(view, 0, "Placement").startswith("-ngl 20 (does NOT fit")
     # the same model from the machine picker is placed by auto-fit, a row of its own
     view.machine_picker.setCurrentIndex(view.machine_picker.findText(window.state.machine.name))
-    with qtbot.waitSignal(view.controller.rows_computed, timeout=5000):
+    with qtbot.waitSignal(view.controller.rows_computed, timeout=WAIT_MS):
         qtbot.mouseClick(view.add_machine_button, Qt.MouseButton.LeftButton)
     assert view.model.rowCount() == 2
     auto = view.controller.rows[1]

@@ -9,6 +9,7 @@ import pytest
 from rooflab.core.io.presets import load_machine
 from rooflab.gui.plots.plot_tabs import EXPECTED_LAYER
 from rooflab.gui.widgets.theme import DARK, LIGHT
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import catalogue_spec
 
 
@@ -28,7 +29,7 @@ def test_expected_curves_are_nobodys_pinned_colour(qtbot, window, mode):
     window.state.pin_current()                                  # Qwen3-8B, pin 1: the series' second colour
     window.state.set_model(catalogue_spec("qwen3-32b-q4_k_m"), ref="qwen3-32b-q4_k_m")
     qtbot.waitUntil(lambda: window.recompute.frame is not None and not window.recompute.pending
-                    and window.recompute.frame.scenario.model is window.state.model, timeout=5000)
+                    and window.recompute.frame.scenario.model is window.state.model, timeout=WAIT_MS)
     assert window.recompute.frame.expected is not None and window.recompute.frame.pinned
     window.flush_plots()
     pinned = {c.lower() for c in theme.series}
@@ -48,7 +49,7 @@ def test_expected_curves_are_nobodys_pinned_colour(qtbot, window, mode):
                                                "llama.cpp") for t in mine), texts
     # with nothing pinned there is only one series: no name
     window.state.clear_pinned()
-    qtbot.waitUntil(lambda: not window.recompute.pending and not window.recompute.frame.pinned, timeout=5000)
+    qtbot.waitUntil(lambda: not window.recompute.pending and not window.recompute.frame.pinned, timeout=WAIT_MS)
     window.flush_plots()
     texts = _legend_texts(window.plots["batching"].panel_view("rate"))
     assert [t for t in texts if t.startswith("expected")] and not [t for t in texts if " for " in t], texts

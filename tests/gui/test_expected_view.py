@@ -12,6 +12,7 @@ from rooflab.core.report.units import fmt
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
 from tests.core.cli.test_calibrate_cli import TINY
 from tests.factories import needs
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import save_this_machine
 
 
@@ -35,7 +36,7 @@ def test_a_calibrated_machine_shows_expected_beside_the_ceiling(qtbot, window):
     window.recompute.forget_calibrations()
     window.state.set_machine(presets.load_measured_machine())
     qtbot.waitUntil(lambda: window.recompute.frame is not None
-                    and window.recompute.frame.scenario.machine.key == "measured", timeout=5000)
+                    and window.recompute.frame.scenario.machine.key == "measured", timeout=WAIT_MS)
     assert window.recompute.frame.expected_curves[("decode", "step")][0].extras == {}   # the band waits
     frame = window.recompute.add_band()          # what the band timer does once the edits pause
     assert frame is not None
@@ -56,14 +57,14 @@ def test_a_calibrated_machine_shows_expected_beside_the_ceiling(qtbot, window):
 def test_a_preset_shows_its_back_ends_published_expectation(qtbot, window):
     window.state.set_machine(presets.load_machine("m4-max"))
     qtbot.waitUntil(lambda: window.recompute.frame is not None
-                    and window.recompute.frame.scenario.machine.key == "m4-max", timeout=5000)
+                    and window.recompute.frame.scenario.machine.key == "m4-max", timeout=WAIT_MS)
     frame = window.recompute.frame
     assert frame.expected is not None and frame.expected.calibration.source == "public"
     row = next(line for line in window.numbers.lines if line.key == "expected_tpot")
     assert "machines the calibration did not see" in row.sentence
     # an efficiency set by hand is the user's estimate: no second one on top
     window.state.update_machine(efficiency=frame.scenario.machine.efficiency.__class__(bandwidth=0.5))
-    qtbot.waitUntil(lambda: window.recompute.frame.expected is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.recompute.frame.expected is None, timeout=WAIT_MS)
     assert "expected_tpot" not in [line.key for line in window.numbers.lines]
 
 
@@ -86,7 +87,7 @@ def test_the_calibrate_button_calibrates_this_machine_for_every_model(qtbot, win
     assert store.load_engine_calibration("measured", cal.engine_key) is not None
     assert "models left out" in panel.results.text() and "fit quality (in sample, not accuracy)" in panel.results.text()
     window.state.set_machine(presets.load_measured_machine())
-    qtbot.waitUntil(lambda: window.recompute.frame.scenario.machine.key == "measured", timeout=5000)
+    qtbot.waitUntil(lambda: window.recompute.frame.scenario.machine.key == "measured", timeout=WAIT_MS)
     assert window.recompute.frame.expected.calibration.engine_key == cal.engine_key
 
 

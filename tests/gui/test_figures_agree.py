@@ -19,6 +19,7 @@ from rooflab.core.cli.parser import build_parser
 from rooflab.core.io.presets import load_machine
 from rooflab.core.report import units
 from rooflab.gui.main import main
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import catalogue_spec
 
 MODEL, MACHINE = "qwen3-8b-q4_k_m", "dgx-spark"
@@ -50,7 +51,7 @@ def test_predict_report_and_window_show_the_same_figures(qtbot, window, capsys, 
     reported = _summary_csv(tmp_path / "summary.csv")
 
     workload = resolve_workload(build_parser().parse_args(["predict", *args]))
-    with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS) as drawn:
         window.state.set_model(catalogue_spec(MODEL), ref=MODEL)
         window.state.set_machine(load_machine(MACHINE))
         window.state.set_workload(workload)
@@ -100,7 +101,7 @@ def test_a_placement_by_hand_gives_the_same_figures_everywhere(qtbot, window, ca
     assert main(["report", *args, "--out", str(tmp_path)]) == 0
     capsys.readouterr()
     reported = _summary_csv(tmp_path / "summary.csv")
-    with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS) as drawn:
         window.state.set_model(catalogue_spec("gpt-oss-120b-mxfp4"), ref="gpt-oss-120b-mxfp4")
         window.state.set_machine(load_machine("rtx-4090"))
         window.state.set_workload(resolve_workload(build_parser().parse_args(["predict", *args])))

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from rooflab.gui.shell.app import display_problem, missing_xcb_libraries
+from tests.factories.waits import WAIT_MS
 
 _DISPLAY_VARS = ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
 
@@ -99,7 +100,7 @@ def test_the_torch_sweep_is_quick_by_default_and_says_how_long_before_it_starts(
     window.show()
     window.left_tabs.setCurrentIndex(window.left_tabs.count() - 1)
     panel = window.measure_panel
-    qtbot.waitUntil(panel.isVisible, timeout=5_000)
+    qtbot.waitUntil(panel.isVisible, timeout=WAIT_MS)
     assert panel.engine_key() == "torch"
     plan = panel.model_plan()
     seconds = estimate_seconds(spec, plan)

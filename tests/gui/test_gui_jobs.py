@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject
 from rooflab.core.errors import ModelFileError
 from rooflab.core.jobs import CancelToken, Progress, check_cancel
 from rooflab.gui.workers.jobs import JobController
+from tests.factories.waits import WAIT_MS
 
 
 def _p(message: str, fraction: float | None = None) -> Progress:
@@ -69,12 +70,12 @@ def test_progress_then_return_value_then_finished(qtbot, jobs):
         return 42
 
     record = _Recorder(jobs)
-    with qtbot.waitSignal(jobs.finished, timeout=5000):
+    with qtbot.waitSignal(jobs.finished, timeout=WAIT_MS):
         jobs.start(job())
     assert record.events == [("started", None), ("yielded", "step 1"), ("yielded", "step 2"), ("returned", 42),
                              ("finished", None)]
     assert not jobs.busy and jobs.last_error is None
-    qtbot.waitUntil(lambda: jobs.threads_alive == 0, timeout=5000)     # the thread is let go once ended
+    qtbot.waitUntil(lambda: jobs.threads_alive == 0, timeout=WAIT_MS)     # the thread is let go once ended
 
 
 def test_finished_fires_exactly_once_and_last_whatever_the_outcome(qtbot, jobs):
@@ -88,7 +89,7 @@ def test_finished_fires_exactly_once_and_last_whatever_the_outcome(qtbot, jobs):
 
     record = _Recorder(jobs)
     for job in (returns, fails):
-        with qtbot.waitSignal(jobs.finished, timeout=5000):
+        with qtbot.waitSignal(jobs.finished, timeout=WAIT_MS):
             jobs.start(job())
     qtbot.wait(50)                      # nothing more arrives after finished
     assert record.kinds() == ["started", "yielded", "returned", "finished",
@@ -103,7 +104,7 @@ def test_rooflab_error_arrives_as_the_exception_object(qtbot, jobs):
         raise error
 
     record = _Recorder(jobs)
-    with qtbot.waitSignal(jobs.finished, timeout=5000):
+    with qtbot.waitSignal(jobs.finished, timeout=WAIT_MS):
         jobs.start(job())
     assert record.events[-2:] == [("errored", error), ("finished", None)]
     assert record.events[-2][1] is error and str(error) == "bad.gguf: wrong magic"     # one line
@@ -116,7 +117,7 @@ def test_unexpected_error_keeps_its_type_and_traceback_and_is_logged(qtbot, jobs
         yield  # pragma: no cover
 
     record = _Recorder(jobs)
-    with qtbot.waitSignal(jobs.finished, timeout=5000):
+    with qtbot.waitSignal(jobs.finished, timeout=WAIT_MS):
         jobs.start(job())
     (exc,) = [value for kind, value in record.events if kind == "errored"]
     assert isinstance(exc, ZeroDivisionError) and str(exc) == "boom"
@@ -141,9 +142,9 @@ def test_cancel_stops_at_the_next_yield_aborts_and_runs_finally(qtbot, jobs):
             closed.set()
 
     record = _Recorder(jobs)
-    with qtbot.waitSignal(jobs.finished, timeout=5000):
+    with qtbot.waitSignal(jobs.finished, timeout=WAIT_MS):
         jobs.start(job)
-        qtbot.waitUntil(lambda: len(yielded) > 3, timeout=5000)
+        qtbot.waitUntil(lambda: len(yielded) > 3, timeout=WAIT_MS)
         shown_before = len(record.events)
         jobs.cancel()
     # The behaviour, not a wall-clock bound (which a loaded 2-core machine cannot keep): the
@@ -164,9 +165,9 @@ def test_cancel_is_aborted_even_when_the_job_ends_with_cancelled(qtbot, jobs):
             check_cancel(cancel)                # inside a long step: raises Cancelled
 
     record = _Recorder(jobs)
-    with qtbot.waitSignal(jobs.yielded, timeout=5000):
+    with qtbot.waitSignal(jobs.yielded, timeout=WAIT_MS):
         jobs.start(job)
-    with qtbot.waitSignal(jobs.finished, timeout=5000):
+    with qtbot.waitSignal(jobs.finished, timeout=WAIT_MS):
         jobs.cancel()
     assert record.kinds()[-2:] == ["aborted", "finished"] and "errored" not in record.kinds()
 
@@ -199,10 +200,10 @@ def test_start_while_running_returns_at_once_and_drops_the_old_run(qtbot, jobs):
     # waiting start would take the gate's 10 s. 5 s is a bound a loaded machine keeps.
     assert took < 5 and not gate.is_set()
     assert record.kinds() == ["started", "aborted", "finished", "started"]   # the old run ended first
-    qtbot.waitUntil(lambda: record.kinds().count("finished") == 2, timeout=5000)
+    qtbot.waitUntil(lambda: record.kinds().count("finished") == 2, timeout=WAIT_MS)
     gate.set()                                  # now the old job goes on, and its items come late
     assert old_closed.wait(5)
-    qtbot.waitUntil(lambda: jobs.threads_alive == 0, timeout=5000)      # held until it really ended
+    qtbot.waitUntil(lambda: jobs.threads_alive == 0, timeout=WAIT_MS)      # held until it really ended
     qtbot.wait(50)
     assert [v for kind, v in record.events if kind in ("yielded", "returned")] == ["fresh", "fresh"]
     assert record.kinds().count("finished") == 2
@@ -220,7 +221,7 @@ def test_shutdown_cancels_waits_and_delivers_the_end(qtbot, jobs):
             stopped.set()
 
     record = _Recorder(jobs)
-    with qtbot.waitSignal(jobs.yielded, timeout=5000):
+    with qtbot.waitSignal(jobs.yielded, timeout=WAIT_MS):
         jobs.start(job)
     assert jobs.shutdown()
     assert stopped.is_set() and jobs.threads_alive == 0

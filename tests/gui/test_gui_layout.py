@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rooflab.core.report.charts import CHART_KEYS
+from tests.factories.waits import WAIT_MS
 
 
 def crossings(rect: tuple[float, float, float, float], curves: list[np.ndarray]) -> int:
@@ -117,7 +118,7 @@ def test_hover_readout_goes_when_what_it_describes_changes(qtbot, window, change
         window.state.update_workload(prompt=512)
     assert plot.readout.text() == HOVER_HINT                       # state -> read-out
     assert len(plot.panel_view("ttft").hover_dot.data) == 0
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.recompute.recompute_now()
     after = _hover_marker(plot, "ttft")                             # read-out -> the new series
     assert after and after != before and plot.readout.text() == after
@@ -134,7 +135,7 @@ def test_window_title_names_rooflab_once(window):
 
 def test_a_one_token_prompt_reads_in_the_singular(qtbot, window):
     window.state.update_workload(prompt=1, answer=2)
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.recompute.recompute_now()
     plot = window.plots["prefill"]
     window.plot_tabs.setCurrentWidget(plot)
@@ -167,11 +168,11 @@ def test_one_tensor_groups_and_one_fitting_sequence_read_in_the_singular(window)
 def test_a_junk_file_is_described_in_hex_not_as_a_python_bytes_literal(qtbot, window, tmp_path):
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"\xf6C_\xb7" + bytes(64))
-    with qtbot.waitSignal(window.model_failed, timeout=5000) as blocker:
+    with qtbot.waitSignal(window.model_failed, timeout=WAIT_MS) as blocker:
         window.open_model(str(junk))
     assert "f6 43 5f b7" in blocker.args[0], blocker.args[0]
     assert "b'" not in window.messages.text() and "\\x" not in window.messages.text()
-    qtbot.waitUntil(lambda: not window.opener.jobs.busy, timeout=3000)
+    qtbot.waitUntil(lambda: not window.opener.jobs.busy, timeout=WAIT_MS)
 
 
 @pytest.mark.parametrize("answer", ["Yes", "No"])
@@ -258,7 +259,7 @@ def _compare(qtbot, window, size=(1400, 900)):
     window.state.pin_current()
     window.state.set_machine(load_machine("dgx-spark"))
     window.state.pin_current()
-    with qtbot.waitSignal(window.redrawn, timeout=5000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.set_model(catalogue_spec("gemma-3-12b-q4_k_m"))
     window.flush_plots()
     qtbot.wait(20)
@@ -333,7 +334,7 @@ def test_limit_labels_keep_off_the_curves(qtbot, window):
     window.resize(1400, 900)
     window.show()
     qtbot.waitExposed(window)
-    with qtbot.waitSignal(window.redrawn, timeout=5000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.set_model(catalogue_spec("gemma-3-12b-q4_k_m"))
     window.flush_plots()
     for chart, panel, label in (("batching", "rate", "max_fit"), ("decode", "rate", "window"),
@@ -387,12 +388,12 @@ def test_the_free_swatch_keeps_its_colour_when_memory_runs_over(qtbot, window):
     window.flush_plots()
     theme = plot.theme
     assert _swatches(view)["free"] == stack_colour(theme, "free")
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(batch=4096, context=100_000)            # far past the 24 GB
     window.flush_plots()
     over = _swatches(view)
     assert "free" not in over and over["over capacity"] == stack_colour(theme, "over capacity")
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(batch=1, context=0)
     window.flush_plots()
     back = _swatches(view)

@@ -17,6 +17,7 @@ from rooflab.core.report import CURVE_COLUMNS, SUMMARY_COLUMNS
 from rooflab.core.report.chart_types import Curve
 from rooflab.core.report.charts import CHART_KEYS
 from rooflab.gui.main import main
+from tests.factories.waits import WAIT_MS
 
 
 def _columns(path: Path) -> list[str]:
@@ -29,9 +30,9 @@ def _header(path: Path) -> str:
 
 
 def test_save_report_writes_pngs_sheet_and_csvs(qtbot, window, tmp_path):
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.pin_current()
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.set_machine(load_machine("m4-max"))
     measured = Curve(key="step", label="measured", x=[1000, 4000], y=[0.02, 0.025], kind="points", role="measured",
                      x_name="context", x_unit="tokens", y_name="seconds", y_unit="s")
@@ -155,7 +156,7 @@ def test_the_sheet_keeps_every_number_however_many_there_are(qtbot, window, tmp_
     from rooflab.core.io import load_model
     from rooflab.gui.export import report
     window.state.set_machine(load_machine("rtx-4090"))
-    with qtbot.waitSignal(window.redrawn, timeout=5000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.set_model(load_model("gpt-oss-120b-mxfp4"), "gpt-oss-120b-mxfp4")
     window.recompute.add_band()
     files = window.save_report(tmp_path / "report")

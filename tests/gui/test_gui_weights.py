@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from tests.factories.waits import WAIT_MS
+
 
 def _choose(window, fmt: str) -> None:
     combo = window.model_panel.weights
@@ -15,10 +17,10 @@ def _choose(window, fmt: str) -> None:
 
 def test_choosing_a_weight_format_reprices_the_model_on_screen(qtbot, window):
     assert window.state.model_ref == "qwen3-8b-q4_k_m"
-    with qtbot.waitSignal(window.model_loaded, timeout=5000) as loaded:
+    with qtbot.waitSignal(window.model_loaded, timeout=WAIT_MS) as loaded:
         _choose(window, "q8_0")
     assert loaded.args[0].weights_format == "Q8_0" and window.state.model_weights == "q8_0"
-    with qtbot.waitSignal(window.model_loaded, timeout=5000) as loaded:
+    with qtbot.waitSignal(window.model_loaded, timeout=WAIT_MS) as loaded:
         _choose(window, "")                                          # "its own" again
     assert loaded.args[0].weights_format == "Q4_K_M" and window.state.model_weights == ""
 
@@ -27,13 +29,13 @@ def test_a_gguf_opens_whatever_weight_format_is_chosen(qtbot, window, tmp_path, 
     from tests.factories.gguf_files import tiny_llama
 
     gguf = tiny_llama(tmp_path / "tiny.gguf")
-    with qtbot.waitSignal(window.model_loaded, timeout=5000):
+    with qtbot.waitSignal(window.model_loaded, timeout=WAIT_MS):
         _choose(window, "q8_0")
-    with qtbot.waitSignal(window.model_loaded, timeout=5000) as loaded:
+    with qtbot.waitSignal(window.model_loaded, timeout=WAIT_MS) as loaded:
         window.model_panel.open_requested.emit(str(gguf), window.model_panel.chosen_weights())
     assert loaded.args[0].source == str(gguf) and window.messages.text() == ""   # was "--weights does not apply"
     assert window.model_panel.weights.currentData() == "q8_0"                   # kept for the next config
-    with qtbot.waitSignal(window.model_loaded, timeout=5000) as loaded:
+    with qtbot.waitSignal(window.model_loaded, timeout=WAIT_MS) as loaded:
         window.open_model(str(tiny_config))                        # a drop or Ctrl+O: follows the choice
     assert loaded.args[0].weights_format == "Q8_0"
 
@@ -43,7 +45,7 @@ def test_the_weight_format_comes_back_after_a_restart(qtbot, window, monkeypatch
     from rooflab.gui.state.settings import load_settings
 
     window._persist = True
-    with qtbot.waitSignal(window.model_loaded, timeout=5000):
+    with qtbot.waitSignal(window.model_loaded, timeout=WAIT_MS):
         _choose(window, "q8_0")
     window.close()
     saved, _ = load_settings()

@@ -21,6 +21,7 @@ from rooflab.gui.panels.workload_panel import WorkloadPanel
 from rooflab.gui.plots import PLOT_CLASSES
 from rooflab.gui.shell.about import about_html, versions
 from rooflab.gui.widgets.theme import LIGHT
+from tests.factories.waits import WAIT_MS
 
 
 def _not_blank(image) -> bool:
@@ -159,18 +160,18 @@ def test_crossovers_of_a_machine_that_computes_slowly_read_right(window):
 
 
 def test_speculative_sentence_counts_in_words(qtbot, window):
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(draft_tokens=1, acceptance=0.0)
     sentence = next(line.sentence for line in window.numbers.lines if line.key == "speculative")
     assert sentence == "1 draft at 0 % acceptance yields 1 token per verify step. That step costs 1 decode step."
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(draft_tokens=4, acceptance=1.0)
     sentence = next(line.sentence for line in window.numbers.lines if line.key == "speculative")
     assert sentence.startswith("4 drafts at 100 % acceptance yield 5 tokens per verify step")
 
 
 def test_speculative_row_appears_with_drafts(qtbot, window):
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.workload_panel.fields["draft_tokens"].spin.setValue(4)
     assert window.numbers.value_text("speculative").endswith("×")
     assert window.workload_panel.fields["acceptance"].isEnabled()
@@ -253,7 +254,7 @@ def test_numbers_panel_warns_past_the_trained_context(window):
 def test_speculative_drafts_shorten_the_tpot_shown(qtbot, window):
     assert window.state.workload.draft_tokens == 0
     plain = window.numbers.value_text("tpot")
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(draft_tokens=4, acceptance=0.8)
     assert window.numbers.value_text("tpot") != plain
     tpot = next(line.sentence for line in window.numbers.lines if line.key == "tpot")

@@ -9,6 +9,7 @@ import pytest
 from rooflab.core.io.presets import load_machine
 from rooflab.core.report.chart_types import Curve
 from rooflab.core.report.charts import CHART_KEYS
+from tests.factories.waits import WAIT_MS
 
 
 def _plot_data(window, chart: str, panel: str, curve: str, layer: str = "current"):
@@ -32,7 +33,7 @@ def test_first_frame_draws_every_plot_with_units(window):
 
 def test_editing_prompt_spin_box_redraws_all_plots(qtbot, window):
     spin = window.workload_panel.fields["prompt"].spin
-    with qtbot.waitSignal(window.redrawn, timeout=3000) as blocker:
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS) as blocker:
         spin.setValue(8192)
     frame = blocker.args[0]
     assert window.state.workload.prompt == 8192
@@ -51,7 +52,7 @@ def test_editing_prompt_spin_box_redraws_all_plots(qtbot, window):
 
 
 def test_state_change_shows_in_controls(qtbot, window):
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(batch=16, kv_type="q8_0")
     assert window.workload_panel.fields["batch"].spin.value() == 16
     assert window.workload_panel.kv_type.currentText() == "q8_0"
@@ -61,14 +62,14 @@ def test_state_change_shows_in_controls(qtbot, window):
 
 def test_slider_moves_value_and_redraws(qtbot, window):
     field = window.workload_panel.fields["batch"]
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         field.slider.setValue(field.slider.maximum())
     assert window.state.workload.batch == field.spin.value() >= 1000
 
 
 def test_machine_bandwidth_edit_redraws_with_new_roof(qtbot, window):
     panel = window.machine_panel
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         panel.bandwidth.setValue(500.0)
     machine = window.state.machine
     assert machine.bandwidth == pytest.approx(500e9)
@@ -111,7 +112,7 @@ def test_restored_extreme_workload_survives_an_edit_elsewhere(qtbot, state):
     win = MainWindow(state, Settings(), persist=False)
     qtbot.addWidget(win)
     try:
-        with qtbot.waitSignal(win.redrawn, timeout=3000):
+        with qtbot.waitSignal(win.redrawn, timeout=WAIT_MS):
             win.workload_panel.fields["answer"].spin.setValue(300)
         assert (state.workload.batch, state.workload.context, state.workload.answer) == (65_536, 16_000_000, 300)
         assert win.workload_panel.fields["batch"].value() == 65_536
@@ -138,10 +139,10 @@ def test_a_saved_offload_share_becomes_the_placement_it_means(qtbot, window):
 
 
 def test_compare_adds_a_series_to_every_plot(qtbot, window):
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.pin_action.trigger()
     pinned = window.state.pinned[0]
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.set_machine(load_machine("m4-max"))
     layer = f"pin:{pinned.pin_id}"
     window.flush_plots()
@@ -152,7 +153,7 @@ def test_compare_adds_a_series_to_every_plot(qtbot, window):
     old = window.plots["decode"].curve("rate", "ceiling", layer)
     assert old.y[0] > current.y[0]                  # the 4090 reads faster than the M4 Max
     assert window.compare.list.count() == 2          # "current" + the pinned one
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.compare.clear_button.click()
     window.flush_plots()
     # the machine's expected curves (its back end's published efficiency) stay: they are not a pin
@@ -165,10 +166,10 @@ def test_pinned_series_do_not_widen_the_window(qtbot, window):
     narrowest = window.minimumSizeHint().width()
     for machine, batch in (("dgx-spark", 2), ("ryzen-ai-max-395", 3), ("a100-sxm-80gb", 4)):
         window.state.set_machine(load_machine(machine))
-        with qtbot.waitSignal(window.redrawn, timeout=3000):
+        with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
             window.state.update_workload(batch=batch)
         window.state.pin_current()
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(batch=5)
     assert "A100" in window.scenario_label.text()
     # the labels wrap: the window's minimum width (and so its width) does not grow past the screen
@@ -178,10 +179,10 @@ def test_pinned_series_do_not_widen_the_window(qtbot, window):
 
 def test_legend_tells_apart_series_that_differ_only_at_the_end_of_their_label(qtbot, window):
     for batch in (7, 40):
-        with qtbot.waitSignal(window.redrawn, timeout=3000):
+        with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
             window.state.update_workload(batch=batch)
         window.state.pin_current()
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(batch=2)
     view = window.plots["decode"].panel_view("rate")
     pinned = [label.text for _sample, label in view.legend.items
@@ -221,7 +222,7 @@ def test_hover_via_scene_mouse_move(qtbot, window):
     from PySide6.QtCore import QPointF
 
     scene_pos = vb.mapViewToScene(QPointF(np.log10(point.x[0]), np.log10(point.y[0])))
-    with qtbot.waitSignal(plot.hovered, timeout=2000) as blocker:
+    with qtbot.waitSignal(plot.hovered, timeout=WAIT_MS) as blocker:
         plot.view.scene().sigMouseMoved.emit(scene_pos)
     assert "decode" in blocker.args[0]
 
@@ -232,7 +233,7 @@ def test_measured_and_calibrated_layers(qtbot, window):
     measured = Curve(key="ttft", label="llama-bench", x=[512, 2048], y=[0.05, 0.2], kind="points",
                      role="measured", x_name="prompt", x_unit="tokens", y_name="seconds", y_unit="s",
                      extras={"measured / predicted": [1.1, 1.2]})
-    with qtbot.waitSignal(plot.redrawn, timeout=2000):
+    with qtbot.waitSignal(plot.redrawn, timeout=WAIT_MS):
         plot.set_measured("ttft", [measured])
     assert plot.curve("ttft", "ttft", "measured") is measured
     assert np.asarray(plot.items("ttft", "ttft", "measured")[0].xData).tolist() == [512, 2048]
@@ -243,7 +244,7 @@ def test_measured_and_calibrated_layers(qtbot, window):
     kinds = {s.layer.kind for s in plot.drawn()}
     assert {"current", "measured", "calibrated"} <= kinds
     # a redraw of the predictions keeps the measured layer
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(prompt=1024)
     assert any(s.layer.key == "measured" for s in plot.drawn())
     plot.clear_layer("measured")
@@ -257,7 +258,7 @@ def test_two_measured_series_on_one_panel_get_different_symbols(qtbot, window):
                   y_name="FLOP/s", y_unit="FLOP/s")
     multiplies = Curve(key="matmul", label="multiplies", x=[1, 10], y=[1e10, 5e10], **common)
     passes = Curve(key="passes", label="forward passes", x=[2, 20], y=[2e10, 6e10], **common)
-    with qtbot.waitSignal(plot.redrawn, timeout=2000):
+    with qtbot.waitSignal(plot.redrawn, timeout=WAIT_MS):
         plot.set_measured("roofline", [multiplies, passes])
     symbols = {plot.items("roofline", key, "measured")[0].opts["symbol"] for key in ("matmul", "passes")}
     assert len(symbols) == 2
@@ -266,7 +267,7 @@ def test_two_measured_series_on_one_panel_get_different_symbols(qtbot, window):
 def test_moe_model_gets_experts_panel(qtbot, window):
     from rooflab.core.io import load_model
 
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.set_model(load_model("qwen3-30b-a3b-q4_k_m"))
     window.plot_tabs.setCurrentWidget(window.plots["batching"])
     assert window.plots["batching"].panel_keys() == ["rate", "memory", "experts"]
@@ -319,12 +320,12 @@ def test_failed_prediction_warns_and_keeps_the_last_frame(qtbot, window, monkeyp
         raise SpecError("workload.batch too large for this test")
 
     monkeypatch.setattr(recompute, "headline_charts", broken)
-    with qtbot.waitSignal(window.recompute.failed, timeout=3000):
+    with qtbot.waitSignal(window.recompute.failed, timeout=WAIT_MS):
         window.state.update_workload(batch=2)
     assert window.recompute.frame is before
     assert "too large" in window.messages.text() and window.messages.level == "warning"
     monkeypatch.undo()
-    with qtbot.waitSignal(window.redrawn, timeout=3000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(batch=3)
     assert window.messages.text() == ""
 

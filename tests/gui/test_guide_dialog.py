@@ -10,6 +10,7 @@ from PySide6.QtGui import QCursor, QKeySequence
 from rooflab.core.report.guide import SECTIONS
 from rooflab.gui.controllers.guide_controller import topic_of
 from rooflab.gui.dialogs.guide_dialog import GuideDialog, guide_html
+from tests.factories.waits import WAIT_MS
 
 
 def _help_actions(window):
@@ -54,7 +55,7 @@ def test_each_chart_link_opens_its_section(qtbot, window):
 def test_f1_over_a_figure_opens_its_section(qtbot, window):
     window.show()
     qtbot.waitExposed(window)
-    with qtbot.waitSignal(window.redrawn, timeout=5000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.recompute.recompute_now()
     numbers = window.numbers
     label = next(w for w in numbers.findChildren(type(window.scenario_label)) if w.property("guide_topic") == "n_star")
@@ -65,7 +66,7 @@ def test_f1_over_a_figure_opens_its_section(qtbot, window):
     window.left_tabs.setCurrentIndex(0)                      # the Machine tab
     spin = window.machine_panel.kv_read_factor
     spin.setFocus()
-    qtbot.waitUntil(lambda: spin.hasFocus() or spin.lineEdit().hasFocus(), timeout=2000)
+    qtbot.waitUntil(lambda: spin.hasFocus() or spin.lineEdit().hasFocus(), timeout=WAIT_MS)
     qtbot.keyClick(spin, QtKey.Key_F1)                      # F1 with the cache-read factor in focus
     assert window.guide.dialog is not None and window.guide.dialog.current_topic == "kv_read_factor"
     window.guide.dialog.close()

@@ -23,6 +23,7 @@ from rooflab.gui.panels.measure_panel import SWEEPS
 from rooflab.gui.plots.measure_overlays import measured_layer
 from tests.factories import needs
 from tests.factories.spies import spy
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import save_this_machine
 
 llama_cpp = needs.llama_cpp(module_level=True)
@@ -66,7 +67,7 @@ def on_measure_tab(qtbot, window) -> None:
     llama-bench line up to date when it comes on screen, not while hidden."""
     window.show()
     window.left_tabs.setCurrentIndex(window.left_tabs.count() - 1)
-    qtbot.waitUntil(window.measure_panel.isVisible, timeout=5_000)
+    qtbot.waitUntil(window.measure_panel.isVisible, timeout=WAIT_MS)
 
 
 def legend_texts(plot) -> list[str]:
@@ -399,7 +400,7 @@ def test_the_estimate_waits_for_the_measure_tab(qtbot, state, monkeypatch):
     win.show()
     assert sized == [] and win.measure_panel.estimate.text() == ""
     on_measure_tab(qtbot, win)
-    qtbot.waitUntil(lambda: win.measure_panel.estimate.text().startswith("Needs about"), timeout=5_000)
+    qtbot.waitUntil(lambda: win.measure_panel.estimate.text().startswith("Needs about"), timeout=WAIT_MS)
     # sized for the model on screen, once per model (a repeat would be a cache miss)
     assert sized and all(spec is state.model for spec in sized), sized
     assert len(sized) == 1, f"sized {len(sized)} times"

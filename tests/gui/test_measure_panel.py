@@ -19,6 +19,7 @@ from rooflab.core.report.units import fmt
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.plots.measure_overlays import measured_layer
 from tests.factories.spies import spy
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import save_this_machine
 
 
@@ -172,7 +173,7 @@ def test_memory_refusal_is_shown_in_the_window(qtbot, tiny_window):
     ctl.message.connect(lambda text, level: messages.append((text, level)))
     with qtbot.waitSignal(ctl.jobs.errored, timeout=30_000) as failed:
         panel.model_button.click()
-    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=5000)
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=WAIT_MS)
     assert type(failed.args[0]).__name__ == "MeasurementError"      # the exception itself
     assert not panel.error.isHidden() and "not enough memory" in panel.error.text()
     assert messages and messages[-1][1] == "error"
@@ -268,7 +269,7 @@ def test_measurements_follow_the_machine_they_were_made_on(qtbot, window, tmp_pa
     panel, ctl, picker = window.measure_panel, window.measure, window.machine_panel.picker
     with qtbot.waitSignal(ctl.calibrated, timeout=10_000):
         ctl.import_file(str(path))                         # timed on the RTX 4090 on screen
-    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=5000)
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=WAIT_MS)
     assert len(ctl.points) == 2
     window.machine_panel.bandwidth.setValue(900.0)         # a tweaked peak: still that machine's points
     assert len(ctl.points) == 2 and ctl.calibration is not None
@@ -291,7 +292,7 @@ def test_an_imported_fit_serves_predict_calibrated(qtbot, window, tmp_path, monk
     path.write_text(json.dumps(rows))
     with qtbot.waitSignal(window.measure.calibrated, timeout=10_000):
         window.measure.import_file(str(path))
-    qtbot.waitUntil(lambda: not window.measure.jobs.busy, timeout=5000)
+    qtbot.waitUntil(lambda: not window.measure.jobs.busy, timeout=WAIT_MS)
     assert main(["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--calibrated", "--json"]) == 0
     fitted = json.loads(capsys.readouterr().out)["machine"]["efficiency"]
     assert fitted["bandwidth"] == pytest.approx(window.measure.calibration.efficiency.bandwidth)
@@ -342,9 +343,9 @@ def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch)
         return any(series.layer.key == "measured-machine" for series in roofline.drawn())
 
     picker.activated.emit(picker.findData("preset:rtx-4090"))
-    qtbot.waitUntil(lambda: not shows_multiplies(), timeout=3000)
+    qtbot.waitUntil(lambda: not shows_multiplies(), timeout=WAIT_MS)
     picker.activated.emit(picker.findData("preset:measured"))
-    qtbot.waitUntil(shows_multiplies, timeout=3000)
+    qtbot.waitUntil(shows_multiplies, timeout=WAIT_MS)
 
 
 def test_a_disturbed_machine_run_is_not_switched_to(qtbot, tiny_window, monkeypatch):

@@ -15,6 +15,7 @@ from rooflab.core.measure import store  # noqa: E402
 from rooflab.core.measure.server_plan import ServerMeasurement  # noqa: E402
 from rooflab.core.report.serving_chart import SERVING  # noqa: E402
 from tests.factories.fake_openai import FakeServer  # noqa: E402
+from tests.factories.waits import WAIT_MS
 
 SECRET = "sk-window-0123456789"
 
@@ -52,14 +53,14 @@ def test_a_server_is_measured_kept_and_drawn(qtbot, window, fake):
     runs = store.server_runs_on(store.machine_key(sc.machine))
     assert runs[-1]["model_key"] == store.model_key(sc.model) and runs[-1]["plan"]["authenticated"]
     assert SECRET not in json.dumps(runs) and SECRET not in server.kept.read_text()
-    qtbot.waitUntil(lambda: window.measure_panel.model_button.isEnabled(), timeout=5000)
+    qtbot.waitUntil(lambda: window.measure_panel.model_button.isEnabled(), timeout=WAIT_MS)
     assert "c=2" in window.measure_panel.server.result.text()
     panel = window.plot_panel
     panel.tabs.setCurrentWidget(panel.serving)                              # model -> view: the points land
-    qtbot.waitUntil(lambda: panel.serving.chart is not None and panel.serving.chart.key == SERVING, timeout=5000)
+    qtbot.waitUntil(lambda: panel.serving.chart is not None and panel.serving.chart.key == SERVING, timeout=WAIT_MS)
     assert list(panel.serving.curve("latency", "measured_ttft_p50").x) == [1.0, 2.0]
     panel.serving.set_axis("rate")                                          # and on the rate axis, the rate
-    qtbot.waitUntil(lambda: panel.serving.chart.panel("latency").x_unit == "requests/s", timeout=5000)
+    qtbot.waitUntil(lambda: panel.serving.chart.panel("latency").x_unit == "requests/s", timeout=WAIT_MS)
     assert list(panel.serving.curve("latency", "measured_ttft_p50").x) == [40.0]
 
 
@@ -70,7 +71,7 @@ def test_cancel_keeps_what_was_measured(qtbot, window, fake):
     server = window.measure.server
     with qtbot.waitSignal(server.level_measured, timeout=20_000):
         window.measure_panel.server.run_button.click()
-    with qtbot.waitSignal(server.server_measured, timeout=5000) as done:
+    with qtbot.waitSignal(server.server_measured, timeout=WAIT_MS) as done:
         asked = time.perf_counter()
         window.measure_panel.cancel_button.click()
     assert time.perf_counter() - asked < 1.5

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.placement import brief_flags
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import catalogue_spec, open_placed
 
 GPT_OSS = "gpt-oss-120b-mxfp4"
@@ -15,7 +16,7 @@ GPT_OSS = "gpt-oss-120b-mxfp4"
 
 def _settled(qtbot, window):
     qtbot.waitUntil(lambda: not window.recompute.pending and window.recompute.frame is not None
-                    and window.recompute.frame.scenario.placement == window.state.placement, timeout=5000)
+                    and window.recompute.frame.scenario.placement == window.state.placement, timeout=WAIT_MS)
     return window.recompute.frame
 
 

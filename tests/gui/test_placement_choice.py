@@ -16,6 +16,7 @@ from rooflab.core.predict.placement import Placement
 from rooflab.core.report.units import fmt
 from rooflab.gui.shell.app import initial_state
 from rooflab.gui.state.settings import Settings
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import catalogue_spec, open_placed
 
 GPT_OSS, QWEN_32B = "gpt-oss-120b-mxfp4", "qwen3-32b-q4_k_m"
@@ -32,7 +33,7 @@ def _frame_after_edit(qtbot, window):
     """The frame the debounced recompute draws for the state as it is now."""
     assert window.recompute.pending              # the edit went through the same debounce as the rest
     qtbot.waitUntil(lambda: not window.recompute.pending
-                    and window.recompute.frame.scenario.placement == window.state.placement, timeout=5000)
+                    and window.recompute.frame.scenario.placement == window.state.placement, timeout=WAIT_MS)
     return window.recompute.frame
 
 

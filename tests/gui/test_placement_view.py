@@ -9,6 +9,7 @@ import pytest
 
 from rooflab.core.predict.placement import brief_flags
 from rooflab.core.report.units import fmt
+from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import open_placed
 
 
@@ -131,7 +132,7 @@ def test_a_placement_that_does_not_fit_draws_nothing_as_if_it_ran(qtbot, window)
     from rooflab.core.predict.choice import PlacementChoice
 
     open_placed(qtbot, window, "gpt-oss-120b-mxfp4")
-    with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS) as drawn:
         window.state.set_placement(PlacementChoice(gpu_layers=19))
     frame = drawn.args[0]
     placed = frame.summary.placed
@@ -162,7 +163,7 @@ def test_a_placement_that_does_not_fit_draws_nothing_as_if_it_ran(qtbot, window)
     assert "(too much)" in memory.sentence
     assert "Nothing predicted for the workload on screen" in window.stopwatch.result.text()
     # back to auto: the charts draw again and the note goes
-    with qtbot.waitSignal(window.redrawn, timeout=5000):
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.set_placement(PlacementChoice())
     window.flush_plots()
     assert not window.plots["decode"].panel_view("rate").note.isVisible()
@@ -188,7 +189,7 @@ def test_the_host_cpu_s_flops_field_reaches_the_placed_prefill(qtbot, window):
     assert panel.offload_flops.value() == 0.0                      # the preset does not state it
     assert panel.offload_flops.text() == "not stated (1.024 TFLOP/s assumed)"     # with its unit (issue 20)
     before = frame.summary
-    with qtbot.waitSignal(window.redrawn, timeout=5000) as drawn:
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS) as drawn:
         panel.offload_flops.setValue(0.5)                          # a slow host: 0.5 TFLOP/s
     m, after = window.state.machine, drawn.args[0].summary
     assert m.offload_flops == 0.5e12 and m.key == ""

@@ -10,12 +10,13 @@ from rooflab.core.measure import store
 from rooflab.core.report.chart_types import BAND_HIGH, BAND_LOW
 from rooflab.core.report.serving_chart import SERVING
 from rooflab.core.values.defaults import DEFAULT_WORKLOAD
+from tests.factories.waits import WAIT_MS
 
 
 def _show_serving(qtbot, window):
     panel = window.plot_panel
     panel.tabs.setCurrentWidget(panel.serving)
-    qtbot.waitUntil(lambda: panel.serving.chart is not None and panel.serving.chart.key == SERVING, timeout=5000)
+    qtbot.waitUntil(lambda: panel.serving.chart is not None and panel.serving.chart.key == SERVING, timeout=WAIT_MS)
     return panel.serving
 
 
@@ -28,7 +29,7 @@ def test_the_tab_draws_the_scenario_and_follows_it(qtbot, window):
     assert total.y.max() > total.y[0]
     first = plot.chart
     window.state.update_workload(prompt=DEFAULT_WORKLOAD.prompt // 2)
-    qtbot.waitUntil(lambda: plot.chart is not first, timeout=5000)      # state -> tab
+    qtbot.waitUntil(lambda: plot.chart is not first, timeout=WAIT_MS)      # state -> tab
     assert plot.curve("latency", "ttft_p50").y[0] < ttft.y[0]
     assert not plot.grab().isNull()
 
@@ -45,7 +46,7 @@ def test_a_measured_server_lands_on_it(qtbot, window):
                           {"model_key": store.model_key(spec), "plan": {"url": "http://127.0.0.1:8080"},
                            "started": "2026-12-01T10:00:00", "levels": [{"stats": stats}]})
     window.state.update_workload(answer=DEFAULT_WORKLOAD.answer + 1)       # a fresh frame reads the store
-    qtbot.waitUntil(lambda: window.recompute.frame is not frame, timeout=5000)
+    qtbot.waitUntil(lambda: window.recompute.frame is not frame, timeout=WAIT_MS)
     plot = _show_serving(qtbot, window)
     measured = plot.curve("latency", "measured_ttft_p50")
     assert list(measured.x) == [2.0] and list(measured.y) == [0.3] and measured.role == "measured"
@@ -56,7 +57,7 @@ def test_the_axis_toggle_and_the_band(qtbot, window):
     plot = _show_serving(qtbot, window)
     first = plot.chart
     plot.set_axis("rate")                                                # view -> chart
-    qtbot.waitUntil(lambda: plot.chart is not first, timeout=5000)
+    qtbot.waitUntil(lambda: plot.chart is not first, timeout=WAIT_MS)
     latency = plot.chart.panel("latency")
     assert latency.x_label == "Request rate" and latency.x_unit == "requests/s"
     assert window.recompute.frame.expected_figures is not None          # rtx-4090: published factors

@@ -11,7 +11,8 @@ import pytest
 
 from rooflab.core.errors import SpecError
 from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine, predicted_seconds
-from rooflab.core.measure.calibration_models import LLAMACPP_MODELS
+from rooflab.core.measure.calibration_models import LLAMACPP_MODELS, CalibrationModel
+from rooflab.core.predict import work
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
@@ -316,3 +317,41 @@ def test_llama_cpp_on_the_cpu_with_flash_attention_splits_a_sequences_cache_over
     for other in (dataclasses.replace(SETTINGS, flash_attention=False), dataclasses.replace(SETTINGS, gpu_layers=99),
                   dataclasses.replace(SETTINGS, device="cuda"), EngineSettings(engine="torch", threads=2)):
         assert other.kv_chunks == 0, other
+
+
+def test_a_cache_read_per_query_head_carries_over_to_a_model_of_another_head_shape():
+    """Issue 18 (2026-12-02, 10:19 run): per byte of cache, the toys with 64-wide heads shared by
+    3-4 query heads read theirs at 1.5-3.1 GB/s, Qwen3's 128-wide heads shared by 2 at 7.6:
+    about 32 ns per query head and cached token either way, which one pooled rate a byte cannot
+    carry (Llama-3.2-1B, 32 query heads on 8 of 64, came out 47 % fast at 2,048 cached tokens).
+    Made with a cost per pair beside the bytes, the fit gives it back, and a Llama-3.2-1B-shaped
+    model no calibration model shares a shape with is priced as made at depth."""
+    truth = dataclasses.replace(TRUTH, cache_bandwidth=30e9, cache_head_seconds=2e-8)
+    cal = calibrate_engine(_models(truth=truth, noise=0.0), MACHINE, engine_label="llama.cpp", replicates=0)
+    assert cal.central.cache_head_seconds == pytest.approx(2e-8, rel=0.03)
+    assert cal.central.cache_bandwidth == pytest.approx(30e9, rel=0.05)
+    assert cal.accuracy["leave_one_model_out"]["decode"].median < 0.01
+    assert "attention per query head and cached token" in {name for name, *_ in cal.bands()}
+    llama = CalibrationModel(key="llama-3.2-1b-shape", description="", weights="q4_k_m",
+                             config={"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
+                                     "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+                                     "intermediate_size": 8192, "vocab_size": 128256,
+                                     "max_position_embeddings": 8192, "tie_word_embeddings": True})
+    deep = [dataclasses.replace(p, settings=SETTINGS) for p in _plan() if p.kind == "decode"]
+    unseen = ModelPoints(key=llama.key, spec=llama.spec(), points=tuple(deep))
+    made = predicted_seconds(unseen, MACHINE, truth)
+    assert np.allclose(predicted_seconds(unseen, MACHINE, cal.central), made, rtol=0.01)
+    # one rate a byte (the pooled rate the fit used before) prices the deepest step well off
+    flat = dataclasses.replace(cal.central, cache_bandwidth=1.0 / float(np.median(
+        [1.0 / truth.cache_rate(work.heads_per_cache_byte(m.spec())) for m in LLAMACPP_MODELS])),
+        cache_head_seconds=0.0)
+    assert abs(predicted_seconds(unseen, MACHINE, flat)[-1] / made[-1] - 1.0) > 0.05
+
+
+def test_the_cost_per_query_head_round_trips_and_is_checked():
+    rates = dataclasses.replace(TRUTH, cache_head_seconds=3e-8)
+    assert Rates.from_dict(rates.to_dict()).cache_head_seconds == 3e-8
+    assert "cache_head_seconds" not in TRUTH.to_dict()
+    for bad in (-1e-9, float("nan"), 1.0, True, "3e-8"):
+        with pytest.raises(SpecError, match="cache_head_seconds"):
+            dataclasses.replace(TRUTH, cache_head_seconds=bad)
