@@ -181,8 +181,8 @@ def model_line(spec: ModelSpec) -> str:
 def depth_cost(spec: ModelSpec, rows: Sequence[Row]) -> str:
     """What the cache adds to a generated token, measured and expected: the time a step of
     tgN @ dD takes beyond one of tgN, in ms, per (query head, cached token) pair and as bytes
-    of cache a second (the mean step's extra bytes, ``work.kv_bytes``; pairs: bytes x
-    ``work.heads_per_cache_byte``); "" without both tests."""
+    of cache a second (the mean step's extra bytes, ``work.kv_bytes``; pairs: bytes x the query
+    heads per cached byte, ``work.attention_walk_per_cache_byte``); "" without both tests."""
     deep = next((r for r in rows if r.test.n_gen and not r.test.n_prompt and r.test.n_depth), None)
     shallow = next((r for r in rows if deep and r.test.n_gen == deep.test.n_gen and not r.test.n_prompt
                     and not r.test.n_depth), None)
@@ -190,7 +190,7 @@ def depth_cost(spec: ModelSpec, rows: Sequence[Row]) -> str:
         return ""
     steps = np.arange(deep.test.n_gen, dtype=np.float64)
     extra = float(np.mean(work.kv_bytes(spec, deep.test.n_depth + steps)) - np.mean(work.kv_bytes(spec, steps)))
-    pairs = extra * work.heads_per_cache_byte(spec)
+    pairs = extra * work.attention_walk_per_cache_byte(spec)[0]
 
     def cost(deep_rate: float, shallow_rate: float) -> str:
         seconds = 1.0 / deep_rate - 1.0 / shallow_rate

@@ -15,7 +15,7 @@ sequence's arithmetic hides under the weights' streaming, sixteen's do not). The
 relative error |t - measured| / measured (a pass slowed by other load pulls it less than with
 squares) by iteratively reweighted least squares with every inverse rate kept >= 0, re-deciding
 the longer clock until it settles. Each model reads its cache at a rate of its own (pooled for
-the prediction, by bytes and by query heads: ``calibration_solver.pooled_cache_terms``), a
+the prediction, by bytes and by the heads walked: ``calibration_solver.pooled_cache_terms``), a
 single sequence's cache as the engine splits it over its threads (``Classes.kv_chunks``), and
 the overlap is the one of a grid that prices models of a left-out architecture best
 (``calibration_holdout``). Deterministic.
@@ -194,8 +194,8 @@ def _design(models: Sequence[ModelPoints], classes: Classes) -> Design:
                    rows=np.array([r.rows for r in rows], dtype=np.float64),
                    batch=np.array([r.batch for r in rows]),
                    cache_model=by_model(cache, model, len(models)),
-                   heads=np.array([work.heads_per_cache_byte(models[r.model].spec, models[r.model].kv_type)
-                                   for r in rows]))
+                   walk=np.array([work.attention_walk_per_cache_byte(models[r.model].spec, models[r.model].kv_type)
+                                  for r in rows]).reshape(-1, 2))
 
 
 MIN_RATE_POINTS = 3      # points of a phase mostly in one class before that class's rate is given
@@ -271,13 +271,14 @@ def _rates(u: Array, overlap: float, d: Design, classes: Classes, machine: Machi
         return float(min(cap, 1.0 / x)) if x > 0 else cap
 
     shown = classes.attention and _attention_shown(d.flops[d.prefill, k], d.flops[d.prefill].sum(axis=1))
-    per_byte, per_pair = pooled_cache_terms(d, u, overlap, 1.0 / b_cap)
+    per_byte, per_pair, per_value = pooled_cache_terms(d, u, overlap, 1.0 / b_cap)
     batch = rates(u[at.batch][:k], classes.flops, _shown(dense, batched), c_cap) if batched.any() else {}
     return Rates(bandwidth=rates(u[at.bandwidth], classes.bytes, seen_b, b_cap),
                  prefill_flops=rates(u[at.prefill][:k], classes.flops, seen_p, c_cap),
                  decode_flops=rates(u[at.decode][:k], classes.flops, seen_d, c_cap),
                  batch_flops=batch, attention_flops=rate(u[at.prefill][k], c_cap) if shown else None,
-                 cache_bandwidth=rate(per_byte, b_cap), cache_head_seconds=min(per_pair, 1e-3),
+                 cache_bandwidth=rate(per_byte, b_cap), cache_pair_seconds=min(per_pair, 1e-3),
+                 cache_value_seconds=min(per_value, 1e-3),
                  kv_chunks=classes.kv_chunks, pass_seconds=float(min(u[at.pass_seconds], 59.0)),
                  layer_seconds=float(min(u[at.layer_seconds], 1.0)), overlap=overlap, rows_half=rows_half)
 

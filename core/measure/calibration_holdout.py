@@ -12,8 +12,8 @@ time, and the one whose held-out models come out closest (the sum of the three p
 errors) is kept. The leave-one-architecture-out score reported is that overlap's: it was one of
 five candidates, so read it as the score of the chosen fit, slightly optimistic; leave one model
 out and the extrapolation hold the chosen overlap and are scored as before. A held-out model is
-priced at the pooled cache terms (a cost per byte and one per query head and cached token,
-fitted to the others), so where the models' caches read at rates far apart (half of
+priced at the pooled cache terms (costs per byte, per (query head, cached token) pair and per
+value of those, fitted to the others), so where the models' caches read at rates far apart (half of
 them at a third of the others' rate, made so in a test) their deep steps' errors can sway the
 choice. On this machine's six thorough runs (models reading their caches at 3 to 8 GB/s) it
 chose 0, 0.25, 0.25, 0.75, 1 and 1 (docs/accuracy.md).

@@ -12,7 +12,8 @@ after the overlap at their own rate; the cache rate bw_kv one for all points, or
 design groups the cache bytes by model (``Design.cache_model``), one per model, so that one
 model's attention kernel, slower or faster per byte than the others', does not move the rates
 they share, and the rate a model not seen gets is pooled afterwards, ``pooled_cache_terms``:
-a cost per byte and one per query head and cached token, so that a model's head shape sets it).
+a cost per byte, per (query head, cached token) pair and per value of those, so that a model's
+head shape sets it).
 The fit minimises the summed
 relative error |t - measured| / measured by iteratively reweighted least squares with every
 inverse rate kept >= its lower bound (0, or one over what the machine allows: a bound is a
@@ -50,7 +51,8 @@ class Design:
     rows: Array           # (n, 2): a prefill's rows per dense multiply and per routed expert (1 for decode)
     batch: Array          # (n,): a decode step's sequences (1 for a prefill)
     cache_model: Array    # (n, groups): each point's cache bytes in its model's column (groups 0: one rate)
-    heads: Array          # (n,): query heads per cache byte of each point's model (``work.heads_per_cache_byte``)
+    walk: Array           # (n, 2): query heads and their values per cache byte of each point's model
+                          # (``work.attention_walk_per_cache_byte``)
 
     def subset(self, index: NDArray[np.bool_] | NDArray[np.int64]) -> Design:
         """The rows ``index`` picks (a mask, or row numbers, repeats allowed)."""
@@ -254,39 +256,37 @@ def pooled_cache_inverse(d: Design, u: Array, overlap: float) -> float:
     return _weighted_median(*implied[:2])
 
 
-HEADS_SPAN = 1.5     # the models' query heads per cache byte must differ this much to tell the two cache terms apart
-
-
-def pooled_cache_terms(d: Design, u: Array, overlap: float, floor: float) -> tuple[float, float]:
-    """(seconds per cache byte, seconds per (query head, cached token) pair) for a model the fit
-    did not see: the same weighted L1 fit as ``pooled_cache_inverse`` with the implied seconds
-    per byte of each point a line in its model's query heads per byte (``Design.heads``),
-    ``floor + a x heads`` at the least: a byte no faster than ``floor`` (the machine's memory),
-    a pair at no negative cost. Where the models' heads per byte span less than ``HEADS_SPAN``
-    the pairs' cost cannot be told from the bytes': one rate per byte, as
-    ``pooled_cache_inverse``. Ties go to the first of: one rate per byte, the bytes at the
-    floor, each line through two points (``first_best``)."""
+def pooled_cache_terms(d: Design, u: Array, overlap: float, floor: float) -> tuple[float, float, float]:
+    """(seconds per cache byte, per (query head, cached token) pair, per value of those) for a
+    model the fit did not see: ``cache_terms`` through the seconds per byte each decode point
+    implies once the fitted rest of its time is taken off, weighted by the cache's share of its
+    time, against its model's walk per byte (``Design.walk``); one rate a byte
+    (``pooled_cache_inverse``) where no point shows its cache."""
     one = max(floor, pooled_cache_inverse(d, u, overlap))
     implied = _implied_cache(d, u, overlap) if Unknowns.of(d).cache_groups else None
     if implied is None:
-        return one, 0.0
+        return one, 0.0, 0.0
     y, w, use = implied
-    h = d.heads[use]
-    if not (h > 0).all() or h.max() < HEADS_SPAN * h.min():
-        return one, 0.0
-    i, j = np.triu_indices(y.size, 1)
-    apart = np.abs(h[i] - h[j]) > 1e-9 * h.max()
-    i, j = i[apart], j[apart]
-    slope = (y[i] - y[j]) / (h[i] - h[j])
-    base = y[i] - slope * h[i]
-    fits = (slope >= 0) & (base >= floor)
-    at_floor = max(0.0, _weighted_median((y - floor) / h, w * h))
-    bases = np.concatenate([[one, floor], base[fits]])
-    slopes = np.concatenate([[0.0, at_floor], slope[fits]])
-    losses = np.concatenate([np.abs(bases[k:k + 4096, None] + slopes[k:k + 4096, None] * h[None, :] - y[None, :]) @ w
-                             for k in range(0, bases.size, 4096)]) / float(w @ y)
-    best = first_best(list(range(bases.size)), lambda k: float(losses[k]))
-    return float(bases[best]), float(slopes[best])
+    return cache_terms(y, w, d.walk[use], floor, one)
+
+
+MIN_SHAPES = 3      # distinct head shapes (walks per byte) a fit of the three cache costs needs
+
+
+def cache_terms(y: Array, w: Array, walk: Array, floor: float, one: float) -> tuple[float, float, float]:
+    """(b, p, v): the seconds per byte ``y`` of caches whose attention walks ``walk`` (n, 2:
+    query heads and their values per cached byte) as b + p x heads + v x values, the weighted
+    (``w``) L1 fit of relative errors with b >= ``floor`` (no byte faster than the machine's
+    memory) and p, v >= 0 (``_l1_nonnegative``, the fit's own solver), on the points whose cache
+    took time. Caches of fewer than ``MIN_SHAPES`` head shapes cannot tell the three apart:
+    (``one``, 0, 0), one rate a byte."""
+    keep = (y > 0) & (walk > 0).all(axis=1)
+    y, w, walk = y[keep], w[keep], walk[keep]
+    if len(np.unique(np.round(walk / np.maximum(walk.max(axis=0), 1e-300), 6), axis=0)) < MIN_SHAPES:
+        return one, 0.0, 0.0
+    a = np.hstack([np.ones((y.size, 1)), walk])
+    b, p, v = _l1_nonnegative(a, y, w, np.array([floor, 0.0, 0.0]))
+    return float(b), float(p), float(v)
 
 
 def lower_bounds(at: Unknowns, bandwidth: float, flops: float) -> Array:

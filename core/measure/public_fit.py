@@ -241,7 +241,7 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
                     model=np.zeros(len(passes), dtype=np.int64), small=np.zeros(len(passes), dtype=bool),
                     weight=_balanced(data, rows), rows=multiply_rows,
                     batch=np.ones(len(passes)), cache_model=np.zeros((len(passes), 0)),
-                    heads=np.zeros(len(passes)))
+                    walk=np.zeros((len(passes), 2)))
     return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows,
                      byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys))
 

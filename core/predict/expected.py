@@ -125,7 +125,7 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
     bandwidth = _mixed(rates, "bandwidth", bytes_, missing) * scale_b
     prefill = _mixed(rates, "prefill_flops", flops, missing) * scale_c
     decode = _mixed(rates, "decode_flops", flops, missing) * scale_c
-    cache = rates.cache_rate(work.heads_per_cache_byte(spec)) * scale_b
+    cache = rates.cache_rate(work.attention_walk_per_cache_byte(spec)) * scale_b
     host_b = host_c = 1.0
     if host is not None:
         host_b = _factor(_mixed(host, "bandwidth", bytes_, set()))

@@ -52,18 +52,22 @@ def kv_bytes(spec: ModelSpec, context: ArrayLike, kv_type: str = "f16", chunks: 
     return k_full * split_context(full, chunks) + k_window * window
 
 
-def heads_per_cache_byte(spec: ModelSpec, kv_type: str = "f16") -> float:
-    """Query heads per byte one token adds to the cache: the query heads of every layer that
-    caches, over ``kv_bytes_per_token``. Times the cache bytes a step reads, it counts the
-    (query head, cached token) pairs its attention walks: 32 query heads on 8 cached heads of
-    64 values read a byte for every 4 pairs' worth of 16 on 8 heads of 128. A CPU's flash
-    attention pays per pair (a dot product, an exponential, a multiply-add into the output)
-    whatever the head's width, so a cache of narrow heads shared by many query heads costs
-    more per byte (0: a model without a cache)."""
+def attention_walk_per_cache_byte(spec: ModelSpec, kv_type: str = "f16") -> tuple[float, float]:
+    """(query heads, query-head values) per byte one token adds to the cache, over the layers
+    that cache: the (query head, cached token) pairs a step's attention walks for each byte of
+    cache it reads, and the values those pairs multiply (a key's d_k in the dot product, a
+    value's d_v in the weighted sum). llama.cpp's CPU flash attention walks the cache once per
+    query head, so 32 query heads on 8 cached heads of 64 values walk 4 pairs of 128 values for
+    what 16 on 8 heads of 128 walk 2 pairs of 256 in: a byte of the first cache costs more.
+    (0, 0): a model without a cache."""
     a = spec.attention
-    heads = sum(h for h, kv in zip(a.heads, a.kv_heads, strict=True) if kv > 0)
+    heads = values = 0.0
+    for layer in range(a.layers):
+        if a.kv_heads[layer] > 0:
+            heads += a.heads[layer]
+            values += a.heads[layer] * (a.head_dim_k + a.head_dim_v)
     total = sum(spec.kv_bytes_per_token(kv_type))
-    return float(heads / total) if total > 0 else 0.0
+    return (heads / total, values / total) if total > 0 else (0.0, 0.0)
 
 
 CTX_PAD = 256          # llama.cpp rounds each sequence's cache (and its sliding-window cache) up to this

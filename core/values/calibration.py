@@ -10,11 +10,11 @@ after what it costs:
   decode step's few-row multiplies on weights of class f;
 - ``cache_bandwidth``: bytes/s at which a decode step's attention gets through the cache (an
   attention kernel slower than memory shows as a rate below the memory's);
-- ``cache_head_seconds``: seconds the attention spends on each (query head, cached token)
-  pair beside the bytes (a CPU's flash attention: a dot product, an exponential and a
-  multiply-add per pair, whatever the head's width); a model whose cached heads each serve
-  more query heads, or are narrower, reads its cache at a lower rate per byte
-  (``Rates.cache_rate``);
+- ``cache_pair_seconds`` / ``cache_value_seconds``: what the attention spends beside the bytes
+  on each (query head, cached token) pair it walks and on each value of those pairs (a CPU's
+  flash attention walks the cache once per query head: per pair an exponential and the loop,
+  per value a multiply-add), so that a model whose cached heads each serve more query heads
+  reads its cache at a lower rate per byte (``Rates.cache_rate``);
 - ``pass_seconds`` + ``layer_seconds`` x layers: the fixed cost of one forward pass;
 - ``overlap``: the share of the shorter clock (memory or compute) hidden under the longer;
 - ``attention_flops`` / ``flash_attention_flops``: FLOP/s of a prefill's attention arithmetic
@@ -114,7 +114,8 @@ class Rates:
     rows_half: float = 0.0                   # rows per multiply at which a prefill multiply reaches half its rate
     batch_flops: Mapping[str, float] = field(default_factory=dict)   # each added sequence's (empty: none fitted)
     kv_chunks: int = 0                       # threads the engine splits one query's cache over (0: none)
-    cache_head_seconds: float = 0.0          # seconds per (query head, cached token) pair beside the bytes
+    cache_pair_seconds: float = 0.0          # seconds per (query head, cached token) pair beside the bytes
+    cache_value_seconds: float = 0.0         # seconds per value of those pairs (d_k + d_v a pair)
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "prefill_flops", "decode_flops"):
@@ -134,9 +135,10 @@ class Rates:
             raise SpecError(f"calibration.rows_half must be in [0, 1e6] rows, got {self.rows_half!r}")
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, (int, float)) or not 0 <= self.overlap <= 1:
             raise SpecError(f"calibration.overlap must be in [0, 1], got {self.overlap!r}")
-        if isinstance(self.cache_head_seconds, bool) or not isinstance(self.cache_head_seconds, (int, float)) \
-                or not 0 <= self.cache_head_seconds <= 1e-3:
-            raise SpecError(f"calibration.cache_head_seconds must be in [0, 1e-3] s, got {self.cache_head_seconds!r}")
+        for name in ("cache_pair_seconds", "cache_value_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1e-3:
+                raise SpecError(f"calibration.{name} must be in [0, 1e-3] s, got {value!r}")
         if isinstance(self.kv_chunks, bool) or not isinstance(self.kv_chunks, int) or not 0 <= self.kv_chunks <= 4096:
             raise SpecError(f"calibration.kv_chunks must be a whole number of threads in [0, 4096], "
                             f"got {self.kv_chunks!r}")
@@ -149,11 +151,12 @@ class Rates:
             return table[klass], True
         return (pooled(table) if table else math.nan), False
 
-    def cache_rate(self, heads_per_byte: float) -> float:
-        """Bytes/s at which a model's attention gets through its cache, ``heads_per_byte`` query
-        heads per cached byte (``work.heads_per_cache_byte``): 1 / (1 / cache_bandwidth +
-        cache_head_seconds x heads_per_byte)."""
-        return 1.0 / (1.0 / self.cache_bandwidth + self.cache_head_seconds * max(0.0, heads_per_byte))
+    def cache_rate(self, walk: tuple[float, float]) -> float:
+        """Bytes/s at which a model's attention gets through its cache, ``walk`` its (query
+        heads, query-head values) per cached byte (``work.attention_walk_per_cache_byte``):
+        1 / (1 / cache_bandwidth + cache_pair_seconds x heads + cache_value_seconds x values)."""
+        pairs, values = (max(0.0, x) for x in walk)
+        return 1.0 / (1.0 / self.cache_bandwidth + self.cache_pair_seconds * pairs + self.cache_value_seconds * values)
 
     def to_dict(self) -> dict[str, Any]:
         return {"bandwidth": dict(self.bandwidth), "prefill_flops": dict(self.prefill_flops),
@@ -164,7 +167,8 @@ class Rates:
                 **({"rows_half": self.rows_half} if self.rows_half else {}),
                 **({"batch_flops": dict(self.batch_flops)} if self.batch_flops else {}),
                 **({"kv_chunks": self.kv_chunks} if self.kv_chunks else {}),
-                **({"cache_head_seconds": self.cache_head_seconds} if self.cache_head_seconds else {})}
+                **{k: v for k, v in (("cache_pair_seconds", self.cache_pair_seconds),
+                                     ("cache_value_seconds", self.cache_value_seconds)) if v}}
 
     @classmethod
     def from_dict(cls, data: Any) -> Rates:
@@ -177,7 +181,8 @@ class Rates:
                        overlap=data.get("overlap", 1.0), attention_flops=data.get("attention_flops"),
                        flash_attention_flops=data.get("flash_attention_flops"),
                        rows_half=data.get("rows_half", 0.0), batch_flops=data.get("batch_flops") or {},
-                       kv_chunks=data.get("kv_chunks", 0), cache_head_seconds=data.get("cache_head_seconds", 0.0))
+                       kv_chunks=data.get("kv_chunks", 0), cache_pair_seconds=data.get("cache_pair_seconds", 0.0),
+                       cache_value_seconds=data.get("cache_value_seconds", 0.0))
         except KeyError as exc:
             raise SpecError(f"calibration rates lack {exc}") from None
 
@@ -248,8 +253,9 @@ class EngineCalibration:
             add("a prompt's attention arithmetic", "FLOP/s",
                 lambda r: math.nan if r.attention_flops is None else r.attention_flops)
         add("attention over the cache", "B/s", lambda r: r.cache_bandwidth)
-        if self.central.cache_head_seconds > 0:
-            add("attention per query head and cached token", "s", lambda r: r.cache_head_seconds)
+        if self.central.cache_pair_seconds > 0 or self.central.cache_value_seconds > 0:
+            add("attention per query head and cached token", "s", lambda r: r.cache_pair_seconds)
+            add("attention per value of those", "s", lambda r: r.cache_value_seconds)
         add("fixed cost per pass", "s", lambda r: r.pass_seconds)
         add("fixed cost per layer", "s", lambda r: r.layer_seconds)
         add("overlap of memory and compute", "", lambda r: r.overlap)
