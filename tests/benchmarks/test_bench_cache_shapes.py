@@ -3,24 +3,16 @@ rates, and each model left out priced by the others' fit. No llama-bench, no tim
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_cache_shapes.py"
+from tests.factories.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_cache_shapes", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module          # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_cache_shapes")
 
 
 def test_a_models_cost_per_byte_and_per_pair(bench):

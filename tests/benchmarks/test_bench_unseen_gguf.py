@@ -5,9 +5,6 @@ nothing here depends on the machine's speed or load."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -22,21 +19,16 @@ from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
 from tests.factories.calibration_points import calibration_plan
 from tests.factories.llm_configs import llama_config
+from tests.factories.scripts import load_script
 from tests.factories.synthetic import write_synthetic_gguf_blocking
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_unseen_gguf.py"
 MACHINE = MachineProfile(name="box", bandwidth=100e9, peak_flops={"fp32": 1e12}, memory=64e9, default_dtype="fp32",
                          kind="cpu", cores=2, key="box")
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_unseen_gguf", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module          # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_unseen_gguf")
 
 
 @pytest.fixture(scope="module")
