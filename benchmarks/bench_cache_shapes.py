@@ -148,7 +148,7 @@ def spec_for(key: str) -> ModelSpec:
         return unseen.unseen_spec(key, "q4_k_m")
     models = {m.key: m for m in calibration_models("llamacpp", thorough=True)}
     if key not in models:
-        raise SystemExit(f"no model {key!r}: one of {', '.join([*unseen.REAL_SHAPES, *models])}")
+        raise ValueError(f"no model {key!r}: one of {', '.join([*unseen.REAL_SHAPES, *models])}")
     return models[key].spec()
 
 
@@ -164,7 +164,11 @@ def main() -> int:
     if args.depth < 1 or args.gen < 1 or args.repetitions < 1:
         print("--depth, --gen and --repetitions must be at least 1", file=sys.stderr)
         return 2
-    specs = [spec_for(k.strip()) for k in args.models.split(",") if k.strip()]
+    try:
+        specs = [spec_for(k.strip()) for k in args.models.split(",") if k.strip()]
+    except ValueError as exc:
+        print(f"--models: {exc}", file=sys.stderr)
+        return 2
     threads = args.threads or default_threads()
     began, load0 = time.perf_counter(), unseen._load()
     print(f"load average before: {load0}; llama-bench {args.llama_bench}, {threads} threads, -fa 1, "

@@ -47,5 +47,12 @@ def test_costs_made_by_the_walk_are_priced_exactly_only_by_it(bench):
     assert lines[-2].startswith("median |error| of the deep step: one rate a byte ")
     assert lines[-2].endswith("the walk 0.0%")
     assert lines[-1] == "fitted to every model: 0.100 ns a byte, 30.0 ns a pair, 0.200 ns a value"
-    with pytest.raises(SystemExit, match="no model"):
+    with pytest.raises(ValueError, match="no model"):
         bench.spec_for("no-such-model")
+
+
+def test_a_model_it_does_not_know_is_one_line_and_exit_2(bench, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["bench_cache_shapes.py", "--models", "wide-q4_k_m,no-such-model"])
+    assert bench.main() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("--models: no model 'no-such-model'") and err.count("\n") == 1
