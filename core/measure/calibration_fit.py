@@ -15,10 +15,9 @@ sequence's arithmetic hides under the weights' streaming, sixteen's do not). The
 relative error |t - measured| / measured (a pass slowed by other load pulls it less than with
 squares) by iteratively reweighted least squares with every inverse rate kept >= 0, re-deciding
 the longer clock until it settles. Each model reads its cache at a rate of its own (pooled for
-the prediction, by bytes and by the heads walked: ``calibration_solver.pooled_cache_terms``), a
-single sequence's cache as the engine splits it over its threads (``Classes.kv_chunks``), and
-the overlap is the one of a grid that prices models of a left-out architecture best
-(``calibration_holdout``). Deterministic.
+the prediction by the walk: ``calibration_solver.pooled_cache_terms``), a single sequence's
+cache as the engine splits it over its threads (``Classes.kv_chunks``), and the overlap is the
+one of a grid that prices left-out architectures best (``calibration_holdout``). Deterministic.
 
 Accuracy is scored only on points the fit did not see: leave one model out (fit on the other
 models, predict the one left out), leave one architecture out (every model of one architecture
