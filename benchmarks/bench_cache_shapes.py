@@ -43,6 +43,7 @@ from rooflab.core.values.model import ModelSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_unseen_gguf as unseen  # noqa: E402  (the GGUF writing and llama-bench run, beside this script)
+from unseen_pricing import extra_cache_bytes  # noqa: E402
 
 DEFAULT_MODELS = ("wide-q4_k_m", "deep-q4_k_m", "qwen3-0.6b-q4_k_m", "qwen3-1.7b-q4_k_m", "llama-3.2-1b",
                   "qwen2.5-0.5b")
@@ -79,9 +80,8 @@ class Cost:
 
 def cost_of(spec: ModelSpec, gen: int, depth: int, shallow_rate: float, deep_rate: float) -> Cost:
     """``spec``'s cost from llama-bench's tg``gen`` rates at depth 0 and at ``depth``."""
-    steps = np.arange(gen, dtype=np.float64)
-    extra = float(np.mean(work.kv_bytes(spec, depth + steps)) - np.mean(work.kv_bytes(spec, steps)))
-    return Cost(name=spec.name, shallow=1.0 / shallow_rate, deep=1.0 / deep_rate, extra_bytes=extra,
+    return Cost(name=spec.name, shallow=1.0 / shallow_rate, deep=1.0 / deep_rate,
+                extra_bytes=extra_cache_bytes(spec, gen, depth),
                 walk=work.attention_walk_per_cache_byte(spec))
 
 

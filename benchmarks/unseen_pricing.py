@@ -178,6 +178,13 @@ def model_line(spec: ModelSpec) -> str:
             f"({spec.weights_format}), {spec.vocab:,}-entry vocabulary, {spec.architecture}")
 
 
+def extra_cache_bytes(spec: ModelSpec, gen: int, depth: int) -> float:
+    """The cache bytes a mean step of tg``gen`` @ d``depth`` reads beyond one of tg``gen``
+    (``work.kv_bytes`` over each test's contexts)."""
+    steps = np.arange(gen, dtype=np.float64)
+    return float(np.mean(work.kv_bytes(spec, depth + steps)) - np.mean(work.kv_bytes(spec, steps)))
+
+
 def depth_cost(spec: ModelSpec, rows: Sequence[Row]) -> str:
     """What the cache adds to a generated token, measured and expected: the time a step of
     tgN @ dD takes beyond one of tgN, in ms, per (query head, cached token) pair and as bytes
@@ -188,8 +195,7 @@ def depth_cost(spec: ModelSpec, rows: Sequence[Row]) -> str:
                     and not r.test.n_depth), None)
     if deep is None or shallow is None:
         return ""
-    steps = np.arange(deep.test.n_gen, dtype=np.float64)
-    extra = float(np.mean(work.kv_bytes(spec, deep.test.n_depth + steps)) - np.mean(work.kv_bytes(spec, steps)))
+    extra = extra_cache_bytes(spec, deep.test.n_gen, deep.test.n_depth)
     pairs = extra * work.attention_walk_per_cache_byte(spec)[0]
 
     def cost(deep_rate: float, shallow_rate: float) -> str:
