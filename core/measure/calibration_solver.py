@@ -240,34 +240,23 @@ def _weighted_median(values: Array, weights: Array) -> float:
     return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
-def pooled_cache_inverse(d: Design, u: Array, overlap: float) -> float:
-    """One inverse cache bandwidth for the models of a fit with a cache rate per model
-    (``cache_model``): the median, weighted by the cache's share of each point's time, of the
-    rate each decode point's own seconds imply once the fitted rest of its time is taken off:
-    the rate that best fits every point's cache time at once (an L1 fit of that one rate, the
-    other terms held), so a model whose attention reads its cache unlike the others' sways it
-    by its share of points, not its rate's distance."""
-    at = Unknowns.of(d)
-    if not at.cache_groups:
-        return float(u[at.cache])
-    implied = _implied_cache(d, u, overlap)
-    if implied is None:
-        return float(np.median(u[at.model_cache]))
-    return _weighted_median(*implied[:2])
-
-
 def pooled_cache_terms(d: Design, u: Array, overlap: float, floor: float) -> tuple[float, float, float]:
     """(seconds per cache byte, per (query head, cached token) pair, per value of those) for a
     model the fit did not see: ``cache_terms`` through the seconds per byte each decode point
     implies once the fitted rest of its time is taken off, weighted by the cache's share of its
-    time, against its model's walk per byte (``Design.walk``); one rate a byte
-    (``pooled_cache_inverse``) where no point shows its cache."""
-    one = max(floor, pooled_cache_inverse(d, u, overlap))
-    implied = _implied_cache(d, u, overlap) if Unknowns.of(d).cache_groups else None
+    time, against its model's walk per byte (``Design.walk``). One rate a byte where the walk
+    cannot be fitted: the median of those implied rates weighted the same way (a model whose
+    attention reads its cache unlike the others' sways it by its share of points, not by its
+    rate's distance); the shared unknown where the cache is not grouped by model; the median of
+    the models' rates where no point shows its cache."""
+    at = Unknowns.of(d)
+    if not at.cache_groups:
+        return max(floor, float(u[at.cache])), 0.0, 0.0
+    implied = _implied_cache(d, u, overlap)
     if implied is None:
-        return one, 0.0, 0.0
+        return max(floor, float(np.median(u[at.model_cache]))), 0.0, 0.0
     y, w, use = implied
-    return cache_terms(y, w, d.walk[use], floor, one)
+    return cache_terms(y, w, d.walk[use], floor, max(floor, _weighted_median(y, w)))
 
 
 MIN_SHAPES = 3      # distinct head shapes (walks per byte) a fit of the three cache costs needs
