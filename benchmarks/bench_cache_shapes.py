@@ -43,6 +43,7 @@ from rooflab.core.values.model import ModelSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_unseen_gguf as unseen  # noqa: E402  (the GGUF writing and llama-bench run, beside this script)
+from entry import finish  # noqa: E402
 from unseen_pricing import extra_cache_bytes  # noqa: E402
 
 DEFAULT_MODELS = ("wide-q4_k_m", "deep-q4_k_m", "qwen3-0.6b-q4_k_m", "qwen3-1.7b-q4_k_m", "llama-3.2-1b",
@@ -192,4 +193,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(finish(main))

@@ -35,6 +35,7 @@ from rooflab.core.values.machine import MachineProfile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llama_bench_side_by_side as side_by_side  # noqa: E402
+from entry import finish  # noqa: E402
 
 BASE = dict(hidden_size=768, num_hidden_layers=8, num_attention_heads=12, num_key_value_heads=4, head_dim=64,
             intermediate_size=2048, vocab_size=32000, max_position_embeddings=8192, tie_word_embeddings=False)
@@ -103,4 +104,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(finish(main))

@@ -68,6 +68,7 @@ from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from entry import finish  # noqa: E402
 from unseen_pricing import (  # noqa: E402  (the pure parts, beside this script)
     BATCH,
     LONG_TESTS,
@@ -370,4 +371,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(finish(main))

@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rooflab.core.io import load_model
 from rooflab.core.io.gguf import read_gguf
 from rooflab.core.jobs import run_job
 from rooflab.core.measure.engine import gguf_for
@@ -39,6 +38,7 @@ from rooflab.core.measure.llamacpp.binding import default_threads
 from rooflab.core.measure.llamacpp.plan import BenchTest, LlamaCppPlan
 from rooflab.core.measure.llamacpp.timing import measure_llamacpp_blocking
 from rooflab.core.values.measured import MeasuredPoint
+from unseen_pricing import REAL_SHAPES, unseen_spec
 
 TESTS = (BenchTest(n_prompt=64), BenchTest(n_prompt=512), BenchTest(n_gen=32), BenchTest(n_gen=32, n_depth=2048))
 LONG_TESTS = (BenchTest(n_prompt=2048),)      # --long: a prompt whose n² attention is a large share
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare with a llama-bench binary (PATH, or the one on PATH) on the same GGUF")
     parser.add_argument("--gguf", help="with --llama-bench: this GGUF instead of a generated one")
     parser.add_argument("--model", default="qwen3-0.6b", help="with --llama-bench: the model whose tensor table is "
-                        "generated (catalogue key or config.json; default qwen3-0.6b)")
+                        f"generated ({', '.join(REAL_SHAPES)}, a catalogue key or a config.json; default qwen3-0.6b)")
     parser.add_argument("--weights", default="q4_k_m", help="its weight format (default q4_k_m)")
     parser.add_argument("--repetitions", type=int, default=5, help="-r of both (default 5, llama-bench's)")
     parser.add_argument("--long", action="store_true", help="with --llama-bench: pp2048 too")
@@ -95,7 +95,7 @@ def compare(args: argparse.Namespace) -> int:
             path = str(Path(args.gguf).expanduser())
         else:
             os.environ["ROOFLAB_CACHE_DIR"] = folder         # the generated GGUF goes here, and goes
-            spec = load_model(args.model, weights=args.weights)
+            spec = unseen_spec(args.model, args.weights)
             path = str(run_job(gguf_for(spec, spec, synthetic=True)))
         spec = read_gguf(path)
         load0 = os.getloadavg()
