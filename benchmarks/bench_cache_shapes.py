@@ -36,6 +36,7 @@ import numpy as np
 
 from rooflab.core.measure.calibration_models import calibration_models
 from rooflab.core.measure.calibration_solver import cache_terms
+from rooflab.core.measure.llamabench.plan import find_binary
 from rooflab.core.measure.llamacpp.binding import default_threads
 from rooflab.core.measure.llamacpp.plan import BenchTest
 from rooflab.core.predict import work
@@ -170,6 +171,7 @@ def main() -> int:
     except ValueError as exc:
         print(f"--models: {exc}", file=sys.stderr)
         return 2
+    find_binary("llama-bench", args.llama_bench)          # before any GGUF is written
     threads = args.threads or default_threads()
     began, load0 = time.perf_counter(), unseen._load()
     print(f"load average before: {load0}; llama-bench {args.llama_bench}, {threads} threads, -fa 1, "

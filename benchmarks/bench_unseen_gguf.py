@@ -57,7 +57,7 @@ from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine
 from rooflab.core.measure.calibration_models import calibration_models
 from rooflab.core.measure.calibration_run import CalibrationPlan, run_calibration
 from rooflab.core.measure.engine import gguf_for
-from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan
+from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan, find_binary
 from rooflab.core.measure.llamabench.run import run_llama_bench
 from rooflab.core.measure.llamacpp.binding import default_threads
 from rooflab.core.measure.llamacpp.plan import BenchTest
@@ -287,6 +287,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))      # ``timeout``: remove the GGUF on the way out
     began, load0 = time.perf_counter(), _load()
     print(f"load average before: {load0}")
+    find_binary("llama-bench", args.llama_bench)          # before any GGUF is written or machine measured
     spec = unseen_spec(args.model, args.weights)
     plan = calibration_plan(args)
     seen = tuple(m.spec() for m in plan.models())

@@ -29,16 +29,17 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from unseen_pricing import REAL_SHAPES, unseen_spec  # beside this script (bench_llamacpp puts it on the path)
+
 from rooflab.core.io.gguf import read_gguf
 from rooflab.core.jobs import run_job
 from rooflab.core.measure.engine import gguf_for
-from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan
+from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan, find_binary
 from rooflab.core.measure.llamabench.run import run_llama_bench
 from rooflab.core.measure.llamacpp.binding import default_threads
 from rooflab.core.measure.llamacpp.plan import BenchTest, LlamaCppPlan
 from rooflab.core.measure.llamacpp.timing import measure_llamacpp_blocking
 from rooflab.core.values.measured import MeasuredPoint
-from unseen_pricing import REAL_SHAPES, unseen_spec
 
 TESTS = (BenchTest(n_prompt=64), BenchTest(n_prompt=512), BenchTest(n_gen=32), BenchTest(n_gen=32, n_depth=2048))
 LONG_TESTS = (BenchTest(n_prompt=2048),)      # --long: a prompt whose n² attention is a large share
@@ -90,6 +91,7 @@ def _rate(p: MeasuredPoint) -> str:
 def compare(args: argparse.Namespace) -> int:
     """Print rooflab vs llama-bench per test; exit status 0."""
     threads = args.threads or default_threads()
+    find_binary("llama-bench", args.llama_bench or None)     # before a GGUF is written
     with tempfile.TemporaryDirectory(prefix="rooflab-vs-llama-bench-") as folder:
         if args.gguf:
             path = str(Path(args.gguf).expanduser())

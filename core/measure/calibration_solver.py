@@ -219,19 +219,39 @@ def by_model(cache: Array, model: NDArray[np.int64], groups: int) -> Array:
     return out
 
 
+def _shallowest(d: Design, rows: NDArray[np.bool_]) -> NDArray[np.int64]:
+    """Each row's base: the row of its model among ``rows`` with the fewest cache bytes (-1
+    where its model has none among them)."""
+    bytes_ = d.cache_model.sum(axis=1)
+    base = np.full(d.seconds.size, -1, dtype=np.int64)
+    for m in np.unique(d.model[rows]):
+        mine = np.flatnonzero(rows & (d.model == m))
+        base[d.model == m] = mine[np.argmin(bytes_[mine])]
+    return base
+
+
 def _implied_cache(d: Design, u: Array, overlap: float) -> tuple[Array, Array, NDArray[np.bool_]] | None:
-    """(the seconds per cache byte each decode point's own time implies once the fitted rest of
-    it is taken off, the point's weight: the cache's share of its time, which points) for the
-    points whose cache takes at least 5 % of their time; None where no point does."""
+    """(the seconds per cache byte each deeper single-sequence step implies, the point's weight:
+    the share of its time its extra cache takes, which points), None where no point's extra
+    cache takes 5 % of its time. A step is told against its model's shallowest one, as
+    llama-bench's tgN @ dD against its tgN: the extra seconds, less what the fitted rest of the
+    prediction adds between the two, over the extra bytes. The rest's misfit common to a model's
+    steps (its weights, its fixed costs) cancels, where a step's own residual would put it all on
+    the cache; batched steps, whose rest is most of their time, do not price the walk."""
     at = Unknowns.of(d)
     predicted = _predict(d, u, overlap)
     bytes_ = d.cache_model.sum(axis=1)
     own = d.cache_model @ u[at.model_cache]
-    use = ~d.prefill & (bytes_ > 0) & (own > 0.05 * predicted)
+    rest = predicted - own
+    single = ~d.prefill & (d.batch <= 1)
+    base = _shallowest(d, single)
+    b = np.maximum(base, 0)
+    extra = bytes_ - bytes_[b]
+    use = single & (base >= 0) & (extra > 0) & (own - own[b] > 0.05 * predicted)
     if not use.any():
         return None
-    implied = np.maximum((d.seconds[use] - predicted[use] + own[use]) / bytes_[use], 0.0)
-    return implied, own[use] / predicted[use], use
+    implied = ((d.seconds - d.seconds[b]) - (rest - rest[b]))[use] / extra[use]
+    return np.maximum(implied, 0.0), ((own - own[b]) / predicted)[use], use
 
 
 def _weighted_median(values: Array, weights: Array) -> float:
@@ -242,13 +262,13 @@ def _weighted_median(values: Array, weights: Array) -> float:
 
 def pooled_cache_terms(d: Design, u: Array, overlap: float, floor: float) -> tuple[float, float, float]:
     """(seconds per cache byte, per (query head, cached token) pair, per value of those) for a
-    model the fit did not see: ``cache_terms`` through the seconds per byte each decode point
-    implies once the fitted rest of its time is taken off, weighted by the cache's share of its
-    time, against its model's walk per byte (``Design.walk``). One rate a byte where the walk
-    cannot be fitted: the median of those implied rates weighted the same way (a model whose
-    attention reads its cache unlike the others' sways it by its share of points, not by its
-    rate's distance); the shared unknown where the cache is not grouped by model; the median of
-    the models' rates where no point shows its cache."""
+    model the fit did not see: ``cache_terms`` through the seconds per byte each deeper
+    single-sequence step implies against its model's shallowest (``_implied_cache``), weighted by
+    its extra cache's share of its time, against its model's walk per byte (``Design.walk``).
+    One rate a byte where the walk cannot be fitted: the median of those implied rates weighted
+    the same way (a model whose attention reads its cache unlike the others' sways it by its
+    share of points, not by its rate's distance); the shared unknown where the cache is not
+    grouped by model; the median of the models' rates where no point shows its cache."""
     at = Unknowns.of(d)
     if not at.cache_groups:
         return max(floor, float(u[at.cache])), 0.0, 0.0
@@ -270,6 +290,8 @@ def cache_terms(y: Array, w: Array, walk: Array, floor: float, one: float) -> tu
     took time. Caches of fewer than ``MIN_SHAPES`` head shapes cannot tell the three apart:
     (``one``, 0, 0), one rate a byte."""
     keep = (y > 0) & (walk > 0).all(axis=1)
+    if not keep.any():              # no cache that took time, or no walk known (a torch calibration)
+        return one, 0.0, 0.0
     y, w, walk = y[keep], w[keep], walk[keep]
     if len(np.unique(np.round(walk / np.maximum(walk.max(axis=0), 1e-300), 6), axis=0)) < MIN_SHAPES:
         return one, 0.0, 0.0

@@ -12,6 +12,7 @@ import pytest
 from rooflab.core.errors import SpecError
 from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine, predicted_seconds
 from rooflab.core.measure.calibration_models import LLAMACPP_MODELS, CalibrationModel
+from rooflab.core.measure.calibration_solver import cache_terms
 from rooflab.core.predict import work
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
@@ -348,6 +349,30 @@ def test_a_cache_walked_per_query_head_carries_over_to_a_model_of_another_head_s
         [truth.cache_rate(work.attention_walk_per_cache_byte(m.spec())) for m in LLAMACPP_MODELS])),
         cache_pair_seconds=0.0, cache_value_seconds=0.0)
     assert abs(predicted_seconds(unseen, MACHINE, flat)[-1] / made[-1] - 1.0) > 0.05
+
+
+def test_the_walk_is_read_from_each_models_deep_steps_against_its_shallow_one():
+    """A cost the fit's form does not hold, the same on every step of a model (here 2 ms on
+    every decode step of every other model, a quirk of its weights), cancels between its deep
+    steps and its shallowest: the walk's costs come back as made. Told per point, that 2 ms
+    was put on each step's cache (issue 18, 2026-12-02)."""
+    truth = dataclasses.replace(TRUTH, cache_bandwidth=30e9, cache_pair_seconds=1e-8, cache_value_seconds=2e-10)
+    models = []
+    for i, m in enumerate(_models(truth=truth, noise=0.0)):
+        extra = 2e-3 if i % 2 else 0.0
+        models.append(dataclasses.replace(m, points=tuple(
+            dataclasses.replace(p, seconds=p.seconds + extra) if p.kind != "prefill" else p for p in m.points)))
+    cal = calibrate_engine(models, MACHINE, engine_label="llama.cpp", replicates=0)
+    assert cal.central.cache_pair_seconds == pytest.approx(1e-8, rel=0.1)
+    assert cal.central.cache_value_seconds == pytest.approx(2e-10, rel=0.1)
+
+
+def test_with_no_cache_that_took_time_the_walk_is_one_rate_a_byte():
+    """No step whose cache took time, or caches of no known walk (a torch calibration's): the
+    pooled rate a byte, nothing to fit (an empty fit raised before, on a loaded machine whose
+    torch steps implied nothing)."""
+    assert cache_terms(np.zeros(3), np.ones(3), np.ones((3, 2)), 1e-10, 5e-10) == (5e-10, 0.0, 0.0)
+    assert cache_terms(np.ones(3) * 1e-9, np.ones(3), np.zeros((3, 2)), 1e-10, 5e-10) == (5e-10, 0.0, 0.0)
 
 
 def test_the_costs_of_the_walk_round_trip_and_are_checked():
