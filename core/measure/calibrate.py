@@ -69,6 +69,26 @@ def predict_points(spec: ModelSpec, machine: MachineProfile, points: Sequence[Me
     return out
 
 
+def beating_the_machine(runs: Iterable[tuple[ModelSpec, Sequence[MeasuredPoint], str]], machine: MachineProfile,
+                        dtype: str | None = None) -> str:
+    """One line where points of ``runs`` (a model, its points, its cache type) ran faster than
+    ``machine``'s ceiling (its measured bandwidth and peaks, no efficiency) by more than
+    ``CEILING_BAND`` and their own spread, "" where none did: the profile is too low (a machine
+    measured while it was slowed), and so is every rate a fit holds at it."""
+    ceiling = dataclasses.replace(machine, efficiency=Efficiency())
+    beaten, n = [], 0
+    for spec, points, kv_type in runs:
+        n += len(points)
+        beaten += [c / p.seconds - 1.0 for p, c in zip(points, predict_points(spec, ceiling, points, kv_type=kv_type,
+                                                                               dtype=dtype), strict=True)
+                   if c > p.seconds * (1.0 + CEILING_BAND + p.spread)]
+    if not beaten:
+        return ""
+    return (f"{len(beaten)} of {n} points beat this machine's ceiling (by up to {max(beaten):.0%}; "
+            f"{machine.bandwidth / 1e9:.1f} GB/s, {machine.flops(dtype) / 1e9:.0f} GFLOP/s): the machine profile is "
+            "wrong, too low, and so is every rate held at it: measure the machine again when it is quieter")
+
+
 @dataclass(frozen=True, slots=True)
 class _Work:
     """Bytes and FLOPs of each point with no efficiency applied (cache at kv = 1)."""

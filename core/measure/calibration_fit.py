@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rooflab.core.errors import SpecError
-from rooflab.core.measure.calibrate import predict_points
+from rooflab.core.measure.calibrate import beating_the_machine, predict_points
 from rooflab.core.measure.calibration_holdout import (
     every_point,
     extrapolation,
@@ -314,9 +314,8 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
     """Fit one calibration to every model's points, score it out of sample, and bound it.
 
     ``machine``: the profile the points were measured on (its key names the calibration; its
-    bandwidth and peaks bound every fitted rate). Points marked disturbed are left out (noted);
-    points of different engine settings, or fewer points than the fit has unknowns, are refused
-    (SpecError)."""
+    bandwidth and peaks bound every fitted rate; points that beat them are noted). Points marked
+    disturbed are left out (noted); other engine settings, or too few points, are refused (SpecError)."""
     notes: list[str] = []
     kept = []
     for m in models:
@@ -325,6 +324,7 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
             notes.append(f"{m.key}: {len(m.points) - len(good)} disturbed point(s) left out")
         if good:
             kept.append(dataclasses.replace(m, points=good))
+    notes += filter(None, [beating_the_machine([(m.spec, m.points, m.kv_type) for m in kept], machine, dtype)])
     keys = sorted({p.engine_key for m in kept for p in m.points})
     if len(keys) != 1:
         raise SpecError(f"a calibration needs points of one engine and settings, got {len(keys)}: {'; '.join(keys)}")

@@ -375,6 +375,20 @@ def test_with_no_cache_that_took_time_the_walk_is_one_rate_a_byte():
     assert cache_terms(np.ones(3) * 1e-9, np.ones(3), np.zeros((3, 2)), 1e-10, 5e-10) == (5e-10, 0.0, 0.0)
 
 
+def test_points_that_beat_the_machine_say_its_profile_is_wrong():
+    """Issue 18: a machine measured while it was slowed (30 GFLOP/s where llama.cpp's prompts
+    ran at 55) bounds every rate at its figures and the fit pins them there. The calibration says
+    so in one note; on the machine the points were made on it says nothing of the kind."""
+    models = _models(noise=0.0)
+    fine = calibrate_engine(models, MACHINE, engine_label="llama.cpp", replicates=0)
+    assert not any("ceiling" in note for note in fine.notes)
+    slowed = dataclasses.replace(MACHINE, bandwidth=10e9, peak_flops={"fp32": 40e9, "bf16": 40e9})
+    cal = calibrate_engine(models, slowed, engine_label="llama.cpp", replicates=0)
+    (note,) = [n for n in cal.notes if "ceiling" in n]
+    assert "points beat this machine's ceiling" in note and "10.0 GB/s, 40 GFLOP/s" in note
+    assert "the machine profile is wrong" in note
+
+
 def test_the_costs_of_the_walk_round_trip_and_are_checked():
     rates = dataclasses.replace(TRUTH, cache_pair_seconds=3e-8, cache_value_seconds=1e-10)
     back = Rates.from_dict(rates.to_dict())
