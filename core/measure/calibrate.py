@@ -69,24 +69,31 @@ def predict_points(spec: ModelSpec, machine: MachineProfile, points: Sequence[Me
     return out
 
 
+def beaten_by(points: Sequence[MeasuredPoint], ceiling: Iterable[float]) -> list[tuple[MeasuredPoint, float]]:
+    """The points that ran faster than their ``ceiling`` seconds by more than ``CEILING_BAND``
+    plus their own spread, each with how much faster (ceiling / measured - 1), fastest first. A
+    ceiling is what the machine allows: a pass that beats it says the machine profile is too low."""
+    beaten = [(p, c / p.seconds - 1.0) for p, c in zip(points, ceiling, strict=True)
+              if c > p.seconds * (1.0 + CEILING_BAND + p.spread)]
+    return sorted(beaten, key=lambda x: -x[1])
+
+
 def beating_the_machine(runs: Iterable[tuple[ModelSpec, Sequence[MeasuredPoint], str]], machine: MachineProfile,
-                        dtype: str | None = None) -> str:
-    """One line where points of ``runs`` (a model, its points, its cache type) ran faster than
-    ``machine``'s ceiling (its measured bandwidth and peaks, no efficiency) by more than
-    ``CEILING_BAND`` and their own spread, "" where none did: the profile is too low (a machine
-    measured while it was slowed), and so is every rate a fit holds at it."""
+                        dtype: str | None = None) -> tuple[str, ...]:
+    """One note where points of ``runs`` (a model, its points, its cache type) beat ``machine``'s
+    ceiling (its measured bandwidth and peaks, no efficiency; ``beaten_by``), none where none
+    did: the profile is too low (a machine measured while it was slowed), and so is every rate
+    a fit holds at it."""
     ceiling = dataclasses.replace(machine, efficiency=Efficiency())
     beaten, n = [], 0
     for spec, points, kv_type in runs:
         n += len(points)
-        beaten += [c / p.seconds - 1.0 for p, c in zip(points, predict_points(spec, ceiling, points, kv_type=kv_type,
-                                                                               dtype=dtype), strict=True)
-                   if c > p.seconds * (1.0 + CEILING_BAND + p.spread)]
+        beaten += beaten_by(points, predict_points(spec, ceiling, points, kv_type=kv_type, dtype=dtype))
     if not beaten:
-        return ""
-    return (f"{len(beaten)} of {n} points beat this machine's ceiling (by up to {max(beaten):.0%}; "
+        return ()
+    return (f"{len(beaten)} of {n} points beat this machine's ceiling (by up to {max(x for _, x in beaten):.0%}; "
             f"{machine.bandwidth / 1e9:.1f} GB/s, {machine.flops(dtype) / 1e9:.0f} GFLOP/s): the machine profile is "
-            "wrong, too low, and so is every rate held at it: measure the machine again when it is quieter")
+            "wrong, too low, and so is every rate held at it: measure the machine again when it is quieter",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,12 +181,8 @@ class Calibration:
         return sum(1 for name in self.fitted if name != "step_overhead")
 
     def beating_ceiling(self) -> list[tuple[MeasuredPoint, float]]:
-        """The points that ran faster than their ceiling by more than ``CEILING_BAND`` plus their
-        own spread, each with how much faster (ceiling / measured - 1), fastest first. A ceiling
-        is what the machine allows: a pass that beats it says the machine profile is too low."""
-        beaten = [(p, c / p.seconds - 1.0) for p, c in zip(self.points, self.predicted_before, strict=True)
-                  if c > p.seconds * (1.0 + CEILING_BAND + p.spread)]
-        return sorted(beaten, key=lambda x: -x[1])
+        """The points that beat their ceiling (``beaten_by`` on the predictions before the fit)."""
+        return beaten_by(self.points, self.predicted_before)
 
     @property
     def refusal(self) -> str:

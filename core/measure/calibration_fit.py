@@ -324,7 +324,7 @@ def calibrate_engine(models: Sequence[ModelPoints], machine: MachineProfile, *, 
             notes.append(f"{m.key}: {len(m.points) - len(good)} disturbed point(s) left out")
         if good:
             kept.append(dataclasses.replace(m, points=good))
-    notes += filter(None, [beating_the_machine([(m.spec, m.points, m.kv_type) for m in kept], machine, dtype)])
+    notes += beating_the_machine([(m.spec, m.points, m.kv_type) for m in kept], machine, dtype)
     keys = sorted({p.engine_key for m in kept for p in m.points})
     if len(keys) != 1:
         raise SpecError(f"a calibration needs points of one engine and settings, got {len(keys)}: {'; '.join(keys)}")
