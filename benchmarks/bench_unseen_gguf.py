@@ -133,50 +133,24 @@ def llama_bench(binary: str, path: str, test: BenchTest, threads: int, repetitio
     return point
 
 
-def machine_profile(args: argparse.Namespace) -> MachineProfile:
-    """This machine's profile as ``measure calibrate`` measures it (bandwidth and matmul peaks,
-    3 repeats, kept nowhere), measured again up to ``--machine-tries`` times while its checks
-    call a run disturbed (a shared machine's load moves between minutes); with
-    ``--keep-machine`` the profile kept before."""
-    from rooflab.core.errors import MeasurementError
-    from rooflab.core.io.presets import load_measured_machine
-    from rooflab.core.measure.machine import MachinePlan, measure_machine
-    from rooflab.core.measure.workflow import keep_machine_run
-
-    if args.keep_machine:
-        stored = load_measured_machine()
-        if stored is None:
-            raise SystemExit("this machine has not been measured yet: run without --keep-machine")
-        return stored
-    plan = MachinePlan(threads=args.threads, repeats=3, experiments=("bandwidth", "matmul"))
-    for attempt in range(1, args.machine_tries + 1):
-        run = run_job(measure_machine(plan), _progress)
-        print(file=sys.stderr)
-        try:
-            return keep_machine_run(run, keep=False)
-        except MeasurementError as exc:
-            print(f"machine measurement {attempt} of {args.machine_tries}: {exc}")
-            if attempt == args.machine_tries:
-                raise SystemExit(f"no undisturbed machine measurement in {attempt} tries: {exc}") from None
-            time.sleep(30)
-    raise AssertionError("unreachable")
-
-
 def calibration_plan(args: argparse.Namespace) -> CalibrationPlan:
     """The plan ``rooflab measure calibrate --engine llamacpp [--thorough]`` runs (quick unless thorough)."""
     return CalibrationPlan(engine="llamacpp", threads=args.threads, repeats=args.repeats, quick=not args.thorough,
-                           thorough=args.thorough, measure_machine=False)
+                           thorough=args.thorough, measure_machine=not args.keep_machine,
+                           machine_tries=args.machine_tries)
 
 
 def calibrate(args: argparse.Namespace, plan: CalibrationPlan) -> tuple[EngineCalibration, MachineProfile, int,
                                                                         tuple[ModelSpec, ...],
                                                                         dict[str, list[dict[str, Any]]]]:
-    """The calibration ``plan`` makes, kept nowhere; with it the machine, the threads it ran,
+    """The calibration ``plan`` makes, kept nowhere (the machine measured before and after its
+    timings as ``measure calibrate`` measures it, the faster run that passes its checks used;
+    with ``--keep-machine`` the profile kept before); with it the machine, the threads it ran,
     its models and each model's measured points (for ``--json``)."""
     from rooflab.core.cli.calibrate import print_calibration
 
     began = time.perf_counter()
-    run = run_job(run_calibration(plan, keep=False, machine=machine_profile(args)), _progress)
+    run = run_job(run_calibration(plan, keep=False), _progress)
     print(file=sys.stderr)
     m = run.machine
     print(f"calibration: {time.perf_counter() - began:.0f} s; machine {m.name}: {m.bandwidth / 1e9:.1f} GB/s, "
@@ -272,7 +246,8 @@ def main() -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the machine, the calibration and the rows here")
     parser.add_argument("--keep-machine", action="store_true", help="use the machine measured before")
     parser.add_argument("--machine-tries", type=int, default=3,
-                        help="measure the machine again while its run is disturbed, at most this often (default 3)")
+                        help="measure the machine again after the calibration's timings while no run has passed "
+                        "its checks, at most this often (default 3)")
     parser.add_argument("--control", metavar="KEY", help="the calibration model the control runs "
                         "(default: the dense one mostly in its format class, nearest it in bytes)")
     parser.add_argument("--no-control", action="store_true", help="skip the control")

@@ -35,6 +35,9 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer repeats, no roofline")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-save", action="store_true", help="do not keep the result as the 'measured' machine")
+    p.add_argument("--replace", action="store_true",
+                   help="keep the result even when it falls far short of the run kept before (this machine "
+                        "is slower now for good: fewer cores, another power setting)")
 
     p = sub.add_parser("model", help="time prefill, decode and batched decode; fit the efficiency")
     p.add_argument("model", metavar="MODEL", help="a .gguf file, model folder, config.json or catalogue key")
@@ -147,7 +150,7 @@ def _machine(args: argparse.Namespace, cancel: CancelToken) -> int:
     status.done()
     if not args.json:
         _print_machine_run(run)
-    profile = keep_machine_run(run, keep=not args.no_save)      # a disturbed run: one line, not kept
+    profile = keep_machine_run(run, keep=not args.no_save, replace=args.replace)     # disturbed: one line
     if args.json:
         _print_json({"profile": profile.to_dict(), "measurement": run.to_dict()})
         return 0

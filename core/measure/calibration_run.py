@@ -18,6 +18,7 @@ from rooflab.core.measure import store
 from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine
 from rooflab.core.measure.calibration_models import REAL_SIZE_MODELS, CalibrationModel, calibration_models
 from rooflab.core.measure.engine import EngineRun, measure_in_llamacpp, measure_in_torch
+from rooflab.core.measure.machine_result import MachineMeasurement
 from rooflab.core.measure.rounds import merge_rounds
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
@@ -29,8 +30,10 @@ ENGINE_LABELS = {"llamacpp": "llama.cpp", "torch": "torch"}
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CalibrationPlan:
     """What ``run_calibration`` does: the engine ("llamacpp" or "torch"), its CPU threads
-    (None: the engine's choice), the torch dtype, whether to measure the machine first (else
-    the kept "measured" profile is used), repeats per point (each one a round over every
+    (None: the engine's choice), the torch dtype, whether to measure the machine (before the
+    timings and after them, the faster run that passes its checks used; else the kept
+    "measured" profile is used), ``machine_tries``: how often the measurement after the timings
+    is made while none has passed, repeats per point (each one a round over every
     model, ``rounds``), and ``quick`` (three models,
     shorter sweeps: a first look in about a minute) or ``thorough`` (llama.cpp's real-size
     models too: 0.6-2 B parameters, 152k-262k vocabularies; tens of minutes on two cores)."""
@@ -39,6 +42,7 @@ class CalibrationPlan:
     threads: int | None = None
     dtype: str = "fp32"
     measure_machine: bool = True
+    machine_tries: int = 2
     repeats: int = 3
     quick: bool = False
     thorough: bool = False
@@ -50,6 +54,8 @@ class CalibrationPlan:
             raise MeasurementError(f"threads must be in [1, {MAX_THREADS}], got {self.threads}")
         if not 1 <= self.repeats <= MAX_PLAN_REPEATS:
             raise MeasurementError(f"repeats must be in [1, {MAX_PLAN_REPEATS}], got {self.repeats}")
+        if not 1 <= self.machine_tries <= MAX_PLAN_REPEATS:
+            raise MeasurementError(f"machine tries must be in [1, {MAX_PLAN_REPEATS}], got {self.machine_tries}")
         if self.quick and self.thorough:
             raise MeasurementError("a calibration is quick or thorough, not both")
 
@@ -97,30 +103,66 @@ class CalibrationRun:
     keep_error: str = ""
 
 
-def _machine(plan: CalibrationPlan, cancel: CancelFlag, keep: bool) -> Generator[Progress, None, MachineProfile]:
+def _kept_machine() -> MachineProfile:
     from rooflab.core.io import presets
 
-    if not plan.measure_machine:
-        machine = presets.load_measured_machine()
-        if machine is None:
-            raise MeasurementError("this machine has not been measured yet: run without --keep-machine")
-        return machine
-    from rooflab.core.measure.machine import MachinePlan, measure_machine
-    from rooflab.core.measure.workflow import keep_machine_run
+    machine = presets.load_measured_machine()
+    if machine is None:
+        raise MeasurementError("this machine has not been measured yet: run without --keep-machine")
+    return machine
 
-    yield Progress(step="machine", message="measuring this machine's bandwidth and peaks", fraction=0.0)
-    quick = MachinePlan(threads=plan.threads, repeats=3, experiments=("bandwidth", "matmul"))
-    run = yield from measure_machine(quick, cancel)
-    return keep_machine_run(run, keep=keep)
+
+def _measure_machine(plan: CalibrationPlan, cancel: CancelFlag, message: str,
+                     fraction: float) -> Generator[Progress, None, MachineMeasurement]:
+    """One quick measurement of this machine (bandwidth and matmul peaks, 3 repeats), its
+    progress shown at ``fraction`` of the whole calibration."""
+    from rooflab.core.measure.machine import MachinePlan, measure_machine
+
+    job = measure_machine(MachinePlan(threads=plan.threads, repeats=3, experiments=("bandwidth", "matmul")), cancel)
+    try:
+        while True:
+            try:
+                progress = next(job)
+            except StopIteration as stop:
+                return stop.value
+            yield dataclasses.replace(progress, fraction=fraction, message=f"{message}: {progress.message}")
+    finally:
+        job.close()
+
+
+def _machine_after(plan: CalibrationPlan, cancel: CancelFlag, keep: bool,
+                   measured: list[tuple[str, MachineMeasurement]]) -> Generator[Progress, None, tuple[
+                       MachineProfile, tuple[str, ...]]]:
+    """The machine measured again after the timings (up to ``plan.machine_tries`` times while
+    none has passed its checks), then the best run of all kept (``keep_best_machine_run``)."""
+    from rooflab.core.measure.workflow import keep_best_machine_run
+
+    for attempt in range(1, plan.machine_tries + 1):
+        check_cancel(cancel)
+        when = "after the timings" + (f" (try {attempt})" if attempt > 1 else "")
+        run = yield from _measure_machine(plan, cancel, f"measuring this machine {when}", 1.0)
+        measured.append((when, run))
+        try:
+            return keep_best_machine_run(measured, keep=keep)
+        except MeasurementError:
+            if attempt == plan.machine_tries:
+                raise
+    raise AssertionError("unreachable")
 
 
 def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = None, *, keep: bool = True,
                     machine: MachineProfile | None = None) -> Generator[Progress, None, CalibrationRun]:
-    """Measure the machine (unless ``machine``, this machine's profile, is given), time every
-    calibration model, fit and keep the calibration (unless ``keep`` is False)."""
+    """Measure the machine before and after the timings (unless ``machine``, this machine's
+    profile, is given, or the plan takes the kept one), time every calibration model, fit and
+    keep the calibration (unless ``keep`` is False). A measurement of the machine set aside (its
+    checks failed, or it fell far short of the other) is said in the calibration's notes."""
     plan = plan or CalibrationPlan()
-    if machine is None:
-        machine = yield from _machine(plan, cancel, keep)
+    if machine is None and not plan.measure_machine:
+        machine = _kept_machine()
+    measured: list[tuple[str, MachineMeasurement]] = []
+    if machine is None:         # the first look, before anything is timed: a run that fails it is kept
+        measured.append(("before the timings", (yield from _measure_machine(
+            plan, cancel, "measuring this machine before the timings", 0.0))))
     models = plan.models()
     if len(models) < 2:
         raise MeasurementError("a calibration needs at least two models (one is left out to score it)")
@@ -141,11 +183,16 @@ def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = No
                 else:
                     yield progress
     runs = [merge_rounds(model_rounds) for model_rounds in rounds]
+    machine_notes: tuple[str, ...] = ()
+    if machine is None:
+        machine, machine_notes = yield from _machine_after(plan, cancel, keep, measured)
     yield Progress(step="fit", message="fitting and scoring the calibration", fraction=1.0)
     points = [ModelPoints(key=m.key, spec=r.spec, points=r.points, kv_type=r.kv_type, dtype=r.dtype)
               for m, r in zip(models, runs, strict=True)]
     calibration = calibrate_engine(points, machine, engine_label=_label(runs[0]),
                                    dtype=runs[0].dtype)
+    if machine_notes:
+        calibration = dataclasses.replace(calibration, notes=machine_notes + calibration.notes)
     kept, error = False, ""
     if keep:
         try:

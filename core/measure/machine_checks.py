@@ -14,7 +14,14 @@ run, and every prediction built on it was 10x too slow. The checks:
 - the fp32 peak is possible on this processor: no more than its cores, clock and vector units
   allow (``sysinfo.cpu_fp32_bound``, from its own description);
 - the machine stayed as quiet as it began: the 1-minute load average rose by no more than
-  ``trust.LOAD_RISE_LIMIT`` while the run went on.
+  ``trust.LOAD_RISE_LIMIT`` while the run went on;
+- the run is not short of an earlier one of the same machine (same processor, threads and torch):
+  no headline figure (the fastest streaming kernel's median, each dtype's peak) more than
+  ``SPREAD_LIMIT`` below the best an accepted run reached (``short_of``). A timing cannot run
+  faster than the hardware allows, so the higher figure is the nearer the ceiling: a run made
+  while neighbours held the memory or the cores all along agrees with itself and passes every
+  other check (an fp32 peak of 30 GFLOP/s where the quiet machine gives 67), and only this one
+  tells it.
 
 A run that fails says why in one line (``MachineMeasurement.disturbed``); the workflow keeps it
 apart and never makes it "this machine, measured". No torch here."""
@@ -22,6 +29,7 @@ apart and never makes it "this machine, measured". No torch here."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
 from rooflab.core.measure.machine_result import GB, MachineMeasurement
 from rooflab.core.measure.trust import LOAD_RISE_LIMIT
@@ -37,9 +45,10 @@ BALANCE_RANGE = (0.25, 2000.0)
 SHOWN = 2
 
 
-def problems(run: MachineMeasurement) -> list[str]:
-    """What is wrong with ``run``, most telling first; empty when it passes every check."""
-    found = _roof_problems(run) + _balance_problems(run) + _bound_problems(run)
+def problems(run: MachineMeasurement, earlier: Iterable[MachineMeasurement] = ()) -> list[str]:
+    """What is wrong with ``run``, most telling first; empty when it passes every check.
+    ``earlier``: accepted runs it must not fall short of (``short_of``)."""
+    found = _roof_problems(run) + _balance_problems(run) + _bound_problems(run) + short_of(run, earlier)
     for r in run.bandwidth:
         if r.spread > SPREAD_LIMIT:
             found.append(f"{r.kernel} bandwidth runs differ by {r.spread:.0%} (limit {SPREAD_LIMIT:.0%})")
@@ -85,14 +94,50 @@ def _balance_problems(run: MachineMeasurement) -> list[str]:
             f"{balance:.2g} FLOP per byte (machines have {low:g} to {high:g})"]
 
 
-def disturbance(run: MachineMeasurement) -> str:
+def same_machine(a: MachineMeasurement, b: MachineMeasurement) -> bool:
+    """Whether ``a`` and ``b`` measured one machine the same way: device, processor, threads and
+    torch (a new torch may multiply at another speed, fewer threads surely do)."""
+    return (a.device, a.device_name, a.threads, a.torch_version) == (b.device, b.device_name, b.threads,
+                                                                      b.torch_version)
+
+
+def headline(run: MachineMeasurement) -> dict[str, tuple[float, str]]:
+    """The figures a profile is made of, by name: "bandwidth" (the fastest streaming kernel's
+    median, bytes/s) and "<dtype> peak" (FLOP/s), each with its unit for the one line."""
+    figures = {f"{dtype} peak": (value, "GFLOP/s") for dtype, value in run.peak_flops().items()}
+    if run.bandwidth:
+        figures["bandwidth"] = (max(r.median for r in run.bandwidth), "GB/s")
+    return figures
+
+
+def short_of(run: MachineMeasurement, earlier: Iterable[MachineMeasurement]) -> list[str]:
+    """Each headline figure of ``run`` more than ``SPREAD_LIMIT`` below the best that an accepted
+    (not disturbed) run of ``earlier`` on the same machine reached, with that run's date."""
+    best: dict[str, tuple[float, str]] = {}
+    for other in earlier:
+        if other.disturbed or not same_machine(run, other):
+            continue
+        for name, (value, _) in headline(other).items():
+            if value > best.get(name, (0.0, ""))[0]:
+                best[name] = (value, other.date)
+    found = []
+    for name, (value, unit) in headline(run).items():
+        top, date = best.get(name, (0.0, ""))
+        if top and value < top * (1.0 - SPREAD_LIMIT):
+            found.append(f"its {name} of {value / 1e9:.1f} {unit} is {1.0 - value / top:.0%} below the "
+                         f"{top / 1e9:.1f} {unit} this machine reached on {date[:16].replace('T', ' ')} "
+                         f"(same processor, threads and torch)")
+    return found
+
+
+def disturbance(run: MachineMeasurement, earlier: Iterable[MachineMeasurement] = ()) -> str:
     """One line saying why ``run`` cannot be trusted, "" when it can."""
-    found = problems(run)
+    found = problems(run, earlier)
     if len(found) > SHOWN:
         return "; ".join(found[:SHOWN]) + f"; {len(found) - SHOWN} more"
     return "; ".join(found)
 
 
-def judge_machine(run: MachineMeasurement) -> MachineMeasurement:
+def judge_machine(run: MachineMeasurement, earlier: Iterable[MachineMeasurement] = ()) -> MachineMeasurement:
     """``run`` with ``disturbed`` set from the checks (cleared when it passes them)."""
-    return dataclasses.replace(run, disturbed=disturbance(run))
+    return dataclasses.replace(run, disturbed=disturbance(run, tuple(earlier)))

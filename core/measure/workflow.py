@@ -9,6 +9,7 @@ No Qt and no torch here; the callers show the result their own way."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from rooflab.core.measure.calibrate import Calibration, calibrate
 from rooflab.core.measure.calibration_fit import ModelPoints, score
 from rooflab.core.measure.engine import EngineRun
 from rooflab.core.measure.gaps import Gap, explain
-from rooflab.core.measure.machine_checks import judge_machine
+from rooflab.core.measure.machine_checks import headline, judge_machine, short_of
 from rooflab.core.measure.machine_result import MachineMeasurement
 from rooflab.core.values.calibration import Accuracy, EngineCalibration
 from rooflab.core.values.machine import MachineProfile
@@ -184,22 +185,71 @@ def after_import(bench: BenchImport, spec: ModelSpec, machine: MachineProfile, *
                               notes=[f"{bench.tool}: {', '.join(bench.models) or bench.path}"], keep=keep)
 
 
-def keep_machine_run(run: MachineMeasurement, *, keep: bool = True) -> MachineProfile:
+def kept_machine_run() -> MachineMeasurement | None:
+    """The measurement behind "this machine, measured", None when there is none or its record is
+    from a rooflab that wrote other fields (then there is nothing to compare a new run with)."""
+    raw = presets.load_machine_measurement()
+    if raw is None:
+        return None
+    try:
+        return MachineMeasurement.from_dict(raw)
+    except SpecError:
+        return None
+
+
+REPLACE_HINT = "if this machine is slower now for good, 'rooflab measure machine --replace' keeps such a run"
+
+
+def keep_machine_run(run: MachineMeasurement, *, keep: bool = True, earlier: Sequence[MachineMeasurement] = (),
+                     replace: bool = False) -> MachineProfile:
     """The profile of "this machine, measured" from ``run``, kept (with the raw run) unless
     ``keep`` is False. Figures the run did not measure (an experiment left out) come from the
     profile kept before, when there is one; SpecError when neither has them.
 
-    The run is checked first (``machine_checks``): one that fails is kept apart as a disturbed
-    run (``presets.disturbed_machine_path``) and MeasurementError says why in one line; the
-    measured machine stays as it was, so nothing switches to a profile that cannot be trusted."""
-    run = judge_machine(run)
+    The run is checked first (``machine_checks``), against the run kept before and ``earlier``
+    too (no figure far short of theirs) unless ``replace``: one that fails is kept apart as a
+    disturbed run (``presets.disturbed_machine_path``) and MeasurementError says why in one line;
+    the measured machine stays as it was, so nothing switches to a profile that cannot be trusted."""
+    kept = kept_machine_run()
+    references = () if replace else (*earlier, *((kept,) if kept is not None else ()))
+    run = judge_machine(run, references)
     if run.disturbed:
         where = ""
         if keep:
             where = f", kept apart in {presets.save_disturbed_machine_run(run.to_dict(), run.disturbed)}"
+        hint = f"; {REPLACE_HINT}" if short_of(run, references) else ""
         raise MeasurementError(f"this machine's measurement was disturbed ({run.disturbed}){where} and is not used: "
-                               "measure again when the machine is quieter")
+                               f"measure again when the machine is quieter{hint}")
     profile = run.profile(fallback=presets.load_measured_machine())
     if keep:
         presets.save_measured_machine(profile, run.to_dict())
     return profile
+
+
+def keep_best_machine_run(runs: Sequence[tuple[str, MachineMeasurement]], *,
+                          keep: bool = True) -> tuple[MachineProfile, tuple[str, ...]]:
+    """The profile of the best of ``runs``, (when, run) pairs of this machine measured at several
+    moments of one job (before and after a calibration's timings), kept as ``keep_machine_run``
+    keeps one. Each run is judged by its own checks, then against the others that passed them
+    and the run kept before: one far short of another is set aside, as is one that failed. Of
+    those left, the fastest (highest product of its headline figures) is used: a timing cannot
+    beat the hardware, so the faster run is the nearer the ceiling. Returns the profile and one
+    note per run set aside ("the machine measured before the timings was set aside: ...");
+    MeasurementError, naming each run's reason, when none is left."""
+    kept = kept_machine_run()
+    own = [(when, judge_machine(run)) for when, run in runs]
+    passed = [run for _, run in own if not run.disturbed]
+    judged = [(when, run if run.disturbed else judge_machine(run, [*(o for o in passed if o is not run),
+                                                                   *((kept,) if kept is not None else ())]))
+              for when, run in own]
+    left = [run for _, run in judged if not run.disturbed]
+    if not left:
+        if keep:
+            presets.save_disturbed_machine_run(judged[-1][1].to_dict(), judged[-1][1].disturbed)
+        raise MeasurementError("this machine's measurements were disturbed ("
+                               + "; ".join(f"{when}: {run.disturbed}" for when, run in judged)
+                               + ") and are not used: measure again when the machine is quieter")
+    best = max(left, key=lambda run: math.prod(value for value, _ in headline(run).values()))
+    notes = tuple(f"the machine measured {when} was set aside ({run.disturbed}); the one measured "
+                  f"{next(w for w, r in judged if r is best)} is used" for when, run in judged if run.disturbed)
+    return keep_machine_run(best, keep=keep, earlier=[r for r in left if r is not best]), notes

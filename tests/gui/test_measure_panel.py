@@ -308,7 +308,7 @@ def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch)
     monkeypatch.setattr(panel, "machine_plan", lambda: small)
     # this tiny run's own timings must not decide (the checks are judged on injected figures in
     # tests/core/measure/test_machine_checks.py): it passes them here
-    monkeypatch.setattr(workflow, "judge_machine", lambda run: dataclasses.replace(run, disturbed=""))
+    monkeypatch.setattr(workflow, "judge_machine", lambda run, earlier=(): dataclasses.replace(run, disturbed=""))
     calls = spy(monkeypatch, "keep_machine_run")
     live: list[object] = []
     ctl.sample_measured.connect(live.append)
@@ -358,8 +358,8 @@ def test_a_disturbed_machine_run_is_not_switched_to(qtbot, tiny_window, monkeypa
     small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=1, dtypes=("fp32",),
                                        matmul_max=256, experiments=("bandwidth", "matmul"))
     monkeypatch.setattr(panel, "machine_plan", lambda: small)
-    monkeypatch.setattr(workflow, "judge_machine",
-                        lambda run: dataclasses.replace(run, disturbed="fp32 matmul runs differ by 80% (limit 25%)"))
+    wide = "fp32 matmul runs differ by 80% (limit 25%)"
+    monkeypatch.setattr(workflow, "judge_machine", lambda run, earlier=(): dataclasses.replace(run, disturbed=wide))
     assert panel.use_measured.isChecked()
     before, kept = tiny_window.state.machine, presets.load_measured_machine()
     with qtbot.waitSignal(ctl.jobs.finished, timeout=30_000):

@@ -79,3 +79,61 @@ def test_a_cancelled_calibration_keeps_nothing(monkeypatch):
     with pytest.raises(Cancelled):
         run_job(calibration_run.run_calibration(plan, cancel, machine=HERE), stop)
     assert store.load_engine_calibration("measured") is None
+
+
+def test_the_machine_is_measured_before_and_after_the_timings_and_the_faster_run_is_used(monkeypatch, steady_timings):
+    """A calibration that began while neighbours held the machine (its first measurement
+    consistent but half the speed) fits against the run after its timings, and says so; the
+    calibration's machine, the kept "measured" profile and its notes agree."""
+    from rooflab.core.io import presets
+    from rooflab.core.jobs import Progress
+    from tests.core.measure.test_machine_checks import quiet_run, slowed_run
+
+    monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
+    monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _plan)
+    runs = [slowed_run(), quiet_run(date="2026-12-02T18:40:00+00:00")]
+    messages: list[str] = []
+
+    def measured(plan, cancel, message, fraction):
+        yield Progress(step="machine", message=message, fraction=fraction)
+        return runs.pop(0)
+
+    monkeypatch.setattr(calibration_run, "_measure_machine", measured)
+    plan = calibration_run.CalibrationPlan(engine="torch", threads=1, repeats=1, measure_machine=True)
+    run = run_job(calibration_run.run_calibration(plan), lambda p: messages.append(p.message))
+    assert messages[0] == "measuring this machine before the timings"
+    assert messages.index("measuring this machine after the timings") > max(
+        i for i, m in enumerate(messages) if m.startswith("model 3 of 3"))
+    assert run.machine.peak_flops["fp32"] == pytest.approx(33.9e9) and presets.load_measured_machine() == run.machine
+    assert run.calibration.notes[0].startswith("the machine measured before the timings was set aside (its fp32 peak "
+                                               "of 15.1 GFLOP/s is 55% below the 33.9 GFLOP/s this machine reached on "
+                                               "2026-12-02 18:40")
+    assert run.calibration.notes[0].endswith("the one measured after the timings is used")
+
+
+def test_a_calibration_whose_every_machine_measurement_fails_keeps_nothing(monkeypatch, steady_timings):
+    """Both measurements disturbed (and the second try too): one line naming each, no
+    calibration kept, the measured machine unchanged (none)."""
+    from rooflab.core.errors import MeasurementError
+    from rooflab.core.io import presets
+    from rooflab.core.jobs import Progress
+    from tests.core.measure.test_machine_checks import quiet_run
+
+    monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
+    monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _plan)
+    tried: list[str] = []
+
+    def measured(plan, cancel, message, fraction):
+        tried.append(message)
+        yield Progress(step="machine", message=message, fraction=fraction)
+        return quiet_run(load_start=0.2, load_end=3.0)
+
+    monkeypatch.setattr(calibration_run, "_measure_machine", measured)
+    plan = calibration_run.CalibrationPlan(engine="torch", threads=1, repeats=1, machine_tries=2)
+    with pytest.raises(MeasurementError) as caught:
+        run_job(calibration_run.run_calibration(plan))
+    assert tried == ["measuring this machine before the timings", "measuring this machine after the timings",
+                     "measuring this machine after the timings (try 2)"]
+    line = str(caught.value)
+    assert "\n" not in line and line.count("the load average rose") == 3
+    assert presets.load_measured_machine() is None and store.load_engine_calibration("measured") is None

@@ -12,7 +12,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.files.records import read_record
 from rooflab.core.io import presets
 from rooflab.core.measure import workflow
-from rooflab.core.measure.machine_checks import SPREAD_LIMIT, disturbance, judge_machine, problems
+from rooflab.core.measure.machine_checks import SPREAD_LIMIT, disturbance, judge_machine, problems, short_of
 from rooflab.core.measure.machine_result import BandwidthResult, MachineMeasurement, MatmulResult, RooflineSample
 
 GB = 1e9
@@ -117,3 +117,72 @@ def test_the_processors_own_bound_is_read_from_its_description():
     one, two = cpu_fp32_bound(1), cpu_fp32_bound(2)
     assert one is not None and 1e9 < one < 1e12          # one core: between 1 GFLOP/s and 1 TFLOP/s
     assert two is not None and two >= one
+
+
+def slowed_run(**changes: object) -> MachineMeasurement:
+    """The same VM measured while neighbours held its cores and memory all along: every figure
+    about half the quiet one's, the runs agreeing with each other, roofline points under the
+    slowed peak. Alone it passes every check (the 18:06 run of 2026-12-02: 30 GFLOP/s fp32
+    where the quiet machine gives 67)."""
+    run = quiet_run(bandwidth=(_bandwidth((6.3e9, 6.5e9, 6.4e9, 6.6e9, 6.4e9)),),
+                    matmul=(_matmul((15.1e9, 15.3e9, 14.9e9, 15.2e9, 15.0e9)),),
+                    roofline=(_roof(1, 1.5e9), _roof(64, 12e9)), date="2026-12-02T18:06:00+00:00")
+    return dataclasses.replace(run, **changes)
+
+
+def test_a_run_far_short_of_an_earlier_one_of_this_machine_is_disturbed():
+    assert problems(slowed_run()) == []                        # consistent: no check of its own finds it
+    found = problems(slowed_run(), [quiet_run()])
+    assert found == ["its fp32 peak of 15.1 GFLOP/s is 55% below the 33.9 GFLOP/s this machine reached on "
+                     "2026-12-01 00:00 (same processor, threads and torch)",
+                     "its bandwidth of 6.4 GB/s is 50% below the 12.8 GB/s this machine reached on 2026-12-01 00:00 "
+                     "(same processor, threads and torch)"]
+    # the faster run is the nearer the ceiling: it is never short of a slower one
+    assert problems(quiet_run(), [slowed_run()]) == []
+    # within the band of the earlier run: agrees
+    assert problems(quiet_run(matmul=(_matmul((28.0e9, 28.2e9, 27.9e9)),), roofline=()), [quiet_run()]) == []
+
+
+def test_only_an_accepted_run_of_the_same_machine_measured_the_same_way_is_compared_with():
+    assert short_of(slowed_run(), [quiet_run(threads=4)]) == []           # four threads is another ceiling
+    assert short_of(slowed_run(), [quiet_run(torch_version="3")]) == []   # so may a new torch be
+    assert short_of(slowed_run(), [quiet_run(device_name="other cpu")]) == []
+    assert short_of(slowed_run(), [quiet_run(disturbed="the load average rose")]) == []
+    # several earlier runs: the best figure of each is the one to fall short of
+    assert len(short_of(quiet_run(), [slowed_run(), quiet_run(matmul=(_matmul((60e9, 61e9, 60.5e9)),))])) == 1
+
+
+def test_a_slowed_run_is_not_made_the_measured_machine_unless_the_user_says_it_is_slower_now(data):
+    quiet = workflow.keep_machine_run(quiet_run())
+    with pytest.raises(MeasurementError) as caught:
+        workflow.keep_machine_run(slowed_run())
+    line = str(caught.value)
+    assert "\n" not in line and "55% below the 33.9 GFLOP/s" in line and "measure machine --replace" in line
+    assert presets.load_measured_machine() == quiet                      # not switched to
+    replaced = workflow.keep_machine_run(slowed_run(), replace=True)
+    assert presets.load_measured_machine() == replaced and replaced.peak_flops["fp32"] == pytest.approx(15.1e9)
+    # an internal failure alone says nothing of --replace (replacing would not help)
+    with pytest.raises(MeasurementError) as caught:
+        workflow.keep_machine_run(quiet_run(load_start=0.5, load_end=2.1))
+    assert "--replace" not in str(caught.value)
+
+
+def test_of_runs_spread_over_a_job_the_fastest_that_passes_is_used_and_the_rest_are_named(data):
+    profile, notes = workflow.keep_best_machine_run([("before the timings", slowed_run()),
+                                                     ("after the timings", quiet_run())])
+    assert profile.peak_flops["fp32"] == pytest.approx(33.9e9) and presets.load_measured_machine() == profile
+    assert notes == ("the machine measured before the timings was set aside (its fp32 peak of 15.1 GFLOP/s is "
+                     "55% below the 33.9 GFLOP/s this machine reached on 2026-12-01 00:00 (same processor, threads "
+                     "and torch); its bandwidth of 6.4 GB/s is 50% below the 12.8 GB/s this machine reached on "
+                     "2026-12-01 00:00 (same processor, threads and torch)); the one measured after the timings is "
+                     "used",)
+    # two runs that agree: the faster, no note
+    faster = quiet_run(matmul=(_matmul((36.0e9, 36.1e9, 35.9e9)),), date="2026-12-01T01:00:00+00:00")
+    profile, notes = workflow.keep_best_machine_run([("before", quiet_run()), ("after", faster)], keep=False)
+    assert profile.peak_flops["fp32"] == pytest.approx(36.0e9) and notes == ()
+    # none passes: one line naming each run's reason, nothing switched to
+    with pytest.raises(MeasurementError, match=r"before: the load average rose .*; after: its fp32 peak") as caught:
+        workflow.keep_best_machine_run([("before", quiet_run(load_start=0.2, load_end=3.0)),
+                                        ("after", slowed_run())])
+    assert "\n" not in str(caught.value) and presets.load_measured_machine().peak_flops["fp32"] == pytest.approx(
+        33.9e9)
