@@ -84,6 +84,7 @@ from unseen_pricing import (  # noqa: E402  (the pure parts, beside this script)
     drift_line,
     expected_rate,
     model_line,
+    model_walks,
     relative,
     row_for,
     seen_shape,
@@ -182,6 +183,14 @@ def _bench_all(args: argparse.Namespace, tests: Sequence[BenchTest], threads: in
     return out
 
 
+def walks(lines: Sequence[str]) -> None:
+    """The calibration models' own deep steps beneath the unseen model's (``model_walks``)."""
+    if lines:
+        print("  the calibration's models in process, their deepest step beyond their shallowest:")
+        for line in lines:
+            print(f"    {line}")
+
+
 def refit(path: str) -> int:
     """``--refit``: the run in ``path`` (a ``--json`` file) fitted again and its tests priced again."""
     from rooflab.core.cli.calibrate import print_calibration
@@ -217,6 +226,7 @@ def refit(path: str) -> int:
     print("\n".join(table(rows)))
     if cost := depth_cost(unseen_spec(run["model"], run["weights"]), rows):
         print(cost)
+        walks(model_walks([(m.key, m.spec, m.points) for m in models]))
     control = run.get("control_model")
     if control in specs and run.get("control"):
         control_rows = priced(specs[control].spec(), run["control"])
@@ -313,6 +323,7 @@ def main() -> int:
         print("\n".join(table(rows)))
         if cost := depth_cost(opened, rows):
             print(cost)
+            walks(model_walks([(s.name, s, [MeasuredPoint.from_dict(p) for p in points[s.name]]) for s in seen]))
         control_rows: list[Row] = []
         if control is not None:
             control_rows = rows_of(1, control_opened, expected_for(control_opened, machine, cal))

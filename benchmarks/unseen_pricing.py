@@ -205,3 +205,25 @@ def depth_cost(spec: ModelSpec, rows: Sequence[Row]) -> str:
 
     return (f"{deep.test.label} beyond {shallow.test.label}, a step: llama-bench "
             f"{cost(deep.measured, shallow.measured)}, expected {cost(deep.expected, shallow.expected)}")
+
+
+def model_walks(models: Sequence[tuple[str, ModelSpec, Sequence[MeasuredPoint]]]) -> list[str]:
+    """Each calibration model's deepest single-sequence step beyond its shallowest, as measured
+    in process: "qwen3-0.6b-q4_k_m (head width 128): 97.3 ms at 2,051 cached tokens beyond 3,
+    106 ns a pair" (pairs as ``depth_cost`` counts them), so the unseen model's cost per pair is
+    read against the calibration's own spread; models without two such steps are left out."""
+    lines = []
+    for key, spec, points in models:
+        steps = sorted((p for p in points if p.kind == "decode" and p.batch <= 1 and not p.disturbed),
+                       key=lambda p: p.context)
+        if len(steps) < 2 or steps[-1].seconds <= steps[0].seconds:
+            continue
+        shallow, deep = steps[0], steps[-1]
+        extra = float(work.kv_bytes(spec, deep.context) - work.kv_bytes(spec, shallow.context))
+        pairs = extra * work.attention_walk_per_cache_byte(spec)[0]
+        seconds = deep.seconds - shallow.seconds
+        if pairs > 0:
+            lines.append(f"{key} (head width {spec.attention.head_dim_k}): {seconds * 1e3:.1f} ms at "
+                         f"{deep.context:,} cached tokens beyond {shallow.context:,}, "
+                         f"{seconds / pairs * 1e9:.0f} ns a pair")
+    return lines

@@ -160,7 +160,7 @@ def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = No
     if machine is None and not plan.measure_machine:
         machine = _kept_machine()
     measured: list[tuple[str, MachineMeasurement]] = []
-    if machine is None:         # the first look, before anything is timed: a run that fails it is kept
+    if machine is None:         # one that fails its checks stops nothing: the run after the timings may pass
         measured.append(("before the timings", (yield from _measure_machine(
             plan, cancel, "measuring this machine before the timings", 0.0))))
     models = plan.models()

@@ -125,8 +125,7 @@ def short_of(run: MachineMeasurement, earlier: Iterable[MachineMeasurement]) -> 
         top, date = best.get(name, (0.0, ""))
         if top and value < top * (1.0 - SPREAD_LIMIT):
             found.append(f"its {name} of {value / 1e9:.1f} {unit} is {1.0 - value / top:.0%} below the "
-                         f"{top / 1e9:.1f} {unit} this machine reached on {date[:16].replace('T', ' ')} "
-                         f"(same processor, threads and torch)")
+                         f"{top / 1e9:.1f} {unit} of this machine's run of {date[:16].replace('T', ' ')}")
     return found
 
 

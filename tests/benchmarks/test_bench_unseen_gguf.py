@@ -199,3 +199,18 @@ def test_the_cache_a_deep_step_reads_is_told_per_query_head_and_per_byte(bench):
     assert bench.depth_cost(llama, rows) == ("tg128 @ d2048 beyond tg128, a step: llama-bench 50.0 ms "
                                              "(48 ns a pair, 1.3 GB/s), expected 30.0 ms (29 ns a pair, 2.2 GB/s)")
     assert bench.depth_cost(llama, rows[:1]) == ""
+
+
+def test_the_calibration_models_deep_steps_are_told_per_pair_beside_the_unseen_ones(bench):
+    """A model stepping 20 ms at 3 cached tokens and 70 ms at 2,051 (Llama-3.2-1B's shape: 2,048
+    more tokens walked by 512 query heads, 1,048,576 pairs) spent 50 ms beyond, 48 ns a pair; a
+    batched or disturbed step is not a single sequence's walk, and a model with one step says nothing."""
+    llama = bench.unseen_spec("llama-3.2-1b", "q4_k_m")
+
+    def step(context: int, seconds: float, **more) -> MeasuredPoint:
+        return MeasuredPoint(kind="decode", prompt=1, context=context, batch=more.pop("batch", 1), seconds=seconds,
+                             **more)
+
+    points = [step(3, 0.020), step(2051, 0.070), step(4096, 0.5, batch=4), step(4096, 0.9, disturbed=True)]
+    assert bench.model_walks([("llama", llama, points), ("one step", llama, points[:1])]) == [
+        "llama (head width 64): 50.0 ms at 2,051 cached tokens beyond 3, 48 ns a pair"]

@@ -106,7 +106,7 @@ def test_the_machine_is_measured_before_and_after_the_timings_and_the_faster_run
         i for i, m in enumerate(messages) if m.startswith("model 3 of 3"))
     assert run.machine.peak_flops["fp32"] == pytest.approx(33.9e9) and presets.load_measured_machine() == run.machine
     assert run.calibration.notes[0].startswith("the machine measured before the timings was set aside (its fp32 peak "
-                                               "of 15.1 GFLOP/s is 55% below the 33.9 GFLOP/s this machine reached on "
+                                               "of 15.1 GFLOP/s is 55% below the 33.9 GFLOP/s of this machine's run of "
                                                "2026-12-02 18:40")
     assert run.calibration.notes[0].endswith("the one measured after the timings is used")
 

@@ -133,10 +133,9 @@ def slowed_run(**changes: object) -> MachineMeasurement:
 def test_a_run_far_short_of_an_earlier_one_of_this_machine_is_disturbed():
     assert problems(slowed_run()) == []                        # consistent: no check of its own finds it
     found = problems(slowed_run(), [quiet_run()])
-    assert found == ["its fp32 peak of 15.1 GFLOP/s is 55% below the 33.9 GFLOP/s this machine reached on "
-                     "2026-12-01 00:00 (same processor, threads and torch)",
-                     "its bandwidth of 6.4 GB/s is 50% below the 12.8 GB/s this machine reached on 2026-12-01 00:00 "
-                     "(same processor, threads and torch)"]
+    assert found == ["its fp32 peak of 15.1 GFLOP/s is 55% below the 33.9 GFLOP/s of this machine's run of "
+                     "2026-12-01 00:00",
+                     "its bandwidth of 6.4 GB/s is 50% below the 12.8 GB/s of this machine's run of 2026-12-01 00:00"]
     # the faster run is the nearer the ceiling: it is never short of a slower one
     assert problems(quiet_run(), [slowed_run()]) == []
     # within the band of the earlier run: agrees
@@ -172,10 +171,9 @@ def test_of_runs_spread_over_a_job_the_fastest_that_passes_is_used_and_the_rest_
                                                      ("after the timings", quiet_run())])
     assert profile.peak_flops["fp32"] == pytest.approx(33.9e9) and presets.load_measured_machine() == profile
     assert notes == ("the machine measured before the timings was set aside (its fp32 peak of 15.1 GFLOP/s is "
-                     "55% below the 33.9 GFLOP/s this machine reached on 2026-12-01 00:00 (same processor, threads "
-                     "and torch); its bandwidth of 6.4 GB/s is 50% below the 12.8 GB/s this machine reached on "
-                     "2026-12-01 00:00 (same processor, threads and torch)); the one measured after the timings is "
-                     "used",)
+                     "55% below the 33.9 GFLOP/s of this machine's run of 2026-12-01 00:00; its bandwidth of 6.4 "
+                     "GB/s is 50% below the 12.8 GB/s of this machine's run of 2026-12-01 00:00); the one measured "
+                     "after the timings is used",)
     # two runs that agree: the faster, no note
     faster = quiet_run(matmul=(_matmul((36.0e9, 36.1e9, 35.9e9)),), date="2026-12-01T01:00:00+00:00")
     profile, notes = workflow.keep_best_machine_run([("before", quiet_run()), ("after", faster)], keep=False)
