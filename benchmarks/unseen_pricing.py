@@ -185,6 +185,12 @@ def extra_cache_bytes(spec: ModelSpec, gen: int, depth: int) -> float:
     return float(np.mean(work.kv_bytes(spec, depth + steps)) - np.mean(work.kv_bytes(spec, steps)))
 
 
+def walked_pairs(spec: ModelSpec, cache_bytes: float) -> float:
+    """The (query head, cached token) pairs a step's attention walks for ``cache_bytes`` of
+    cache (``work.attention_walk_per_cache_byte``)."""
+    return cache_bytes * work.attention_walk_per_cache_byte(spec)[0]
+
+
 def depth_cost(spec: ModelSpec, rows: Sequence[Row]) -> str:
     """What the cache adds to a generated token, measured and expected: the time a step of
     tgN @ dD takes beyond one of tgN, in ms, per (query head, cached token) pair and as bytes
@@ -196,7 +202,7 @@ def depth_cost(spec: ModelSpec, rows: Sequence[Row]) -> str:
     if deep is None or shallow is None:
         return ""
     extra = extra_cache_bytes(spec, deep.test.n_gen, deep.test.n_depth)
-    pairs = extra * work.attention_walk_per_cache_byte(spec)[0]
+    pairs = walked_pairs(spec, extra)
 
     def cost(deep_rate: float, shallow_rate: float) -> str:
         seconds = 1.0 / deep_rate - 1.0 / shallow_rate
@@ -219,8 +225,7 @@ def model_walks(models: Sequence[tuple[str, ModelSpec, Sequence[MeasuredPoint]]]
         if len(steps) < 2 or steps[-1].seconds <= steps[0].seconds:
             continue
         shallow, deep = steps[0], steps[-1]
-        extra = float(work.kv_bytes(spec, deep.context) - work.kv_bytes(spec, shallow.context))
-        pairs = extra * work.attention_walk_per_cache_byte(spec)[0]
+        pairs = walked_pairs(spec, float(work.kv_bytes(spec, deep.context) - work.kv_bytes(spec, shallow.context)))
         seconds = deep.seconds - shallow.seconds
         if pairs > 0:
             lines.append(f"{key} (head width {spec.attention.head_dim_k}): {seconds * 1e3:.1f} ms at "

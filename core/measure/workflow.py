@@ -238,9 +238,8 @@ def keep_best_machine_run(runs: Sequence[tuple[str, MachineMeasurement]], *,
     MeasurementError, naming each run's reason, when none is left."""
     kept = kept_machine_run()
     own = [(when, judge_machine(run)) for when, run in runs]
-    passed = [run for _, run in own if not run.disturbed]
-    judged = [(when, run if run.disturbed else judge_machine(run, [*(o for o in passed if o is not run),
-                                                                   *((kept,) if kept is not None else ())]))
+    references = [run for _, run in own if not run.disturbed] + ([kept] if kept is not None else [])
+    judged = [(when, run if run.disturbed else judge_machine(run, [o for o in references if o is not run]))
               for when, run in own]
     left = [run for _, run in judged if not run.disturbed]
     if not left:
