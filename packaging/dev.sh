@@ -73,14 +73,82 @@ setup() {
         step "installing $torch_spec" pip_install "$torch_spec" ${torch_index:+--extra-index-url "$torch_index"}
     fi
     step "installing rooflab and its test tools" pip_install -e ".[test]"
-    if "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
-        step "installing the llama.cpp engine" pip_install -e ".[llamacpp,test]"
-    else
-        say "compiling llama.cpp for llama-cpp-python (the long step; pip keeps the built wheel)..."
-        step "compiling llama.cpp" pip_install -e ".[llamacpp,test]"
-    fi
+    install_llamacpp
+    pip_install -e ".[llamacpp,test]"
     touch "$stamp"
     say "set-up done."
+}
+
+# llama.cpp is built for named instruction sets, never -march=native: a VM's CPUID can report
+# instructions that fault (AMX on some Xeon VMs: SIGILL at tilezero). Each build is probed with a
+# tiny model in a child process (packaging/probe_llamacpp.py); when it dies, the next, plainer
+# set is built. A wheel is kept per instruction set under $wheels and is reused only after it
+# has run here; pip's own wheel cache is never used for it (it keys wheels by version, not flags).
+llama_pin=$(grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml | head -n 1)
+wheels=${ROOFLAB_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/rooflab/llama-wheels}
+
+# the CMake flags for each instruction set to try, richest first, one set a line
+cpu_flag_sets() {
+    local flags=""
+    if [ "$(uname -m)" != x86_64 ]; then
+        echo "-DGGML_NATIVE=ON"         # ARM and Apple: the compiler's own CPU, no AMX question
+        return
+    fi
+    flags=" $(grep -m 1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    has() { case "$flags" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+    local off="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+    local avx2="-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+    if has avx512f && has avx512bw && has avx512vl; then
+        local extra="-DGGML_AVX512=ON"
+        has avx512_vbmi && extra="$extra -DGGML_AVX512_VBMI=ON"
+        has avx512_vnni && extra="$extra -DGGML_AVX512_VNNI=ON"
+        has avx512_bf16 && extra="$extra -DGGML_AVX512_BF16=ON"
+        echo "$off $avx2 $extra"
+    fi
+    if has avx2 && has fma && has f16c; then
+        echo "$off $avx2"
+    fi
+    echo "$off -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_BMI2=OFF"
+}
+
+probe_llamacpp() {
+    "$venv/bin/python" packaging/probe_llamacpp.py
+}
+
+install_llamacpp() {
+    local sets cmake tag folder wheel
+    sets=$(cpu_flag_sets)
+    if "$venv/bin/python" -c "import llama_cpp" 2>/dev/null && probe_llamacpp; then
+        say "llama.cpp: the installed $llama_pin runs on this processor."
+        return
+    fi
+    while IFS= read -r cmake; do
+        [ -n "$cmake" ] || continue
+        cmake="$cmake ${CMAKE_ARGS:-}"          # the user's own (a GPU back end) come last and win
+        tag=$(printf '%s %s' "$llama_pin" "$cmake" | sha256sum | cut -c1-16)
+        folder="$wheels/$tag"
+        wheel=$(ls "$folder"/llama_cpp_python-*.whl 2>/dev/null | head -n 1 || true)
+        if [ -z "$wheel" ]; then
+            say "compiling llama.cpp ($llama_pin) with: $cmake (the long step, 5-14 minutes on 2 cores)..."
+            mkdir -p "$folder"
+            CMAKE_ARGS="$cmake" step "compiling llama.cpp" "$venv/bin/python" -m pip wheel --quiet \\
+                --disable-pip-version-check --no-cache-dir --no-deps --no-binary llama-cpp-python \\
+                -w "$folder" "$llama_pin"
+            wheel=$(ls "$folder"/llama_cpp_python-*.whl | head -n 1)
+        else
+            say "llama.cpp: trying the wheel built earlier with: $cmake"
+        fi
+        pip_install --force-reinstall --no-deps "$wheel"
+        pip_install "$wheel"                    # its own dependencies, if any are missing
+        if probe_llamacpp; then
+            say "llama.cpp: built with $cmake; a tiny model ran on this processor."
+            return
+        fi
+        say "llama.cpp built with these instruction sets does not run here; trying fewer."
+        rm -rf "$folder"
+    done <<< "$sets"
+    say "llama.cpp: no build ran on this processor; tests that need it will say so."
+    return 1
 }
 
 command=${1:-run}
