@@ -34,11 +34,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rooflab.core.measure.calibration_models import calibration_models
-from rooflab.core.measure.calibration_solver import cache_terms
-from rooflab.core.measure.llamabench.plan import find_binary
-from rooflab.core.measure.llamacpp.binding import default_threads
-from rooflab.core.measure.llamacpp.plan import BenchTest
+from rooflab.core.calibration.models import calibration_models
+from rooflab.core.calibration.solver import cache_terms
+from rooflab.core.measure.engines.llamabench.plan import find_binary
+from rooflab.core.measure.engines.llamacpp.binding import default_threads
+from rooflab.core.measure.engines.llamacpp.plan import BenchTest
 from rooflab.core.predict import work
 from rooflab.core.values.model import ModelSpec
 

@@ -37,8 +37,8 @@ def main() -> int:
     import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
-    from rooflab.core.measure.expectations import expected_on
-    from rooflab.core.measure.overlays import expected_curves
+    from rooflab.core.calibration.expectations import expected_on
+    from rooflab.core.report.overlays import expected_curves
     from rooflab.core.report import summarise
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.expected import expected_request

@@ -27,10 +27,10 @@ from pathlib import Path
 from rooflab.core.io.hf import spec_from_config
 from rooflab.core.io.presets import load_measured_machine
 from rooflab.core.jobs import run_job
-from rooflab.core.measure.calibrate import predict_points
-from rooflab.core.measure.engine import measure_in_llamacpp
-from rooflab.core.measure.llamacpp.binding import default_threads
-from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
+from rooflab.core.calibration.calibrate import predict_points
+from rooflab.core.measure.engines.engine import measure_in_llamacpp
+from rooflab.core.measure.engines.llamacpp.binding import default_threads
+from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan
 from rooflab.core.values.machine import MachineProfile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,7 +53,7 @@ def machine_profile(threads: int | None) -> MachineProfile:
     stored = load_measured_machine()
     if stored is not None:
         return stored
-    from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+    from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine_blocking
     from rooflab.core.measure.workflow import keep_machine_run
 
     print("no measured machine kept: measuring bandwidth and matmul peaks first", file=sys.stderr)

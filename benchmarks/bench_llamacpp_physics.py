@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.factories
 
-from rooflab.core.measure.llamacpp.timing import LlamaCppPlan, measure_llamacpp_blocking  # noqa: E402
+from rooflab.core.measure.engines.llamacpp.timing import LlamaCppPlan, measure_llamacpp_blocking  # noqa: E402
 from rooflab.core.values.measured import MeasuredPoint  # noqa: E402
 from tests.factories.llm_configs import llama_config, qwen3_moe_config, random_gguf  # noqa: E402
 

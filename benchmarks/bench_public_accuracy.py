@@ -27,8 +27,9 @@ import time
 
 import numpy as np
 
-from rooflab.core.measure import public, public_score
-from rooflab.core.measure.expectations import write_shipped_fits
+from rooflab.core.calibration import public
+from rooflab.core.calibration import public_score
+from rooflab.core.calibration.expectations import write_shipped_fits
 
 NAMES = {"source": "leave one source out", "family": "leave one model family out",
          "machine": "leave one machine out"}

@@ -1,7 +1,7 @@
 """A real llama.cpp server on this machine against rooflab's serving prediction: llama-cpp-python's
 OpenAI-compatible server (one slot: it runs one request at a time) serving a random-weight GGUF,
 loaded at concurrency 1-8 and at request rates up to and past saturation, measured by
-``rooflab.core.measure.server`` (what ``rooflab measure server`` runs), beside the simulation
+``rooflab.core.measure.loadtest.run`` (what ``rooflab measure server`` runs), beside the simulation
 of the same plan (``rooflab.core.predict.serving``) on this machine's profile calibrated by
 timing the same GGUF in llama.cpp in process (what ``rooflab measure model`` does).
 
@@ -43,11 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, fo
 from rooflab.core.io.hf import spec_from_config  # noqa: E402
 from rooflab.core.io.presets import load_measured_machine  # noqa: E402
 from rooflab.core.jobs import run_job  # noqa: E402
-from rooflab.core.measure.engine import measure_in_llamacpp  # noqa: E402
-from rooflab.core.measure.gguf_synth import write_synthetic_gguf  # noqa: E402
-from rooflab.core.measure.llamacpp.plan import LlamaCppPlan  # noqa: E402
-from rooflab.core.measure.server import measure_server_blocking  # noqa: E402
-from rooflab.core.measure.server_plan import ServerMeasurement, ServerPlan  # noqa: E402
+from rooflab.core.measure.engines.engine import measure_in_llamacpp  # noqa: E402
+from rooflab.core.measure.engines.gguf_synth import write_synthetic_gguf  # noqa: E402
+from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan  # noqa: E402
+from rooflab.core.measure.loadtest.run import measure_server_blocking  # noqa: E402
+from rooflab.core.measure.loadtest.plan import ServerMeasurement, ServerPlan  # noqa: E402
 from rooflab.core.measure.workflow import after_engine_run  # noqa: E402
 from rooflab.core.predict.serving import Lengths, Load, Serving, ServingPlan, serve  # noqa: E402
 from rooflab.core.predict.serving_stats import ServingLevel  # noqa: E402
@@ -67,7 +67,7 @@ def machine_profile(threads: int) -> MachineProfile:
     stored = load_measured_machine()
     if stored is not None:
         return stored
-    from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+    from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine_blocking
 
     print("no measured machine kept: measuring bandwidth and matmul peaks first", file=sys.stderr)
     run = measure_machine_blocking(MachinePlan(threads=threads, repeats=3, experiments=("bandwidth", "matmul")))

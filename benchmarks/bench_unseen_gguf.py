@@ -53,14 +53,14 @@ from typing import Any
 
 from rooflab.core.io.gguf import read_gguf
 from rooflab.core.jobs import Progress, run_job
-from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine
-from rooflab.core.measure.calibration_models import calibration_models
+from rooflab.core.calibration.engine_calibration import ModelPoints, calibrate_engine
+from rooflab.core.calibration.models import calibration_models
 from rooflab.core.measure.calibration_run import CalibrationPlan, run_calibration
-from rooflab.core.measure.engine import gguf_for
-from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan, find_binary
-from rooflab.core.measure.llamabench.run import run_llama_bench
-from rooflab.core.measure.llamacpp.binding import default_threads
-from rooflab.core.measure.llamacpp.plan import BenchTest
+from rooflab.core.measure.engines.engine import gguf_for
+from rooflab.core.measure.engines.llamabench.plan import EngineOptions, LlamaBenchPlan, find_binary
+from rooflab.core.measure.engines.llamabench.run import run_llama_bench
+from rooflab.core.measure.engines.llamacpp.binding import default_threads
+from rooflab.core.measure.engines.llamacpp.plan import BenchTest
 from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile

@@ -33,12 +33,12 @@ from unseen_pricing import REAL_SHAPES, unseen_spec  # beside this script (bench
 
 from rooflab.core.io.gguf import read_gguf
 from rooflab.core.jobs import run_job
-from rooflab.core.measure.engine import gguf_for
-from rooflab.core.measure.llamabench.plan import EngineOptions, LlamaBenchPlan, find_binary
-from rooflab.core.measure.llamabench.run import run_llama_bench
-from rooflab.core.measure.llamacpp.binding import default_threads
-from rooflab.core.measure.llamacpp.plan import BenchTest, LlamaCppPlan
-from rooflab.core.measure.llamacpp.timing import measure_llamacpp_blocking
+from rooflab.core.measure.engines.engine import gguf_for
+from rooflab.core.measure.engines.llamabench.plan import EngineOptions, LlamaBenchPlan, find_binary
+from rooflab.core.measure.engines.llamabench.run import run_llama_bench
+from rooflab.core.measure.engines.llamacpp.binding import default_threads
+from rooflab.core.measure.engines.llamacpp.plan import BenchTest, LlamaCppPlan
+from rooflab.core.measure.engines.llamacpp.timing import measure_llamacpp_blocking
 from rooflab.core.values.measured import MeasuredPoint
 
 TESTS = (BenchTest(n_prompt=64), BenchTest(n_prompt=512), BenchTest(n_gen=32), BenchTest(n_gen=32, n_depth=2048))

@@ -12,8 +12,8 @@ import numpy as np
 
 from rooflab.core.io import load_model
 from rooflab.core.io.hf import spec_from_config
-from rooflab.core.measure.llamacpp.plan import BenchTest
-from rooflab.core.measure.rounds import merge_points
+from rooflab.core.measure.engines.llamacpp.plan import BenchTest
+from rooflab.core.measure.engines.rounds import merge_points
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.expected import Expected, byte_shares

@@ -131,8 +131,8 @@ install_llamacpp() {
         if [ -z "$wheel" ]; then
             say "compiling llama.cpp ($llama_pin) with: $cmake (the long step, 5-14 minutes on 2 cores)..."
             mkdir -p "$folder"
-            CMAKE_ARGS="$cmake" step "compiling llama.cpp" "$venv/bin/python" -m pip wheel --quiet \\
-                --disable-pip-version-check --no-cache-dir --no-deps --no-binary llama-cpp-python \\
+            CMAKE_ARGS="$cmake" step "compiling llama.cpp" "$venv/bin/python" -m pip wheel --quiet \
+                --disable-pip-version-check --no-cache-dir --no-deps --no-binary llama-cpp-python \
                 -w "$folder" "$llama_pin"
             wheel=$(ls "$folder"/llama_cpp_python-*.whl | head -n 1)
         else

@@ -31,7 +31,7 @@ def tiny_model(folder: Path) -> Path:
     """A 4-layer, 256-wide llama in Q8_0 with a 1,000-token vocabulary (about 2 MB)."""
     from rooflab.core.io.hf import spec_from_config
     from rooflab.core.jobs import run_job
-    from rooflab.core.measure.gguf_synth import write_synthetic_gguf
+    from rooflab.core.measure.engines.gguf_synth import write_synthetic_gguf
 
     config = dict(model_type="llama", hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                   num_key_value_heads=2, intermediate_size=512, vocab_size=1000,

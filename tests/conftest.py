@@ -126,7 +126,7 @@ def steady_load(monkeypatch: pytest.MonkeyPatch) -> None:
     disturbed. What a test checks must not depend on that: the load reads steady. The judge is
     tested in tests/core/measure/test_trust.py, and a run that the load does disturb in
     tests/gui/test_measure_panel.py."""
-    from rooflab.core.measure import engine
+    from rooflab.core.measure.engines import engine
 
     monkeypatch.setattr(engine, "load_average", lambda: 1.0)
 
@@ -137,6 +137,6 @@ def steady_timings(monkeypatch: pytest.MonkeyPatch) -> None:
     tiny model's repeats past ``trust.SPREAD_LIMIT`` (at a load of 5-8, every point), so a test
     of what a run does with its points (fit, keep, print) must not ask the real clock whether
     they agreed. The judge itself is tested on given timings in tests/core/measure/test_trust.py."""
-    from rooflab.core.measure import engine
+    from rooflab.core.measure.engines import engine
 
     monkeypatch.setattr(engine, "judge", lambda point, load_at_start, load_now: point)

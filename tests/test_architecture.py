@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rooflab.core.values",),
     ("rooflab.core.io",),
     ("rooflab.core.predict",),
+    ("rooflab.core.calibration",),
     ("rooflab.core.report",),
     ("rooflab.core.measure",),
     ("rooflab.core.cli",),
@@ -433,8 +434,8 @@ def test_the_checker_finds_planted_violations(tmp_path: Path):
     plant("predict/work.py", "import rooflab.core.values._hidden\n", "private")
     plant("report/summary.py", "from ..values import quant\nquant._TABLE\n", "private", offset=1)
     plant("io/gguf.py", "def show():\n    import PySide6.QtWidgets\n", "qt", offset=1)
-    plant("measure/sysinfo.py", "import torch\n", "module-level")
-    plant("measure/torch/backend.py", "def fine():\n    import torch\n")          # lazy: allowed
+    plant("measure/machine/sysinfo.py", "import torch\n", "module-level")
+    plant("measure/engines/torch/backend.py", "def fine():\n    import torch\n")          # lazy: allowed
     plant("values/quant.py", "import requests\n", "module-level")
     (core / "values" / "loop_a.py").write_text("from rooflab.core.values import loop_b\n")
     (core / "values" / "loop_b.py").write_text("def f():\n    from rooflab.core.values.loop_a import x\n")
@@ -445,7 +446,7 @@ def test_the_checker_finds_planted_violations(tmp_path: Path):
     # imports that do not look like imports: by name at run time, or through a package's attributes
     plant("predict/sweep.py", 'import importlib\nimportlib.import_module("rooflab.core.cli.main")\n', "upward",
           offset=1)
-    plant("report/text.py", '__import__("rooflab.core.measure.store")\n', "upward")
+    plant("report/text.py", '__import__("rooflab.core.measure.engines.engine")\n', "upward")
     plant("io/roles.py", "import rooflab\nrooflab.gui\n", "upward", offset=1)
     plant("values/defaults.py", "from rooflab import core as _c\n_c.measure\n", "upward", offset=1)
     (core / "plugins").mkdir()
@@ -462,16 +463,13 @@ def test_the_checker_finds_planted_violations(tmp_path: Path):
     assert {(v.path, v.line, v.rule) for v in found} == expected, "\n".join(map(str, sorted(found)))
 
 
-MAX_MODULE_LINES = 400      # the house style: "a module past ~400 lines is asking to be split"
+MAX_MODULE_LINES = 600      # a module past ~400 lines asks whether it holds two concepts (a smell, not a
+                            # wall: see docs/architecture.md); past 600 it does, and this test says so
 
 
-def test_no_module_is_past_400_lines():
-    """No module of core/ or gui/ is past 400 lines. gui/shell/main_window.py had grown to 413:
-    its menus went to gui/shell/menus.py. In core, values/machine.py (451) gave its Efficiency to
-    values/efficiency.py, its HostLink to values/links.py and its field readers to
-    values/fields.py; io/llamabench.py (434) its row reading to io/llamabench_rows.py;
-    measure/calibration_fit.py (434) its solver to measure/calibration_solver.py; cli/main.py
-    (405) its parser to cli/parser.py."""
+def test_no_module_is_past_600_lines():
+    """No module of core/ or gui/ is past 600 lines. Length alone is a smell: a module is split
+    by concern, never cut to get under a number (twins that only hold moved lines are worse)."""
     long = {str(path.relative_to(ROOT)): n for folder in PACKAGE_DIRS for path in sorted((ROOT / folder).rglob("*.py"))
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert not long, long

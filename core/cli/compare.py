@@ -99,7 +99,7 @@ def entries(models: Sequence[str], machines: Sequence[str],
 def expected_machine(spec: ModelSpec, machine: MachineProfile) -> MachineProfile | None:
     """The hook ``report.compare`` asks for expected figures: ``machine`` as the calibration that
     applies to it (timed here, or published for its back end) expects it to run ``spec``."""
-    from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.calibration.expectations import expected_on
 
     found = expected_on(spec, machine)
     return None if found is None else found.machine

@@ -57,7 +57,7 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
     if eff:
         changes["efficiency"] = dataclasses.replace(machine.efficiency, **eff)
     if getattr(args, "calibrated", False):
-        from rooflab.core.measure import store
+        from rooflab.core.calibration import store
 
         mkey = store.machine_key(machine)
         fitted = None if spec is None else (store.load_calibration(store.model_key(spec), mkey)
@@ -101,7 +101,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
     from rooflab.core.cli.placement import choice_from, engine_from, resolve_placed, with_placement
     from rooflab.core.io import load_model
-    from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.calibration.expectations import expected_on
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.expected import expected_text, with_expected
     from rooflab.core.report.explain import why_text

@@ -140,7 +140,7 @@ class _Status:
 
 
 def _machine(args: argparse.Namespace, cancel: CancelToken) -> int:
-    from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+    from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine_blocking
     from rooflab.core.measure.workflow import keep_machine_run
 
     plan = MachinePlan(device=args.device, threads=args.threads, repeats=3 if args.quick else 5,
@@ -189,7 +189,7 @@ def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> An
     """The profile predictions are compared with: --machine, else the stored measured one,
     else a quick measurement of this machine now (kept for next time)."""
     from rooflab.core.io.presets import load_machine
-    from rooflab.core.measure.machine import MachinePlan, measure_machine_blocking
+    from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine_blocking
     from rooflab.core.measure.workflow import keep_machine_run
 
     if name:
@@ -207,7 +207,7 @@ def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> An
 
 def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     from rooflab.core.jobs import run_job
-    from rooflab.core.measure.engine import default_engine
+    from rooflab.core.measure.engines.engine import default_engine
     from rooflab.core.measure.workflow import after_engine_run
 
     engine = args.engine or default_engine(args.model)
@@ -263,7 +263,7 @@ def _model_to_time(engine: str, args: argparse.Namespace) -> Any:
     """What ``engine`` times, read now: torch's source (a folder, a config.json or a model's
     shapes), else the ModelSpec of the file or catalogue entry."""
     if engine == "torch":
-        from rooflab.core.measure.torch.models import resolve_source
+        from rooflab.core.measure.engines.torch.models import resolve_source
 
         return resolve_source(args.model, random_weights=args.random_weights)
     from rooflab.core.io import load_model
@@ -274,11 +274,11 @@ def _model_to_time(engine: str, args: argparse.Namespace) -> Any:
 def _engine_job(engine: str, args: argparse.Namespace, model: Any, cancel: CancelToken) -> Any:
     """The measurement generator for ``engine`` with the command line's sweep and settings;
     ``model``: what ``_model_to_time`` read."""
-    from rooflab.core.measure import engine as engines
+    from rooflab.core.measure.engines import engine as engines
 
     experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip())
     if engine == "torch":
-        from rooflab.core.measure.torch.timing import ModelPlan
+        from rooflab.core.measure.engines.torch.timing import ModelPlan
 
         plan = ModelPlan(dtype=args.dtype, device=args.device, threads=args.threads, repeats=args.repeats,
                          experiments=experiments, random_weights=args.random_weights,
@@ -288,7 +288,7 @@ def _engine_job(engine: str, args: argparse.Namespace, model: Any, cancel: Cance
     spec = model
     flash = {"on": True, "off": False, "auto": None}[args.flash_attention]
     if engine == "llamacpp":
-        from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
+        from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan
 
         if args.cpu_moe:
             # llama-cpp-python 0.3.36 leaves llama.cpp's tensor buffer overrides unexposed
@@ -299,7 +299,7 @@ def _engine_job(engine: str, args: argparse.Namespace, model: Any, cancel: Cance
                              **_given(args, prompts="prompts", depths="depths", contexts="contexts",
                                       batches="batches", gen_tokens="steps"))
         return engines.measure_in_llamacpp(spec, args.model, lplan, cancel, synthetic=args.synthetic)
-    from rooflab.core.measure.llamabench.plan import EngineOptions, find_tools, sweep_plans
+    from rooflab.core.measure.engines.llamabench.plan import EngineOptions, find_tools, sweep_plans
 
     options = EngineOptions(threads=args.threads, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
                             flash_attention=bool(flash), cache_type_k=args.kv_type, cache_type_v=args.kv_type)

@@ -250,7 +250,7 @@ def compare_serving(combos: Sequence[tuple[ModelSpec, MachineProfile, str]], wor
     serving simulation at the levels asked for, placed as auto-fit places the row, at the
     ceiling and (``expected``) as the machine's calibration expects."""
     from rooflab.core.cli.placement import placed_largest_batch
-    from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.calibration.expectations import expected_on
     from rooflab.core.predict.choice import PlacementChoice
     from rooflab.core.report.placed import placed_as_chosen
 

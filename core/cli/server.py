@@ -86,8 +86,8 @@ def add_server_parser(sub: Any) -> None:
 
 
 def run_server(args: argparse.Namespace, cancel: CancelToken) -> int:
-    from rooflab.core.measure.server import measure_server
-    from rooflab.core.measure.server_plan import ServerPlan
+    from rooflab.core.measure.loadtest.run import measure_server
+    from rooflab.core.measure.loadtest.plan import ServerPlan
 
     if not args.concurrency and not args.request_rate:
         args.concurrency = DEFAULT_CONCURRENCY
@@ -115,7 +115,7 @@ def run_server(args: argparse.Namespace, cancel: CancelToken) -> int:
     saved = None
     if not args.no_save and result.levels:
         from rooflab.core.io.presets import load_machine
-        from rooflab.core.measure.server_plan import keep_server_run
+        from rooflab.core.measure.loadtest.plan import keep_server_run
 
         if predicted is not None:        # the window draws it over this model's prediction
             saved = keep_server_run(result, spec=predicted.spec, machine=predicted.machine)
@@ -161,7 +161,7 @@ def _prediction(args: argparse.Namespace, plan: Any) -> Predicted:
     from rooflab.core.cli.serve import DEFAULT_SLOTS_CAP
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine, load_measured_machine
-    from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.calibration.expectations import expected_on
     from rooflab.core.predict.autofit import largest_batch
     from rooflab.core.predict.choice import PlacementChoice
     from rooflab.core.predict.serving import ServingPlan, serve
@@ -190,7 +190,7 @@ def _prediction(args: argparse.Namespace, plan: Any) -> Predicted:
 
 
 def _print(result: Any, predicted: Predicted | None, saved: Any) -> None:
-    from rooflab.core.measure.server_plan import public_url
+    from rooflab.core.measure.loadtest.plan import public_url
 
     plan = result.plan
     print(f"server {public_url(plan.url)}, model {plan.model}, /v1/{'chat/' if plan.endpoint == 'chat' else ''}"

@@ -3,7 +3,7 @@ minimal vocabulary, and the binary header (keys, tensor infos, alignment) in fro
 tensor data. The writer's twin of ``gguf.py``: the only other module that spells GGUF keys.
 
 Tensor data is not written here: ``header_bytes`` returns the header and ``data_layout`` the
-offset of each tensor, so the caller can stream the data after it (``core.measure.gguf_synth``
+offset of each tensor, so the caller can stream the data after it (``core.measure.engines.gguf_synth``
 writes random weights that way, never holding the file in memory)."""
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ from typing import Any
 
 from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, Progress, check_cancel
-from rooflab.core.measure import store
-from rooflab.core.measure.calibration_fit import ModelPoints, calibrate_engine
-from rooflab.core.measure.calibration_models import REAL_SIZE_MODELS, CalibrationModel, calibration_models
-from rooflab.core.measure.engine import EngineRun, measure_in_llamacpp, measure_in_torch
-from rooflab.core.measure.machine_result import MachineMeasurement
-from rooflab.core.measure.rounds import merge_rounds
+from rooflab.core.calibration import store
+from rooflab.core.calibration.engine_calibration import ModelPoints, calibrate_engine
+from rooflab.core.calibration.models import REAL_SIZE_MODELS, CalibrationModel, calibration_models
+from rooflab.core.measure.engines.engine import EngineRun, measure_in_llamacpp, measure_in_torch
+from rooflab.core.values.machine_run import MachineMeasurement
+from rooflab.core.measure.engines.rounds import merge_rounds
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_THREADS
@@ -79,12 +79,12 @@ class CalibrationPlan:
         extrapolation on; the thorough one's prompts reach 2,048 tokens, where a prompt's n²
         attention has a rate the fit can tell apart."""
         if self.engine == "torch":
-            from rooflab.core.measure.torch.timing import ModelPlan
+            from rooflab.core.measure.engines.torch.timing import ModelPlan
 
             return ModelPlan(dtype=self.dtype, threads=self.threads, prompts=(16, 64, 256, 1024),
                              decode_steps=8, repeats=1, contexts=(2, 1024) if not self.quick else (2,),
                              batches=(1, 2, 4, 8, 16), random_weights=True)
-        from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
+        from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan
 
         return LlamaCppPlan(threads=self.threads, prompts=(32, 128, 512, 1024) + ((2048,) if self.thorough else ()),
                             depths=(0, 256, 1024, 2048) if not self.quick else (0, 1024, 2048), gen_tokens=8,
@@ -116,7 +116,7 @@ def _measure_machine(plan: CalibrationPlan, cancel: CancelFlag, message: str,
                      fraction: float) -> Generator[Progress, None, MachineMeasurement]:
     """One quick measurement of this machine (bandwidth and matmul peaks, 3 repeats), its
     progress shown at ``fraction`` of the whole calibration."""
-    from rooflab.core.measure.machine import MachinePlan, measure_machine
+    from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine
 
     job = measure_machine(MachinePlan(threads=plan.threads, repeats=3, experiments=("bandwidth", "matmul")), cancel)
     try:

@@ -18,13 +18,13 @@ from typing import Any
 from rooflab.core.errors import MeasurementError, ResourceError, SpecError
 from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
-from rooflab.core.measure import store
-from rooflab.core.measure.calibrate import Calibration, calibrate
-from rooflab.core.measure.calibration_fit import ModelPoints, score
-from rooflab.core.measure.engine import EngineRun
-from rooflab.core.measure.gaps import Gap, explain
-from rooflab.core.measure.machine_checks import headline, judge_machine, short_of
-from rooflab.core.measure.machine_result import MachineMeasurement
+from rooflab.core.calibration import store
+from rooflab.core.calibration.calibrate import Calibration, calibrate
+from rooflab.core.calibration.engine_calibration import ModelPoints, score
+from rooflab.core.measure.engines.engine import EngineRun
+from rooflab.core.report.gaps import Gap, explain
+from rooflab.core.measure.machine.checks import headline, judge_machine, short_of
+from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.core.values.calibration import Accuracy, EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint

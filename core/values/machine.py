@@ -14,6 +14,8 @@ from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.fields import in_range, read_number, read_section, read_text, read_whole
 from rooflab.core.values.links import KINDS, LINKS, HostLink, LinkLatency, kind_of
 
+MEASURED_KEY = "measured"      # the key of this machine's measured profile, beside the presets' keys
+
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 # llama.cpp back ends a device runs ("" = not stated; a "cpu" machine gets "cpu")
 BACKENDS: tuple[str, ...] = ("cuda", "metal", "rocm", "vulkan", "cpu")

@@ -20,11 +20,11 @@ from PySide6.QtCore import QObject, Signal
 from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.io import takes_weights
 from rooflab.core.jobs import Progress
-from rooflab.core.measure.calibrate import Calibration
-from rooflab.core.measure.engine import default_engine, measure_in_torch
-from rooflab.core.measure.machine_result import RooflineSample
-from rooflab.core.measure.overlays import MeasuredSeries
-from rooflab.core.measure.plan_times import PlannedPoint, planned_points
+from rooflab.core.calibration.calibrate import Calibration
+from rooflab.core.measure.engines.engine import default_engine, measure_in_torch
+from rooflab.core.values.machine_run import RooflineSample
+from rooflab.core.report.overlays import MeasuredSeries
+from rooflab.core.measure.engines.plan_times import PlannedPoint, planned_points
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.controllers import measure_jobs
 from rooflab.gui.controllers.measure_display import MeasureDisplayController
@@ -149,7 +149,7 @@ class MeasureController(QObject):
 
     # -- starting jobs --------------------------------------------------------------------------
     def measure_machine(self) -> None:
-        from rooflab.core.measure.machine import measure_machine
+        from rooflab.core.measure.machine.benchmark import measure_machine
 
         self._start(functools.partial(measure_machine, self.view.machine_plan()), "machine")
 

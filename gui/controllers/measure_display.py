@@ -16,10 +16,10 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
-from rooflab.core.measure import store
-from rooflab.core.measure.calibrate import Calibration
-from rooflab.core.measure.machine_result import RooflineSample
-from rooflab.core.measure.overlays import MeasuredSeries, series_by_engine
+from rooflab.core.calibration import store
+from rooflab.core.calibration.calibrate import Calibration
+from rooflab.core.values.machine_run import RooflineSample
+from rooflab.core.report.overlays import MeasuredSeries, series_by_engine
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.controllers import measure_jobs
 from rooflab.gui.controllers.measure_text import results_html
@@ -106,7 +106,7 @@ class MeasureDisplayController(QObject):
     def load_stored(self) -> None:
         """Earlier measurements of the model on screen, on this machine, drawn again: the newest
         run of each engine and settings, and the fit of the newest of them."""
-        from rooflab.core.measure.gaps import explain
+        from rooflab.core.report.gaps import explain
 
         spec, machine = self._state.model, self._state.machine
         key, mkey = store.model_key(spec), store.machine_key(machine)

@@ -29,8 +29,8 @@ def llamabench_job(spec: ModelSpec, ref: object, bench: Any, batched: Any, *, be
     (``bench_path``, its folder, or "" for the one on PATH) and the llama-batched-bench beside
     it. MeasurementError, before anything starts, when there is no llama-bench; without a
     llama-batched-bench the batched sweep is left out, with a warning."""
-    from rooflab.core.measure.engine import measure_in_llamabench
-    from rooflab.core.measure.llamabench.plan import find_tools
+    from rooflab.core.measure.engines.engine import measure_in_llamabench
+    from rooflab.core.measure.engines.llamabench.plan import find_tools
 
     if bench is None:
         raise MeasurementError("llama-bench times prompts and generation: tick the prompt sweep or the "
@@ -52,7 +52,7 @@ def engine_job(engine: str, spec: ModelSpec, ref: object, view: Any, *, syntheti
                available: float | None) -> tuple[Any, list[str]]:
     """(job, warnings) timing ``spec`` (on screen from ``ref``) in llama.cpp or the user's
     llama-bench with the plan ``view`` (the Measure panel) reads from its controls."""
-    from rooflab.core.measure.engine import measure_in_llamacpp
+    from rooflab.core.measure.engines.engine import measure_in_llamacpp
 
     if engine == "llamacpp":
         return functools.partial(measure_in_llamacpp, spec, ref, view.llamacpp_plan(), synthetic=synthetic,
@@ -64,7 +64,7 @@ def engine_job(engine: str, spec: ModelSpec, ref: object, view: Any, *, syntheti
 
 def synthetic_size(spec: ModelSpec) -> float | None:
     """Bytes of the random-weight GGUF that would be written for ``spec`` (None: it cannot be)."""
-    from rooflab.core.measure.gguf_synth import synthetic_gguf_bytes
+    from rooflab.core.measure.engines.gguf_synth import synthetic_gguf_bytes
 
     try:
         return float(synthetic_gguf_bytes(spec))
@@ -76,8 +76,8 @@ def llamacpp_estimate(spec: ModelSpec, view: Any, *, written: float | None, avai
     """What a llama.cpp run of ``spec`` with the plan on ``view`` needs, against the free memory
     (``available``; None: ask the system), and the GGUF it writes first (``written`` bytes, None
     for none); "" while a field is bad (the click says which)."""
-    from rooflab.core.measure.llamacpp.plan import llamacpp_memory
-    from rooflab.core.measure.sysinfo import system_memory_available
+    from rooflab.core.measure.engines.llamacpp.plan import llamacpp_memory
+    from rooflab.core.measure.machine.sysinfo import system_memory_available
     from rooflab.gui.controllers.measure_text import estimate_text
 
     try:
@@ -90,7 +90,7 @@ def llamacpp_estimate(spec: ModelSpec, view: Any, *, written: float | None, avai
 def torch_estimate(spec: ModelSpec, view: Any) -> str:
     """How long a torch run of ``spec`` with the plan on ``view`` should take, said before it
     starts; "" while a field is bad (the click says which)."""
-    from rooflab.core.measure.torch.timing import estimate_seconds
+    from rooflab.core.measure.engines.torch.timing import estimate_seconds
     from rooflab.gui.controllers.measure_text import duration_text
 
     try:
@@ -104,7 +104,7 @@ def stored_machine_samples(current: list[Any]) -> tuple[list[Any], str]:
     """(the kept machine measurement's roofline samples, the measured machine's name): what
     was measured of this machine, drawn beside its own roof. ``current`` when none is kept."""
     from rooflab.core.io import presets
-    from rooflab.core.measure.machine_result import MachineMeasurement
+    from rooflab.core.values.machine_run import MachineMeasurement
 
     raw = presets.load_machine_measurement()
     measured = presets.load_measured_machine()
@@ -119,7 +119,7 @@ def stored_machine_samples(current: list[Any]) -> tuple[list[Any], str]:
 
 def bench_status(path: str) -> tuple[str, bool]:
     """(what the Measure tab says about the llama-bench that would run, whether there is one)."""
-    from rooflab.core.measure.llamabench.plan import find_binary
+    from rooflab.core.measure.engines.llamabench.plan import find_binary
 
     try:
         return f"Runs {find_binary('llama-bench', path or None)}", True

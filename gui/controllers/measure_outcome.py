@@ -15,10 +15,11 @@ from PySide6.QtCore import QObject, Signal
 from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
-from rooflab.core.measure import store, workflow
+from rooflab.core.measure import workflow
+from rooflab.core.calibration import store
 from rooflab.core.measure.calibration_run import CalibrationRun
-from rooflab.core.measure.engine import ENGINES, EngineRun
-from rooflab.core.measure.machine_result import MachineMeasurement
+from rooflab.core.measure.engines.engine import ENGINES, EngineRun
+from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.core.measure.workflow import Calibrated
 from rooflab.core.report.units import fmt
 from rooflab.core.values.machine import MachineProfile

@@ -1,6 +1,6 @@
 """What the Measure tab's bar and status line show while a job runs: the job's ``Progress``,
 with the fraction and the seconds left weighted by the points' predicted times for a model run
-(``core.measure.plan_times``), moving between two points (the bar sat at 42 % for 90 s) and
+(``core.measure.engines.plan_times``), moving between two points (the bar sat at 42 % for 90 s) and
 counting down; reset when the job ends without a result."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from PySide6.QtCore import QObject, QTimer
 
 from rooflab.core.jobs import Progress
-from rooflab.core.measure.plan_times import PlannedPoint, RunClock
+from rooflab.core.measure.engines.plan_times import PlannedPoint, RunClock
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.panels.measure_panel import MeasurePanel
 

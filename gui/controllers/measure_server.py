@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, Signal
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.jobs import CancelToken, Progress
-from rooflab.core.measure.server_plan import ServerLevel, ServerMeasurement, ServerPlan, keep_server_run
+from rooflab.core.measure.loadtest.plan import ServerLevel, ServerMeasurement, ServerPlan, keep_server_run
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -33,7 +33,7 @@ def server_job(plan: ServerPlan, stop: threading.Event, api_key: str,
                _cancel: CancelToken) -> Generator[Progress, None, ServerMeasurement]:
     """``measure_server`` stopped by ``stop`` (the Cancel button: what was measured comes back);
     the worker's own token (closing the window) drops it, and closing the generator stops it."""
-    from rooflab.core.measure.server import measure_server
+    from rooflab.core.measure.loadtest.run import measure_server
 
     return measure_server(plan, stop, api_key=api_key or None)
 

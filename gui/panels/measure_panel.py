@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import Progress
-from rooflab.core.measure.engine import ENGINES
+from rooflab.core.measure.engines.engine import ENGINES
 from rooflab.core.values.quant import KV_TYPES
 from rooflab.gui.panels.measure_fields import check, positive_ints, wrapped
 from rooflab.gui.panels.measure_server_box import ServerBox
@@ -251,7 +251,7 @@ class MeasurePanel(QWidget):
     # -- what the controls say ----------------------------------------------------------------
     def machine_plan(self) -> Any:
         """The MachinePlan the controls describe; MeasurementError when none is chosen."""
-        from rooflab.core.measure.machine import MachinePlan
+        from rooflab.core.measure.machine.benchmark import MachinePlan
 
         chosen = [name for name, box in (("bandwidth", self.use_bandwidth), ("matmul", self.use_matmul),
                                          ("roofline", self.use_roofline)) if box.isChecked()]
@@ -270,7 +270,7 @@ class MeasurePanel(QWidget):
 
     def model_plan(self) -> Any:
         """The torch ModelPlan the controls describe; MeasurementError names a bad field."""
-        from rooflab.core.measure.torch.timing import ModelPlan
+        from rooflab.core.measure.engines.torch.timing import ModelPlan
 
         return ModelPlan(dtype=self.dtype.currentText(), device=self.device.currentText(),
                          threads=self.threads.value() or None, prompts=positive_ints(self.prompts.text(), "prompts"),
@@ -281,7 +281,7 @@ class MeasurePanel(QWidget):
 
     def llamacpp_plan(self) -> Any:
         """The LlamaCppPlan the controls describe; MeasurementError names a bad field."""
-        from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
+        from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan
 
         kv = self.kv_type.currentText()
         return LlamaCppPlan(threads=self.threads.value() or None, gpu_layers=self.gpu_layers.value(),
@@ -296,7 +296,7 @@ class MeasurePanel(QWidget):
         """(LlamaBenchPlan, BatchedBenchPlan or None) for the GGUF ``model`` (the job puts the
         file it runs in their place), as ``rooflab measure model --engine llama-bench`` maps
         its options; SpecError or MeasurementError names a bad field."""
-        from rooflab.core.measure.llamabench.plan import EngineOptions, sweep_plans
+        from rooflab.core.measure.engines.llamabench.plan import EngineOptions, sweep_plans
 
         chosen = self.experiments()
         kv = self.kv_type.currentText()

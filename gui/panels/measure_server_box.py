@@ -89,7 +89,7 @@ class ServerBox(QGroupBox):
     def server_plan(self, prompt: int, answer: int) -> Any:
         """The ServerPlan the form describes for ``prompt`` and ``answer`` tokens; SpecError or
         MeasurementError names a bad field."""
-        from rooflab.core.measure.server_plan import ServerPlan
+        from rooflab.core.measure.loadtest.plan import ServerPlan
 
         if not self.url.text().strip():
             raise MeasurementError("type the server's address (http://host:port)")

@@ -1,6 +1,6 @@
 """Measured points, the calibrated prediction and this machine's measured multiplies, handed to
 the plots as layers over the predicted curves. The curves come from
-``rooflab.core.measure.overlays``; this module only says which plot and layer gets which.
+``rooflab.core.report.overlays``; this module only says which plot and layer gets which.
 
 Each ``MeasuredSeries`` (one engine with one set of settings) is its own layer, named by its
 legend text; the series the fit on screen was made from comes first and owns the calibrated
@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rooflab.core.measure.calibrate import Calibration
-from rooflab.core.measure.machine_result import RooflineSample
-from rooflab.core.measure.overlays import MeasuredSeries
+from rooflab.core.calibration.calibrate import Calibration
+from rooflab.core.values.machine_run import RooflineSample
+from rooflab.core.report.overlays import MeasuredSeries
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.state.app_state import AppState
 
@@ -56,7 +56,7 @@ def draw_series(plots: Mapping[str, ChartPlot], state: AppState, series: Sequenc
     ``series[0]``) is given, the prediction calibrated by it. ``drawn``: what the last call
     returned; layers it lists that are not wanted now are taken off. Returns what is drawn now.
     RooflabError when the points cannot be drawn on this scenario."""
-    from rooflab.core.measure.overlays import calibrated_curves, calibrated_label, measured_curves
+    from rooflab.core.report.overlays import calibrated_curves, calibrated_label, measured_curves
 
     wanted: dict[str, tuple[str, str, int, Mapping[tuple[str, str], list[Any]]]] = {}
     for index, one in enumerate(series):
@@ -84,7 +84,7 @@ def draw_series(plots: Mapping[str, ChartPlot], state: AppState, series: Sequenc
 def draw_samples(plots: Mapping[str, ChartPlot], samples: Sequence[RooflineSample], *, show: bool) -> None:
     """This machine's measured multiplies on the Roofline plot, or off it when ``show`` is False
     (they belong beside this machine's roof only)."""
-    from rooflab.core.measure.overlays import roofline_samples_curve
+    from rooflab.core.report.overlays import roofline_samples_curve
 
     if not show:
         clear_layers(plots, [ROOFLINE_KEY])

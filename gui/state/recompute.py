@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.errors import RooflabError
-from rooflab.core.measure.expectations import expected_on
-from rooflab.core.measure.overlays import Overlay, expected_curves
+from rooflab.core.calibration.expectations import expected_on
+from rooflab.core.report.overlays import Overlay, expected_curves
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.parallel import Parallel, engine_of
 from rooflab.core.predict.placement import Placement

@@ -11,8 +11,8 @@ import pytest
 
 from rooflab.core.io.gguf import read_gguf
 from rooflab.core.io.hf import spec_from_config
-from rooflab.core.measure.calibration_models import calibration_models
-from rooflab.core.measure.llamacpp.plan import BenchTest
+from rooflab.core.calibration.models import calibration_models
+from rooflab.core.measure.engines.llamacpp.plan import BenchTest
 from rooflab.core.predict.expected import expected_for
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
@@ -154,7 +154,7 @@ def test_a_refit_prices_a_kept_run_again(bench, tmp_path, capsys):
     the path's exactly, and these points fit it to 15 % in sample)."""
     import json
 
-    from rooflab.core.measure.calibration_fit import ModelPoints, predicted_seconds
+    from rooflab.core.calibration.engine_calibration import ModelPoints, predicted_seconds
     from rooflab.core.values.measured import EngineSettings
 
     settings = EngineSettings(engine="llama.cpp", version="test", threads=2, flash_attention=True,

@@ -436,7 +436,7 @@ def fit_points(points: Any) -> None:
     _FIT_EVERY[0] += 1
     if _FIT_EVERY[0] % 8:
         return
-    from rooflab.core.measure.calibrate import calibrate
+    from rooflab.core.calibration.calibrate import calibrate
     from rooflab.core.values.machine import MachineProfile
     from tests.conftest import build_spec
 
@@ -479,8 +479,8 @@ def store_seeds(root: Path) -> tuple[Seed, ...]:
     import os
 
     from rooflab.core.io import presets
-    from rooflab.core.measure import store
-    from rooflab.core.measure.calibrate import calibrate
+    from rooflab.core.calibration import store
+    from rooflab.core.calibration.calibrate import calibrate
     from rooflab.core.values.machine import MachineProfile
     from rooflab.core.values.measured import EngineSettings, MeasuredPoint
     from tests.conftest import build_spec
@@ -532,7 +532,7 @@ def _read_store(folder: Path) -> None:
     import os
 
     from rooflab.core.io import presets
-    from rooflab.core.measure import store
+    from rooflab.core.calibration import store
     from rooflab.core.values.measured import MeasuredPoint
 
     os.environ["ROOFLAB_DATA_DIR"] = os.environ["ROOFLAB_CONFIG_DIR"] = str(folder)
@@ -550,7 +550,7 @@ def _read_store(folder: Path) -> None:
         raise AssertionError("a measurement saved after a bad file was not kept")
     presets.load_machine(str(folder / PROFILE))        # a ResourceError is a clean refusal
     # a machine's calibration: read, and (when it survived) priced for a model, as every window does
-    from rooflab.core.measure.expectations import expected_on
+    from rooflab.core.calibration.expectations import expected_on
     from tests.conftest import build_spec
 
     measured = presets.load_measured_machine()

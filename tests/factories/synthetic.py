@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from rooflab.core.jobs import CancelFlag, run_job
-from rooflab.core.measure.gguf_synth import DEFAULT_MAX_BYTES, write_synthetic_gguf
+from rooflab.core.measure.engines.gguf_synth import DEFAULT_MAX_BYTES, write_synthetic_gguf
 from rooflab.core.values.model import ModelSpec
 
 

@@ -5,8 +5,9 @@ Measure tab's one button makes that calibration."""
 from __future__ import annotations
 
 from rooflab.core.io import load_model, presets
-from rooflab.core.measure import calibration_run, store
-from rooflab.core.measure.overlays import BAND_HIGH, BAND_LOW
+from rooflab.core.measure import calibration_run
+from rooflab.core.calibration import store
+from rooflab.core.report.overlays import BAND_HIGH, BAND_LOW
 from rooflab.core.report.expected import expected_request
 from rooflab.core.report.units import fmt
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
@@ -92,7 +93,7 @@ def test_the_calibrate_button_calibrates_this_machine_for_every_model(qtbot, win
 
 
 def _quick_plan(self):
-    from rooflab.core.measure.llamacpp.plan import LlamaCppPlan
+    from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan
 
     return LlamaCppPlan(threads=self.threads, prompts=(16, 64, 256, 768), depths=(0, 512, 1536), gen_tokens=4,
                         contexts=(128,), batches=(1, 2, 4, 8), batch_steps=2, repeats=self.repeats)

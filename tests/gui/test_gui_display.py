@@ -83,7 +83,7 @@ def test_the_torch_sweep_is_quick_by_default_and_says_how_long_before_it_starts(
 
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
-    from rooflab.core.measure.torch.timing import estimate_seconds
+    from rooflab.core.measure.engines.torch.timing import estimate_seconds
     from rooflab.core.values.defaults import DEFAULT_WORKLOAD
     from rooflab.gui.shell.main_window import MainWindow
     from rooflab.gui.state.app_state import AppState

@@ -405,7 +405,7 @@ def test_calibrated_lines_on_one_panel_have_swatches_of_their_own(window):
     """The calibrated per-sequence and total rates were drawn alike: one swatch for two series."""
     import dataclasses
 
-    from rooflab.core.measure.overlays import calibrated_curves
+    from rooflab.core.report.overlays import calibrated_curves
     from rooflab.core.values.efficiency import Efficiency
 
     state = window.state

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.measure import store
+from rooflab.core.calibration import store
 from rooflab.core.values.defaults import DEFAULT_MODEL
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.panels.measure_panel import SWEEPS

@@ -45,7 +45,7 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monke
     panel, ctl = tiny_window.measure_panel, tiny_window.measure
     calls = spy(monkeypatch, "after_engine_run")
     # the suite loads every core, so any point may be marked disturbed: fit them all here (the
-    # rule itself is tests/core/measure/test_trust.py's), which also checks the box reaches the fit
+    # rule itself is tests/core/measure/machine/test_trust.py's), which also checks the box reaches the fit
     panel.include_disturbed.setChecked(True)
     arrived: list[object] = []
     ctl.sample_measured.connect(arrived.append)
@@ -92,7 +92,7 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monke
 
 def test_a_torch_run_of_another_format_keeps_the_model_on_screen(qtbot, tiny_window, tiny_config):
     from rooflab.core.io import load_model
-    from rooflab.core.measure import store
+    from rooflab.core.calibration import store
 
     state, panel, ctl = tiny_window.state, tiny_window.measure_panel, tiny_window.measure
     state.set_model(load_model(tiny_config, weights="q8_0"), str(tiny_config), "q8_0")
@@ -114,7 +114,8 @@ def test_a_torch_run_of_another_format_keeps_the_model_on_screen(qtbot, tiny_win
 
 
 def test_a_run_on_a_busy_machine_is_kept_and_drawn_but_not_fitted(qtbot, tiny_window, monkeypatch):
-    from rooflab.core.measure import engine, store
+    from rooflab.core.measure.engines import engine
+    from rooflab.core.calibration import store
 
     # another program starts while the run goes: the load average climbs by 2 between points
     loads = iter(range(0, 1000, 2))
@@ -300,14 +301,14 @@ def test_an_imported_fit_serves_predict_calibrated(qtbot, window, tmp_path, monk
 
 
 def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch):
-    from rooflab.core.measure import machine as machine_module
+    from rooflab.core.measure.machine.benchmark import benchmark as machine_module
 
     panel, ctl = tiny_window.measure_panel, tiny_window.measure
     small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=2, dtypes=("fp32",),
                                        matmul_max=256, roofline_k=256, roofline_ms=(1, 8, 64))
     monkeypatch.setattr(panel, "machine_plan", lambda: small)
     # this tiny run's own timings must not decide (the checks are judged on injected figures in
-    # tests/core/measure/test_machine_checks.py): it passes them here
+    # tests/core/measure/machine/test_machine_checks.py): it passes them here
     monkeypatch.setattr(workflow, "judge_machine", lambda run, earlier=(): dataclasses.replace(run, disturbed=""))
     calls = spy(monkeypatch, "keep_machine_run")
     live: list[object] = []
@@ -352,7 +353,7 @@ def test_a_disturbed_machine_run_is_not_switched_to(qtbot, tiny_window, monkeypa
     """A machine run that fails its checks says why in one line; "Use the measured machine" is
     on, yet the window stays on the machine it showed and the measured machine is unchanged."""
     from rooflab.core.io import presets
-    from rooflab.core.measure import machine as machine_module
+    from rooflab.core.measure.machine.benchmark import benchmark as machine_module
 
     panel, ctl = tiny_window.measure_panel, tiny_window.measure
     small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=1, dtypes=("fp32",),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from rooflab.core.jobs import Progress, check_cancel
-from rooflab.core.measure.plan_times import PlannedPoint
+from rooflab.core.measure.engines.plan_times import PlannedPoint
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.panels.measure_panel import OLD_RESULTS
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import csv
 import stat
 
-from rooflab.core.measure.calibrate import calibrate
-from rooflab.core.measure.gaps import explain
+from rooflab.core.calibration.calibrate import calibrate
+from rooflab.core.report.gaps import explain
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.gui.controllers.measure_text import results_html
 from rooflab.gui.export.report import FIT_FILE, plain_text

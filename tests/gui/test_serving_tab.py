@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QImage
 
-from rooflab.core.measure import store
+from rooflab.core.calibration import store
 from rooflab.core.report.chart_types import BAND_HIGH, BAND_LOW
 from rooflab.core.report.serving_chart import SERVING
 from rooflab.core.values.defaults import DEFAULT_WORKLOAD

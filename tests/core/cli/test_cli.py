@@ -349,7 +349,7 @@ def test_terminal_escapes_in_a_machine_profile_error_or_an_argument_are_not_prin
 def test_terminal_escapes_in_a_stored_engine_calibration_are_not_printed(capsys):
     """The "expected with ..." lines print a kept calibration's engine label, machine, models and
     notes: text from a file in the data folder (issue 15)."""
-    from rooflab.core.measure import store
+    from rooflab.core.calibration import store
     from rooflab.core.values.calibration import EngineCalibration, Rates
 
     rates = Rates(bandwidth={"q4_k": 500e9}, prefill_flops={"q4_k": 80e12}, decode_flops={"q4_k": 50e12},

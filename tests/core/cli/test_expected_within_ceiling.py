@@ -17,7 +17,7 @@ from rooflab.core.errors import SpecError
 from rooflab.core.io import load_model
 from rooflab.core.io.catalogue import list_catalogue
 from rooflab.core.io.presets import load_machine, preset_keys
-from rooflab.core.measure.expectations import expected_on
+from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.report.expected import with_expected
 from rooflab.core.report.placed import placed_as_chosen

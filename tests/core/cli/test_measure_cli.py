@@ -9,7 +9,7 @@ import pytest
 
 from rooflab.core.cli.main import main
 from rooflab.core.io import presets
-from rooflab.core.measure import store
+from rooflab.core.calibration import store
 from tests.factories import needs
 from tests.factories.spies import spy
 
@@ -28,7 +28,7 @@ def disturb_one(point, load_at_start, load_now):
 def test_measure_model_json_saves_points_and_fit(tmp_path: Path, capsys, monkeypatch):
     """Which points are disturbed comes from a given judge, not from this machine's load (at a
     load of 5-8 every point spread, and the fit refused them all: issue 15)."""
-    from rooflab.core.measure import engine
+    from rooflab.core.measure.engines import engine
 
     monkeypatch.setattr(engine, "judge", disturb_one)
     monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
@@ -76,7 +76,7 @@ HUGE = "99999999999999999999"
 def test_absurd_counts_are_one_line_before_anything_runs(capsys, monkeypatch, argv):
     """Issue 15: --threads 99999999999999999999 was a traceback from torch.set_num_threads, or
     std::bad_alloc and SIGABRT from llama.cpp; --repeats of as much measured forever."""
-    from rooflab.core.measure import machine
+    from rooflab.core.measure.machine.benchmark import benchmark as machine
 
     monkeypatch.setattr(machine, "measure_machine_blocking", _must_not_measure)
     with pytest.raises(SystemExit) as stop:
@@ -93,7 +93,7 @@ def _must_not_measure(*args, **kwargs):
 def test_a_missing_model_is_said_before_the_machine_is_measured(tmp_path: Path, capsys, monkeypatch, engine):
     """Issue 15: with no measured machine kept, ``measure model missing.gguf --no-save`` measured
     this machine (and kept it) before it found there was no model."""
-    from rooflab.core.measure import machine
+    from rooflab.core.measure.machine.benchmark import benchmark as machine
 
     monkeypatch.setattr(machine, "measure_machine_blocking", _must_not_measure)
     missing = tmp_path / "missing.gguf"
@@ -241,7 +241,7 @@ def test_a_config_is_measured_in_llamacpp_through_a_generated_gguf(tmp_path: Pat
 def test_points_of_two_engines_are_never_fitted_together(tmp_path: Path):
     from rooflab.core.errors import SpecError
     from rooflab.core.io import load_model
-    from rooflab.core.measure.calibrate import calibrate
+    from rooflab.core.calibration.calibrate import calibrate
     from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 
     spec = load_model("qwen3-0.6b")
@@ -256,7 +256,7 @@ def test_points_of_two_engines_are_never_fitted_together(tmp_path: Path):
 def test_a_run_that_would_not_fit_is_refused_before_a_gguf_is_written(tmp_path: Path, capsys, monkeypatch):
     monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(tmp_path / "cache"))
     # Qwen3-8B in Q8_0 (8.7 GB) and its cache: no random-weight file may be started for it
-    monkeypatch.setattr("rooflab.core.measure.sysinfo.system_memory_available", lambda: 2e9)
+    monkeypatch.setattr("rooflab.core.measure.machine.sysinfo.system_memory_available", lambda: 2e9)
     assert main(["measure", "model", "qwen3-8b-q4_k_m", "--engine", "llamacpp", "--weights", "q8_0",
                  "--machine", "reference-cpu"]) == 2
     assert "not enough memory for llama.cpp" in capsys.readouterr().err
@@ -267,7 +267,7 @@ def test_a_gguf_viewed_in_another_weight_format_is_measured_in_that_format(tmp_p
     needs.llama_cpp()
     from rooflab.core.io import load_model
     from rooflab.core.jobs import run_job
-    from rooflab.core.measure.engine import gguf_for
+    from rooflab.core.measure.engines.engine import gguf_for
 
     monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(tmp_path / "cache"))
     gguf = _tiny_gguf(tmp_path)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rooflab.core.jobs import CancelToken, run_job
-from rooflab.core.measure import calibration_run, store
-from rooflab.core.measure.calibration_models import CalibrationModel
+from rooflab.core.measure import calibration_run
+from rooflab.core.calibration import store
+from rooflab.core.calibration.models import CalibrationModel
 from rooflab.core.values.machine import MachineProfile
 from tests.factories.llm_configs import llama_config
 
@@ -21,7 +22,7 @@ TINY = tuple(CalibrationModel(key=f"tiny-{layers}", description="", weights="fp3
 
 
 def _plan(self):
-    from rooflab.core.measure.torch.timing import ModelPlan
+    from rooflab.core.measure.engines.torch.timing import ModelPlan
 
     return ModelPlan(dtype="fp32", threads=1, prompts=(4, 16, 64), decode_steps=2, repeats=1, contexts=(2, 16),
                      batches=(1, 2), random_weights=True, overhead_probe=False)

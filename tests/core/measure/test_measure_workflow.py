@@ -10,10 +10,11 @@ import pytest
 
 from rooflab.core.io import load_model, presets
 from rooflab.core.io.llamabench import BenchImport
-from rooflab.core.measure import store, workflow
-from rooflab.core.measure.calibrate import calibrate, predict_points
-from rooflab.core.measure.gaps import explain
-from rooflab.core.measure.machine_result import BandwidthResult, MachineMeasurement, MatmulResult
+from rooflab.core.measure import workflow
+from rooflab.core.calibration import store
+from rooflab.core.calibration.calibrate import calibrate, predict_points
+from rooflab.core.report.gaps import explain
+from rooflab.core.values.machine_run import BandwidthResult, MachineMeasurement, MatmulResult
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rooflab.core.measure.llamacpp.plan import LlamaCppPlan, compute_bytes
+from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan, compute_bytes
 from rooflab.core.predict import work
 from rooflab.core.predict.footprint import (
     BACKEND_CONTEXT,

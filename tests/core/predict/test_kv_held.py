@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from rooflab.core.io.presets import load_machine
-from rooflab.core.measure.llamacpp.plan import LlamaCppPlan, kv_cache_bytes
+from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan, kv_cache_bytes
 from rooflab.core.predict import work
 from rooflab.core.predict.batching import cache_resident, memory_resident
 from rooflab.core.predict.footprint import plan_memory

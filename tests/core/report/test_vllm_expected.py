@@ -11,7 +11,7 @@ import pytest
 from rooflab.core.cli.main import main
 from rooflab.core.cli.placement import engine_from
 from rooflab.core.io.presets import load_machine
-from rooflab.core.measure.expectations import NO_VLLM_CALIBRATION, VLLM, expected_on
+from rooflab.core.calibration.expectations import NO_VLLM_CALIBRATION, VLLM, expected_on
 from rooflab.core.predict.parallel import Parallel, engine_of, parallel_estimate
 from rooflab.core.report.expected import expected_request, expected_text
 from rooflab.core.values.workload import Workload

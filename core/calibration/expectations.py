@@ -1,0 +1,293 @@
+"""Which calibration gives a machine its expected figures, found once for the window, the
+command line and reports:
+
+1. a calibration timed on this machine (``rooflab measure calibrate``), kept for the machine's
+   key: the engine the user runs, at the settings they ran it with;
+2. else, for a preset with a known back end, the back end's efficiency fitted to published
+   llama-bench results (``measure.public``);
+3. else none: only the ceiling is shown.
+
+Tensor parallel is vLLM's (``predict.parallel.engine_of``): its expected figure takes a vLLM
+calibration kept for the machine, else the ceiling (with the link's all-reduces) and a note
+saying so; never llama.cpp's published factors, which measured another engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rooflab.core.errors import ResourceError, RooflabError
+from rooflab.core.files.paths import cache_dir
+from rooflab.core.files.records import load_record, write_record
+from rooflab.core.files.resources import resources_dir
+from rooflab.core.calibration import store
+from rooflab.core.predict.expected import Expected, expected_for
+from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+
+log = logging.getLogger(__name__)
+
+
+def calibration_for(machine: MachineProfile, engine: str | None = None) -> EngineCalibration | None:
+    """The calibration that applies to ``machine`` (``engine``: an engine settings key to
+    insist on), None when there is none."""
+    found = store.load_engine_calibration(store.machine_key(machine), engine)
+    if found is not None or engine is not None:
+        return found
+    return public_calibration(machine)
+
+
+def public_calibration(machine: MachineProfile) -> EngineCalibration | None:
+    """The published-benchmark calibration of ``machine``'s back end (Vulkan: of its GPU
+    vendor's), None without one."""
+    backend = getattr(machine, "backend", "") or ("cpu" if machine.kind == "cpu" else "")
+    if not backend:
+        return None
+    group = f"vulkan-{vendor_of(machine.name)}" if backend == "vulkan" else backend
+    try:
+        return _public(group, machine.published_twin or machine.key,
+                       machine.flops("fp16") if "fp16" in machine.peak_flops else 0.0)
+    except RooflabError as exc:
+        log.warning("published benchmarks unusable for %s: %s", group, exc)
+        return None
+
+
+_VENDORS = (("nvidia", ("nvidia", "geforce", "rtx", "quadro", "tesla")),
+            ("amd", ("amd", "radeon", "ryzen", "instinct")), ("intel", ("intel", "arc ")), ("apple", ("apple",)))
+
+
+def vendor_of(name: str) -> str:
+    """The GPU maker a machine's name names ("AMD Ryzen AI Max+ 395" -> "amd"), "" when none."""
+    low = name.lower() + " "
+    return next((vendor for vendor, words in _VENDORS if any(w in low for w in words)), "")
+
+
+ANY = "any format"
+PUBLIC_CACHE_FORMAT = 3       # bump when what ``_fitted_backend`` computes changes
+
+
+Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float]]]   # (fit, peaks, offsets)
+
+
+@functools.lru_cache(maxsize=64)
+def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
+    """The group's calibration for one machine. When ``key`` (the preset's published twin, or
+    its own key) is among the published machines, compute factors are rescaled to the preset's
+    own FP16 peak (the tables count GeForce FP16 at FP16 accumulate, presets at FP32), and its
+    own offset (``public.machine_offsets``: how its published rows ran against the group's fit)
+    applies to the central figure and the band alike."""
+    kept = _backend(group)
+    if kept is None:
+        return None
+    cal, peaks, offsets = kept
+    scale = peaks[key] / fp16 if key in peaks and fp16 > 0 else 1.0
+    tg, pp = offsets.get(key, (1.0, 1.0))
+    if (scale, tg, pp) == (1.0, 1.0, 1.0):
+        return cal
+    from rooflab.core.calibration.public_fit import scaled
+
+    def rescaled(r: Rates) -> Rates:
+        # at most the preset's own peak: an expected figure is never above its ceiling, even where
+        # llama.cpp's FP16-accumulate kernels outrun a GeForce peak stated at FP32 accumulate
+        r = dataclasses.replace(r, prefill_flops={k: min(1.0, v * scale) for k, v in r.prefill_flops.items()},
+                                decode_flops={k: min(1.0, v * scale) for k, v in r.decode_flops.items()},
+                                attention_flops=None if r.attention_flops is None else
+                                min(1.0, r.attention_flops * scale),
+                                flash_attention_flops=None if r.flash_attention_flops is None else
+                                min(1.0, r.flash_attention_flops * scale))
+        return scaled(r, tg, pp)
+
+    note = (f"{key}'s own published rows: generation x{tg:.2f}, prompt processing x{pp:.2f} of the "
+            f"{group} fit",) if key in offsets else ()
+    return dataclasses.replace(cal, central=rescaled(cal.central), replicates=tuple(map(rescaled, cal.replicates)),
+                               notes=cal.notes + note)
+
+
+def data_digest() -> str:
+    """A digest of the shipped published-benchmark files: what a fit of them is kept under."""
+    from rooflab.core.io.public_bench import default_paths
+
+    try:
+        return hashlib.sha1(b"".join(p.read_bytes() for p in default_paths())).hexdigest()[:16]
+    except OSError as exc:
+        raise ResourceError(f"cannot read the published benchmarks ({exc})") from exc
+
+
+def shipped_path() -> Path:
+    """resources/fitted/public-calibrations.json: every group's fit of the shipped data, made by
+    ``python benchmarks/bench_public_accuracy.py --write-fit`` (a test checks it is current)."""
+    return Path(resources_dir()) / "fitted" / "public-calibrations.json"
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped(digest: str) -> dict[str, Kept] | None:
+    """The shipped fits when they were made from the data as it is now, else None."""
+    from rooflab.core.files.safe_json import read_json
+
+    try:        # a shipped file is never set aside: one that does not fit the data is refitted
+        found = _fits(read_json(shipped_path(), what="the shipped public fits"))
+    except (OSError, RooflabError, KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        log.info("%s unused: %s", shipped_path(), exc)
+        return None
+    return found[1] if found[0] == digest else None
+
+
+def _fits(data: dict[str, Any]) -> tuple[str, dict[str, Kept]]:
+    if data.get("fit_format") != PUBLIC_CACHE_FORMAT:
+        raise TypeError("made by another version of the fit")
+    peaks = {str(k): float(v) for k, v in data["peaks"].items()}
+    offsets = data["offsets"]
+    return str(data["digest"]), {str(g): (store.printable_calibration(EngineCalibration.from_dict(c)), peaks,
+                                          _offsets(offsets[g])) for g, c in data["groups"].items()}
+
+
+def _offsets(data: Any) -> dict[str, tuple[float, float]]:
+    """A stored {machine: [generation, prompt processing]} object, each a positive number."""
+    out = {}
+    for k, v in data.items():
+        tg, pp = (float(x) for x in v)
+        if not (0 < tg < 100 and 0 < pp < 100):
+            raise ValueError(f"offset of {k} out of range")
+        out[str(k)] = (tg, pp)
+    return out
+
+
+def write_shipped_fits(path: Path | None = None) -> Path:
+    """Fit every group of the shipped data and write them where ``_backend`` looks first."""
+    from rooflab.core.calibration import public
+
+    fits = {g: _fitted_group(g) for g in public.group_rows(public.load_public())}
+    kept = {g: f for g, f in fits.items() if f is not None}
+    peaks = next(iter(kept.values()))[1] if kept else {}
+    target = path or shipped_path()
+    write_record(target, {"fit_format": PUBLIC_CACHE_FORMAT, "digest": data_digest(), "peaks": peaks,
+                          "groups": {g: f[0].to_dict() for g, f in kept.items()},
+                          "offsets": {g: {k: list(v) for k, v in f[2].items()} for g, f in kept.items()}})
+    _shipped.cache_clear()
+    return target
+
+
+@functools.lru_cache(maxsize=8)
+def _backend(group: str) -> Kept | None:
+    """(the group's calibration, each published machine's FP16 peak, the group's machines'
+    offsets): the shipped fit when it is
+    current, else fitted once per version of the data and kept in the cache folder (fitting and
+    scoring it leave one machine out takes seconds a window's start should not pay)."""
+    digest = data_digest()
+    shipped = _shipped(digest)
+    if shipped is not None:
+        return shipped.get(group)
+    path = cache_dir() / "published" / f"{group}-{digest}-{PUBLIC_CACHE_FORMAT}.json"
+    kept = load_record(path, _cached)
+    if kept is not None:
+        return kept
+    fitted = _fitted_group(group)
+    if fitted is not None:
+        try:
+            write_record(path, {"calibration": fitted[0].to_dict(), "peaks": fitted[1],
+                                "offsets": {k: list(v) for k, v in fitted[2].items()}})
+        except OSError as exc:          # a cache that cannot be written costs time, not the figure
+            log.info("cannot keep %s: %s", path, exc)
+    return fitted
+
+
+def _cached(data: dict[str, Any]) -> Kept:
+    peaks = data["peaks"]
+    if not isinstance(peaks, dict):
+        raise TypeError("peaks must be an object")
+    return (store.printable_calibration(EngineCalibration.from_dict(data["calibration"])),
+            {str(k): float(v) for k, v in peaks.items()}, _offsets(data.get("offsets", {})))
+
+
+BAND_REPLICATES = 25          # replicates that make an expected figure's band
+
+
+def _fitted_group(group: str) -> Kept | None:
+    """The group's factors as relative rates; the band from leaving one machine out: each
+    replicate the central rates scaled by one quantile of measured / predicted over held-out
+    rows (generation and prompt processing apart), so the band is the spread unseen machines
+    showed; accuracy from the same held-out rows."""
+    from rooflab.core.calibration import public
+    from rooflab.core.calibration import public_fit
+    from rooflab.core.calibration import public_score
+
+    data = public.load_public()
+    rows = public.group_rows(data)
+    if group not in rows:
+        return None
+    fits = public.fit_groups(data)
+    central = fits[group].rates(public.expert_ratio(fits))
+    held = list(public_score.held_out(data, "machine", [group]))
+    quantiles = np.linspace(2.0, 98.0, BAND_REPLICATES)
+    tg, pp = (np.exp(public_score.residual_quantiles(data, held, group, kind, quantiles)) for kind in ("tg", "pp"))
+    replicates = tuple(public_fit.scaled(central, float(d), float(p)) for d, p in zip(tg, pp, strict=True))
+    accuracy: dict[str, dict[str, Accuracy]] = {}
+    table = {}
+    for phase, kind in (("prefill", "pp"), ("decode", "tg")):
+        errors = [p.error for p in held if public.kind(data.rows[p.row]) == kind]
+        if errors:
+            table[phase] = Accuracy(median=float(np.median(errors)), worst=float(np.max(errors)), count=len(errors))
+    if table:
+        accuracy["leave_one_machine_out"] = table
+    machines = {data.rows[i].machine for i in rows[group]}
+    backend = group.split("-")[0]
+    label = BACKEND_NAMES.get(backend, backend) + (f" ({group.split('-', 1)[1]})" if "-" in group else "")
+    cal = EngineCalibration(
+        machine_key="", machine_name=f"{group} machines", engine_key=f"llama.cpp-{group}-published",
+        engine_label=f"llama.cpp {label}", settings={"backend": backend, "group": group},
+        date=max((s.accessed for s in data.sources), default=""), models=("published llama-bench results",),
+        machine_bandwidth=1.0, machine_flops=1.0, central=central, replicates=replicates,
+        accuracy=accuracy, source="public", points=len(rows[group]),
+        notes=(f"llama.cpp on {group}: {len(machines)} machines, {len(rows[group])} published results",))
+    offsets = public.machine_offsets(data, fits, machines)
+    return cal, {m.key: m.peak_fp16 for m in data.machines}, offsets
+
+
+BACKEND_NAMES = {"cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}
+
+
+VLLM = "vllm"           # the engine of tensor parallel (``parallel.engine_of``)
+NO_VLLM_CALIBRATION = ("no calibration for vLLM: the expected figure is the ceiling with the link's all-reduces "
+                       "(llama.cpp's published factors measured another engine)")
+
+
+def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None = None,
+                engine: str | None = None) -> Expected | None:
+    """What the calibration of ``machine`` expects of ``spec``, None when nothing is calibrated.
+    ``engine`` "vllm" (tensor parallel): a vLLM calibration of the machine, else the ceiling
+    with ``NO_VLLM_CALIBRATION`` as its note (``at_ceiling``)."""
+    cal = calibration_for(machine, engine)
+    if cal is None and engine == VLLM:
+        return at_ceiling(machine, "vLLM", NO_VLLM_CALIBRATION)
+    return None if cal is None else expected_for(spec, machine, cal, dtype=dtype, host=host_rates(machine))
+
+
+def at_ceiling(machine: MachineProfile, engine: str, note: str) -> Expected:
+    """An expected figure that is the ceiling (every factor 1, no band) for an engine nothing
+    here calibrated, saying so: ``source`` "none", ``note`` among its notes."""
+    peak = machine.flops()
+    rates = Rates(bandwidth={"float": machine.bandwidth}, prefill_flops={"float": peak}, decode_flops={"float": peak},
+                  cache_bandwidth=machine.bandwidth)
+    cal = EngineCalibration(machine_key=store.machine_key(machine), machine_name=machine.name,
+                            engine_key=f"{engine.lower()}-uncalibrated", engine_label=engine,
+                            settings={"engine": engine}, date="", models=(), machine_bandwidth=machine.bandwidth,
+                            machine_flops=peak, central=rates, source="none")
+    return Expected(calibration=cal, machine=dataclasses.replace(machine, efficiency=Efficiency()), replicas=(),
+                    notes=(note,))
+
+
+def host_rates(machine: MachineProfile) -> Rates | None:
+    """The factors llama.cpp's CPU back end reaches (its published fit), for the host behind a
+    discrete GPU: the layers kept in host memory run on that CPU, not at the GPU's shares."""
+    if machine.kind != "gpu" or machine.offload_bandwidth <= 0:
+        return None
+    kept = _backend("cpu")
+    return None if kept is None else kept[0].central

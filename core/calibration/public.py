@@ -1,0 +1,210 @@
+"""Expected figures for machines nobody here owns: llama.cpp's rates on each back end (CUDA,
+Metal, ROCm, Vulkan by GPU vendor, CPU), fitted to public llama-bench results
+(``io.public_bench``) in the calibration model form (``public_fit``) and checked out of sample.
+
+A row's ceiling is rooflab's own prediction for its test at identity efficiency, on a machine
+built from the row's bandwidth B and peak C (``predict.clocks``):
+
+    tgN: N decode steps of one sequence at contexts d..d+N-1;  tokens/s = N / sum_t step(t)
+    ppN: one prefill of N tokens after d cached tokens;         tokens/s = N / prefill(N)
+
+A fit gives each group its shares of B and C (dense multiplies and routed experts apart), its
+fixed seconds per pass and per layer and the overlap of the two clocks; a prediction runs the
+same clocks with the ``Efficiency`` those make for the model (``predict.expected``). Out of
+sample (``public_score``): each source, model family or machine predicted by a fit without it.
+A row's -ub and -fa are part of its workload (rows per multiply and the attention kernel's rate).
+Left out: builds (rows of one machine with either count alike), partial offload and several
+devices (the placement model's), CPU thread counts."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from rooflab.core.errors import ResourceError
+from rooflab.core.io.catalogue import get_entry, load_entry
+from rooflab.core.io.public_bench import (
+    BACKENDS,
+    PublicBenchmarks,
+    PublicMachine,
+    PublicRow,
+    read_public_benchmarks,
+)
+from rooflab.core.calibration import public_fit
+from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.expected import efficiency_for
+from rooflab.core.values.calibration import Rates
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import DEFAULT_UBATCH, Workload
+
+_CAPACITY = 1e15               # bytes; memory size plays no part in a ceiling, MachineProfile wants one
+
+
+# --- data and ceilings ------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def load_public() -> PublicBenchmarks:
+    """The shipped public results, read once (nothing is read at import)."""
+    return read_public_benchmarks()
+
+
+@functools.lru_cache(maxsize=32)
+def model_spec(catalogue: str, weights: str) -> ModelSpec:
+    """The catalogue entry ``catalogue`` converted to ``weights`` (rooflab's own recipes)."""
+    entry = get_entry(catalogue)
+    if entry is None:
+        raise ResourceError(f"public benchmarks: no catalogue entry {catalogue!r}")
+    return load_entry(entry, weights)
+
+
+def machine_profile(machine: PublicMachine, efficiency: Efficiency | None = None) -> MachineProfile:
+    """A MachineProfile with the row machine's bandwidth (bytes/s) and FP16 peak (FLOP/s)."""
+    return MachineProfile(name=machine.name, bandwidth=machine.bandwidth, peak_flops={"fp16": machine.peak_fp16},
+                          memory=_CAPACITY, default_dtype="fp16", kind="cpu" if machine.backend == "cpu" else "gpu",
+                          efficiency=efficiency or Efficiency(), key=machine.key)
+
+
+def tokens_per_second(data: PublicBenchmarks, row: PublicRow, efficiency: Efficiency | None = None) -> float:
+    """rooflab's tokens/s for ``row``'s test on its machine; the ceiling at identity efficiency.
+
+    tgN = N / sum of decode_pass seconds at contexts d..d+N-1 (batch 1, d the row's depth);
+    ppN = N / prefill_pass seconds for N tokens after d cached ones. KV cache F16, compute at
+    the FP16 peak."""
+    spec = spec_of(data, row)
+    machine = machine_profile(data.machine(row.machine), efficiency)
+    n, depth = int(row.test.tokens), int(row.source.depth)
+    workload = workload_of(row)
+    if row.test.kind == "decode":
+        steps = decode_pass(spec, machine, workload, context=depth + np.arange(n, dtype=np.float64), batch=1)
+        return n / float(np.sum(steps.seconds))
+    return n / float(prefill_pass(spec, machine, workload, prompt=n, context=depth).seconds)
+
+
+def workload_of(row: PublicRow) -> Workload:
+    """The workload ``row`` ran: its prompt, llama-bench's -ub (at most its -b) and -fa (unstated:
+    512, 2048 and off, llama-bench's defaults when most rows were published)."""
+    s = row.source
+    ubatch = min(s.ubatch or DEFAULT_UBATCH, s.batch or public_fit.DEFAULT_BATCH)
+    return Workload(prompt=max(1, int(row.test.tokens)), ubatch=ubatch, flash_attention=bool(s.flash_attention))
+
+
+# --- the fit ----------------------------------------------------------------------------------
+
+def kind(row: PublicRow) -> str:
+    """"tg" (generation) or "pp" (prompt processing)."""
+    return "tg" if row.test.kind == "decode" else "pp"
+
+
+def spec_of(data: PublicBenchmarks, row: PublicRow) -> ModelSpec:
+    """The catalogue model of ``row`` at its weight format."""
+    return model_spec(data.model(row.model).catalogue, row.weights)
+
+
+@functools.lru_cache(maxsize=8)
+def group_rows(data: PublicBenchmarks) -> dict[str, tuple[int, ...]]:
+    """The rows the one-device form describes, by group (``public_fit.group_of``), in
+    ``GROUPS`` order."""
+    found: dict[str, list[int]] = {}
+    for i, r in enumerate(data.rows):
+        if public_fit.fittable(r, spec_of(data, r).layers):
+            found.setdefault(public_fit.group_of(data.machine(r.machine)), []).append(i)
+    return {g: tuple(found[g]) for g in sorted(found, key=_group_order)}
+
+
+@functools.lru_cache(maxsize=8)
+def row_groups(data: PublicBenchmarks) -> dict[int, str]:
+    """The group of each fitted row (index into ``data.rows``), from ``group_rows``."""
+    return {i: g for g, members in group_rows(data).items() for i in members}
+
+
+def _group_order(group: str) -> tuple[int, str]:
+    backend = group.split("-")[0]
+    return (BACKENDS.index(backend) if backend in BACKENDS else len(BACKENDS), group)
+
+
+@functools.lru_cache(maxsize=32)
+def design(data: PublicBenchmarks, group: str) -> public_fit.GroupData:
+    """A group's design, built once per data set (the fit and its held-out refits share it)."""
+    return public_fit.group_data(data, group_rows(data)[group], functools.partial(spec_of, data), group)
+
+
+def fit_groups(data: PublicBenchmarks, leave_out: Callable[[PublicRow], bool] | None = None,
+               groups: Sequence[str] | None = None) -> dict[str, public_fit.Factors]:
+    """Each group's factors (of ``groups``; None: all), fitted to its rows but those ``leave_out``
+    picks (a group left with no row of a kind it needs is left out)."""
+    out = {}
+    for g in group_rows(data):
+        if groups is not None and g not in groups:
+            continue
+        gd = design(data, g)
+        keep = np.array([not (leave_out and leave_out(data.rows[i])) for i in gd.rows])
+        if keep.all():
+            out[g] = whole_fit(data, g)       # a fold that leaves none of the group's rows out
+        elif keep.any() and (keep & gd.design.prefill).any() and (keep & ~gd.design.prefill).any():
+            out[g] = public_fit.fit_factors(gd, keep)
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def whole_fit(data: PublicBenchmarks, group: str) -> public_fit.Factors:
+    """The group's factors fitted to all its rows, once per data set: every fold that leaves
+    none of them out (most folds of every protocol, for all but one group) reuses it."""
+    return public_fit.fit_factors(design(data, group))
+
+
+def expert_ratio(fits: dict[str, public_fit.Factors]) -> float:
+    """The routed experts' rate as a share of the dense rate, the median over the groups whose
+    rows had experts: what a group without MoE rows is assumed to reach (1 without any)."""
+    ratios = [f.experts / f.dense for f in fits.values() if f.experts is not None and f.dense > 0]
+    return float(np.median(ratios)) if ratios else 1.0
+
+
+def predict_row(data: PublicBenchmarks, row: PublicRow, rates: Rates, offset: Offset | None = None) -> float:
+    """tokens/s the factors ``rates`` (a relative ``Rates``) expect for ``row``, priced by the
+    clocks every expected figure uses; ``offset``: its machine's own (``machine_offsets``)."""
+    machine = machine_profile(data.machine(row.machine))
+    if offset is not None:
+        rates = public_fit.scaled(rates, *offset)
+    eff = efficiency_for(spec_of(data, row), machine, rates, dtype="fp16", relative=True)
+    return tokens_per_second(data, row, eff)
+
+
+Offset = tuple[float, float]      # (generation, prompt processing): a machine's measured / its group's figure
+SHRINK = 1.0                      # sources of a machine's own that weigh as much as its group's figure
+
+
+def machine_offsets(data: PublicBenchmarks, fits: dict[str, public_fit.Factors], machines: Iterable[str],
+                    leave_out: Callable[[PublicRow], bool] | None = None) -> dict[str, Offset]:
+    """Each of ``machines``' own factor for generation and for prompt processing: how far its
+    fitted rows (but those ``leave_out`` picks) ran from its group's fit, the geometric median
+    of measured / predicted shrunk toward 1 by the number of sources s that show it,
+    ratio ** (s / (s + ``SHRINK``)). A machine's chip, clocks and driver, which no group term
+    knows, carry from one page to the next; a machine without rows of its own gets none."""
+    wanted, groups = set(machines), row_groups(data)
+    ratio = expert_ratio(fits)
+    logs: dict[tuple[str, str], list[float]] = {}
+    sources: dict[tuple[str, str], set[str]] = {}
+    for i, g in groups.items():
+        row = data.rows[i]
+        if row.machine not in wanted or g not in fits or (leave_out is not None and leave_out(row)):
+            continue
+        k = (row.machine, kind(row))
+        logs.setdefault(k, []).append(math.log(row.tokens_per_second / predict_row(data, row, fits[g].rates(ratio))))
+        sources.setdefault(k, set()).add(row.source.url)
+    out = {}
+    for m in wanted:
+        tg, pp = ((math.exp(float(np.median(logs[(m, x)])) * len(sources[(m, x)]) / (len(sources[(m, x)]) + SHRINK))
+                   if (m, x) in logs else 1.0) for x in ("tg", "pp"))
+        if (m, "tg") in logs or (m, "pp") in logs:
+            out[m] = (tg, pp)
+    return out
+
+
+def backends(data: PublicBenchmarks | None = None) -> tuple[str, ...]:
+    """The groups with fitted rows, back end order (Vulkan one per vendor)."""
+    return tuple(group_rows(data or load_public()))
