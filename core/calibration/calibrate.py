@@ -302,11 +302,12 @@ def calibrate(spec: ModelSpec, machine: MachineProfile, points: Iterable[Measure
               compute_from: tuple[str, ...] = ("prefill",), include_disturbed: bool = False) -> Calibration:
     """Fit ``machine``'s efficiency to ``points`` measured on ``spec``.
 
-    overhead: seconds per pass measured separately (``measure.model``'s overhead probe), or
-    None to take 0: from one model's decode steps alone the fixed cost per step and the
-    bandwidth factor cannot be told apart (both add a constant), so without a probe the
-    bandwidth factor absorbs it. compute_from: which kinds fit the compute factor (prefill:
-    long prompts reach the peak that big multiplies do; small batched steps do not).
+    overhead: seconds per pass measured separately (the torch engine's overhead probe,
+    ``measure.engines.torch.passes.overhead_probe``), or None to take 0: from one model's
+    decode steps alone the fixed cost per step and the bandwidth factor cannot be told apart
+    (both add a constant), so without a probe the bandwidth factor absorbs it. compute_from:
+    which kinds fit the compute factor (prefill: long prompts reach the peak that big
+    multiplies do; small batched steps do not).
     Factors with no evidence keep ``machine``'s values. Points of different engines or engine
     settings are never fitted together (SpecError). Points marked disturbed are left out (with a
     note) unless ``include_disturbed``."""

@@ -4,7 +4,7 @@ command line and reports:
 1. a calibration timed on this machine (``rooflab measure calibrate``), kept for the machine's
    key: the engine the user runs, at the settings they ran it with;
 2. else, for a preset with a known back end, the back end's efficiency fitted to published
-   llama-bench results (``measure.public``);
+   llama-bench results (``calibration.public``);
 3. else none: only the ceiling is shown.
 
 Tensor parallel is vLLM's (``predict.parallel.engine_of``): its expected figure takes a vLLM

@@ -1,5 +1,5 @@
 """The figures of one serving level, from per-request times, the same way for a prediction (the
-event simulation in ``serving``) and a measurement (``measure.server``), so the two can be laid
+event simulation in ``serving``) and a measurement (``measure.loadtest.run``), so the two can be laid
 side by side and a test can recompute them from the raw data.
 
 Per request (seconds, from the moment it is sent or arrives):

@@ -2,7 +2,7 @@
 the number of concurrent requests or the request rate (Poisson arrivals), as the serving
 simulation predicts them (``predict.serving``) at the ceiling and, where the machine has a
 calibration, as the calibrated engine is expected to run, with the band of that expectation;
-measured levels of a real server (``measure.server``) are drawn over them as points.
+measured levels of a real server (``measure.loadtest.run``) are drawn over them as points.
 
 The window, reports and the command line read one builder (``serving_figures`` for the levels,
 ``serving_chart`` for the curves). On the concurrency axis the levels are the powers of two up

@@ -1,7 +1,7 @@
 """A calibration of one (machine, engine, settings): the rates that engine reaches on that
 machine, by weight format, fitted from models it timed and applicable to any model.
 
-The model form (``measure.transfer`` fits it, ``predict.expected`` applies it) names each term
+The model form (``calibration.engine_calibration`` fits it, ``predict.expected`` applies it) names each term
 after what it costs:
 
 - ``bandwidth[f]``: bytes/s at which the engine streams weights of format class f in a decode

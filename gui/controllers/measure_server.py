@@ -1,4 +1,4 @@
-"""The Measure tab's Server source: runs ``measure.server``'s measurement of a running server
+"""The Measure tab's Server source: runs ``measure.loadtest.run``'s measurement of a running server
 on its own worker (a job apart from the engines', so the Serving tab's source never cancels a
 model run: the panel's start buttons are off while either runs), shows its progress on the
 panel's bar, keeps what it measured for the model and machine on screen (as ``rooflab measure
@@ -31,7 +31,7 @@ from rooflab.gui.workers.jobs import JobController, report_unexpected
 
 def server_job(plan: ServerPlan, stop: threading.Event, api_key: str,
                _cancel: CancelToken) -> Generator[Progress, None, ServerMeasurement]:
-    """``measure_server`` stopped by ``stop`` (the Cancel button: what was measured comes back);
+    """``measure.loadtest.run`` stopped by ``stop`` (the Cancel button: what was measured comes back);
     the worker's own token (closing the window) drops it, and closing the generator stops it."""
     from rooflab.core.measure.loadtest.run import measure_server
 

@@ -5,7 +5,7 @@ many identical devices share it (layer split or tensor parallel) over which inte
 --interconnect give them. It is the one control for where the weights sit: a share of the
 weights offloaded is the -ngl it means.
 
-control -> state: each edit calls ``state.set_placement`` with the choice the enabled controls
+control -> state: each edit calls ``AppState.set_placement`` with the choice the enabled controls
 make (several devices: the one-device controls wait, disabled, with their values kept).
 Unticking an "auto" starts from what auto placed.
 state -> control: ``placement_changed``, ``model_changed`` and ``machine_changed`` refresh the

@@ -2,7 +2,7 @@
 -fa, and -t on a CPU), speculative decoding, and the placement (``placement_panel``), which is
 also where the weights sit (no share of its own).
 
-control -> state: each edit calls ``state.update_workload``; a value the workload rejects is
+control -> state: each edit calls ``AppState.update_workload``; a value the workload rejects is
 shown under the fields and the state keeps its last good workload.
 state -> control: ``workload_changed`` refreshes the fields silently; ``model_changed`` bounds
 the token sliders by the model's trained context (the boxes still take any count)."""

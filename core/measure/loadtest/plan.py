@@ -1,4 +1,4 @@
-"""What ``measure.server`` is asked to do and what it brings back: the plan (an endpoint, a model,
+"""What ``measure.loadtest.run`` is asked to do and what it brings back: the plan (an endpoint, a model,
 load levels, lengths, bounds in count and time), each request's raw times, and each level's
 figures computed from them by the same ``serving_stats`` a prediction uses.
 
