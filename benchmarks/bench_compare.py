@@ -36,7 +36,9 @@ def cases() -> dict[str, list[str]]:
 
 def in_process(argv: list[str]) -> tuple[float, int]:
     """(wall seconds for the rows alone, rows): models and machines read first, then the table."""
-    from rooflab.core.cli.compare import compare_workload, entries, expected_machine
+    from rooflab.core.app.compare import entries
+    from rooflab.core.app.resolve import expected_machine
+    from rooflab.core.cli.compare import compare_workload
     from rooflab.core.cli.parser import build_parser
     from rooflab.core.report.compare import compare_rows
 

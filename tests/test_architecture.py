@@ -6,7 +6,9 @@ at module level and inside functions alike) and reports
 - an import of another module's private (underscore) name, or ``module._name`` on an import;
 - Qt anywhere in core; in core at module level anything beyond the standard library, numpy,
   gguf, platformdirs and rooflab itself (torch, transformers, safetensors, llama_cpp: inside
-  the functions that use them).
+  the functions that use them);
+- a window module importing the command line: the window and ``core/cli`` are two front ends
+  over ``core/app``, and only the entry point (``gui/main.py``) starts the command line.
 
 The same checker runs on a copy of the tree with violations planted in it, to show that it
 fails when someone breaks a rule. A subprocess test checks the runtime side: importing all of
@@ -41,6 +43,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rooflab.core.calibration",),
     ("rooflab.core.report",),
     ("rooflab.core.measure",),
+    # what the front ends ask: names resolved, the scenario placed and summarised once
+    ("rooflab.core.app",),
     ("rooflab.core.cli",),
     # the window, by role, bottom first: shared widgets and the worker thread; the state; the
     # plots; the panels; the dialogs; the controllers that drive panels; files written from the
@@ -59,6 +63,8 @@ INIT_ONLY = frozenset({"rooflab.core", "rooflab.gui"})
 DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "import_module", "__import__"})
 
 QT = frozenset({"PySide6", "pyqtgraph", "shiboken6"})
+COMMAND_LINE = "rooflab.core.cli"
+ENTRY_POINT = "rooflab.gui.main"        # the one window module that may start the command line
 CORE_MODULE_LEVEL = frozenset({"numpy", "gguf", "platformdirs", "rooflab"}) | frozenset(sys.stdlib_module_names)
 
 
@@ -66,7 +72,7 @@ CORE_MODULE_LEVEL = frozenset({"numpy", "gguf", "platformdirs", "rooflab"}) | fr
 class Violation:
     path: str       # relative to the scanned root, "/"-separated
     line: int
-    rule: str       # upward, cycle, private, qt, module-level, no-layer
+    rule: str       # upward, cycle, private, qt, module-level, no-layer, front-end
     detail: str
 
     def __str__(self) -> str:
@@ -306,6 +312,13 @@ def _upward(edge: Edge) -> bool:
     return mine is not None and theirs is not None and theirs > mine
 
 
+def _window_asks_the_command_line(edge: Edge) -> bool:
+    """A gui module other than the entry point importing ``core/cli``: both are front ends."""
+    window = edge.importer == "rooflab.gui" or edge.importer.startswith("rooflab.gui.")
+    cli = edge.target == COMMAND_LINE or edge.target.startswith(COMMAND_LINE + ".")
+    return window and cli and edge.importer != ENTRY_POINT
+
+
 def check_layering(root: Path) -> list[Violation]:
     """Every layering violation in the core/ and gui/ folders under ``root``, sorted."""
     files = module_files(root)
@@ -323,6 +336,10 @@ def check_layering(root: Path) -> list[Violation]:
         problems.append(Violation(edge.path, edge.line, "upward",
                                   f"{edge.importer} (layer {layer_of(edge.importer)}) imports {edge.target} "
                                   f"(layer {layer_of(edge.target)})"))
+    for edge in filter(_window_asks_the_command_line, edges):
+        problems.append(Violation(edge.path, edge.line, "front-end",
+                                  f"{edge.importer} imports {edge.target}: the window asks core/app, "
+                                  f"not the command line (only {ENTRY_POINT} starts it)"))
     level = [e for e in edges if not _upward(e)]
     problems += _cycle_violations(level, lambda m: m, "modules")
     problems += _cycle_violations(level, lambda m: unit_of(m) or m, "packages")
@@ -458,6 +475,10 @@ def test_the_checker_finds_planted_violations(tmp_path: Path):
     expected.add(("gui/widgets/theme.py", line, "upward"))
     line = _plant(gui / "plots" / "axis.py", "from rooflab.gui.panels import numbers_panel\n")
     expected.add(("gui/plots/axis.py", line, "upward"))
+    # the window asking the command line (a layer below it, so no upward import): only the entry point may
+    line = _plant(gui / "panels" / "fit_panel.py", "def hook():\n    from rooflab.core.cli import compare\n")
+    expected.add(("gui/panels/fit_panel.py", line + 1, "front-end"))
+    _plant(gui / "main.py", "def fine():\n    from rooflab.core.cli import compare\n")      # the entry point: allowed
 
     found = set(check_layering(tmp_path)) - before
     assert {(v.path, v.line, v.rule) for v in found} == expected, "\n".join(map(str, sorted(found)))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Callable
 
-from rooflab.core.values.workload import DTYPE_NAME, Workload
+from rooflab.core.values.workload import DTYPE_NAME
 
 
 def int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
@@ -82,12 +81,3 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", "-t", type=int, default=None, metavar="N",
                    help="llama.cpp's -t on a CPU: compute scales with min(N, cores) / cores (default: the "
                         "physical cores, llama.cpp's own default)")
-
-
-def with_engine_options(args: argparse.Namespace, workload: Workload) -> Workload:
-    """``workload`` with what ``add_engine_options`` set (its own values where not given)."""
-    flash = getattr(args, "flash_attention", None)
-    ubatch, threads = getattr(args, "ubatch", None), getattr(args, "threads", None)
-    return dataclasses.replace(workload, ubatch=workload.ubatch if ubatch is None else ubatch,
-                               flash_attention=workload.flash_attention if flash is None else flash == "on",
-                               threads=workload.threads if threads is None else threads)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from rooflab.core.app.compare import rate_text, time_text
+from rooflab.core.app.resolve import expected_machine
 from rooflab.core.cli.args import add_engine_options
-from rooflab.core.cli.compare import RowProgress, compare_workload, expected_machine, names, rate_text, time_text
+from rooflab.core.cli.compare import RowProgress, compare_workload, names
 from rooflab.core.errors import SpecError
 from rooflab.core.report.compare import row_dict
 from rooflab.core.report.fit_table import FORMATS, FitRow, fit_words

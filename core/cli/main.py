@@ -7,78 +7,16 @@ Every RooflabError becomes one line on stderr and exit status 2."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from rooflab.core.cli.args import with_engine_options
+from rooflab.core.app.resolve import resolve_machine, resolve_workload
 from rooflab.core.cli.parser import GB, build_parser
 from rooflab.core.errors import RooflabError, SpecError
-from rooflab.core.values.machine import MachineProfile
-from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
 
 Handler = Callable[[argparse.Namespace], int]
 MAX_GRID = 100_000          # decode rows (contexts x batches) and prefill rows one predict prints
-
-
-# --- shared resolution ------------------------------------------------------------------------
-
-def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> MachineProfile:
-    """The machine named by --machine, with --bandwidth/--peak-tflops/--memory-gb applied and,
-    with --calibrated, the efficiency fitted from ``spec``'s measurements on that machine."""
-    from rooflab.core.io.presets import load_machine
-
-    machine = load_machine(args.machine)
-    dtype = getattr(args, "compute_dtype", None)
-    if dtype and dtype not in machine.peak_flops and not getattr(args, "peak_tflops", None):
-        # the machine's default peak would apply silently: FP32 asked, fp16 computed
-        raise SpecError(f"{machine.name} lists no {dtype} peak (it has {', '.join(machine.peak_flops)}); "
-                        f"give one with --peak-tflops")
-    changes: dict[str, Any] = {}
-    if getattr(args, "bandwidth", None):
-        changes["bandwidth"] = args.bandwidth * GB
-    if getattr(args, "peak_tflops", None):
-        dtype = getattr(args, "compute_dtype", None) or machine.default_dtype
-        flops = dict(machine.peak_flops)
-        flops[dtype] = args.peak_tflops * 1e12
-        changes["peak_flops"] = flops
-        if dtype not in machine.peak_flops:
-            changes["default_dtype"] = dtype
-    if getattr(args, "memory_gb", None):
-        changes["memory"] = args.memory_gb * GB
-    eff = {name: value for name, value in (
-        ("bandwidth", getattr(args, "bandwidth_efficiency", None)),
-        ("compute", getattr(args, "compute_efficiency", None)),
-        ("step_overhead", None if getattr(args, "step_overhead_ms", None) is None else args.step_overhead_ms / 1e3),
-    ) if value is not None}
-    if eff:
-        changes["efficiency"] = dataclasses.replace(machine.efficiency, **eff)
-    if getattr(args, "calibrated", False):
-        from rooflab.core.calibration import store
-
-        mkey = store.machine_key(machine)
-        fitted = None if spec is None else (store.load_calibration(store.model_key(spec), mkey)
-                                            or store.load_calibration(spec.source, mkey))
-        if fitted is None:
-            raise SpecError(f"no calibration for this model on {machine.name}: run 'rooflab measure model' first")
-        changes["efficiency"] = fitted
-    return dataclasses.replace(machine, **changes) if changes else machine
-
-
-def resolve_workload(args: argparse.Namespace) -> Workload:
-    from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
-
-    return with_engine_options(args, Workload(
-        prompt=args.prompt if args.prompt is not None else d.prompt,
-        answer=args.answer if args.answer is not None else d.answer,
-        context=args.context if args.context is not None else d.context,
-        batch=args.batch if args.batch is not None else d.batch,
-        kv_type=args.kv_type.lower(), compute_dtype=getattr(args, "compute_dtype", None),
-        draft_tokens=args.draft_tokens, acceptance=args.acceptance, offload_fraction=args.offload,
-    ))
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -98,10 +36,11 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
-    from rooflab.core.cli.placement import choice_from, engine_from, resolve_placed, with_placement
-    from rooflab.core.io import load_model
+    from rooflab.core.app.resolve import choice_from, engine_for
     from rooflab.core.calibration.expectations import expected_on
+    from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
+    from rooflab.core.cli.placement import resolve_placed, with_placement
+    from rooflab.core.io import load_model
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.expected import expected_text, with_expected
     from rooflab.core.report.explain import why_text
@@ -115,7 +54,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     prompts = args.prompts or DEFAULT_PROMPTS
     check_grid(contexts, batches, prompts)
     expected = None if args.calibrated or args.ceiling_only else expected_on(
-        spec, machine, dtype=workload.compute_dtype, engine=engine_from(args))
+        spec, machine, dtype=workload.compute_dtype, engine=engine_for(choice_from(args)))
     placed = resolve_placed(args, spec, machine, workload)     # auto-fit unless placement flags
     if args.serve or args.concurrency or args.request_rate:     # serving under load: cli/serve.py
         from rooflab.core.cli.serve import run_serve

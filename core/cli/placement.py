@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from rooflab.core.app.resolve import choice_from
 from rooflab.core.cli.args import int_in
-from rooflab.core.errors import SpecError
 from rooflab.core.predict.autofit import largest_batch
-from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.predict.footprint import MemoryUse
 from rooflab.core.predict.layer_split import device_parts
 from rooflab.core.predict.offload import placed_batch_sweep, placed_prefill
@@ -25,7 +24,6 @@ from rooflab.core.predict.parallel import (
     ParallelEstimate,
     Scaling,
     device_memory,
-    engine_of,
     parallel_decode,
     parallel_prefill,
 )
@@ -69,26 +67,6 @@ def add_placement_options(p: argparse.ArgumentParser) -> None:
                    help="how they share it: layer split (llama.cpp's default) or tensor parallel (vLLM)")
     g.add_argument("--interconnect", type=gb_per_s, metavar="GB/s",
                    help="link bandwidth per direction between devices (default: the preset's)")
-
-
-def choice_from(args: argparse.Namespace) -> PlacementChoice:
-    """The placement the flags ask for (SpecError for llama.cpp's placement flags with
-    --devices in tensor parallel, where every layer is on the devices)."""
-    if args.devices > 1 and args.parallel == "tensor" and (
-            args.gpu_layers is not None or args.cpu_moe is not None or args.no_kv_offload):
-        raise SpecError("--gpu-layers, --cpu-moe and --no-kv-offload are llama.cpp's; with --parallel tensor "
-                        "every layer is on the devices (a layer split, --parallel layer, takes them)")
-    link = None if args.interconnect is None else args.interconnect * GB
-    return PlacementChoice(gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
-                           kv_on_device=not args.no_kv_offload, devices=args.devices, parallel=args.parallel,
-                           link_bandwidth=link)
-
-
-def engine_from(args: argparse.Namespace) -> str | None:
-    """The engine whose calibration the expected figures need: "vllm" for tensor parallel over
-    several devices (``parallel.engine_of``), else None (whatever applies to the machine)."""
-    engine = engine_of(args.parallel) if args.devices > 1 else None
-    return engine if engine != "llama.cpp" else None
 
 
 def alternatives(spec: ModelSpec, weights: Sequence[str] = SMALLER_WEIGHTS) -> dict[str, ModelSpec]:

@@ -62,7 +62,7 @@ class CompareTablePanel(QWidget):
                  controller: CompareController | None = None,
                  machines: Sequence[MachineProfile] | None = None) -> None:
         super().__init__(parent)
-        from rooflab.core.cli.compare import expected_machine
+        from rooflab.core.app.resolve import expected_machine
         from rooflab.core.io.presets import list_presets
 
         self._state = state

@@ -53,7 +53,7 @@ class FitPanel(QWidget):
                  controller: FitController | None = None) -> None:
         super().__init__(parent)
         if controller is None:
-            from rooflab.core.cli.compare import expected_machine
+            from rooflab.core.app.resolve import expected_machine
 
             controller = FitController(state, self, expected=expected_machine)
         self._state = state

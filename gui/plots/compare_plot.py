@@ -135,7 +135,7 @@ def compare_image(rows: Sequence[CompareRow], *, column: str, log: bool = False,
     """The comparison as one light image: its title (``column``) and ``heading`` lines (the
     workload), the plot of ``column``, then the table as text (the image widens to the table).
     ``labels``: the rows' names (default: ``report.compare.distinguishing_labels``)."""
-    from rooflab.core.cli.compare import compare_text
+    from rooflab.core.app.compare import compare_text
 
     lines = compare_text(rows, row_depths(rows)).splitlines()      # the depths the rows have (issue 15)
     font = QFont("monospace")

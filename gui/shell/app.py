@@ -362,8 +362,7 @@ def _screenshot(app: QApplication, window: MainWindow, path: str, *, named: bool
 def run_report(args: argparse.Namespace) -> int:
     """``rooflab report --model M --machine P [workload options] --out DIR``: the report files
     the window's File > Save report writes, without showing a window."""
-    from rooflab.core.cli.main import resolve_machine, resolve_workload
-    from rooflab.core.cli.placement import choice_from
+    from rooflab.core.app.resolve import choice_from, resolve_machine, resolve_workload
     from rooflab.core.io import load_model
     from rooflab.gui.export.report import write_report
     from rooflab.gui.plots import PLOT_CLASSES, ChartPlot

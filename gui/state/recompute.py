@@ -12,13 +12,14 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from rooflab.core.errors import RooflabError
+from rooflab.core.app.resolve import engine_for
 from rooflab.core.calibration.expectations import expected_on
-from rooflab.core.report.overlays import Overlay, expected_curves
+from rooflab.core.errors import RooflabError
 from rooflab.core.predict.expected import Expected
-from rooflab.core.predict.parallel import Parallel, engine_of
+from rooflab.core.predict.parallel import Parallel
 from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Chart, Scenario
+from rooflab.core.report.overlays import Overlay, expected_curves
 from rooflab.core.report.summary import Summary, headline_charts, summarise
 from rooflab.gui.state.app_state import AppState, Pinned
 
@@ -141,15 +142,14 @@ class RecomputeController(QObject):
 
     def _expected(self, sc: Scenario) -> Expected | None:
         """What the calibration of the scenario's machine expects of its model, for the engine
-        that runs it (tensor parallel is vLLM's: ``parallel.engine_of``, as ``rooflab predict``
+        that runs it (``app.resolve.engine_for``: tensor parallel is vLLM's, as ``rooflab predict``
         takes it); a machine whose efficiency was set by hand or by a model's own fit shows
         that instead. Looked up again only when the model, the machine, the engine or the dtype
         change, so a slider's drag does not re-mix the rates."""
         machine = sc.machine
         if not machine.efficiency.is_identity:
             return None
-        engine = engine_of(sc.placement.parallel) if sc.placement.devices > 1 else None
-        engine = None if engine == "llama.cpp" else engine
+        engine = engine_for(sc.placement)
         key = (sc.model, machine, engine, sc.workload.compute_dtype)
         last = self._last_expected
         if last is None or last[0][0] is not sc.model or last[0][1] != machine or last[0][2:] != key[2:]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 
-from rooflab.core.errors import RooflabError
 from rooflab.core.calibration import store
+from rooflab.core.errors import RooflabError
 from rooflab.core.measure.loadtest.plan import latest_measured
 from rooflab.core.report.chart_types import Chart
 from rooflab.core.report.serving_chart import ServingFigures, chart_of, empty_chart, serving_figures

@@ -199,17 +199,17 @@ def test_saved_report_carries_the_table(qtbot, window, tmp_path):
 def test_compare_out_draws_the_depths_asked_for(qtbot, tmp_path, monkeypatch, depths):
     """Issue 15: ``compare --depths 0,4096 --out DIR`` crashed (IndexError: compare.png's table
     had the default three depth columns), and three other depths were labelled 4,096 and 32,768."""
-    from rooflab.core.cli import compare as cli_compare
+    from rooflab.core.app import compare as app_compare
     from rooflab.gui.main import main
 
     drawn: list[str] = []
-    real = cli_compare.compare_text
+    real = app_compare.compare_text
 
     def recording(rows, depths=None):
         drawn.append(real(rows, depths))
         return drawn[-1]
 
-    monkeypatch.setattr(cli_compare, "compare_text", recording)
+    monkeypatch.setattr(app_compare, "compare_text", recording)
     out = tmp_path / "out"
     assert main(["compare", "--models", "qwen3-0.6b", "--machines", "rtx-4090,desktop-ddr5", "--ceiling-only",
                  "--depths", depths, "--out", str(out)]) == 0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.cli.main import resolve_workload
+from rooflab.core.app.resolve import resolve_workload
 from rooflab.core.cli.parser import build_parser
 from rooflab.core.io.presets import load_machine
 from rooflab.core.report import units

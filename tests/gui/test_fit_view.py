@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from rooflab.core.cli.compare import expected_machine
+from rooflab.core.app.resolve import expected_machine
 from rooflab.core.io.presets import load_machine
 from rooflab.core.report.compare import compare_row
 from rooflab.gui.panels.fit_panel import FitPanel

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.cli.output import predict_dict
 from rooflab.core.cli.placement import with_placement
 from rooflab.core.errors import SpecError
 from rooflab.core.io import load_model
 from rooflab.core.io.catalogue import list_catalogue
 from rooflab.core.io.presets import load_machine, preset_keys
-from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.report.expected import with_expected
 from rooflab.core.report.placed import placed_as_chosen

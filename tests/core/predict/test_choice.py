@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from rooflab.core.app.resolve import choice_from
 from rooflab.core.cli.parser import build_parser
-from rooflab.core.cli.placement import choice_from
 from rooflab.core.errors import SpecError
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice

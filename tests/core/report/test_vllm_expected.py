@@ -3,15 +3,15 @@ vLLM calibration kept for the machine it is the ceiling (with the link's all-red
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from rooflab.core.cli.main import main
-from rooflab.core.cli.placement import engine_from
-from rooflab.core.io.presets import load_machine
+from rooflab.core.app.resolve import engine_for
 from rooflab.core.calibration.expectations import NO_VLLM_CALIBRATION, VLLM, expected_on
+from rooflab.core.cli.main import main
+from rooflab.core.io.presets import load_machine
+from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.predict.parallel import Parallel, engine_of, parallel_estimate
 from rooflab.core.report.expected import expected_request, expected_text
 from rooflab.core.values.workload import Workload
@@ -39,10 +39,9 @@ def test_the_one_device_and_layer_split_figures_keep_llama_cpps_factors(qwen8b):
     m = load_machine("rtx-4090")
     ex = expected_on(qwen8b, m)
     assert ex is not None and ex.calibration.source == "public" and not ex.machine.efficiency.is_identity
-    args = argparse.Namespace(devices=2, parallel="layer")
-    assert engine_from(args) is None                     # whatever applies to the machine: llama.cpp's
-    assert engine_from(argparse.Namespace(devices=2, parallel="tensor")) == VLLM
-    assert engine_from(argparse.Namespace(devices=1, parallel="tensor")) is None      # one device: llama.cpp
+    assert engine_for(PlacementChoice(devices=2, parallel="layer")) is None   # whatever applies: llama.cpp's
+    assert engine_for(PlacementChoice(devices=2, parallel="tensor")) == VLLM
+    assert engine_for(PlacementChoice(devices=1, parallel="tensor")) is None      # one device: llama.cpp
 
 
 def _predict(capsys, *argv):

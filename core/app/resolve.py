@@ -1,0 +1,123 @@
+"""From what the user named to value objects: the machine (a preset, its overrides and, when
+asked, the model's own calibration), the workload, the placement choice (llama.cpp's flags and
+the devices) and the engine whose calibration prices it. The command line's flags and the
+window's report command (``rooflab report``) both come through here."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from rooflab.core.calibration.expectations import expected_on
+from rooflab.core.errors import SpecError
+from rooflab.core.predict.choice import PlacementChoice
+from rooflab.core.predict.expected import Expected
+from rooflab.core.predict.parallel import engine_of
+from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.workload import Workload
+
+GB = 1e9
+
+
+def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> MachineProfile:
+    """The machine named by --machine, with --bandwidth/--peak-tflops/--memory-gb applied and,
+    with --calibrated, the efficiency fitted from ``spec``'s measurements on that machine."""
+    from rooflab.core.io.presets import load_machine
+
+    machine = load_machine(args.machine)
+    dtype = getattr(args, "compute_dtype", None)
+    if dtype and dtype not in machine.peak_flops and not getattr(args, "peak_tflops", None):
+        # the machine's default peak would apply silently: FP32 asked, fp16 computed
+        raise SpecError(f"{machine.name} lists no {dtype} peak (it has {', '.join(machine.peak_flops)}); "
+                        f"give one with --peak-tflops")
+    changes: dict[str, Any] = {}
+    if getattr(args, "bandwidth", None):
+        changes["bandwidth"] = args.bandwidth * GB
+    if getattr(args, "peak_tflops", None):
+        dtype = getattr(args, "compute_dtype", None) or machine.default_dtype
+        flops = dict(machine.peak_flops)
+        flops[dtype] = args.peak_tflops * 1e12
+        changes["peak_flops"] = flops
+        if dtype not in machine.peak_flops:
+            changes["default_dtype"] = dtype
+    if getattr(args, "memory_gb", None):
+        changes["memory"] = args.memory_gb * GB
+    eff = {name: value for name, value in (
+        ("bandwidth", getattr(args, "bandwidth_efficiency", None)),
+        ("compute", getattr(args, "compute_efficiency", None)),
+        ("step_overhead", None if getattr(args, "step_overhead_ms", None) is None else args.step_overhead_ms / 1e3),
+    ) if value is not None}
+    if eff:
+        changes["efficiency"] = dataclasses.replace(machine.efficiency, **eff)
+    if getattr(args, "calibrated", False):
+        from rooflab.core.calibration import store
+
+        mkey = store.machine_key(machine)
+        fitted = None if spec is None else (store.load_calibration(store.model_key(spec), mkey)
+                                            or store.load_calibration(spec.source, mkey))
+        if fitted is None:
+            raise SpecError(f"no calibration for this model on {machine.name}: run 'rooflab measure model' first")
+        changes["efficiency"] = fitted
+    return dataclasses.replace(machine, **changes) if changes else machine
+
+
+def with_engine_options(args: argparse.Namespace, workload: Workload) -> Workload:
+    """``workload`` with llama.cpp's run settings given (-ub, -fa, -t; its own values where not
+    given)."""
+    flash = getattr(args, "flash_attention", None)
+    ubatch, threads = getattr(args, "ubatch", None), getattr(args, "threads", None)
+    return dataclasses.replace(workload, ubatch=workload.ubatch if ubatch is None else ubatch,
+                               flash_attention=workload.flash_attention if flash is None else flash == "on",
+                               threads=workload.threads if threads is None else threads)
+
+
+def resolve_workload(args: argparse.Namespace) -> Workload:
+    """The workload the flags give (``DEFAULT_WORKLOAD``'s values where not given)."""
+    from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
+
+    return with_engine_options(args, Workload(
+        prompt=args.prompt if args.prompt is not None else d.prompt,
+        answer=args.answer if args.answer is not None else d.answer,
+        context=args.context if args.context is not None else d.context,
+        batch=args.batch if args.batch is not None else d.batch,
+        kv_type=args.kv_type.lower(), compute_dtype=getattr(args, "compute_dtype", None),
+        draft_tokens=args.draft_tokens, acceptance=args.acceptance, offload_fraction=args.offload,
+    ))
+
+
+def choice_from(args: argparse.Namespace) -> PlacementChoice:
+    """The placement the flags ask for (SpecError for llama.cpp's placement flags with
+    --devices in tensor parallel, where every layer is on the devices)."""
+    if args.devices > 1 and args.parallel == "tensor" and (
+            args.gpu_layers is not None or args.cpu_moe is not None or args.no_kv_offload):
+        raise SpecError("--gpu-layers, --cpu-moe and --no-kv-offload are llama.cpp's; with --parallel tensor "
+                        "every layer is on the devices (a layer split, --parallel layer, takes them)")
+    link = None if args.interconnect is None else args.interconnect * GB
+    return PlacementChoice(gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
+                           kv_on_device=not args.no_kv_offload, devices=args.devices, parallel=args.parallel,
+                           link_bandwidth=link)
+
+
+def engine_for(choice: PlacementChoice) -> str | None:
+    """The engine whose calibration prices ``choice``: "vllm" for tensor parallel over several
+    devices (``parallel.engine_of``), else None (whatever applies to the machine: llama.cpp's).
+    The one home of this rule: ``rooflab predict``, the window and reports all ask here."""
+    engine = engine_of(choice.parallel) if choice.devices > 1 else None
+    return engine if engine != "llama.cpp" else None
+
+
+def expected_for(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoice,
+                 dtype: str | None = None) -> Expected | None:
+    """What the calibration that applies to ``machine`` (timed here, or published for its back
+    end) expects of ``spec`` run as ``choice`` asks (its engine: ``engine_for``); None without
+    one."""
+    return expected_on(spec, machine, dtype=dtype, engine=engine_for(choice))
+
+
+def expected_machine(spec: ModelSpec, machine: MachineProfile) -> MachineProfile | None:
+    """The hook ``report.compare`` asks for expected figures: ``machine`` as the calibration that
+    applies to it (timed here, or published for its back end) expects it to run ``spec``."""
+    found = expected_on(spec, machine)
+    return None if found is None else found.machine
