@@ -31,6 +31,7 @@ from rooflab.gui.plots.axis import log_position
 from rooflab.gui.plots.drawn import Drawn
 from rooflab.gui.plots.panel_view import PanelView
 from rooflab.gui.plots.style import Layer, LayerKind
+from rooflab.gui.widgets.controls import StatusLine
 from rooflab.gui.widgets.theme import LIGHT, Theme
 
 HOVER_HINT = "Hover over a curve to read its values."
@@ -73,7 +74,9 @@ class ChartPlot(QWidget):
         # spacing set, not left to the style: a layout asked for the style's spacing after a
         # theme switch replaced the style crashed PySide6 (6 px is what the style gave)
         self.view.ci.layout.setSpacing(_SPACING)
-        self.readout = QLabel(HOVER_HINT)
+        # one line cut to the width it has: a long read-out once widened the window past the
+        # screen at 1280x720, and the charts and panels on the right stayed off-screen
+        self.readout = StatusLine(HOVER_HINT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.info = QLabel("<u>How is this computed?</u>")
         self.info.setToolTipDuration(60_000)

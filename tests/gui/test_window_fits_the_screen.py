@@ -62,3 +62,20 @@ def test_the_token_sliders_reach_the_trained_context(qtbot, window):
     prompt.spin.setValue(10 * state.model.context_length)        # the box still takes any count
     assert state.workload.prompt == 10 * state.model.context_length
     assert prompt.slider.value() == prompt.slider.maximum()
+
+
+def test_a_long_hover_readout_does_not_widen_the_window(qtbot, window):
+    # a read-out of one unshortened line widened a 1280-wide window to 1,469 px, and the right
+    # chart, "How is this computed?" and the Compare panel went off-screen and stayed there
+    window.setWindowState(Qt.WindowState.WindowNoState)
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    plot = window.plots["decode"]
+    window.plot_tabs.setCurrentWidget(plot)
+    long_text = "a read-out far longer than any screen is wide, " * 20
+    plot.readout.setText(long_text)
+    qtbot.wait(50)
+    assert plot.readout.text() == long_text                 # the whole text is kept (and in the tooltip)
+    assert window.width() <= 1280 and window.minimumSizeHint().width() <= 1280
+    assert plot.readout.toolTip() == long_text
