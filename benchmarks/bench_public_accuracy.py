@@ -5,12 +5,16 @@ Reads resources/benchmarks/*.json (public llama-bench results, each row with its
 each group (back end; Vulkan per GPU vendor) in the calibration model form (``public_fit``:
 shares of bandwidth and FP16 peak by weight format, routed experts apart, rows per multiply,
 attention with and without flash attention, fixed seconds per pass and layer, the clocks'
-overlap, each machine's own offset), and prints for each protocol (leave one source out, one model family out, one
-machine out) a matrix of out-of-sample median and worst |predicted - measured| / measured by
-(group x dense/MoE x tg/pp x short/long) with each cell's band coverage (the share of its rows
-inside the 16-84 % band built without them: about 68 % is a band that means what it says), the
-totals (over rows, and over machines: one chip swept 500 ways weighs as one machine), and the
-worst rows with their settings. No measurement, no GPU; a few tens of seconds.
+overlap, each machine's own offset), and prints for each protocol (leave one machine out first: what
+a machine rooflab has no rows for gets; then one source out and one model family out: a known
+machine on a new page or a new model) a matrix of out-of-sample median and worst
+|predicted - measured| / measured by (group x dense/MoE x tg/pp x short/long) with each cell's
+band coverage (the share of its rows inside the 16-84 % band built without them: about 68 % is a
+band that means what it says), the totals, and a summary that gives each protocol's median over
+machines (each machine's median, then the median of those: one chip swept 500 ways weighs as one)
+beside its median over rows (every row one vote: how often a reader of a row meets that error),
+and each band's median width (high / low) beside its coverage. Then the worst rows with their
+settings. No measurement, no GPU; a few tens of seconds.
 
     python benchmarks/bench_public_accuracy.py
     python benchmarks/bench_public_accuracy.py --write-fit    # also refresh the shipped fit
@@ -27,12 +31,12 @@ import time
 
 import numpy as np
 
-from rooflab.core.calibration import public
-from rooflab.core.calibration import public_score
+from rooflab.core.calibration import public, public_score
 from rooflab.core.calibration.expectations import write_shipped_fits
 
-NAMES = {"source": "leave one source out", "family": "leave one model family out",
-         "machine": "leave one machine out"}
+PROTOCOLS = ("machine", "source", "family")     # the first is the headline: a machine with no rows of its own
+NAMES = {"machine": "leave one machine out", "source": "leave one source out",
+         "family": "leave one model family out"}
 
 
 def _pct(x: float) -> str:
@@ -66,19 +70,30 @@ def machine_median(data: public.PublicBenchmarks, preds: list[public_score.Predi
             len(per_machine))
 
 
+def band_width(preds: list[public_score.Prediction]) -> float:
+    """The median over ``preds`` of each band's width, high / low (NaN without a band)."""
+    widths = [p.high / p.low for p in preds if p.low > 0]
+    return float(np.median(widths)) if widths else math.nan
+
+
 def summary(data: public.PublicBenchmarks, preds: dict[str, list[public_score.Prediction]]) -> None:
-    """One line per protocol: generation and prompt processing, the median over machines of
-    each machine's median error (a chip swept 500 ways weighs as one), and the band's coverage."""
-    print("\nout of sample, median over machines of each one's median error; band: share of rows inside "
-          "their 16-84 % band")
-    print(f"  {'protocol':28} {'tg':>5} {'pp':>5} {'tg band':>8} {'pp band':>8}")
+    """One line per protocol: for generation and for prompt processing, the median over machines
+    of each machine's median error (a chip swept 500 ways weighs as one) beside the median over
+    rows (each row one vote), and the band's median width (high / low) beside its coverage (the
+    share of rows inside it)."""
+    print("\nout of sample, median over machines (each one's median) and over rows; band: median width "
+          "(high / low), share of rows inside")
+    print(f"  {'protocol':27} {'tg machines':>11} {'rows':>5} {'band':>6} {'held':>5}   "
+          f"{'pp machines':>11} {'rows':>5} {'band':>6} {'held':>5}")
     for protocol, ps in preds.items():
         cells = []
         for kind in ("tg", "pp"):
             mine = [p for p in ps if public.kind(data.rows[p.row]) == kind]
-            cells.append((machine_median(data, mine)[0], public_score.cell(mine).coverage))
-        print(f"  {NAMES[protocol]:28} {_pct(cells[0][0])} {_pct(cells[1][0])} {_pct(cells[0][1]):>8} "
-              f"{_pct(cells[1][1]):>8}")
+            c = public_score.cell(mine)
+            width = band_width(mine)
+            cells.append(f"{_pct(machine_median(data, mine)[0]).strip():>11} {_pct(c.median).strip():>5} "
+                         f"{'n/a' if math.isnan(width) else f'x{width:.2f}':>6} {_pct(c.coverage).strip():>5}")
+        print(f"  {NAMES[protocol]:27} {cells[0]}   {cells[1]}")
 
 
 def worst(data: public.PublicBenchmarks, preds: list[public_score.Prediction], count: int = 8) -> None:
@@ -96,6 +111,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-fit", action="store_true",
                         help="write resources/fitted/public-calibrations.json from this data")
+    parser.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS),
+                        help="the protocols to score (default: all three; one is a third of the time)")
     args = parser.parse_args()
     start = time.perf_counter()
     data = public.load_public()
@@ -120,11 +137,11 @@ def main() -> None:
     tg, pp = (np.array([o[k] for o in offsets.values()]) for k in (0, 1))
     print(f"machines' own offsets ({len(offsets)} machines): generation x{np.min(tg):.2f} .. x{np.max(tg):.2f}, "
           f"prompt processing x{np.min(pp):.2f} .. x{np.max(pp):.2f}")
-    preds = {protocol: report(protocol, data) for protocol in ("source", "family", "machine")}
-    machine_preds = preds["machine"]
-    worst(data, machine_preds)
-    errors = np.array([p.error for p in machine_preds])
-    print(f"\n{len(errors)} rows, {np.mean(errors <= 0.25):.0%} within 25 %")
+    preds = {protocol: report(protocol, data) for protocol in PROTOCOLS if protocol in args.protocols}
+    if "machine" in preds:
+        worst(data, preds["machine"])
+        errors = np.array([p.error for p in preds["machine"]])
+        print(f"\n{len(errors)} rows, {np.mean(errors <= 0.25):.0%} within 25 % (leave one machine out)")
     summary(data, preds)
     if args.write_fit:
         print(f"wrote {write_shipped_fits()}")

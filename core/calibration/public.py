@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from rooflab.core.calibration import public_fit
 from rooflab.core.errors import ResourceError
 from rooflab.core.io.catalogue import get_entry, load_entry
 from rooflab.core.io.public_bench import (
@@ -33,7 +34,6 @@ from rooflab.core.io.public_bench import (
     PublicRow,
     read_public_benchmarks,
 )
-from rooflab.core.calibration import public_fit
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.expected import efficiency_for
 from rooflab.core.values.calibration import Rates

@@ -36,8 +36,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from rooflab.core.errors import SpecError
-from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
 from rooflab.core.calibration.solver import (
     OVERLAPS,
     ROWS_HALF,
@@ -47,6 +45,8 @@ from rooflab.core.calibration.solver import (
     fit_scored,
     mostly_in,
 )
+from rooflab.core.errors import SpecError
+from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import EXPERTS, Shares
 from rooflab.core.values.calibration import FORMAT_CLASSES, Rates

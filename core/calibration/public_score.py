@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rooflab.core.io.public_bench import PublicBenchmarks, PublicRow
 from rooflab.core.calibration import public
+from rooflab.core.io.public_bench import PublicBenchmarks, PublicRow
 from rooflab.core.values.calibration import BAND
 
 MIN_BAND_ROWS = 8            # out-of-sample rows a group's own band needs (else the kind's pooled one)
