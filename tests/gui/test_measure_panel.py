@@ -301,7 +301,7 @@ def test_an_imported_fit_serves_predict_calibrated(qtbot, window, tmp_path, monk
 
 
 def test_machine_measurement_draws_the_roofline(qtbot, tiny_window, monkeypatch):
-    from rooflab.core.measure.machine.benchmark import benchmark as machine_module
+    from rooflab.core.measure.machine import benchmark as machine_module
 
     panel, ctl = tiny_window.measure_panel, tiny_window.measure
     small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=2, dtypes=("fp32",),
@@ -353,7 +353,7 @@ def test_a_disturbed_machine_run_is_not_switched_to(qtbot, tiny_window, monkeypa
     """A machine run that fails its checks says why in one line; "Use the measured machine" is
     on, yet the window stays on the machine it showed and the measured machine is unchanged."""
     from rooflab.core.io import presets
-    from rooflab.core.measure.machine.benchmark import benchmark as machine_module
+    from rooflab.core.measure.machine import benchmark as machine_module
 
     panel, ctl = tiny_window.measure_panel, tiny_window.measure
     small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=1, dtypes=("fp32",),

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="aiohttp is not installed")
 
-from rooflab.core.measure import store  # noqa: E402
+from rooflab.core.calibration import store  # noqa: E402
 from rooflab.core.measure.loadtest.plan import ServerMeasurement  # noqa: E402
 from rooflab.core.report.serving_chart import SERVING  # noqa: E402
 from tests.factories.fake_openai import FakeServer  # noqa: E402

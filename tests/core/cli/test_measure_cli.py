@@ -76,7 +76,7 @@ HUGE = "99999999999999999999"
 def test_absurd_counts_are_one_line_before_anything_runs(capsys, monkeypatch, argv):
     """Issue 15: --threads 99999999999999999999 was a traceback from torch.set_num_threads, or
     std::bad_alloc and SIGABRT from llama.cpp; --repeats of as much measured forever."""
-    from rooflab.core.measure.machine.benchmark import benchmark as machine
+    from rooflab.core.measure.machine import benchmark as machine
 
     monkeypatch.setattr(machine, "measure_machine_blocking", _must_not_measure)
     with pytest.raises(SystemExit) as stop:
@@ -93,7 +93,7 @@ def _must_not_measure(*args, **kwargs):
 def test_a_missing_model_is_said_before_the_machine_is_measured(tmp_path: Path, capsys, monkeypatch, engine):
     """Issue 15: with no measured machine kept, ``measure model missing.gguf --no-save`` measured
     this machine (and kept it) before it found there was no model."""
-    from rooflab.core.measure.machine.benchmark import benchmark as machine
+    from rooflab.core.measure.machine import benchmark as machine
 
     monkeypatch.setattr(machine, "measure_machine_blocking", _must_not_measure)
     missing = tmp_path / "missing.gguf"

@@ -12,7 +12,7 @@ import pytest
 
 from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.jobs import CancelToken, Progress
-from rooflab.core.measure.machine.benchmark import benchmark as machine_module
+from rooflab.core.measure.machine import benchmark as machine_module
 from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine, measure_machine_blocking
 from rooflab.core.values.machine_run import (
     BandwidthResult,
