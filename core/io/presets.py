@@ -16,7 +16,8 @@ from rooflab.core.files.records import load_record, read_record, write_record
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.files.safe_json import dumps_json, read_json
 from rooflab.core.io.textfile import printable
-from rooflab.core.values.machine import MEASURED_KEY, MachineProfile
+from rooflab.core.values.machine import MEASURED_KEY as MEASURED_KEY  # re-exported: the key beside the presets'
+from rooflab.core.values.machine import MachineProfile
 
 MAX_PROFILE_BYTES = 1 << 20          # a profile is a few hundred bytes
 
