@@ -143,14 +143,20 @@ class AttentionLayout:
         """
         return self._pair_flops
 
+    def pair_flops(self, layer: int) -> tuple[float, float]:
+        """(scores, weighted sum) FLOPs of one query attending to one cached key in ``layer``:
+        2 x heads x d_k for q.k, 2 x heads x d_v for the sum of V (MLA: in the latent space,
+        d_k = rank + rope dims, d_v = rank)."""
+        if self.kv_lora_rank:
+            d_k, d_v = self.kv_lora_rank + self.rope_dim, self.kv_lora_rank
+        else:
+            d_k, d_v = self.head_dim_k, self.head_dim_v
+        return 2.0 * self.heads[layer] * d_k, 2.0 * self.heads[layer] * d_v
+
     def _sum_pair_flops(self) -> tuple[float, float]:
         full = window = 0.0
         for layer in range(self.layers):
-            if self.kv_lora_rank:
-                d_k, d_v = self.kv_lora_rank + self.rope_dim, self.kv_lora_rank
-            else:
-                d_k, d_v = self.head_dim_k, self.head_dim_v
-            flops = 2.0 * self.heads[layer] * (d_k + d_v)
+            flops = sum(self.pair_flops(layer))
             if self.is_sliding(layer):
                 window += flops
             else:
