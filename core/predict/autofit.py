@@ -5,7 +5,9 @@ The search follows llama.cpp's fit (common/fit.cpp, ``common_params_fit_impl``):
 
 - Each device's target is its free memory less a margin: the bill's reserve
   (``footprint.runtime_reserve``) is the back end's context, which is gone before llama.cpp reads
-  what is free, plus ``--fit-target``'s 1 GiB.
+  what is free, and the search leaves ``--fit-target``'s 1 GiB free besides
+  (``footprint.fit_margin``). The margin is the search's target only: a placement given by hand
+  runs when its bill fits, margin or not, as llama.cpp runs it.
 - It fits at the context llama.cpp allocates: the workload's length, as ``-c`` gives it, but
   never less than ``--fit-ctx``'s 4,096 tokens (``FIT_MIN_CONTEXT``; at most the trained
   context), the least llama.cpp shrinks an unset context to before it moves any layer (step 2).
@@ -39,7 +41,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rooflab.core.predict.footprint import MemoryPlan, compute_buffer_bytes, plan_memory, runtime_reserve
+from rooflab.core.predict.footprint import MemoryPlan, compute_buffer_bytes, fit_margin, plan_memory, runtime_reserve
 from rooflab.core.predict.layer_split import layer_units
 from rooflab.core.predict.placement import Placement, describe, has_host_tier, input_on_host
 from rooflab.core.predict.work import kv_bytes_held, padded
@@ -73,7 +75,9 @@ class Fit:
         """"fits with all 37 layers on the GPU, ..." or "does NOT fit: ..." in one line."""
         if not self.fits:
             return f"does NOT fit: {shortfall(self.memory)}"
-        return f"fits with {describe(spec, self.placement, machine)}"
+        paged = self.memory.host.paged
+        tail = f" ({paged / GB:,.1f} GB of its host weights paged from disk: mmap)" if paged > 0 else ""
+        return f"fits with {describe(spec, self.placement, machine)}{tail}"
 
 
 def shortfall(plan: MemoryPlan) -> str:
@@ -146,9 +150,12 @@ def fit_placement(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     def bill(p: Placement) -> MemoryPlan:
         return plan_memory(spec, machine, workload, p, context_length=length, batch=batch)
 
+    margin = fit_margin(machine)
+
     def placed(p: Placement) -> Placement | None:
-        """``p`` as it fits its devices (split evenly, else filled in turn), None when it does not."""
-        if bill(p).device.fits:
+        """``p`` as it fits its devices (split evenly, else filled in turn) leaving llama.cpp's
+        margin free on each, None when it does not."""
+        if bill(p).device.free >= margin:
             return p
         if p.devices == 1:
             return None
@@ -159,7 +166,7 @@ def fit_placement(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     chosen = placed(path[i]) or path[i]
     if cpu_moe is None and i > 0 and chosen.gpu_layers == spec.layers + 1 and chosen.cpu_moe >= 1 \
             and devices == 1:
-        chosen = _with_partial_layer(chosen, bill)
+        chosen = _with_partial_layer(chosen, bill, margin)
     # past the end: not even -ngl 0 leaves the device enough room, the path's end comes closest;
     # otherwise it fits unless the host overflows
     if context_length is None:
@@ -173,11 +180,11 @@ def fill_split(spec: ModelSpec, machine: MachineProfile, workload: Workload, pla
                context_length: int | None = None, batch: int | None = None) -> tuple[int, ...] | None:
     """llama.cpp's fit's -ts: the device's layers (``layer_split.layer_units``: weights and KV
     held, the output with the last) packed in order onto ``placement.devices`` devices, each up
-    to its room (capacity less the reserve and a compute buffer); layers per device, None when
+    to its room (capacity less the reserve, the fit's margin and a compute buffer); layers per device, None when
     they do not all fit."""
     length = workload.context + workload.prompt + workload.answer if context_length is None else context_length
     b = workload.batch if batch is None else batch
-    room = machine.memory - runtime_reserve(machine) - float(
+    room = machine.memory - runtime_reserve(machine) - fit_margin(machine) - float(
         compute_buffer_bytes(spec, workload.ubatch, b * padded(length), attention_scores=False))
     counts = [0] * placement.devices
     device, held = 0, 0.0
@@ -193,17 +200,17 @@ def fill_split(spec: ModelSpec, machine: MachineProfile, workload: Workload, pla
     return tuple(counts)
 
 
-def _with_partial_layer(chosen: Placement, bill: Callable[[Placement], MemoryPlan]) -> Placement:
+def _with_partial_layer(chosen: Placement, bill: Callable[[Placement], MemoryPlan], margin: float) -> Placement:
     """llama.cpp's "try to fit at least part of one more layer": ``chosen`` with layer
     cpu_moe - 1 keeping its up projections, then its gate ones too, on the device when that
-    leaves the device below its target (strictly); when not even the up projections fit, that
-    layer's whole feed-forward block on the host (common/fit.cpp, step 4)."""
+    leaves the device below its target (strictly: more than ``margin`` free); when not even the
+    up projections fit, that layer's whole feed-forward block on the host (common/fit.cpp, step 4)."""
     up = dataclasses.replace(chosen, partial="up")
-    if bill(up).device.free > 0:
+    if bill(up).device.free > margin:
         gate = dataclasses.replace(chosen, partial="gate")
-        return gate if bill(gate).device.free > 0 else up
+        return gate if bill(gate).device.free > margin else up
     attn = dataclasses.replace(chosen, partial="attn")
-    return attn if bill(attn).device.free > 0 else chosen
+    return attn if bill(attn).device.free > margin else chosen
 
 
 def choose(spec: ModelSpec, machine: MachineProfile, workload: Workload,

@@ -1,29 +1,36 @@
 """Memory a placed model needs in each memory: weights + KV cache + compute buffer + a runtime
-reserve, and whether that fits.
+reserve, and whether that runs.
 
-    used = W_placed + b x kv_bytes_held(layers there, length) + compute buffer + reserve <= capacity
+    used = W_placed + b x kv_bytes_held(layers there, length) + compute buffer + reserve
 
-Reserves (bytes kept free besides the model), per llama.cpp back end, as its fit counts them
-(common/fit.cpp: each device's target is its *free* memory, read once the back end's context
-exists, less a margin):
+A device runs the placement when ``used <= capacity``. The host memory behind a GPU runs it when
+its cache, compute buffer and reserve fit: llama.cpp maps the weights file (``--mmap``, its
+default), so host-resident weights are page cache the kernel may drop and read again from disk;
+weights past what the host holds are ``MemoryUse.paged`` (reported, not refused; the clocks
+leave that disk traffic out).
+
+Reserves (bytes gone besides the model), per llama.cpp back end:
 
 - cuda, rocm, vulkan: the back end's context (``BACKEND_CONTEXT``, 0.45 GiB: a CUDA/HIP context
-  and its cuBLAS workspace take 0.3-0.6 GiB of the total before llama.cpp asks what is free)
-  plus the fit's margin (``--fit-target``, 1024 MiB per device: common.h
-  ``fit_params_target``).
-- metal: a quarter of the unified memory plus the margin. macOS lets the GPU wire at most
+  and its cuBLAS workspace take 0.3-0.6 GiB of the total before llama.cpp asks what is free).
+- metal: a quarter of the unified memory. macOS lets the GPU wire at most
   ``recommendedMaxWorkingSetSize``, about 75 % of the memory on Macs with more than 36 GB
   (llama.cpp reports that as the device's memory; ``sysctl iogpu.wired_limit_mb`` raises it).
 - cpu, and the host memory behind a GPU: 4 GiB for the operating system, a desktop and
   llama.cpp's host-side buffers (an assumption; ``free -g`` on your machine says better).
 - A unified machine with another back end (DGX Spark's CUDA, Strix Halo's Vulkan): the OS
-  share plus the device's context and margin, since all live in the one memory.
+  share plus the device's context, since both live in the one memory.
+
+llama.cpp's fit (``autofit``) keeps a further margin free on each GPU (``--fit-target``, 1 GiB:
+``fit_margin``): a target of its search, not memory a placement given by hand needs, so the
+bill leaves it out and only the search asks for it.
 
 The KV cache is held as llama.cpp allocates it (``work.kv_bytes_held``: cells padded to 256,
 sliding-window layers their window plus a ubatch), the rule ``batching.cache_resident`` uses
 too. The compute buffer is llama.cpp's for one ubatch of the workload's ``-ub``
-(``compute_buffer_bytes``, erring high); the machine's second tier holds no reserve unless it is
-the host memory behind a GPU (an NVMe read through mmap needs none)."""
+(``compute_buffer_bytes``: the peak of its graph allocator, logits only where the output
+layer is); the machine's second tier holds no reserve unless it is the host memory behind a
+GPU (an NVMe read through mmap needs none)."""
 
 from __future__ import annotations
 
@@ -42,13 +49,13 @@ from rooflab.core.values.workload import DEFAULT_UBATCH, Workload
 
 MiB = float(1 << 20)
 GiB = float(1 << 30)
-DEVICE_MARGIN = 1024 * MiB          # llama.cpp --fit-target default, per device
+DEVICE_MARGIN = 1024 * MiB          # llama.cpp --fit-target default, per device (the fit's target only)
 BACKEND_CONTEXT = 0.45 * GiB        # CUDA/HIP/Vulkan context: gone before llama.cpp reads free memory
 OS_RESERVE = 4 * GiB                # operating system, desktop, host-side buffers (assumption)
 METAL_WIRED_SHARE = 0.75            # recommendedMaxWorkingSetSize / memory, Macs over 36 GB
 
 __all__ = ["BACKEND_CONTEXT", "CTX_PAD", "DEFAULT_UBATCH", "DEVICE_MARGIN", "GiB", "METAL_WIRED_SHARE", "MiB",
-           "MemoryPlan", "MemoryUse", "OS_RESERVE", "backend_of", "compute_buffer_bytes", "host_reserve",
+           "MemoryPlan", "MemoryUse", "OS_RESERVE", "backend_of", "compute_buffer_bytes", "fit_margin", "host_reserve",
            "memory_grid", "padded", "plan_memory", "runtime_reserve"]
 
 
@@ -59,15 +66,23 @@ def backend_of(machine: MachineProfile) -> str:
 
 
 def runtime_reserve(machine: MachineProfile) -> float:
-    """Bytes of the device's memory the runtime and the system keep (see the module docstring)."""
+    """Bytes of the device's memory the runtime and the system keep (see the module docstring;
+    the fit's margin is apart: ``fit_margin``)."""
     backend = backend_of(machine)
     if backend == "metal":
-        return machine.memory * (1.0 - METAL_WIRED_SHARE) + DEVICE_MARGIN
+        return machine.memory * (1.0 - METAL_WIRED_SHARE)
     if backend == "cpu" or machine.kind == "cpu":
         return OS_RESERVE
     if machine.kind == "unified":
-        return OS_RESERVE + BACKEND_CONTEXT + DEVICE_MARGIN
-    return BACKEND_CONTEXT + DEVICE_MARGIN
+        return OS_RESERVE + BACKEND_CONTEXT
+    return BACKEND_CONTEXT
+
+
+def fit_margin(machine: MachineProfile) -> float:
+    """Bytes llama.cpp's fit leaves free on each device besides the reserve (``--fit-target``,
+    1 GiB per GPU; 0 on the CPU back end, which has no device to fit): what auto-fit asks of a
+    device's ``MemoryUse.free``, never what a placement needs to run."""
+    return 0.0 if backend_of(machine) == "cpu" or machine.kind == "cpu" else DEVICE_MARGIN
 
 
 def host_reserve(machine: MachineProfile) -> float:
@@ -77,18 +92,28 @@ def host_reserve(machine: MachineProfile) -> float:
 
 
 def compute_buffer_bytes(spec: ModelSpec, ubatch: int, context_tokens: ArrayLike, *,
-                         attention_scores: bool) -> Array:
-    """llama.cpp's compute buffer for one ubatch, erring high (bytes):
+                         attention_scores: bool, output: bool = True) -> Array:
+    """llama.cpp's compute buffer for one ubatch (bytes): the peak of ggml's graph allocator,
+    which reuses a tensor's memory once nothing reads it, so the largest live set counts, not
+    every intermediate together:
 
-        ubatch x (4 x (vocab + 8 x hidden + 3 x ffn x max(1, experts_used)) + scores)
+        ubatch x (4 x max(vocab + 2 x hidden, 4 x hidden + 3 x ffn x max(1, experts_used)) + scores)
 
-    fp32 logits, hidden states and the feed-forward intermediate (times the experts a token
-    uses) per token; ``scores`` = 4 x context x heads for the attention scores a pass without
-    flash attention holds, else 2 x context for flash attention's f16 mask. ``context_tokens``:
-    cache cells of all sequences (padded)."""
+    fp32 per token: at the output the logits (llama.cpp reserves its worst case, an output row
+    per ubatch token) beside the normed hidden state; inside a layer the residual, the normed
+    input, attention's output and the feed-forward intermediates (gate, up, their product, times
+    the experts a token uses). ``scores`` = 4 x context x heads for the attention scores a pass
+    without flash attention holds, else 2 x context for flash attention's f16 mask.
+    ``context_tokens``: cache cells of all sequences (padded). ``output`` False: a memory that
+    computes layers but not the output layer (the host behind a GPU, a layer split's first
+    devices) holds no logits. Checked against llama.cpp's logged buffers: Gemma-3-12B at -ub 512
+    (vocab 262,144) 527 MiB here, 519.5 MiB logged (CUDA0 compute buffer size). Left out: the
+    input embeddings' and positions' small buffers, graph splits' copies of a tensor between
+    back ends."""
     ffn = spec.widest_feed_forward or 4 * spec.hidden      # read once per model, not per bill (issue 15)
     heads = max(spec.attention.heads, default=1)
-    per_token = spec.vocab + 8 * spec.hidden + 3 * ffn * max(1, spec.experts_used)
+    layer = 4 * spec.hidden + 3 * ffn * max(1, spec.experts_used)
+    per_token = max(spec.vocab + 2 * spec.hidden, layer) if output else layer
     cells = np.asarray(context_tokens, dtype=np.float64)
     scores = 4.0 * cells * heads if attention_scores else 2.0 * cells
     return float(ubatch) * (4.0 * per_token + scores)
@@ -104,6 +129,7 @@ class MemoryUse:
     kv: float
     compute_buffer: float
     reserve: float
+    mapped: bool = False        # the weights are mmap'd page cache (host memory): they need not all stay
 
     @property
     def used(self) -> float:
@@ -114,7 +140,17 @@ class MemoryUse:
         return self.capacity - self.used
 
     @property
+    def paged(self) -> float:
+        """Bytes of mmap'd weights past what this memory holds: dropped and read again from
+        disk as they are needed (0 unless ``mapped``)."""
+        return max(self.used - self.capacity, 0.0) if self.mapped else 0.0
+
+    @property
     def fits(self) -> bool:
+        """Whether the placement runs here: everything fits, or (mmap'd weights) all but the
+        weights do."""
+        if self.mapped:
+            return self.used - self.weights <= self.capacity
         return self.used <= self.capacity
 
 
@@ -155,35 +191,48 @@ class MemoryPlan:
 Bill = dict[str, Array]       # weights, kv, compute_buffer, reserve, capacity
 
 
-def _bill(part: Part, machine: MachineProfile, workload: Workload, t: Array, b: Array, buffer: Array,
+def _bill(spec: ModelSpec, part: Part, workload: Workload, t: Array, b: Array, flash_attention: bool,
           reserve: float, capacity: float) -> Bill:
-    zero = np.zeros_like(buffer)
+    """One memory's bill: ``part``'s weights and cache, and when it computes a layer a compute
+    buffer of the whole model's widths (erring high), with logits where the output layer is."""
+    zero = np.zeros(np.broadcast(t, b).shape)
     kv = b * work.kv_bytes_held(part.spec, t, workload.kv_type, workload.ubatch) + zero \
         if part.spec is not None else zero
-    return {"weights": part.weight_bytes + zero, "kv": kv, "compute_buffer": buffer if part.computes else zero,
+    buffer = compute_buffer_bytes(spec, workload.ubatch, b * padded(t), attention_scores=not flash_attention,
+                                  output=part.output) + zero if part.computes else zero
+    return {"weights": part.weight_bytes + zero, "kv": kv, "compute_buffer": buffer,
             "reserve": reserve + zero, "capacity": capacity + zero}
 
 
 def _bills(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, length: ArrayLike,
            batch: ArrayLike, flash_attention: bool) -> tuple[list[Bill], Bill]:
-    """(each device's bill, the host's) as arrays over ``length`` x ``batch`` (broadcast).
-    Each device that computes a layer holds a whole compute buffer (erring high)."""
+    """(each device's bill, the host's) as arrays over ``length`` x ``batch`` (broadcast)."""
     t = np.asarray(length, dtype=np.float64)
     b = np.asarray(batch, dtype=np.float64)
-    zero = np.zeros(np.broadcast(t, b).shape)
-    buffer = compute_buffer_bytes(spec, workload.ubatch, b * padded(t), attention_scores=not flash_attention) + zero
     on_host = input_on_host(machine)
     host_part = split(spec, placement, embedding_on_host=on_host).host
-    devices = [_bill(part, machine, workload, t, b, buffer, runtime_reserve(machine), machine.memory)
+    devices = [_bill(spec, part, workload, t, b, flash_attention, runtime_reserve(machine), machine.memory)
                for part in device_parts(spec, placement, embedding_on_host=on_host)]
-    host = _bill(host_part, machine, workload, t, b, buffer,
+    host = _bill(spec, host_part, workload, t, b, flash_attention,
                  host_reserve(machine) if (host_part.weight_bytes > 0 or host_part.computes) else 0.0,
                  machine.offload_memory if has_host_tier(machine) else 0.0)
     return devices, host
 
 
+def weights_mapped(machine: MachineProfile) -> bool:
+    """Whether the second memory's weights are llama.cpp's mmap'd page cache: the host memory
+    behind a discrete GPU (on a CPU or unified machine the second tier is itself a mapped disk)."""
+    return machine.kind == "gpu" and has_host_tier(machine)
+
+
 def _used(bill: Bill) -> Array:
     return bill["weights"] + bill["kv"] + bill["compute_buffer"] + bill["reserve"]
+
+
+def _host_runs(bill: Bill, mapped: bool) -> Flags:
+    """The host bill runs: all of it fits, or with mmap'd weights all but the weights."""
+    need = _used(bill) - (bill["weights"] if mapped else 0.0)
+    return np.asarray(need <= bill["capacity"])
 
 
 def plan_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
@@ -200,12 +249,15 @@ def plan_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, pl
     s = split(spec, placement, embedding_on_host=input_on_host(machine))
     devices, host = _bills(spec, machine, workload, s.placement, length, b, flash_attention)
 
-    def use(name: str, bill: Bill) -> MemoryUse:
-        return MemoryUse(name=name, **{k: float(v) for k, v in bill.items()})
+    def use(name: str, bill: Bill, mapped: bool = False) -> MemoryUse:
+        return MemoryUse(name=name, weights=float(bill["weights"]), kv=float(bill["kv"]),
+                         compute_buffer=float(bill["compute_buffer"]), reserve=float(bill["reserve"]),
+                         capacity=float(bill["capacity"]), mapped=mapped)
 
     uses = tuple(use(machine.name, bill) for bill in devices)
     tightest = min(uses, key=lambda u: u.free)
-    return MemoryPlan(split=s, device=tightest, host=use(machine.offload_name or "host memory", host),
+    host_use = use(machine.offload_name or "host memory", host, weights_mapped(machine))
+    return MemoryPlan(split=s, device=tightest, host=host_use,
                       length=int(length), batch=int(b), devices=uses if len(uses) > 1 else ())
 
 
@@ -217,5 +269,4 @@ def memory_grid(spec: ModelSpec, machine: MachineProfile, workload: Workload, pl
     devices, host = _bills(spec, machine, workload, placement.clamp(spec), lengths, batches, True)
     used = [_used(bill) for bill in devices]
     fits = np.logical_and.reduce([u <= bill["capacity"] for u, bill in zip(used, devices, strict=True)])
-    host_used = _used(host)
-    return np.maximum.reduce(used), host_used, fits & (host_used <= host["capacity"])
+    return np.maximum.reduce(used), _used(host), fits & _host_runs(host, weights_mapped(machine))

@@ -81,6 +81,7 @@ def engine_of(mode: str | None) -> str:
 ALLREDUCES_PER_LAYER = 2          # attention output and feed-forward down projection
 ACTIVATION_BYTES = 2.0            # fp16/bf16 hidden states on the link
 DEFAULT_LINK = LINKS["pcie"]      # a link of unstated kind: PCIe, the slowest inside one machine
+VLLM_MEMORY_UTILIZATION = 0.9     # vLLM's --gpu-memory-utilization default: the share of each GPU it takes
 DEVICE_COUNTS: tuple[int, ...] = (1, 2, 4, 8)
 
 
@@ -240,14 +241,18 @@ def parallel_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workloa
 def device_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel, *,
                   length: int | None = None, batch: int | None = None) -> MemoryUse:
     """One device's bill: W / N + copies x b x kv_bytes(length) / N + a compute buffer + the
-    runtime reserve (``footprint``), ``batch`` sequences of ``length`` tokens (default: the
+    runtime reserve (``footprint``; under tensor parallel, vLLM's, the 10 % its
+    ``--gpu-memory-utilization`` 0.9 leaves), ``batch`` sequences of ``length`` tokens (default: the
     workload's batch, context + prompt + answer)."""
     length = workload.context + workload.prompt + workload.answer if length is None else length
     b = workload.batch if batch is None else batch
     kv = float(cache_resident(spec, length, b, workload.kv_type, workload.ubatch)) * kv_copies(spec, p)
     buffer = compute_buffer_bytes(spec, workload.ubatch, b * padded(length), attention_scores=False)
+    reserve = runtime_reserve(machine)
+    if p.mode == "tensor":      # vLLM's: it takes --gpu-memory-utilization (0.9) of each device, no more
+        reserve = max(reserve, (1.0 - VLLM_MEMORY_UTILIZATION) * machine.memory)
     return MemoryUse(name=machine.name, capacity=machine.memory, weights=spec.weight_bytes / p.devices,
-                     kv=kv / p.devices, compute_buffer=float(buffer), reserve=runtime_reserve(machine))
+                     kv=kv / p.devices, compute_buffer=float(buffer), reserve=reserve)
 
 
 def largest_batch(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel) -> int:

@@ -7,6 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
+from rooflab.core.io import load_model
+from rooflab.core.io.presets import load_machine
 from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan, compute_bytes
 from rooflab.core.predict import work
 from rooflab.core.predict.footprint import (
@@ -14,6 +16,7 @@ from rooflab.core.predict.footprint import (
     DEVICE_MARGIN,
     OS_RESERVE,
     compute_buffer_bytes,
+    fit_margin,
     memory_grid,
     padded,
     plan_memory,
@@ -33,26 +36,69 @@ def machine(**changes: object) -> MachineProfile:
 
 
 def test_reserves_per_backend():
-    # llama.cpp's fit targets free memory less its --fit-target margin (1024 MiB) per device: on a
-    # discrete GPU free memory is the total less the back end's context (0.45 GiB); a Mac's GPU may wire
-    # ~75 % of its memory; the OS share on a CPU; all of them on unified memory without Metal
+    # what is gone before llama.cpp reads free memory: on a discrete GPU the back end's context
+    # (0.45 GiB); a Mac's GPU may wire ~75 % of its memory; the OS share on a CPU; both on unified
+    # memory without Metal. The fit's --fit-target margin (1024 MiB per GPU) is the search's target,
+    # apart from the bill.
     assert DEVICE_MARGIN == GiB and BACKEND_CONTEXT == 0.45 * GiB
-    assert runtime_reserve(machine()) == 1.45 * GiB
-    assert runtime_reserve(machine(backend="rocm")) == 1.45 * GiB
-    assert runtime_reserve(machine(kind="unified", backend="metal", memory=128 * GiB)) == 33 * GiB
+    assert runtime_reserve(machine()) == 0.45 * GiB
+    assert runtime_reserve(machine(backend="rocm")) == 0.45 * GiB
+    assert runtime_reserve(machine(kind="unified", backend="metal", memory=128 * GiB)) == 32 * GiB
     assert runtime_reserve(machine(kind="cpu")) == OS_RESERVE == 4 * GiB
-    assert runtime_reserve(machine(kind="unified", backend="cuda")) == 5.45 * GiB
+    assert runtime_reserve(machine(kind="unified", backend="cuda")) == 4.45 * GiB
+    assert fit_margin(machine()) == fit_margin(machine(kind="unified", backend="metal")) == GiB
+    assert fit_margin(machine(kind="cpu")) == 0.0
 
 
-def test_compute_buffer_is_the_measure_modules_formula(qwen8b):
-    # moved from core.measure.llamacpp_plan: 4 x ubatch x (vocab + 8 hidden + 3 ffn x used + context x heads)
+def test_compute_buffer_is_the_peak_of_the_graph(qwen8b):
+    # ggml's allocator reuses memory: the peak is the larger of the output's live set (logits and the
+    # normed hidden state) and a layer's (4 hidden-wide tensors and 3 ffn-wide ones), fp32 per token.
+    # Qwen3-8B: vocab 151,936, hidden 4,096, ffn 12,288: max(151,936 + 8,192, 16,384 + 36,864) = 160,128.
     plan = LlamaCppPlan(ubatch_size=512)
-    ffn, heads = 12288, 32
-    per_token = qwen8b.vocab + 8 * qwen8b.hidden + 3 * ffn
-    assert compute_bytes(qwen8b, plan, 1000) == 4.0 * 512 * (per_token + 1024 * heads)
+    heads = 32
+    assert compute_bytes(qwen8b, plan, 1000) == 4.0 * 512 * (160128 + 1024 * heads)
     # flash attention keeps only an f16 mask of ubatch x context
-    assert float(compute_buffer_bytes(qwen8b, 512, 1024, attention_scores=False)) == 512 * (4.0 * per_token + 2 * 1024)
+    assert float(compute_buffer_bytes(qwen8b, 512, 1024, attention_scores=False)) == 512 * (4.0 * 160128 + 2 * 1024)
+    # a memory without the output layer holds no logits: the layer's live set, 53,248 floats a token
+    assert float(compute_buffer_bytes(qwen8b, 512, 1024, attention_scores=False, output=False)) == \
+        512 * (4.0 * 53248 + 2 * 1024)
     assert float(padded(1)) == 256 and float(padded(257)) == 512
+
+
+def test_a_large_vocabulary_buffer_is_its_logits():
+    # llama.cpp's Gemma pull request (ggml-org/llama.cpp#5631) logs "CUDA0 compute buffer size =
+    # 2025.00 MiB" for Gemma-7B at a 2,048-token ubatch (vocab 256,000, hidden 3,072, ffn 24,576): its
+    # logits alone are 2,048 x 256,000 x 4 B = 2,000 MiB. The peak rule gives 2,048 x 4 x (256,000 + 2 x
+    # 3,072) B = 2,048 MiB (1 % high); the old sum of every intermediate, vocab + 8 hidden + 3 ffn, gave
+    # 2,768 MiB, and Gemma-3-12B's 0.70 GB instead of 0.55 refused it on 8 GB cards.
+    gemma = load_model("gemma-3-12b-q4_k_m")        # vocab 262,208, hidden 3,840
+    assert (gemma.vocab, gemma.hidden) == (262208, 3840)
+    got = float(compute_buffer_bytes(gemma, 512, 768, attention_scores=False))
+    assert got == 512 * (4.0 * (262208 + 2 * 3840) + 2 * 768)
+    assert got / 2**20 == pytest.approx(527.9, abs=0.1)
+
+
+def test_the_five_setups_llama_cpp_ran_now_place():
+    # shapes of set-ups users ran with llama.cpp and rooflab refused (llama-bench's pp512 + tg128):
+    pp = Workload(prompt=512, answer=128)
+    # gpt-oss-120b with every expert on the host at -ub 8192 beside a 24 GiB card: the host's bill had
+    # the logits' buffer (8.5 GB) and needed its 61.7 GB of weights resident in 64 GB; they are mmap'd
+    gptoss, r4090 = load_model("gpt-oss-120b-mxfp4"), load_machine("rtx-4090")
+    every = Placement(gpu_layers=37, cpu_moe=36)
+    big = plan_memory(gptoss, r4090, dataclasses.replace(pp, ubatch=8192), every)
+    assert big.fits and big.host.paged > 0 and big.host.compute_buffer < 2e9
+    # the same beside a 16 GB card with 64 GB of host memory (Radeons run it the same way)
+    r16 = dataclasses.replace(load_machine("rtx-4060-ti-16gb"), offload_memory=64e9)
+    assert plan_memory(gptoss, r16, pp, every).fits
+    # Gemma-3-12B wholly on an 8 GiB card: 7.03 GB of weights, 0.30 KV, 0.55 buffer, 0.48 context
+    gemma, r8 = load_model("gemma-3-12b-q4_k_m"), dataclasses.replace(load_machine("rtx-3060-12gb"), memory=8 * GiB)
+    g = plan_memory(gemma, r8, pp, Placement.all_on_device(gemma))
+    assert g.fits and g.device.used == pytest.approx(8.37e9, rel=0.01)
+    # two 32B models wholly on a 20 GiB card (the fit's 1 GiB margin is its target, not a need)
+    r20 = dataclasses.replace(r4090, memory=20 * GiB)
+    for key in ("qwen2.5-32b-q4_k_m", "qwen3-32b-q4_k_m"):
+        spec = load_model(key)
+        assert plan_memory(spec, r20, pp, Placement.all_on_device(spec)).fits, key
 
 
 def test_bill_adds_up_and_fits(qwen8b):
@@ -64,7 +110,7 @@ def test_bill_adds_up_and_fits(qwen8b):
     assert dev.weights + plan.host.weights == qwen8b.weight_bytes
     assert plan.fits and plan.kv_location == "device" and plan.host.kv == 0
     assert plan.host.reserve == OS_RESERVE            # the input embedding lives in host memory
-    small = plan_memory(qwen8b, machine(memory=6 * GiB), w, Placement.all_on_device(qwen8b))
+    small = plan_memory(qwen8b, machine(memory=5 * GiB), w, Placement.all_on_device(qwen8b))
     assert not small.fits and not small.device.fits and small.host.fits
 
 
