@@ -41,8 +41,7 @@ from rooflab.core.calibration.solver import (
     ROWS_HALF,
     Design,
     Unknowns,
-    first_best,
-    fit_scored,
+    fit_at,
     mostly_in,
 )
 from rooflab.core.errors import SpecError
@@ -291,15 +290,14 @@ class Factors:
 
 
 def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
-    """The terms fitted to ``g``'s rows (``mask``: only those), r0 chosen on ``ROWS_HALF`` as the
-    one with the least summed relative error. A format class gets a rate of its own only where
-    those rows hold it as ``own_classes`` asks (else it rides with the group's main class and is
-    priced at the group's rate): a fit without some rows decides it as the shipped fit does."""
+    """The terms fitted to ``g``'s rows (``mask``: only those), r0 and the overlap chosen on
+    ``ROWS_HALF`` x ``OVERLAPS`` as the first with the least summed relative error (``_chosen``).
+    A format class gets a rate of its own only where those rows hold it as ``own_classes`` asks
+    (else it rides with the group's main class and is priced at the group's rate): a fit without
+    some rows decides it as the shipped fit does."""
     keep = np.ones(len(g.rows), dtype=bool) if mask is None else mask
     machines = [m for m, k in zip(g.machines, keep, strict=True) if k] if g.machines else ["?"] * int(keep.sum())
-    best = first_best([(*fit_scored(_merged(g, g.at_rows_half(r0, mask), machines)[0], OVERLAPS), r0)
-                       for r0 in ROWS_HALF], lambda f: f[2])
-    u, overlap, _, rows_half = best
+    u, overlap, rows_half = _chosen(g, mask, machines)
     d, byte_classes, flop_classes = _merged(g, g.at_rows_half(rows_half, mask), machines)
     at = Unknowns.of(d)
     pre = u[at.prefill]
@@ -320,6 +318,42 @@ def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
                    layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap, rows_half=rows_half,
                    class_bandwidth={k: v[0] for k, v in bandwidth.items()},
                    class_dense={k: v[0] for k, v in dense.items()})
+
+
+CHOICE_TOLERANCE = 1e-7    # summed relative errors this close (relative to the least, or absolute below 1) are a tie
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One grid point of the fit's choices (r0, then the overlap) with its fit and its score."""
+
+    rows_half: float
+    overlap: float
+    unknowns: Array
+    error: float              # the summed, weighted relative error
+
+
+def _chosen(g: GroupData, mask: NDArray[np.bool_] | None, machines: Sequence[str]) -> tuple[Array, float, float]:
+    """(unknowns, overlap, r0): every (r0, overlap) of ``ROWS_HALF`` x ``OVERLAPS`` fitted, and
+    the first in that order whose error ``first_within`` the least."""
+    candidates: list[Candidate] = []
+    for r0 in ROWS_HALF:
+        d = _merged(g, g.at_rows_half(r0, mask), machines)[0]
+        candidates.extend(Candidate(r0, o, *fit_at(d, o)) for o in OVERLAPS)
+    best = first_within([c.error for c in candidates])
+    return candidates[best].unknowns, candidates[best].overlap, candidates[best].rows_half
+
+
+def first_within(errors: Sequence[float], tolerance: float = CHOICE_TOLERANCE) -> int:
+    """The index of the first of ``errors`` within ``tolerance`` of the least (relative to it,
+    absolute below 1). The grid's choices must not move with the last bits of a processor's
+    linear algebra (a fit of inputs moved by 1e-16 moves its figures by 1e-14): on the shipped
+    data two candidates score either the same to 1e-14 (the rows cannot tell them apart: r0
+    where every multiply has many rows, an overlap where no pass is near its turn) or at least
+    3e-5 apart, so a tie at 1e-7 is one on every processor and the grid's order decides it."""
+    least = min(errors)
+    limit = least + tolerance * max(abs(least), 1.0)
+    return next(i for i, e in enumerate(errors) if e <= limit)
 
 
 def _merged(g: GroupData, d: Design, machines: Sequence[str]) -> tuple[Design, tuple[str, ...], tuple[str, ...]]:
