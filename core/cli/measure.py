@@ -207,14 +207,24 @@ def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> An
 
 def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     from rooflab.core.jobs import run_job
+    from rooflab.core.measure.engines.child_job import EngineCrashed
     from rooflab.core.measure.engines.engine import default_engine
-    from rooflab.core.measure.workflow import after_engine_run
+    from rooflab.core.measure.workflow import after_engine_run, keep_unfinished
 
     engine = args.engine or default_engine(args.model)
     model = _model_to_time(engine, args)          # a file that is not there is said before any timing
     machine = _reference_machine(args.machine, args.device, cancel)
     status = _Status()
-    run = run_job(_engine_job(engine, args, model, cancel), status)
+    try:
+        run = run_job(_engine_job(engine, args, model, cancel), status)
+    except EngineCrashed as exc:
+        # the engine died in its own process: one line (exit 2), its points kept unfitted
+        status.done()
+        if exc.run is not None and not args.no_save:
+            reason = keep_unfinished(exc.run, machine, source=str(args.model))
+            if reason:
+                print(f"rooflab: warning: could not keep the points measured before: {reason}", file=sys.stderr)
+        raise
     status.done()
     done = after_engine_run(run, machine, source=str(args.model), keep=not args.no_save,
                             include_disturbed=args.include_disturbed)

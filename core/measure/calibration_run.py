@@ -12,16 +12,16 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from rooflab.core.errors import MeasurementError
-from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.calibration import store
 from rooflab.core.calibration.engine_calibration import ModelPoints, calibrate_engine
 from rooflab.core.calibration.models import REAL_SIZE_MODELS, CalibrationModel, calibration_models
+from rooflab.core.errors import MeasurementError
+from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.measure.engines.engine import EngineRun, measure_in_llamacpp, measure_in_torch
-from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.core.measure.engines.rounds import merge_rounds
 from rooflab.core.values.calibration import EngineCalibration
 from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_THREADS
 
 ENGINE_LABELS = {"llamacpp": "llama.cpp", "torch": "torch"}

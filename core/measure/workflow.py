@@ -15,18 +15,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rooflab.core.errors import MeasurementError, ResourceError, SpecError
-from rooflab.core.io import presets
-from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.calibration import store
 from rooflab.core.calibration.calibrate import Calibration, calibrate
 from rooflab.core.calibration.engine_calibration import ModelPoints, score
+from rooflab.core.errors import MeasurementError, ResourceError, SpecError
+from rooflab.core.io import presets
+from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure.engines.engine import EngineRun
-from rooflab.core.report.gaps import Gap, explain
 from rooflab.core.measure.machine.checks import headline, judge_machine, short_of
-from rooflab.core.values.machine_run import MachineMeasurement
+from rooflab.core.report.gaps import Gap, explain
 from rooflab.core.values.calibration import Accuracy, EngineCalibration
 from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 
@@ -146,6 +146,20 @@ def after_engine_run(run: EngineRun, machine: MachineProfile, *, source: str, ke
     return calibrate_and_keep(run.spec, machine, run.points, meta=run.record(), label=run.label, source=source,
                               kv_type=run.kv_type, dtype=run.dtype, overhead=run.overhead, notes=run.notes,
                               keep=keep, include_disturbed=include_disturbed)
+
+
+def keep_unfinished(run: EngineRun, machine: MachineProfile, *, source: str) -> str:
+    """Keep the points of a run its engine did not finish (killed mid-run: ``EngineCrashed``'s
+    ``run``) in the store beside the finished runs, unfitted: minutes of measurement are not lost
+    with the engine, and a fit waits for a run that finished. Returns "" when kept, else why not
+    (points timed here that do not belong to ``machine``, a store that cannot be written)."""
+    try:
+        check_machine(run.points, machine)
+        store.save_measurement(store.model_key(run.spec), store.machine_key(machine), run.points, run.record(),
+                               label=run.label, source=source)
+    except (OSError, ResourceError, MeasurementError) as exc:
+        return str(exc)
+    return ""
 
 
 def _plain(name: str) -> str:

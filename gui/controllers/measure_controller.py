@@ -17,14 +17,15 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from rooflab.core.calibration.calibrate import Calibration
 from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.io import takes_weights
 from rooflab.core.jobs import Progress
-from rooflab.core.calibration.calibrate import Calibration
+from rooflab.core.measure.engines.child_job import EngineCrashed
 from rooflab.core.measure.engines.engine import default_engine, measure_in_torch
-from rooflab.core.values.machine_run import RooflineSample
-from rooflab.core.report.overlays import MeasuredSeries
 from rooflab.core.measure.engines.plan_times import PlannedPoint, planned_points
+from rooflab.core.report.overlays import MeasuredSeries
+from rooflab.core.values.machine_run import RooflineSample
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.controllers import measure_jobs
 from rooflab.gui.controllers.measure_display import MeasureDisplayController
@@ -308,7 +309,10 @@ class MeasureController(QObject):
         self.view.show_done(summary)
 
     def _on_jobs_errored(self, exc: BaseException) -> None:
-        self.display.drop_live()
+        if isinstance(exc, EngineCrashed) and exc.run is not None and self._kind == "model":
+            self.outcome.keep_unfinished(exc.run, source=self._source)    # its points stay, unfitted
+        else:
+            self.display.drop_live()
         self.run_progress.end("Stopped")
         if isinstance(exc, RooflabError):
             self._show_error(str(exc))

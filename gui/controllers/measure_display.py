@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from rooflab.core.errors import RooflabError
-from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.core.calibration import store
 from rooflab.core.calibration.calibrate import Calibration
-from rooflab.core.values.machine_run import RooflineSample
+from rooflab.core.errors import RooflabError
+from rooflab.core.io.presets import MEASURED_KEY as MEASURED_MACHINE
 from rooflab.core.report.overlays import MeasuredSeries, series_by_engine
+from rooflab.core.values.machine_run import RooflineSample
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.controllers import measure_jobs
 from rooflab.gui.controllers.measure_text import results_html

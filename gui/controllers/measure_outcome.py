@@ -12,17 +12,17 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from rooflab.core.calibration import store
 from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure import workflow
-from rooflab.core.calibration import store
 from rooflab.core.measure.calibration_run import CalibrationRun
 from rooflab.core.measure.engines.engine import ENGINES, EngineRun
-from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.core.measure.workflow import Calibrated
 from rooflab.core.report.units import fmt
 from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.gui.controllers.measure_display import MeasureDisplayController
 from rooflab.gui.controllers.measure_text import calibration_html, machine_done_text, points_done_text, results_html
 from rooflab.gui.panels.measure_panel import MeasurePanel
@@ -105,6 +105,17 @@ class MeasureOutcomeController(QObject):
         summary = points_done_text(len(run.points), run.settings.legend)
         self._show_calibrated(done, engine=run.settings.label)
         return summary
+
+    def keep_unfinished(self, run: EngineRun, *, source: str) -> None:
+        """A run its engine did not finish (killed mid-run): the points it measured before stay on
+        screen and in the store for this machine as measured (``workflow.keep_unfinished``),
+        unfitted; the error line that says so is the caller's."""
+        machine = workflow.host_machine(self._state.machine)
+        reason = "" if machine is None else workflow.keep_unfinished(run, machine, source=source)
+        if reason:
+            self.message.emit(f"Could not keep the points measured before: {reason}", "warning")
+        self._display.keep(run.points)
+        self._display.end_live()
 
     def _show_run_on(self, machine: MachineProfile, run: EngineRun) -> None:
         """Draw ``run``'s points (kept in the store) beside the machine they were timed on."""

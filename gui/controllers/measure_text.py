@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rooflab.core.measure.engines.budget import MemoryEstimate
 from rooflab.core.calibration.calibrate import Calibration
+from rooflab.core.measure.engines.budget import MemoryEstimate
 from rooflab.core.report.text import count
 from rooflab.core.report.units import fmt
 from rooflab.core.values.calibration import Accuracy, EngineCalibration

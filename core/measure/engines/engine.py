@@ -1,6 +1,8 @@
 """Time a model in the engine the user runs: one entry for the window and the command line.
 
-- ``llamacpp``: llama.cpp in this process (llama-cpp-python), on the user's own GGUF; a model
+- ``llamacpp``: llama.cpp through llama-cpp-python, in a child process of its own
+  (``llamacpp.in_child``: llama.cpp dying ends the child, not the window or the command line;
+  the points it measured before are kept, ``EngineCrashed``), on the user's own GGUF; a model
   defined by a config.json or a catalogue entry is first written as a random-weight GGUF of its
   tensor table in its weight format (timing does not depend on the weights' values);
 - ``llama-bench``: the user's own build of llama.cpp's ``llama-bench`` (and
@@ -23,6 +25,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.files.paths import cache_dir
 from rooflab.core.io import takes_weights
 from rooflab.core.jobs import CancelFlag, Progress
+from rooflab.core.measure.engines.child_job import EngineCrashed
 from rooflab.core.measure.machine.trust import judge, load_average
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
@@ -86,9 +89,9 @@ def gguf_for(spec: ModelSpec, ref: object, *, synthetic: bool = False,
     """The GGUF llama.cpp should run for ``spec``: the user's own file when ``ref`` is one (and
     ``synthetic`` is False), else a random-weight GGUF of ``spec``'s tensor table, written once
     and reused while it has the expected size."""
+    from rooflab.core.calibration.store import model_key
     from rooflab.core.io.gguf import read_gguf
     from rooflab.core.measure.engines.gguf_synth import synthetic_gguf_bytes, write_synthetic_gguf
-    from rooflab.core.calibration.store import model_key
 
     if not isinstance(ref, ModelSpec):
         path = Path(os.fspath(str(ref))).expanduser()
@@ -114,18 +117,26 @@ def gguf_for(spec: ModelSpec, ref: object, *, synthetic: bool = False,
 def measure_in_llamacpp(spec: ModelSpec, ref: object, plan: Any = None, cancel: CancelFlag = None, *,
                         synthetic: bool = False, available: float | None = None,
                         ) -> Generator[Progress, None, EngineRun]:
-    """Time ``spec`` (opened from ``ref``) in llama.cpp, in process, with ``plan`` (a
-    ``LlamaCppPlan``). A run that would not fit in memory is refused before any GGUF is written."""
-    from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan
-    from rooflab.core.measure.engines.llamacpp.timing import check_memory, llamacpp_memory, measure_llamacpp
+    """Time ``spec`` (opened from ``ref``) in llama.cpp, in a child process, with ``plan`` (a
+    ``LlamaCppPlan``). A run that would not fit in memory is refused before any GGUF is written.
+    ``EngineCrashed`` when llama.cpp dies mid-run: one line naming the signal, with the points
+    measured before as an unfinished ``EngineRun`` (its ``run``) for the caller to keep."""
     from rooflab.core.calibration.store import model_key
+    from rooflab.core.measure.engines.llamacpp.in_child import measure_llamacpp_in_child
+    from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan
+    from rooflab.core.measure.engines.llamacpp.timing import check_memory, llamacpp_memory
     from rooflab.core.measure.machine.sysinfo import system_memory_available
 
     plan = plan or LlamaCppPlan()
     if not plan.gpu_layers:          # host memory only: a GPU's is not known here (the run notes it)
         check_memory(llamacpp_memory(spec, plan), system_memory_available() if available is None else available)
     path = yield from gguf_for(spec, ref, synthetic=synthetic, cancel=cancel)
-    run, judged = yield from _judging(measure_llamacpp(path, plan, cancel, available))
+    judged: dict[int, MeasuredPoint] = {}
+    try:
+        run, judged = yield from _judging(measure_llamacpp_in_child(path, plan, cancel, available), judged)
+    except EngineCrashed as exc:
+        raise EngineCrashed(str(exc), exc.points, signal_name=exc.signal_name,
+                            run=_unfinished(spec, path, _apply(exc.points, judged), str(exc))) from exc
     notes = list(run.notes)
     if path == synthetic_gguf_path(spec):
         notes.append(f"measured on a random-weight GGUF of the same tensor table ({path})")
@@ -134,6 +145,16 @@ def measure_in_llamacpp(spec: ModelSpec, ref: object, plan: Any = None, cancel: 
     return EngineRun(engine="llamacpp", label=spec.name, spec=spec, points=_apply(run.points, judged),
                      settings=run.settings,
                      kv_type=run.settings.kv_type.split("/")[0], notes=tuple(notes), meta=_meta(run.record()))
+
+
+def _unfinished(spec: ModelSpec, path: Path, points: tuple[MeasuredPoint, ...], why: str) -> EngineRun | None:
+    """The run llama.cpp did not finish, made of the points it measured before (None: none)."""
+    settings = next((p.settings for p in points if p.settings is not None), None)
+    if settings is None:
+        return None
+    return EngineRun(engine="llamacpp", label=spec.name, spec=spec, points=points, settings=settings,
+                     kv_type=settings.kv_type.split("/")[0], notes=(why,),
+                     meta={"path": str(path), "unfinished": why})
 
 
 def measure_in_llamabench(spec: ModelSpec, ref: object, plan: Any, batched: Any = None, *,
@@ -178,12 +199,14 @@ def _meta(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in ("points", "settings", "label", "notes")}
 
 
-def _judging(job: Generator[Progress, None, R]) -> Generator[Progress, None, tuple[R, dict[int, MeasuredPoint]]]:
+def _judging(job: Generator[Progress, None, R], judged: dict[int, MeasuredPoint] | None = None,
+             ) -> Generator[Progress, None, tuple[R, dict[int, MeasuredPoint]]]:
     """Run ``job``, judging each point it measures (``trust.judge``) as it arrives: the
     progress shows the judged point; returns the job's result and the judged points by the
-    identity of the ones the job made. Closing this closes ``job`` (its handles are freed)."""
+    identity of the ones the job made (gathered in ``judged`` when given, so a caller still
+    has them when the job fails). Closing this closes ``job`` (its handles are freed)."""
     start = load_average()
-    judged: dict[int, MeasuredPoint] = {}
+    judged = {} if judged is None else judged
     try:
         while True:
             try:

@@ -24,7 +24,6 @@ from typing import Any
 from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, run_job
 from rooflab.core.measure.engines.budget import MemoryEstimate, check_fits, run_memory
-from rooflab.core.measure.machine.sysinfo import device_memory
 from rooflab.core.measure.engines.torch import backend
 from rooflab.core.measure.engines.torch.models import (
     ModelSource,
@@ -34,6 +33,7 @@ from rooflab.core.measure.engines.torch.models import (
     spec_from_torch,
 )
 from rooflab.core.measure.engines.torch.passes import Runner, overhead_probe
+from rooflab.core.measure.machine.sysinfo import device_memory
 from rooflab.core.report.text import count
 from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
