@@ -35,13 +35,13 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     import rooflab.gui  # noqa: F401  (Qt binding, PySide6 work-around; before any Qt call)
+    from rooflab.core.app.figures import summarise
+    from rooflab.core.calibration.expectations import expected_on
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
-    from rooflab.core.calibration.expectations import expected_on
-    from rooflab.core.report.overlays import expected_curves
-    from rooflab.core.report import summarise
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.expected import expected_request
+    from rooflab.core.report.overlays import expected_curves
     from rooflab.core.report.summary import headline_charts
     from rooflab.core.values.defaults import DEFAULT_MACHINE, DEFAULT_MODEL, DEFAULT_WORKLOAD
     from rooflab.gui.shell.main_window import MainWindow

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from rooflab.core.calibration.calibrate import predict_points
 from rooflab.core.io.hf import spec_from_config
 from rooflab.core.io.presets import load_measured_machine
 from rooflab.core.jobs import run_job
-from rooflab.core.calibration.calibrate import predict_points
 from rooflab.core.measure.engines.engine import measure_in_llamacpp
 from rooflab.core.measure.engines.llamacpp.binding import default_threads
 from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan

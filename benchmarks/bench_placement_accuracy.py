@@ -39,12 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rooflab.core.calibration import public, public_fit, public_score
 from rooflab.core.errors import RooflabError
 from rooflab.core.io.presets import load_machine
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicRow
-from rooflab.core.calibration import public
-from rooflab.core.calibration import public_fit
-from rooflab.core.calibration import public_score
 from rooflab.core.predict.expected import efficiency_for
 from rooflab.core.predict.layer_split import pipelines
 from rooflab.core.predict.offload import placed_decode, placed_prefill

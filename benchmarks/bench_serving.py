@@ -46,8 +46,8 @@ from rooflab.core.jobs import run_job  # noqa: E402
 from rooflab.core.measure.engines.engine import measure_in_llamacpp  # noqa: E402
 from rooflab.core.measure.engines.gguf_synth import write_synthetic_gguf  # noqa: E402
 from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan  # noqa: E402
-from rooflab.core.measure.loadtest.run import measure_server_blocking  # noqa: E402
 from rooflab.core.measure.loadtest.plan import ServerMeasurement, ServerPlan  # noqa: E402
+from rooflab.core.measure.loadtest.run import measure_server_blocking  # noqa: E402
 from rooflab.core.measure.workflow import after_engine_run  # noqa: E402
 from rooflab.core.predict.serving import Lengths, Load, Serving, ServingPlan, serve  # noqa: E402
 from rooflab.core.predict.serving_stats import ServingLevel  # noqa: E402

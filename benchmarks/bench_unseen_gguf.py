@@ -51,10 +51,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rooflab.core.io.gguf import read_gguf
-from rooflab.core.jobs import Progress, run_job
 from rooflab.core.calibration.engine_calibration import ModelPoints, calibrate_engine
 from rooflab.core.calibration.models import calibration_models
+from rooflab.core.io.gguf import read_gguf
+from rooflab.core.jobs import Progress, run_job
 from rooflab.core.measure.calibration_run import CalibrationPlan, run_calibration
 from rooflab.core.measure.engines.engine import gguf_for
 from rooflab.core.measure.engines.llamabench.plan import EngineOptions, LlamaBenchPlan, find_binary

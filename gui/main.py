@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
-def run_gui(args: argparse.Namespace) -> int:
+def gui_command(args: argparse.Namespace) -> int:
     from rooflab.gui.shell.app import run_gui as run
 
     return run(args)
 
 
-def run_report(args: argparse.Namespace) -> int:
+def report_command(args: argparse.Namespace) -> int:
     from rooflab.gui.shell.app import run_report as run
 
     return run(args)
 
 
-def run_compare(args: argparse.Namespace) -> int:
+def compare_command(args: argparse.Namespace) -> int:
     """``rooflab compare``: the command line's table, plus compare.png with --out."""
     from rooflab.core.cli.compare import run_compare as run
 
@@ -35,7 +35,9 @@ def run_compare(args: argparse.Namespace) -> int:
     return run(args, png=write_compare_png)
 
 
-HANDLERS = {"gui": run_gui, "report": run_report, "compare": run_compare}
+# the commands that need Qt, which core/cli cannot import
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "gui": gui_command, "report": report_command, "compare": compare_command}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rooflab.core.errors import SpecError
 from rooflab.core.calibration.calibrate import beating_the_machine, predict_points
 from rooflab.core.calibration.holdout import (
     every_point,
@@ -61,6 +60,7 @@ from rooflab.core.calibration.solver import (
     pooled_cache_terms,
 )
 from rooflab.core.calibration.store import model_key
+from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.expected import EXPERTS, MINOR_SHARE, byte_shares, efficiency_for, flop_shares
 from rooflab.core.values.calibration import PHASES, Accuracy, EngineCalibration, Rates

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from rooflab.core.calibration import store
 from rooflab.core.errors import ResourceError, RooflabError
 from rooflab.core.files.paths import cache_dir
 from rooflab.core.files.records import load_record, write_record
 from rooflab.core.files.resources import resources_dir
-from rooflab.core.calibration import store
 from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
 from rooflab.core.values.efficiency import Efficiency
@@ -215,9 +215,7 @@ def _fitted_group(group: str) -> Kept | None:
     replicate the central rates scaled by one quantile of measured / predicted over held-out
     rows (generation and prompt processing apart), so the band is the spread unseen machines
     showed; accuracy from the same held-out rows."""
-    from rooflab.core.calibration import public
-    from rooflab.core.calibration import public_fit
-    from rooflab.core.calibration import public_score
+    from rooflab.core.calibration import public, public_fit, public_score
 
     data = public.load_public()
     rows = public.group_rows(data)

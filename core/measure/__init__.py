@@ -12,19 +12,19 @@ from __future__ import annotations
 
 from rooflab.core.jobs import CancelFlag, CancelToken, Progress, run_job
 from rooflab.core.measure.engines.budget import MemoryEstimate
-from rooflab.core.report.gaps import Gap, explain
-from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine, measure_machine_blocking
-from rooflab.core.values.machine_run import (
-    BandwidthResult,
-    MachineMeasurement,
-    MatmulResult,
-    RooflineSample,
-)
 from rooflab.core.measure.engines.torch.timing import (
     ModelMeasurement,
     ModelPlan,
     measure_model,
     measure_model_blocking,
+)
+from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine, measure_machine_blocking
+from rooflab.core.report.gaps import Gap, explain
+from rooflab.core.values.machine_run import (
+    BandwidthResult,
+    MachineMeasurement,
+    MatmulResult,
+    RooflineSample,
 )
 
 __all__ = [

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rooflab.core.calibration.calibrate import Calibration
-from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.core.predict import work
 from rooflab.core.report.text import count
+from rooflab.core.values.machine_run import MachineMeasurement
 from rooflab.core.values.measured import MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from rooflab.core.calibration.calibrate import predict_points
-from rooflab.core.values.machine_run import RooflineSample
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.expected import Expected, spread_out
 from rooflab.core.report.chart_types import BAND_HIGH, BAND_LOW, Curve, Scenario
@@ -36,6 +35,7 @@ from rooflab.core.report.passes import On
 from rooflab.core.values.calibration import band
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine_run import RooflineSample
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload

@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from rooflab.core.report import units
 
 
-class UnitAxis(pg.AxisItem):
+class UnitAxis(pg.AxisItem):  # type: ignore[misc]  # pyqtgraph is untyped
     def __init__(self, orientation: str, title: str = "", unit: str = "") -> None:
         # set before AxisItem.__init__, which already calls updateAutoSIPrefix
         self._title = title

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePol
 
 from rooflab.core.report import units
 from rooflab.core.report.chart_types import Chart, Curve, Panel
+from rooflab.core.report.text import significant
 from rooflab.gui.plots import grid
 from rooflab.gui.plots.axis import log_position
 from rooflab.gui.plots.drawn import Drawn
@@ -89,18 +90,18 @@ class ChartPlot(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         # on a short screen the panels keep a readable height and scroll (see _fit_height)
-        self.scroll = QScrollArea()
-        self.scroll.setWidget(self.view)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidget(self.view)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.banner = QLabel()                # why nothing is drawn as if it ran (``_show_note``)
         self.banner.setWordWrap(True)
         self.banner.setStyleSheet("QLabel{background:#fff4d6;color:#6b4e00;border:1px solid #f0d58c;"
                                   "border-radius:4px;padding:3px 6px;}")
         self.banner.hide()
         layout.addWidget(self.banner)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.scroll_area, 1)
         layout.addWidget(self.bar)
         self._panels: dict[str, PanelView] = {}
         self._order: list[str] = []
@@ -297,7 +298,7 @@ class ChartPlot(QWidget):
         """Panels side by side now (``grid.columns_for`` this plot's size)."""
         height = self.height() - self.bar.sizeHint().height() - _MARGINS[1] - _MARGINS[3]
         # less the scroll bar's width: the panels must fit beside it once they scroll
-        width = self.width() - _MARGINS[0] - _MARGINS[2] - self.scroll.verticalScrollBar().sizeHint().width()
+        width = self.width() - _MARGINS[0] - _MARGINS[2] - self.scroll_area.verticalScrollBar().sizeHint().width()
         return grid.columns_for(len(self._order), width, height, self.fixed_columns)
 
     def _lay_out(self, *, force: bool = False) -> None:
@@ -391,7 +392,7 @@ def _describe_point(drawn: Drawn, i: int) -> str:
     what = f"{c.label}:" if c.label != layer.label else c.y_name
     text = f"{what} {units.fmt(y, c.y_unit)} at {c.x_name} {units.fmt(x, c.x_unit)}"
     for name, values in c.extras.items():
-        text += f" · {name} {units.significant(float(values[i]))}"
+        text += f" · {name} {significant(float(values[i]))}"
     return f"{layer.label} — {text}"
 
 

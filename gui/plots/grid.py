@@ -41,7 +41,7 @@ def fit_heights(views: Sequence[Sized], columns: int, on_screen: bool) -> float:
     picture has its own size) and least width (side by side: ``MIN_CHART_WIDTH``, so a wide
     legend under one panel cannot squeeze the next) and return the least height of the panels
     together, px: each row as tall as its tallest panel and, side by side, its legend under it."""
-    need = max(0, math.ceil(len(views) / columns) - 1) * SPACING
+    need = float(max(0, math.ceil(len(views) / columns) - 1) * SPACING)
     for start in range(0, len(views), columns):
         tallest = 0.0
         for view in views[start:start + columns]:

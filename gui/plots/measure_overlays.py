@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rooflab.core.calibration.calibrate import Calibration
-from rooflab.core.values.machine_run import RooflineSample
 from rooflab.core.report.overlays import MeasuredSeries
+from rooflab.core.values.machine_run import RooflineSample
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.state.app_state import AppState
 
@@ -61,9 +61,10 @@ def draw_series(plots: Mapping[str, ChartPlot], state: AppState, series: Sequenc
     wanted: dict[str, tuple[str, str, int, Mapping[tuple[str, str], list[Any]]]] = {}
     for index, one in enumerate(series):
         fitted = index == 0 and calibration is not None
-        overlay = measured_curves(one.points, state.model, state.machine, state.workload,
-                                  kv_type=calibration.kv_type if fitted and calibration else None,
-                                  dtype=calibration.dtype if fitted and calibration else None, label=one.label)
+        overlay: Mapping[tuple[str, str], list[Any]] = measured_curves(
+            one.points, state.model, state.machine, state.workload,
+            kv_type=calibration.kv_type if fitted and calibration else None,
+            dtype=calibration.dtype if fitted and calibration else None, label=one.label)
         wanted[measured_layer(one.key)] = (one.label, "measured", index, overlay)
     if calibration is not None and series:
         machine = dataclasses.replace(state.machine, efficiency=calibration.efficiency)

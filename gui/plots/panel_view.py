@@ -48,6 +48,7 @@ class PanelView:
         self.legends = Legend()
         self.legend = self.legends.item
         self.drawn: dict[tuple[str, str], Drawn] = {}
+        self._layout: tuple[str, str, str, str, str, bool, bool] | None = None     # what configure() last applied
         self.hover_dot = pg.ScatterPlotItem(size=13, pen=pg.mkPen("#888", width=2), brush=None)
         self.hover_dot.setZValue(50)
         self.plot.addItem(self.hover_dot, ignoreBounds=True)
@@ -74,7 +75,7 @@ class PanelView:
     def configure(self, panel: Panel) -> None:
         layout = (panel.title, panel.x_label, panel.x_unit, panel.y_label, panel.y_unit, panel.log_x, panel.log_y)
         self.panel = panel
-        if getattr(self, "_layout", None) == layout:
+        if self._layout == layout:
             return                      # re-applying titles and log modes costs a full relayout
         self._layout = layout
         self.plot.setTitle(panel.title, size="10pt")

@@ -8,9 +8,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
-from rooflab.core.report.overlays import expected_label
 from rooflab.core.report.chart_types import distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES
+from rooflab.core.report.overlays import expected_label
 from rooflab.core.report.serving_chart import SERVING, SERVING_TITLE
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
 from rooflab.gui.plots.serving import ServingPlot

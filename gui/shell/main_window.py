@@ -191,7 +191,7 @@ class MainWindow(QMainWindow):
         self.menus.refresh_recent()
         self.messages.clear("open")
         self.statusBar().showMessage(f"Opened {opened.spec.name}", 5000)
-        self.left_tabs.setCurrentWidget(self.left_tabs.widget(1))
+        self.left_tabs.setCurrentIndex(1)                     # the Model tab
         self.model_loaded.emit(opened.spec)
 
     def _on_opener_failed(self, exc: RooflabError) -> None:

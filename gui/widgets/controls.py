@@ -98,14 +98,17 @@ class SliderSpin(QWidget):
         self._reach = (low, high)          # the slider's ends
         self.spin: QSpinBox | QDoubleSpinBox
         if integer:
-            self.spin = QSpinBox()
-            self.spin.setRange(int(low), int(high))
-            self.spin.setGroupSeparatorShown(True)
+            whole = QSpinBox()
+            whole.setRange(int(low), int(high))
+            whole.setGroupSeparatorShown(True)
+            whole.setSingleStep(max(1, round(step)))
+            self.spin = whole
         else:
-            self.spin = QDoubleSpinBox()
-            self.spin.setDecimals(decimals)
-            self.spin.setRange(low, high)
-        self.spin.setSingleStep(step)
+            real = QDoubleSpinBox()
+            real.setDecimals(decimals)
+            real.setRange(low, high)
+            real.setSingleStep(step)
+            self.spin = real
         self.spin.setSuffix(suffix)
         self.spin.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType if log
                               else QAbstractSpinBox.StepType.DefaultStepType)
@@ -147,7 +150,7 @@ class SliderSpin(QWidget):
         self.spin.blockSignals(True)
         self.slider.blockSignals(True)
         if float(self.spin.value()) != float(value):      # leave an edit in progress alone
-            self.spin.setValue(int(value) if self._integer else value)
+            self._show(value)
         self.slider.setValue(self._to_slider(value))
         self.spin.blockSignals(False)
         self.slider.blockSignals(False)
@@ -189,7 +192,14 @@ class SliderSpin(QWidget):
         self.value_edited.emit(float(value))
 
     def _on_slider_value_changed(self, position: int) -> None:
-        self.spin.setValue(int(self._from_slider(position)) if self._integer else self._from_slider(position))
+        self._show(self._from_slider(position))
+
+    def _show(self, value: float) -> None:
+        """Put ``value`` in the spin box: whole in an integer one."""
+        if isinstance(self.spin, QSpinBox):
+            self.spin.setValue(int(value))
+        else:
+            self.spin.setValue(value)
 
 
 class MessageBar(QWidget):

@@ -9,9 +9,9 @@ from types import ModuleType
 
 import pytest
 
+from rooflab.core.calibration.models import calibration_models
 from rooflab.core.io.gguf import read_gguf
 from rooflab.core.io.hf import spec_from_config
-from rooflab.core.calibration.models import calibration_models
 from rooflab.core.measure.engines.llamacpp.plan import BenchTest
 from rooflab.core.predict.expected import expected_for
 from rooflab.core.values.calibration import EngineCalibration, Rates

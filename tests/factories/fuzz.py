@@ -478,9 +478,9 @@ def store_seeds(root: Path) -> tuple[Seed, ...]:
     """The files rooflab keeps, written by rooflab itself into ``root`` (data and config dir)."""
     import os
 
-    from rooflab.core.io import presets
     from rooflab.core.calibration import store
     from rooflab.core.calibration.calibrate import calibrate
+    from rooflab.core.io import presets
     from rooflab.core.values.machine import MachineProfile
     from rooflab.core.values.measured import EngineSettings, MeasuredPoint
     from tests.conftest import build_spec
@@ -531,8 +531,8 @@ def _read_store(folder: Path) -> None:
     """Every reader of the stored files; the store itself must never raise for a bad file."""
     import os
 
-    from rooflab.core.io import presets
     from rooflab.core.calibration import store
+    from rooflab.core.io import presets
     from rooflab.core.values.measured import MeasuredPoint
 
     os.environ["ROOFLAB_DATA_DIR"] = os.environ["ROOFLAB_CONFIG_DIR"] = str(folder)

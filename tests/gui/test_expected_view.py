@@ -4,11 +4,11 @@ Measure tab's one button makes that calibration."""
 
 from __future__ import annotations
 
+from rooflab.core.calibration import store
 from rooflab.core.io import load_model, presets
 from rooflab.core.measure import calibration_run
-from rooflab.core.calibration import store
-from rooflab.core.report.overlays import BAND_HIGH, BAND_LOW
 from rooflab.core.report.expected import expected_request
+from rooflab.core.report.overlays import BAND_HIGH, BAND_LOW
 from rooflab.core.report.units import fmt
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
 from tests.core.cli.test_calibrate_cli import TINY

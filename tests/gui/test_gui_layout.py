@@ -69,7 +69,7 @@ def test_every_chart_is_tall_enough_and_side_by_side_only_when_wide_enough(qtbot
     for chart in CHART_KEYS:
         plot = _show_at(qtbot, window, size, chart)
         columns = plot.columns()
-        room = plot.scroll.viewport().width()
+        room = plot.scroll_area.viewport().width()
         for key in plot.panel_keys():
             rect = plot.panel_view(key).plot.geometry()
             assert rect.height() >= MIN_CHART_HEIGHT - 1, (chart, key, rect.height())
@@ -79,7 +79,8 @@ def test_every_chart_is_tall_enough_and_side_by_side_only_when_wide_enough(qtbot
         if size == (1920, 1080):          # every panel side by side and in full (a long legend may scroll)
             assert columns == len(plot.panel_keys()), chart
             for key in plot.panel_keys():
-                assert plot.panel_view(key).plot.geometry().bottom() <= plot.scroll.viewport().height(), (chart, key)
+                bottom = plot.panel_view(key).plot.geometry().bottom()
+                assert bottom <= plot.scroll_area.viewport().height(), (chart, key)
     if size == (1280, 720):
         assert window.plots["decode"].columns() == 2      # 3 x 290 px was too narrow
 
@@ -87,7 +88,7 @@ def test_every_chart_is_tall_enough_and_side_by_side_only_when_wide_enough(qtbot
 @pytest.mark.parametrize("chart", CHART_KEYS)
 def test_at_1920x1080_every_plot_fits_without_scrolling(qtbot, window, chart):
     plot = _show_at(qtbot, window, (1920, 1080), chart)
-    assert plot.scroll.verticalScrollBar().maximum() == 0
+    assert plot.scroll_area.verticalScrollBar().maximum() == 0
     for key in plot.panel_keys():
         view = plot.panel_view(key)
         box = view.plot.getViewBox().size().height()
@@ -141,8 +142,8 @@ def test_a_one_token_prompt_reads_in_the_singular(qtbot, window):
     window.plot_tabs.setCurrentWidget(plot)
     text = _hover_marker(plot, "ttft")
     assert "prompt 1 token" in text and "1 tokens" not in text
+    from rooflab.core.app.figures import summarise
     from rooflab.core.report.explain import explain
-    from rooflab.core.report.summary import summarise
 
     sc = window.state.scenario
     end_to_end = next(line for line in explain(sc, summarise(sc)) if line.key == "end_to_end")
@@ -152,8 +153,8 @@ def test_a_one_token_prompt_reads_in_the_singular(qtbot, window):
 def test_one_tensor_groups_and_one_fitting_sequence_read_in_the_singular(window):
     import dataclasses
 
+    from rooflab.core.app.figures import summarise
     from rooflab.core.report.explain import explain
-    from rooflab.core.report.summary import summarise
     from rooflab.gui.panels.model_panel import SHAPE
 
     tree = window.model_panel.tree

@@ -117,8 +117,8 @@ def test_numbers_panel_says_which_clock_bounds_each_phase(window):
 def test_numbers_panel_sentences_at_the_extremes(window):
     import dataclasses
 
+    from rooflab.core.app.figures import summarise
     from rooflab.core.report.explain import explain
-    from rooflab.core.report.summary import summarise
 
     sc = window.state.scenario
 
@@ -147,8 +147,8 @@ def test_numbers_panel_sentences_at_the_extremes(window):
 def test_crossovers_of_a_machine_that_computes_slowly_read_right(window):
     import dataclasses
 
+    from rooflab.core.app.figures import summarise
     from rooflab.core.report.explain import explain
-    from rooflab.core.report.summary import summarise
 
     slow = dataclasses.replace(window.state.machine, key="", peak_flops={"fp16": 0.01e12})   # balance 0.01
     sc = dataclasses.replace(window.state.scenario, machine=slow)
@@ -235,8 +235,8 @@ def test_entry_point_module_loads_no_qt_and_the_window_no_torch(tmp_path):
 def test_numbers_panel_warns_past_the_trained_context(window):
     import dataclasses
 
+    from rooflab.core.app.figures import summarise
     from rooflab.core.report.explain import explain
-    from rooflab.core.report.summary import summarise
 
     sc = window.state.scenario
     trained = sc.model.context_length

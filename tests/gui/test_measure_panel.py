@@ -91,8 +91,8 @@ def test_points_arrive_live_then_calibration(qtbot, tiny_window, tmp_path, monke
 
 
 def test_a_torch_run_of_another_format_keeps_the_model_on_screen(qtbot, tiny_window, tiny_config):
-    from rooflab.core.io import load_model
     from rooflab.core.calibration import store
+    from rooflab.core.io import load_model
 
     state, panel, ctl = tiny_window.state, tiny_window.measure_panel, tiny_window.measure
     state.set_model(load_model(tiny_config, weights="q8_0"), str(tiny_config), "q8_0")
@@ -114,8 +114,8 @@ def test_a_torch_run_of_another_format_keeps_the_model_on_screen(qtbot, tiny_win
 
 
 def test_a_run_on_a_busy_machine_is_kept_and_drawn_but_not_fitted(qtbot, tiny_window, monkeypatch):
-    from rooflab.core.measure.engines import engine
     from rooflab.core.calibration import store
+    from rooflab.core.measure.engines import engine
 
     # another program starts while the run goes: the load average climbs by 2 between points
     loads = iter(range(0, 1000, 2))

@@ -23,17 +23,17 @@ from typing import Any
 
 from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, run_job
+from rooflab.core.measure.engines.torch import backend
+from rooflab.core.measure.engines.torch.backend import timed
 from rooflab.core.measure.machine.checks import judge_machine
+from rooflab.core.measure.machine.sysinfo import cpu_fp32_bound, device_memory, last_level_cache_bytes
+from rooflab.core.measure.machine.trust import load_average
 from rooflab.core.values.machine_run import (
     BandwidthResult,
     MachineMeasurement,
     MatmulResult,
     RooflineSample,
 )
-from rooflab.core.measure.machine.sysinfo import cpu_fp32_bound, device_memory, last_level_cache_bytes
-from rooflab.core.measure.engines.torch import backend
-from rooflab.core.measure.engines.torch.backend import timed
-from rooflab.core.measure.machine.trust import load_average
 from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_THREADS
 
 MiB = 1 << 20

@@ -31,8 +31,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from rooflab.core.values.machine_run import GB, MachineMeasurement
 from rooflab.core.measure.machine.trust import LOAD_RISE_LIMIT
+from rooflab.core.values.machine_run import GB, MachineMeasurement
 
 #: (fastest - slowest) / median of one figure's runs above which the runs disagree.
 SPREAD_LIMIT = 0.25

@@ -12,13 +12,13 @@ import math
 import numpy as np
 import pytest
 
-from rooflab.core.errors import SpecError
 from rooflab.core.calibration.calibrate import (
     Calibration,
     calibrate,
     predict_points,
     summarise,
 )
+from rooflab.core.errors import SpecError
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab.core.errors import MeasurementError
 from rooflab.core.calibration.models import LLAMACPP_MODELS, REAL_SIZE_MODELS, calibration_models
+from rooflab.core.errors import MeasurementError
 from rooflab.core.measure.calibration_run import CalibrationPlan
 from rooflab.core.predict.expected import byte_shares
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from rooflab.core.calibration import store
+from rooflab.core.calibration.expectations import calibration_for, expected_on
 from rooflab.core.errors import MeasurementError, SpecError
 from rooflab.core.files.paths import data_dir
 from rooflab.core.io import load_model, presets
 from rooflab.core.io.llamabench import BenchImport, BenchModel
 from rooflab.core.measure import workflow
-from rooflab.core.calibration import store
-from rooflab.core.calibration.expectations import calibration_for, expected_on
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
@@ -86,8 +86,8 @@ def test_a_back_ends_published_calibration_is_kept_and_a_bad_copy_fitted_again(m
     """Without a current shipped fit (data edited since it was written), a group is fitted once
     per version of the data and kept in the cache folder: a window's start reads it back
     instead of refitting; a corrupt copy is set aside and fitted again."""
-    from rooflab.core.files.paths import cache_dir
     from rooflab.core.calibration import expectations
+    from rooflab.core.files.paths import cache_dir
 
     monkeypatch.setattr(expectations, "shipped_path", lambda: tmp_path / "none.json")
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rooflab.core.io.presets import list_presets, load_machine
 from rooflab.core.calibration import public
 from rooflab.core.calibration.expectations import expected_on
+from rooflab.core.io.presets import list_presets, load_machine
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.values.workload import Workload
 

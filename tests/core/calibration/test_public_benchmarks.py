@@ -12,6 +12,8 @@ import sys
 import numpy as np
 import pytest
 
+from rooflab.core.calibration import public, public_fit, public_score
+from rooflab.core.calibration.public import load_public, tokens_per_second
 from rooflab.core.io.public_bench import (
     PublicBenchmarks,
     PublicMachine,
@@ -20,10 +22,6 @@ from rooflab.core.io.public_bench import (
     RowSource,
     parse_test,
 )
-from rooflab.core.calibration import public
-from rooflab.core.calibration import public_fit
-from rooflab.core.calibration import public_score
-from rooflab.core.calibration.public import load_public, tokens_per_second
 from rooflab.core.values.calibration import FORMAT_CLASSES, Rates
 
 

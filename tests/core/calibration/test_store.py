@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.core.io import load_model, presets
-from rooflab.core.io.presets import load_machine
 from rooflab.core.calibration import store
 from rooflab.core.calibration.calibrate import calibrate
+from rooflab.core.io import load_model, presets
+from rooflab.core.io.presets import load_machine
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint

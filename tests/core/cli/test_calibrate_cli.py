@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from rooflab.core.calibration import store
+from rooflab.core.calibration.models import CalibrationModel
 from rooflab.core.cli.main import main
 from rooflab.core.io import presets
 from rooflab.core.measure import calibration_run
-from rooflab.core.calibration import store
-from rooflab.core.calibration.models import CalibrationModel
 from rooflab.core.values.machine import MachineProfile
 from tests.factories import needs
 from tests.factories.llm_configs import llama_config

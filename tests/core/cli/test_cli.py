@@ -382,12 +382,12 @@ def test_measure_import_of_an_absurd_prompt_is_one_line(tmp_path, capsys):
 def test_predict_says_why_in_the_numbers_panels_words(capsys, machine, flags):
     """One text builder: the "why" block of ``rooflab predict`` is ``report.explain``'s rows, the
     sentences the numbers panel shows, for the model placed as the same flags place it."""
+    from rooflab.core.app.figures import summarise
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
     from rooflab.core.predict.choice import PlacementChoice
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.explain import explain
-    from rooflab.core.report.summary import summarise
     from rooflab.core.values.defaults import DEFAULT_WORKLOAD
 
     code, out, _ = run(capsys, "predict", "--model", "gpt-oss-120b-mxfp4", "--machine", machine, *flags)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from rooflab.core.calibration import store
 from rooflab.core.cli.main import main
 from rooflab.core.io import presets
-from rooflab.core.calibration import store
 from tests.factories import needs
 from tests.factories.spies import spy
 
@@ -239,9 +239,9 @@ def test_a_config_is_measured_in_llamacpp_through_a_generated_gguf(tmp_path: Pat
 
 
 def test_points_of_two_engines_are_never_fitted_together(tmp_path: Path):
+    from rooflab.core.calibration.calibrate import calibrate
     from rooflab.core.errors import SpecError
     from rooflab.core.io import load_model
-    from rooflab.core.calibration.calibrate import calibrate
     from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 
     spec = load_model("qwen3-0.6b")

@@ -177,10 +177,10 @@ def test_a_model_that_does_not_fit_gets_no_expected_request(capsys):
 
 def test_the_placed_crossovers_are_the_windows(capsys):
     # predict's placement carries the n* and b* the numbers panel shows for the same placement
+    from rooflab.core.app.figures import summarise
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
     from rooflab.core.report.chart_types import Scenario
-    from rooflab.core.report.summary import summarise
     from rooflab.core.values.workload import Workload
 
     code, out, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--json")

@@ -8,12 +8,13 @@ import math
 
 import pytest
 
+from rooflab.core.app.figures import summarise
 from rooflab.core.cli.main import main
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import PlacementChoice
 from rooflab.core.report.chart_types import Scenario
-from rooflab.core.report.summary import NOT_RUN, summarise, summary_rows
+from rooflab.core.report.summary import NOT_RUN, summary_rows
 from rooflab.core.values.workload import Workload
 
 BASE = ["predict", "--ceiling-only", "--contexts", "0", "--batches", "1", "--prompts", "512"]

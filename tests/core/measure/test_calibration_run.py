@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab.core.jobs import CancelToken, run_job
-from rooflab.core.measure import calibration_run
 from rooflab.core.calibration import store
 from rooflab.core.calibration.models import CalibrationModel
+from rooflab.core.jobs import CancelToken, run_job
+from rooflab.core.measure import calibration_run
 from rooflab.core.values.machine import MachineProfile
 from tests.factories.llm_configs import llama_config
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from rooflab.core.calibration import store
+from rooflab.core.calibration.calibrate import calibrate, predict_points
 from rooflab.core.io import load_model, presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure import workflow
-from rooflab.core.calibration import store
-from rooflab.core.calibration.calibrate import calibrate, predict_points
 from rooflab.core.report.gaps import explain
-from rooflab.core.values.machine_run import BandwidthResult, MachineMeasurement, MatmulResult
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine_run import BandwidthResult, MachineMeasurement, MatmulResult
 from rooflab.core.values.measured import MeasuredPoint
 
 MACHINE = MachineProfile(name="cpu", bandwidth=40e9, peak_flops={"fp32": 2e11}, memory=16e9, default_dtype="fp32")

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from rooflab.core.app.figures import summarise
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
@@ -15,7 +16,6 @@ from rooflab.core.predict.parallel import Parallel
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.compare import DEPTHS, compare_row, distinguishing_labels
 from rooflab.core.report.placed import placed_summary
-from rooflab.core.report.summary import summarise
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.workload import Workload
 

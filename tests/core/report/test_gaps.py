@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from rooflab.core.io import load_model
 from rooflab.core.calibration.calibrate import calibrate, predict_points
+from rooflab.core.io import load_model
 from rooflab.core.report.gaps import explain
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from rooflab.core.app.figures import summarise
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO
@@ -17,7 +18,6 @@ from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.charts import CHART_KEYS
 from rooflab.core.report.explain import explain
 from rooflab.core.report.guide import SECTIONS, guide_text, section, topic
-from rooflab.core.report.summary import summarise
 from rooflab.core.values.defaults import DEFAULT_WORKLOAD
 
 # what the issue asks the guide to explain, each by its section

@@ -9,9 +9,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rooflab.core.io import load_model
 from rooflab.core.calibration.calibrate import predict_points
-from rooflab.core.values.machine_run import RooflineSample
+from rooflab.core.io import load_model
 from rooflab.core.report.overlays import (
     RATIO,
     SPREAD,
@@ -24,6 +23,7 @@ from rooflab.core.report.overlays import (
 )
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine_run import RooflineSample
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.core.values.workload import Workload
 

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from rooflab.core import __version__
+from rooflab.core.app.figures import summarise
 from rooflab.core.predict.work import bytes_read_per_token, weight_bytes_read_per_token
 from rooflab.core.report import (
     CURVE_COLUMNS,
@@ -17,7 +18,6 @@ from rooflab.core.report import (
     curves_csv,
     grouped_rows,
     header_lines,
-    summarise,
     summary_csv,
     tensors_csv,
 )

@@ -11,10 +11,10 @@ import io
 import numpy as np
 import pytest
 
+from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.errors import SpecError
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
-from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.predict.serving import Lengths, Load, ServingPlan, serve
 from rooflab.core.predict.serving_stats import ServingLevel
 from rooflab.core.report.chart_types import BAND_HIGH, BAND_LOW, Scenario

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rooflab.core.measure.machine import sysinfo
 from rooflab.core.measure.engines.llamacpp import binding
 from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan
 from rooflab.core.measure.engines.llamacpp.sweep import Sweep
+from rooflab.core.measure.machine import sysinfo
 from rooflab.core.values.measured import MeasuredPoint
 
 

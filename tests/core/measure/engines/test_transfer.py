@@ -9,10 +9,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rooflab.core.errors import SpecError
 from rooflab.core.calibration.engine_calibration import ModelPoints, calibrate_engine, predicted_seconds
 from rooflab.core.calibration.models import LLAMACPP_MODELS, CalibrationModel
 from rooflab.core.calibration.solver import cache_terms
+from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile

@@ -15,12 +15,12 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="aiohttp is not installed")
 
+from rooflab.core.calibration import store  # noqa: E402
 from rooflab.core.cli.main import main  # noqa: E402
 from rooflab.core.errors import MeasurementError  # noqa: E402
 from rooflab.core.jobs import CancelToken, Progress  # noqa: E402
-from rooflab.core.measure import store  # noqa: E402
-from rooflab.core.measure.loadtest.run import measure_server_blocking  # noqa: E402
 from rooflab.core.measure.loadtest.plan import ServerMeasurement, ServerPlan, gaps  # noqa: E402
+from rooflab.core.measure.loadtest.run import measure_server_blocking  # noqa: E402
 from rooflab.core.predict.serving import Lengths, Load  # noqa: E402
 from tests.factories.fake_openai import FakeServer, free_port  # noqa: E402
 

@@ -22,8 +22,8 @@ if _MISSING:
     pytest.skip(f"needs llama-cpp-python[server] and aiohttp (missing {', '.join(_MISSING)}; "
                 "pip install -e '.[test]')", allow_module_level=True)
 
-from rooflab.core.measure.loadtest.run import measure_server_blocking  # noqa: E402
 from rooflab.core.measure.loadtest.plan import ServerPlan  # noqa: E402
+from rooflab.core.measure.loadtest.run import measure_server_blocking  # noqa: E402
 from rooflab.core.predict.serving import Lengths, Load  # noqa: E402
 from tests.factories.llama_server import ORDINARY_ONLY, llama_server  # noqa: E402
 from tests.factories.llm_configs import llama_config, random_gguf  # noqa: E402

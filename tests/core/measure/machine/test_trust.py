@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from rooflab.core.calibration.calibrate import calibrate
 from rooflab.core.errors import SpecError
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
-from rooflab.core.calibration.calibrate import calibrate
 from rooflab.core.measure.machine.trust import LOAD_RISE_LIMIT, SPREAD_LIMIT, judge
 from rooflab.core.values.measured import MeasuredPoint
 
