@@ -55,6 +55,12 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     check_grid(contexts, batches, prompts)
     expected = None if args.calibrated or args.ceiling_only else expected_on(
         spec, machine, dtype=workload.compute_dtype, engine=engine_for(choice_from(args)))
+    if args.ops:                # the operation view: every operation of the two passes (report.ops_table)
+        from rooflab.core.report.ops_table import ops_output
+
+        sys.stdout.write(ops_output(spec, machine, workload, expected, "json" if args.json else
+                                    "csv" if args.csv else "text"))
+        return 0
     placed = resolve_placed(args, spec, machine, workload)     # auto-fit unless placement flags
     if args.serve or args.concurrency or args.request_rate:     # serving under load: cli/serve.py
         from rooflab.core.cli.serve import run_serve

@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
     out.add_argument("--csv", action="store_true", help="decode and prefill rows as CSV")
+    p.add_argument("--ops", action="store_true",
+                   help="every operation of the prefill and decode step on the roofline (with --json: an 'ops' list)")
     from rooflab.core.cli.placement import add_placement_options
 
     add_placement_options(p)

@@ -52,7 +52,7 @@ _OPS: dict[str, str] = {
     "ffn_gate": "ffn_gate", "ffn_up": "ffn_up", "ffn_down": "ffn_down",
     "ffn_gate_inp": "router", "exp_probs_b": "router", "ffn_gate_inp_shexp": "router",
     "ffn_gate_exps": "expert_gate", "ffn_up_exps": "expert_up", "ffn_down_exps": "expert_down",
-    "ffn_gate_up_exps": "expert_up",
+    "ffn_gate_up_exps": "expert_up", "ffn_gate_up": "ffn_up", "ffn_gate_up_shexp": "shared_up",
     "ffn_gate_shexp": "shared_gate", "ffn_up_shexp": "shared_up", "ffn_down_shexp": "shared_down",
     "output": "output_head",
 }
@@ -146,9 +146,34 @@ def layer_kinds(spec: ModelSpec) -> tuple[str, ...]:
     return tuple(kinds)
 
 
-def _stem(t: Tensor) -> str:
-    name = t.name.split(".", 2)[2] if t.layer is not None and t.name.startswith("blk.") else t.name
-    return name.rsplit(".", 1)[0] if name.endswith((".weight", ".bias", ".scale")) else name
+# Hugging Face module names (a safetensors folder, a torch model as run) -> llama.cpp stems
+_HF_STEMS: dict[str, str] = {
+    "q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output", "qkv_proj": "attn_qkv",
+    "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "input_layernorm": "attn_norm",
+    "post_attention_layernorm": "ffn_norm", "pre_feedforward_layernorm": "ffn_norm",
+    "post_feedforward_layernorm": "post_ffw_norm", "embed_tokens": "token_embd", "lm_head": "output",
+    "norm": "output_norm", "gate": "ffn_gate_inp", "sinks": "attn_sinks",
+}
+_HF_FFN = {"gate_proj": "ffn_gate", "w1": "ffn_gate", "up_proj": "ffn_up", "w3": "ffn_up", "down_proj": "ffn_down",
+           "w2": "ffn_down", "gate_up_proj": "ffn_gate_up"}
+_SUFFIX = {Role.EXPERTS: "_exps", Role.SHARED_EXPERTS: "_shexp"}
+
+
+def _stem(t: Tensor, post_attention: str = "ffn_norm") -> str:
+    """The llama.cpp stem of a tensor ("attn_q", "ffn_up_exps"), whichever convention names it;
+    ``post_attention``: what a Hugging Face post_attention_layernorm is (a post-norm where the
+    model has a pre_feedforward_layernorm, Gemma's)."""
+    base = t.name.rsplit(".", 1)[0] if t.name.endswith((".weight", ".bias", ".scale")) else t.name
+    if t.name.startswith("blk."):
+        return base.split(".", 2)[2] if base.count(".") >= 2 else base
+    if "." not in base:
+        return base                               # a llama.cpp global: token_embd, output, output_norm
+    last = base.rsplit(".", 1)[1]
+    if last in _HF_FFN:
+        return _HF_FFN[last] + _SUFFIX.get(t.role, "")
+    if last == "post_attention_layernorm":
+        return post_attention
+    return _HF_STEMS.get(last, last)
 
 
 def _norm_op(stem: str) -> str:
@@ -190,8 +215,9 @@ def _tensor_rows(spec: ModelSpec, p: _Pass, sums: _Sums, kinds: tuple[str, ...])
     """The multiplies (every tensor at 2 FLOPs a parameter a token, as the pass counts them),
     the norms and the embedding lookup."""
     touched = float(work.experts_touched_fraction(spec, p.rows))
+    post = _post_attention(spec)
     for t in spec.tensors:
-        stem = _stem(t)
+        stem = _stem(t, post)
         kind_of_layer = kinds[t.layer] if t.layer is not None and t.layer < len(kinds) else HEAD
         if t.role is Role.EMBEDDING:
             rows = 0.0 if spec.tied_embeddings else p.rows
@@ -218,6 +244,11 @@ def _tensor_rows(spec: ModelSpec, p: _Pass, sums: _Sums, kinds: tuple[str, ...])
                       p.act, per_expert=True)
         else:
             _multiply(sums, kind_of_layer, name, t.layer, t, p.rows, float(t.nbytes), p.act)
+
+
+def _post_attention(spec: ModelSpec) -> str:
+    gemma = any(t.name.endswith("pre_feedforward_layernorm.weight") for t in spec.tensors)
+    return "post_attention_norm" if gemma else "ffn_norm"
 
 
 def _multiply(sums: _Sums, kind_of_layer: str, name: str, layer: int | None, t: Tensor, rows: float,
@@ -276,10 +307,11 @@ def _ffn_act_rows(spec: ModelSpec, p: _Pass, sums: _Sums, kinds: tuple[str, ...]
     """The feed-forward's activation and gate product: reads gate and up, writes their product."""
     for t in spec.tensors:
         stem = _stem(t)
-        if t.layer is None or len(t.shape) < 2 or stem not in ("ffn_up", "ffn_up_exps", "ffn_up_shexp"):
+        ups = ("ffn_up", "ffn_up_exps", "ffn_up_shexp", "ffn_gate_up", "ffn_gate_up_exps", "ffn_gate_up_shexp")
+        if t.layer is None or len(t.shape) < 2 or stem not in ups or t.name.endswith(".bias"):
             continue
-        width = float(t.shape[1])
-        rows = p.rows * (spec.experts_used if stem == "ffn_up_exps" else 1)
+        width = float(t.shape[1]) / (2.0 if "gate_up" in stem else 1.0)
+        rows = p.rows * (spec.experts_used if stem.endswith("_exps") else 1)
         flops = ACT_FLOPS * width * rows
         sums.add(kinds[t.layer], "ffn_act", SMALL, t.layer, flops=flops, act=3.0 * width * rows * p.act,
                  left_out=flops)

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from rooflab.core.files.safe_json import dumps_json
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
+from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.ops import DECODE, PREFILL, totals
 from rooflab.core.predict.ops_clocks import TimedOperation, timed_operations
 from rooflab.core.predict.roofline import balance
@@ -129,3 +131,22 @@ def ops_csv(timed: Sequence[TimedOperation], header: Sequence[str] = ()) -> str:
         writer.writerow(["" if rec[k] is None else f"{rec[k]:.10g}" if isinstance(rec[k], float) else rec[k]
                          for k in OP_KEYS])
     return buffer.getvalue()
+
+
+def ops_output(spec: ModelSpec, machine: MachineProfile, workload: Workload, expected: Expected | None,
+               form: str = "text") -> str:
+    """What ``rooflab predict --ops`` writes, as ``form`` ("text", "json" or "csv"): the rows
+    as ``expected`` (a calibration's) expects them, else as the machine's own efficiency
+    factors do where it has any (``--calibrated``, ``--bandwidth-efficiency``), else ceilings."""
+    if expected is not None:
+        profile: MachineProfile | None = expected.machine
+        label = f"{expected.calibration.engine_label} ({expected.calibration.source})"
+    elif not machine.efficiency.is_identity:
+        profile, label = machine, "the machine's efficiency factors"
+    else:
+        profile, label = None, ""
+    if form == "json":
+        return dumps_json(ops_dict(spec, machine, workload, profile, label), indent=2) + "\n"
+    if form == "csv":
+        return ops_csv(timed_operations(spec, machine, workload, expected=profile))
+    return ops_text(spec, machine, workload, profile, label) + "\n"
