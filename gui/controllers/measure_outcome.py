@@ -111,11 +111,14 @@ class MeasureOutcomeController(QObject):
         screen and in the store for this machine as measured (``workflow.keep_unfinished``),
         unfitted; the error line that says so is the caller's."""
         machine = workflow.host_machine(self._state.machine)
-        reason = "" if machine is None else workflow.keep_unfinished(run, machine, source=source)
+        if machine is None:                 # no machine to keep them for: on screen only
+            self._display.keep(run.points)
+            self._display.end_live()
+            return
+        reason = workflow.keep_unfinished(run, machine, source=source)
         if reason:
             self.message.emit(f"Could not keep the points measured before: {reason}", "warning")
-        self._display.keep(run.points)
-        self._display.end_live()
+        self._show_run_on(machine, run)
 
     def _show_run_on(self, machine: MachineProfile, run: EngineRun) -> None:
         """Draw ``run``'s points (kept in the store) beside the machine they were timed on."""

@@ -175,6 +175,50 @@ def test_cancel_mid_run_leaves_no_point_behind(qtbot, gguf_window, monkeypatch):
     assert panel.model_button.isEnabled() and panel.engine.isEnabled() and not panel.cancel_button.isEnabled()
 
 
+def test_llama_cpp_killed_mid_run_leaves_the_window_its_pins_and_recent_files(qtbot, gguf_window, tiny_gguf,
+                                                                             monkeypatch):
+    """llama.cpp runs in a child process: the child really killing itself with SIGSEGV after its
+    second point (``ROOFLAB_CHILD_CRASH``, read by the child) is one line naming the signal; the
+    window, its pins and its recent files stay, and the two points stay drawn and kept, unfitted."""
+    from rooflab.core.measure.engines.child_job import CRASH_ENV
+
+    window, panel, ctl, state = gguf_window, gguf_window.measure_panel, gguf_window.measure, gguf_window.state
+    quick(panel)
+    pinned = state.pin_current()
+    assert pinned is not None and str(tiny_gguf) in window.settings.recent
+    recent = list(window.settings.recent)
+    monkeypatch.setenv(CRASH_ENV, "SIGSEGV:2")
+    calls = spy(monkeypatch, "after_engine_run")
+    errors: list[tuple[str, str]] = []
+    ctl.message.connect(lambda text, level: errors.append((text, level)))
+    with qtbot.waitSignal(ctl.jobs.errored, timeout=60_000) as errored, \
+            qtbot.waitSignal(ctl.jobs.finished, timeout=60_000):
+        panel.model_button.click()
+    exc = errored.args[0]
+    line = "llama.cpp was killed by SIGSEGV after 2 of 6 points; the 2 are kept"
+    assert str(exc) == line and exc.signal_name == "SIGSEGV"
+    # the window is still there, with the user's pins and recent files
+    assert window.isVisible() and state.pinned == (pinned,) and window.settings.recent == recent
+    assert not panel.error.isHidden() and panel.error.text() == line
+    assert [e for e in errors if e[1] != "info"] == [(f"Measurement: {line}", "error")]
+    assert panel.model_button.isEnabled() and not panel.cancel_button.isEnabled()
+    # the two points measured before stay on screen and in the store (beside this machine as
+    # measured, where a finished run goes too), not fitted
+    assert state.machine.key == "measured" and calls == [] and ctl.calibration is None
+    (series,) = ctl.series
+    assert series.points == exc.run.points and [p.kind for p in series.points] == ["prefill", "prefill"]
+    kept = store.load_measurements(store.model_key(state.model), store.machine_key(state.machine))
+    assert [r["points"] for r in kept] == [list(exc.run.points)]
+    window.flush_plots()
+    assert window.plots["prefill"].curve("ttft", "measured_ttft", layer=measured_layer(series.key)).x.size == 2
+    # and the next run, the engine alive again, is measured and fitted as usual
+    monkeypatch.delenv(CRASH_ENV)
+    with qtbot.waitSignal(ctl.jobs.returned, timeout=60_000):
+        panel.model_button.click()
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=10_000)
+    assert len(calls) == 1 and ctl.calibration is not None and panel.error.isHidden()
+
+
 def test_a_config_model_runs_as_a_random_weight_gguf(qtbot, window, tiny_config, monkeypatch):
     from rooflab.core.io import load_model
 

@@ -219,6 +219,35 @@ def test_a_gguf_is_measured_in_llamacpp_on_the_users_own_file(tmp_path: Path, ca
     assert runs[-1]["points"][0].settings is not None and runs[-1]["points"][0].engine_key.startswith("llama.cpp")
 
 
+def test_llama_cpp_killed_mid_run_is_one_line_and_exit_2(tmp_path: Path, capsys, monkeypatch):
+    """llama.cpp runs in a child process, which really kills itself with SIGABRT after its third
+    point (``ROOFLAB_CHILD_CRASH``): the command says so in one line, exits 2, and keeps the
+    three points (unfitted) where a finished run's go."""
+    needs.llama_cpp()
+    from rooflab.core.io import load_model
+    from rooflab.core.measure.engines.child_job import CRASH_ENV
+
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv(CRASH_ENV, "SIGABRT:3")
+    gguf = _tiny_gguf(tmp_path)
+    calls = spy(monkeypatch, "after_engine_run")
+    assert main(["measure", "model", str(gguf), "--engine", "llamacpp", *LLAMA_SWEEP]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and calls == []
+    assert captured.err.strip().splitlines()[-1] == (
+        "rooflab: error: llama.cpp was killed by SIGABRT after 3 of 6 points; the 3 are kept")
+    assert "Traceback" not in captured.err
+    (run,) = store.load_measurements(store.model_key(load_model(gguf)),
+                                     store.machine_key(presets.load_machine("reference-cpu")))
+    assert [p.kind for p in run["points"]] == ["prefill", "prefill", "decode"]
+    assert run["meta"]["unfinished"].startswith("llama.cpp was killed by SIGABRT")
+    # --no-save keeps nothing, and says the same line
+    assert main(["measure", "model", str(gguf), "--no-save", *LLAMA_SWEEP]) == 2
+    assert "killed by SIGABRT after 3 of 6 points" in capsys.readouterr().err
+    assert len(store.load_measurements(store.model_key(load_model(gguf)),
+                                       store.machine_key(presets.load_machine("reference-cpu")))) == 1
+
+
 def test_a_config_is_measured_in_llamacpp_through_a_generated_gguf(tmp_path: Path, capsys, monkeypatch):
     needs.llama_cpp()
     from rooflab.core.io import load_model
