@@ -6,6 +6,7 @@ The header is parsed by ``gguf_header`` (fast, defensive); this module interpret
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ from rooflab.core.io.roles import classify, layer_of
 from rooflab.core.io.textfile import printable, shown
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
-__all__ = ["GGUFHeader", "LargeArray", "TensorInfo", "read_gguf", "read_header"]
+__all__ = ["GGUFHeader", "LargeArray", "TensorInfo", "read_gguf", "read_header", "spec_from_headers"]
 
 # architectures whose metadata rooflab has checked against llama.cpp's loader
 KNOWN_ARCHITECTURES: frozenset[str] = frozenset({
@@ -40,18 +41,32 @@ MAX_LAYERS = 1 << 16
 def read_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     """The model in the GGUF file at ``path``: every tensor's exact bytes and role, and the
     attention layout that sizes the KV cache. Raises ``ModelFileError`` for any bad file."""
-    header = read_header(path)
+    return spec_from_headers([read_header(path)])
+
+
+def spec_from_headers(headers: list[GGUFHeader], source: str = "") -> ModelSpec:
+    """The model of one GGUF file's header, or of every part of a split GGUF (``-00001-of-0000N``)
+    in order: the first part's metadata, all parts' tensors and bytes. ``source`` names the
+    model (a URL, an ``hf:`` name); the first part's path by default."""
+    first = headers[0]
+    if len(headers) > 1:
+        first = dataclasses.replace(first, path=source or first.path,
+                                    tensors=tuple(t for h in headers for t in h.tensors),
+                                    file_bytes=sum(h.file_bytes for h in headers))
+    elif source:
+        first = dataclasses.replace(first, path=source)
     try:
-        return _Interpreter(header).spec()
+        return _Interpreter(first, parts=len(headers)).spec()
     except SpecError as exc:
-        raise ModelFileError(header.path, str(exc)) from exc
+        raise ModelFileError(first.path, str(exc)) from exc
 
 
 class _Interpreter:
     """Typed access to one header's metadata, collecting warnings as it goes."""
 
-    def __init__(self, header: GGUFHeader) -> None:
+    def __init__(self, header: GGUFHeader, parts: int = 1) -> None:
         self.header = header
+        self.parts = parts
         self.meta: Mapping[str, Value] = header.metadata
         self.warnings: list[str] = []
         arch = self.meta.get("general.architecture", "")
@@ -105,7 +120,7 @@ class _Interpreter:
         hidden = self.integer(self.key("embedding_length")) or _dim(tensors, "token_embd.weight", 0)
         experts, used, shared = self.experts(tensors)
         split = self.integer("split.count", 1)
-        if split > 1:
+        if split > 1 and self.parts < split:
             self.warnings.append(f"this is one shard of {split}: only its tensors are counted")
         name = self.meta.get("general.name")
         attention = self.attention(layers, hidden)   # before the warnings are frozen

@@ -87,6 +87,26 @@ class GGUFHeader:
     tensors: tuple[TensorInfo, ...]
 
 
+class HeaderIncomplete(Exception):
+    """The first bytes of a file handed to ``parse_header_prefix`` end inside its header:
+    ``needed`` bytes from the start are the least that could hold it (more may be asked
+    for after those are read). Not an error the user sees: the remote reader fetches more."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(f"the header needs at least {needed} bytes")
+        self.needed = needed
+
+
+def parse_header_prefix(name: str, prefix: bytes, file_bytes: int) -> GGUFHeader:
+    """Parse the header of a ``file_bytes``-byte GGUF file of which only the first bytes,
+    ``prefix``, are at hand (a file read by HTTP range requests). Every check is made against
+    the whole file's size, as ``read_header`` makes it; ``HeaderIncomplete`` when the header
+    runs past ``prefix`` but not past the file."""
+    if len(prefix) > file_bytes:
+        raise ModelFileError(name, f"{len(prefix)} bytes read from a file said to hold {file_bytes}")
+    return _Parser(name, prefix, file_bytes).parse()
+
+
 def read_header(path: str | os.PathLike[str]) -> GGUFHeader:
     """Parse and check the header of the GGUF file at ``path`` (tensor data is not read)."""
     name = os.fspath(path)
@@ -116,10 +136,11 @@ def read_header(path: str | os.PathLike[str]) -> GGUFHeader:
 class _Parser:
     """A cursor over the mapped file; ``where`` names the part being read, for messages."""
 
-    def __init__(self, path: str, buf: mmap.mmap) -> None:
+    def __init__(self, path: str, buf: mmap.mmap | bytes, file_bytes: int | None = None) -> None:
         self.path = path
         self.buf = buf
-        self.size = len(buf)
+        self.avail = len(buf)           # bytes at hand: the whole file, or its first bytes
+        self.size = len(buf) if file_bytes is None else file_bytes
         self.off = 0
         self.where = "header"
         self.order = "<"
@@ -129,8 +150,15 @@ class _Parser:
 
     # -- primitives --------------------------------------------------------------------------
     def need(self, n: int) -> None:
+        if n > self.avail - self.off:
+            self.short(self.off + n)
         if n > self.size - self.off:
             self.fail(f"the file ends after {self.size} bytes, inside the header (truncated?)")
+
+    def short(self, needed: int) -> None:
+        """Ask for more of the file when only its first bytes are at hand and it goes on."""
+        if self.avail < self.size:
+            raise HeaderIncomplete(min(needed, self.size))
 
     def unpack(self, fmt: str, n: int) -> tuple[Scalar, ...]:
         self.need(n)
@@ -237,6 +265,8 @@ class _Parser:
         if count <= SMALL_ARRAY:
             return tuple(self.string(MAX_STRING_BYTES, strict=False) for _ in range(count))
         end = _skip_strings(self.buf, self.off, count, struct.Struct(self.order + "Q"))
+        if end > self.avail:
+            self.short(max(end, self.avail + 1))
         if end > self.size:
             self.fail(f"array of {count} strings runs past the end of the file")
         self.off = end
@@ -301,7 +331,7 @@ class _Parser:
         self.where = "header"
 
 
-def _skip_strings(buf: mmap.mmap, off: int, count: int, u64: struct.Struct) -> int:
+def _skip_strings(buf: mmap.mmap | bytes, off: int, count: int, u64: struct.Struct) -> int:
     """Offset after ``count`` length-prefixed strings from ``off``, or past the end of ``buf``
     when a length runs out of it. Lengths only: no string is sliced or decoded."""
     unpack = u64.unpack_from

@@ -158,14 +158,15 @@ def spec_from_folder(folder: Path, *, weights: str | None = None) -> ModelSpec:
     files = sorted(folder.glob("*.safetensors"))
     try:
         if weights or not files:
-            return spec_from_config(config, weights=weights or _config_dtype(config), source=str(folder),
+            return spec_from_config(config, weights=weights or config_weights(config), source=str(folder),
                                     name=folder.name)
         return _spec_from_safetensors(folder, config, files)
     except SpecError as exc:
         raise ModelFileError(folder / "config.json", str(exc)) from exc
 
 
-def _config_dtype(config: Mapping[str, Any]) -> str:
+def config_weights(config: Mapping[str, Any]) -> str:
+    """The weight format a config's own ``torch_dtype`` names (fp32, fp16, bf16)."""
     dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, "bf16")
 
@@ -190,30 +191,37 @@ def spec_from_stored(config: Mapping[str, Any], stored: Iterable[StoredTensor], 
 
 
 def _spec_from_safetensors(folder: Path, config: Mapping[str, Any], files: list[Path]) -> ModelSpec:
+    return spec_from_safetensors_tables(config, [read_safetensors(path) for path in files], name=folder.name,
+                                        source=str(folder), file_bytes=sum(p.stat().st_size for p in files))
+
+
+def spec_from_safetensors_tables(config: Mapping[str, Any], tables: Iterable[list[StoredTensor]], *, name: str,
+                                 source: str, file_bytes: int) -> ModelSpec:
+    """A model stored as safetensors files, from each file's tensor table (read from disk or by
+    range requests): exact bytes per tensor, shapes of attention and experts from ``config``."""
     stored: list[StoredTensor] = []
     seen: set[str] = set()
-    for path in files:
-        for tensor in read_safetensors(path):
+    for table in tables:
+        for tensor in table:
             if tensor.name not in seen:
                 seen.add(tensor.name)
                 stored.append(tensor)
     if not stored:
-        raise ModelFileError(folder, "safetensors files hold no tensors")
+        raise ModelFileError(source, "safetensors files hold no tensors")
     dtypes = sorted({t.type_name for t in stored})
     warnings = []
     if set(dtypes) & {"U8", "I8", "U32", "I32"} and any(classify_hf(t.name) is Role.EXPERTS for t in stored):
         warnings.append("packed quantised tensors: parameter counts are of stored elements, bytes are exact")
-    return spec_from_stored(config, stored, name=folder.name, source=str(folder),
+    return spec_from_stored(config, stored, name=name, source=source,
                             weights_format="safetensors (" + ", ".join(dtypes) + ")",
-                            file_bytes=sum(p.stat().st_size for p in files), warnings=warnings,
-                            metadata=_config_metadata(config))
+                            file_bytes=file_bytes, warnings=warnings, metadata=_config_metadata(config))
 
 
 def load_config_file(path: Path, *, weights: str | None = None) -> ModelSpec:
     """A bare config.json: shapes from it, bytes from ``weights`` (default: its torch_dtype)."""
     config = read_config(path)
     try:
-        return spec_from_config(config, weights=weights or _config_dtype(config), source=str(path),
+        return spec_from_config(config, weights=weights or config_weights(config), source=str(path),
                                 name=display_name(config, path.parent.name or path.stem))
     except SpecError as exc:
         raise ModelFileError(path, str(exc)) from exc

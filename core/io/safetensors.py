@@ -51,12 +51,7 @@ def _read_header_bytes(path: Path) -> tuple[bytes, int]:
     fd = open_regular(name, "a safetensors file")
     try:
         size = os.fstat(fd).st_size
-        head = os.read(fd, 8)
-        if len(head) < 8:
-            raise ModelFileError(path, "truncated: no safetensors header length")
-        (length,) = struct.unpack("<Q", head)
-        if length > MAX_HEADER or length > size - 8:
-            raise ModelFileError(path, f"safetensors header of {length:,} bytes is past the end or too large")
+        length = header_length(path, os.read(fd, 8), size)
         chunks, got = [], 0
         while got < length:
             chunk = os.read(fd, min(1 << 20, length - got))
@@ -71,7 +66,7 @@ def _read_header_bytes(path: Path) -> tuple[bytes, int]:
     return b"".join(chunks), size - 8 - length
 
 
-def _entry(path: Path, key: str, info: Any, data_bytes: int) -> StoredTensor:
+def _entry(path: Path | str, key: str, info: Any, data_bytes: int) -> StoredTensor:
     label = shown(key)
     if not isinstance(info, dict):
         raise ModelFileError(path, f"tensor {label} is {shown(info)}, not an object")
@@ -98,6 +93,23 @@ def read_safetensors(path: Path) -> list[StoredTensor]:
     """The tensors listed in the header of the .safetensors file at ``path``; one
     ModelFileError line naming the file for anything malformed."""
     raw, data_bytes = _read_header_bytes(path)
+    return parse_safetensors_header(path, raw, data_bytes)
+
+
+def header_length(path: Path | str, first: bytes, file_bytes: int) -> int:
+    """The JSON header's length from a safetensors file's first 8 bytes, checked against the
+    file's size and the format's limit (for readers that fetch the header by range)."""
+    if len(first) < 8:
+        raise ModelFileError(path, "truncated: no safetensors header length")
+    (length,) = struct.unpack("<Q", first[:8])
+    if length > MAX_HEADER or length > file_bytes - 8:
+        raise ModelFileError(path, f"safetensors header of {length:,} bytes is past the end or too large")
+    return int(length)
+
+
+def parse_safetensors_header(path: Path | str, raw: bytes, data_bytes: int) -> list[StoredTensor]:
+    """The tensors a safetensors JSON header ``raw`` lists, checked against the ``data_bytes``
+    that follow it in the file."""
     try:
         header = parse_json(raw)
     except JsonError as exc:

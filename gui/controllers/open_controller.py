@@ -33,11 +33,12 @@ class Opened:
 
 
 def open_model_job(ref: str, weights: str | None, cancel: CancelToken) -> Generator[Progress, None, Opened]:
-    """Read a model (a job: no Qt inside)."""
-    from rooflab.core.io import load_model
+    """Read a model (a job: no Qt inside); a remote one yields a Progress per request."""
+    from rooflab.core.io import load_model_job
 
     yield Progress(step="open", message=f"Opening {Path(ref).name or ref}…")
-    return Opened(ref=ref, spec=load_model(ref, weights=weights), weights=weights or "")
+    spec = yield from load_model_job(ref, weights=weights, cancel=cancel)
+    return Opened(ref=ref, spec=spec, weights=weights or "")
 
 
 class OpenModelController(QObject):
@@ -83,8 +84,10 @@ class OpenModelController(QObject):
 
     def _on_jobs_returned(self, opened: Opened) -> None:
         self._state.set_model(opened.spec, opened.ref, opened.weights)
-        if Path(opened.ref).exists():
-            self._settings.add_recent(str(Path(opened.ref).resolve()))
+        from rooflab.core.io import is_remote
+
+        if is_remote(opened.ref) or Path(opened.ref).exists():      # a URL or hf: name stays as typed
+            self._settings.add_recent(opened.ref if is_remote(opened.ref) else str(Path(opened.ref).resolve()))
             self._panel.set_recent(self._settings.recent)
         self._settings.model = opened.ref
         self._settings.weights = opened.weights

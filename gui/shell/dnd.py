@@ -1,6 +1,6 @@
 """Drops of files anywhere on the window, including on widgets that take drops themselves
 (text fields, spin boxes): an application event filter sees the drag first and claims any
-drag that carries local files for the window."""
+drag that carries local files or web links for the window."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ _DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop)
 
 
 def local_paths(mime: QMimeData | None) -> list[str]:
-    """The local files and folders a drag carries (web links and plain text are not files)."""
+    """The local files and folders a drag carries, and its web links (a GGUF link or a Hugging
+    Face page dragged from a browser opens as a remote model); plain text is not a model."""
     if mime is None or not mime.hasUrls():
         return []
-    return [url.toLocalFile() for url in mime.urls() if url.isLocalFile() and url.toLocalFile()]
+    return [url.toLocalFile() if url.isLocalFile() else url.toString() for url in mime.urls()
+            if (url.isLocalFile() and url.toLocalFile()) or url.scheme() in ("http", "https")]
 
 
 class DropController(QObject):

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QStatusBar, QTabWidget, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QMenu, QStatusBar, QTabWidget, QWidget
 
 from rooflab.core.errors import RooflabError
 from rooflab.gui.controllers.guide_controller import GuideController
@@ -23,6 +23,9 @@ from rooflab.gui.state.settings import Settings
 from rooflab.gui.widgets.controls import MessageBar
 from rooflab.gui.widgets.theme import THEME_MODES
 
+URL_PROMPT = ("A Hugging Face name (hf:OWNER/REPO, hf:OWNER/REPO/FILE.gguf, hf:OWNER/REPO:Q4_K_M)\n"
+              "or a link to a .gguf file. Only its header is read, never the whole file.")
+
 
 class MenuHost(Protocol):
     """What the menus read and call of the main window (``main_window.MainWindow``)."""
@@ -31,8 +34,9 @@ class MenuHost(Protocol):
     settings: Settings
     messages: MessageBar
     plot_tabs: QTabWidget
-    fit_view: QWidget
 
+    @property
+    def fit_view(self) -> QWidget: ...
     def statusBar(self) -> QStatusBar: ...  # noqa: N802 - Qt API
     def open_model(self, ref: str, weights: str | None = None) -> None: ...
     def save_report(self, folder: str | Path) -> ReportFiles: ...
@@ -54,6 +58,8 @@ class MenuController(QObject):
         self.open_action = self._action(file, "&Open model…", self._on_open_action_triggered,
                                         QKeySequence.StandardKey.Open, "Open a .gguf, config.json or model folder")
         self._action(file, "Open model &folder…", self._on_open_folder_action_triggered)
+        self.open_url_action = self._action(file, "Open &URL…", self._on_open_url_action_triggered, "Ctrl+L",
+                                            "A Hugging Face name or a GGUF link: only its header is read")
         self.recent_menu = file.addMenu("Open &recent")
         file.addSeparator()
         self.save_action = self._action(file, "&Save report…", self._on_save_action_triggered,
@@ -118,6 +124,11 @@ class MenuController(QObject):
         path = QFileDialog.getExistingDirectory(self._window, "Open model folder")
         if path:
             self._host.open_model(path)
+
+    def _on_open_url_action_triggered(self) -> None:
+        text, ok = QInputDialog.getText(self._window, "Open URL", URL_PROMPT)
+        if ok and text.strip():
+            self._host.open_model(text.strip())
 
     def _on_recent_action_triggered(self) -> None:
         action = self.sender()
