@@ -43,7 +43,8 @@ def prefix_for(value: float, unit: str) -> tuple[float, str]:
 
 def fmt(value: float, unit: str, digits: int = 3) -> str:
     """A value and its unit for a person: ``fmt(4.67e9, "B") == "4.67 GB"``,
-    ``fmt(0.0123, "s") == "12.3 ms"``, ``fmt(2048, "tokens") == "2,048 tokens"`` (``"1 token"``); an hour or
+    ``fmt(0.0123, "s") == "12.3 ms"``, ``fmt(2048, "tokens") == "2,048 tokens"`` (``"1 token"``, and
+    so for sequences, experts and requests); an hour or
     more reads in hours, two days or more in days (``fmt(7.68e6, "s") == "88.9 days"``)."""
     if unit == "s" and (long := long_duration(value, digits)) is not None:
         return long
@@ -53,8 +54,8 @@ def fmt(value: float, unit: str, digits: int = 3) -> str:
 def _fmt(value: float, unit: str, digits: int) -> str:
     if not math.isfinite(value):
         return "never" if value > 0 else "n/a"
-    if unit in ("tokens", "sequences", "experts") and float(value).is_integer():
-        return f"{int(value):,} {unit[:-1] if value == 1 else unit}"     # "1 token", "2 tokens"
+    if unit in ("tokens", "sequences", "experts", "requests") and float(value).is_integer():
+        return f"{int(value):,} {unit[:-1] if value == 1 else unit}"     # "1 token", "2 tokens", "1 request"
     scale, shown = prefix_for(value, unit)
     text = significant(value / scale, digits)
     if shown == "%":

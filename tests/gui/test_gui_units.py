@@ -25,6 +25,7 @@ from rooflab.core.report import units
     (32_141.0, "s", "8.93 h"),                 # was "32,141 s"
     (7_679_075.0, "s", "88.9 days"),           # was "7,679,075 s"
     (1, "tokens", "1 token"),                  # was "1 tokens" ("prompt of 1 tokens")
+    (1, "requests", "1 request"), (4, "requests", "4 requests"),   # the Serving marker read "at 1 requests"
     (1, "sequences", "1 sequence"),
     (1, "experts", "1 expert"),
     (0, "tokens", "0 tokens"),
