@@ -226,14 +226,16 @@ def test_cancel_stops_and_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Mon
 
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="llama-cpp-python is not installed")
 @pytest.mark.parametrize("name", sorted(small_configs()))
-def test_llama_cpp_loads_and_runs_it(tmp_path: Path, name: str) -> None:
-    """Each architecture family loads, and a prompt gives finite logits."""
+def test_llama_cpp_loads_and_runs_it(tmp_path: Path, name: str, llama_cpp_survives_on) -> None:
+    """Each architecture family loads, and a prompt gives finite logits (in this process, once
+    llama.cpp has run the file in a child process: conftest.py)."""
     import llama_cpp
 
     from rooflab.core.measure.engines.llamacpp.binding import Engine, open_handles
 
     spec = spec_of(small_configs()[name], weights_for(name), name=name)
     path = write_synthetic_gguf_blocking(spec, tmp_path / f"{name}.gguf")
+    llama_cpp_survives_on(path)
     with Engine(llama_cpp) as engine:
         engine.load(str(path), 0)
         assert engine.n_vocab == spec.vocab

@@ -30,7 +30,6 @@ from rooflab.core.measure.engines.llamacpp.timing import (  # noqa: E402
 )
 from rooflab.core.values.measured import MeasuredPoint  # noqa: E402
 from tests.factories.gguf_files import tiny_llama  # noqa: E402
-from tests.factories.llm_configs import llama_config, qwen3_moe_config, random_gguf  # noqa: E402
 
 # One thread: on a machine shared with other work, two threads that meet at a barrier after
 # every operation measure the neighbours more than the model.
@@ -38,14 +37,20 @@ SWEEP = LlamaCppPlan(threads=1, prompts=(16, 256), depths=(0, 1024), gen_tokens=
                      batches=(1, 4, 8), batch_steps=8, repeats=3)
 
 
-@pytest.fixture(scope="module")
-def dense(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return random_gguf(tmp_path_factory.mktemp("dense") / "dense-q8_0.gguf", llama_config(), "q8_0")
+# llama.cpp runs in this process here: each test first has it run these models in a child
+# process (conftest.py), so llama.cpp dying on this machine fails the tests with its signal
+# instead of taking the pytest worker down
+pytestmark = pytest.mark.usefixtures("guarded_models")
 
 
 @pytest.fixture(scope="module")
-def moe(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return random_gguf(tmp_path_factory.mktemp("moe") / "moe-q4_k_m.gguf", qwen3_moe_config(), "q4_k_m")
+def dense(guarded_models: dict[str, Path]) -> Path:
+    return guarded_models["dense"]
+
+
+@pytest.fixture(scope="module")
+def moe(guarded_models: dict[str, Path]) -> Path:
+    return guarded_models["moe"]
 
 
 def _run(path: Path, plan: LlamaCppPlan, cancel: threading.Event | None = None,

@@ -33,9 +33,12 @@ _CACHE = re.compile(r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*
 
 
 @pytest.fixture(scope="module")
-def gemma3(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Six layers, five of them sliding (window 64) and the sixth full, as gemma3 lays them out."""
-    return random_gguf(tmp_path_factory.mktemp("swa") / "gemma3-q8_0.gguf", small_configs()["gemma3"], "q8_0")
+def gemma3(tmp_path_factory: pytest.TempPathFactory, llama_cpp_survives_on) -> Path:
+    """Six layers, five of them sliding (window 64) and the sixth full, as gemma3 lays them out;
+    checked to run in a child process first (conftest.py: llama.cpp runs in this one here)."""
+    path = random_gguf(tmp_path_factory.mktemp("swa") / "gemma3-q8_0.gguf", small_configs()["gemma3"], "q8_0")
+    llama_cpp_survives_on(path)
+    return path
 
 
 def _caches(engine: Engine, plan: LlamaCppPlan, monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, int, int]]:
