@@ -34,7 +34,7 @@ R = TypeVar("R")
 
 #: Engine keys and what the window calls them.
 ENGINES: dict[str, str] = {
-    "llamacpp": "llama.cpp (in process)",
+    "llamacpp": "llama.cpp (llama-cpp-python)",
     "llama-bench": "llama-bench (your build)",
     "torch": "torch (transformers)",
 }
