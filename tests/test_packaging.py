@@ -304,3 +304,43 @@ def test_the_wheel_metadata_names_the_licence_file(tmp_path):
     metadata = (out / done.stdout.strip().splitlines()[-1] / "METADATA").read_text()
     assert "License-Expression: Apache-2.0" in metadata
     assert "License-File: LICENSE" in metadata
+
+
+# -- the set-up's llama.cpp probe ------------------------------------------------------------------
+
+PROBE = PACKAGING / "probe_llamacpp.py"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals and #! scripts")
+@pytest.mark.parametrize("signal_name", ["SIGILL", "SIGSEGV"])
+def test_the_probe_names_the_signal_that_killed_llama_cpp(tmp_path, signal_name):
+    # on a Xeon VM whose CPUID reports AMX that faults, a -march=native llama.cpp dies with
+    # SIGILL at its first multiply: the set-up must see it, say so, and build with fewer sets
+    dying = tmp_path / "llama-bench"
+    dying.write_text(f"#!/bin/sh\nkill -{signal_name.removeprefix('SIG')} $$\n")
+    dying.chmod(0o755)
+    done = subprocess.run([sys.executable, str(PROBE), "--bench", str(dying)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"probe: llama.cpp was killed by {signal_name} running a tiny model on this processor"
+
+
+def test_the_probe_passes_the_llama_cpp_the_set_up_installed():
+    from tests.factories import needs
+
+    needs.llama_cpp()
+    done = subprocess.run([sys.executable, str(PROBE)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_set_up_never_builds_llama_cpp_for_the_native_processor():
+    # -march=native takes every instruction CPUID reports, AMX included where it faults
+    script = (PACKAGING / "dev.sh").read_text(encoding="utf-8")
+    sets = subprocess.run(["bash", "-c", f"source <(sed -n '/^cpu_flag_sets()/,/^}}/p' {PACKAGING / 'dev.sh'}); "
+                           "cpu_flag_sets"], capture_output=True, text=True, timeout=30)
+    lines = [line for line in sets.stdout.splitlines() if line.strip()]
+    assert lines, sets.stderr
+    if os.uname().machine == "x86_64":
+        assert all("-DGGML_NATIVE=OFF" in line and "-DGGML_AMX_TILE=OFF" in line for line in lines)
+        assert "-DGGML_AVX2=OFF" in lines[-1]              # the last resort runs on any x86-64
+    assert "--no-cache-dir" in script                     # pip's wheel cache keys by version, not flags
