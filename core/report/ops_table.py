@@ -17,6 +17,7 @@ from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.ops import DECODE, PREFILL, totals
 from rooflab.core.predict.ops_clocks import TimedOperation, timed_operations
 from rooflab.core.predict.roofline import balance
+from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.units import fmt
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
@@ -138,15 +139,26 @@ def ops_output(spec: ModelSpec, machine: MachineProfile, workload: Workload, exp
     """What ``rooflab predict --ops`` writes, as ``form`` ("text", "json" or "csv"): the rows
     as ``expected`` (a calibration's) expects them, else as the machine's own efficiency
     factors do where it has any (``--calibrated``, ``--bandwidth-efficiency``), else ceilings."""
-    if expected is not None:
-        profile: MachineProfile | None = expected.machine
-        label = f"{expected.calibration.engine_label} ({expected.calibration.source})"
-    elif not machine.efficiency.is_identity:
-        profile, label = machine, "the machine's efficiency factors"
-    else:
-        profile, label = None, ""
+    profile, label = expected_profile(machine, expected)
     if form == "json":
         return dumps_json(ops_dict(spec, machine, workload, profile, label), indent=2) + "\n"
     if form == "csv":
         return ops_csv(timed_operations(spec, machine, workload, expected=profile))
     return ops_text(spec, machine, workload, profile, label) + "\n"
+
+
+def expected_profile(machine: MachineProfile, expected: Expected | None) -> tuple[MachineProfile | None, str]:
+    """(the machine as expected, what says so): a calibration's, else the machine itself where
+    it carries efficiency factors of its own, else (None, "") and the rows are ceilings only."""
+    if expected is not None:
+        return expected.machine, f"{expected.calibration.engine_label} ({expected.calibration.source})"
+    if not machine.efficiency.is_identity:
+        return machine, "the machine's efficiency factors"
+    return None, ""
+
+
+def scenario_operations(sc: Scenario, expected: Expected | None) -> tuple[TimedOperation, ...]:
+    """The operations of a scenario's prefill and decode step on their clocks, as
+    ``expected_profile`` expects them: what a report's ops.csv and roofline-ops.png show."""
+    profile, _ = expected_profile(sc.machine, expected)
+    return timed_operations(sc.model, sc.machine, sc.workload, expected=profile)

@@ -19,15 +19,19 @@ from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox, QWidget
 
 from rooflab.core import __version__
 from rooflab.core.errors import ReportError
+from rooflab.core.predict.ops_clocks import TimedOperation
 from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import expected_csv
 from rooflab.core.report.expected_lines import expected_lines, merged
 from rooflab.core.report.explain import Line, explain
+from rooflab.core.report.ops_chart import ops_roofline_chart
+from rooflab.core.report.ops_table import ops_csv, scenario_operations
 from rooflab.core.report.serving_chart import AXES, ServingFigures, chart_of
 from rooflab.core.report.serving_table import serving_csv
 from rooflab.core.report.units import keep_together
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
+from rooflab.gui.plots.roofline import RooflinePlot
 from rooflab.gui.plots.serving import ServingPlot
 from rooflab.gui.state.recompute import Frame
 from rooflab.gui.state.serving import serving_figures_of
@@ -158,6 +162,18 @@ def render_serving(figures: Sequence[ServingFigures], frame: Frame, size: QSize 
     return images
 
 
+def render_operations(frame: Frame, operations: Sequence[TimedOperation], size: QSize = PLOT_SIZE) -> dict[str, QImage]:
+    """The roofline of the operations (``report.ops_chart``), drawn by a light-themed Roofline
+    plot at ``size``: "roofline-ops"."""
+    plot = RooflinePlot(theme=LIGHT)
+    try:
+        plot.resize(size)
+        plot.set_charts(ops_roofline_chart(frame.scenario, operations), current_label=frame.scenario.label)
+        return {"roofline-ops": plot.render_image(size)}
+    finally:
+        plot.deleteLater()
+
+
 def plain_text(html: str) -> str:
     """Rich text as the plain text it shows."""
     doc = QTextDocument()
@@ -191,6 +207,8 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
     images = render_plots(plots, size)
     serving = [f for f in (serving_figures_of(frame, axis) for axis in AXES) if f is not None]
     images |= render_serving(serving, frame, size)
+    operations = scenario_operations(frame.scenario, frame.expected)
+    images |= render_operations(frame, operations, size)
     pngs = []
     for key, image in images.items():
         path = out / f"{key}.png"
@@ -206,6 +224,7 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
             csvs.append(write_text(out / _csv_name(series), curves_csv(series.curves, header)))
     csvs.append(write_text(out / "summary.csv", summary_csv(frame.summary, header_lines(frame.scenario))))
     csvs.append(write_text(out / "tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario))))
+    csvs.append(write_text(out / "ops.csv", ops_csv(operations, header_lines(frame.scenario, chart="operations"))))
     if serving:
         csvs.append(write_text(out / "serving.csv", serving_csv(serving, header_lines(frame.scenario,
                                                                                       chart="Serving"))))

@@ -1,0 +1,75 @@
+"""The roofline of the operations: every operation of the prefill and the decode step as a point
+at its intensity (``predict.ops``), at the FLOP/s its time implies, under the machine's roof.
+Drawn by the Roofline tab's operation view and written as roofline-ops.png by a report."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from rooflab.core.predict.ops_clocks import TimedOperation
+from rooflab.core.predict.roofline import attainable, balance
+from rooflab.core.report.chart_parts import ROOFLINE, axes, x_marker
+from rooflab.core.report.chart_types import Chart, Curve, CurveRole, Panel, Scenario
+
+OPS_PANEL = "operations"
+SECONDS, SHARE = "seconds", "share of the pass"
+
+#: (phase, layer kind, name) -> seconds one operation measured
+Measured = Mapping[tuple[str, str, str], float]
+
+
+def _plotted(t: TimedOperation) -> bool:
+    """Points a log-log chart can hold: FLOPs done and bytes moved (a lookup does no FLOPs, a
+    fused softmax moves no bytes)."""
+    return t.op.flops > 0 and math.isfinite(t.op.intensity)
+
+
+def _point(key: str, label: str, t: TimedOperation, seconds: float, role: CurveRole) -> Curve:
+    ax = axes("intensity", "FLOP/byte", "attained", "FLOP/s")
+    return Curve(key=key, label=label, x=[t.op.intensity], y=[t.op.flops / seconds], kind="points", role=role,
+                 extras={SECONDS: [seconds], SHARE: [t.share]}, **ax)
+
+
+def op_label(t: TimedOperation) -> str:
+    """"decode · dense × 36 · q_proj": which operation a point is, for its hover read-out."""
+    o = t.op
+    where = f"{o.layer_kind} × {o.layers}" if o.layers > 1 else o.layer_kind
+    return f"{o.phase} · {where} · {o.name}"
+
+
+def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: Measured | None = None) -> Chart:
+    """The roof min(C, I x B) and each operation of both phases as a point coloured by the clock
+    that bounds it (memory or compute), at the FLOP/s its expected time implies where a
+    calibration gives one, else at its ceiling (on the roof); ``measured``: the FLOP/s each
+    measured operation reached, at its predicted intensity. One curve per operation, so a hover
+    names it."""
+    m, w = sc.machine, sc.workload
+    peak = m.flops(w.compute_dtype)
+    rows = [t for t in timed if _plotted(t)]
+    intensities = [t.op.intensity for t in rows] or [1.0]
+    knee = balance(m, w.compute_dtype)
+    low, high = min(0.1, min(intensities) / 3), max(1e4, max(intensities) * 3, knee * 30)
+    x = np.logspace(math.log10(low), math.log10(high), 256)
+    curves = [Curve(key="roof", label="roof: min(C, I × B)", x=x, y=attainable(x, peak, m.bandwidth), role="main",
+                    **axes("intensity", "FLOP/byte", "attainable", "FLOP/s")),
+              x_marker("balance", "balance C / B", knee, "intensity", "FLOP/byte", "crossover")]
+    for t in rows:
+        key = f"{t.op.phase}:{t.op.layer_kind}:{t.op.name}"
+        how = "at the ceiling" if t.seconds_expected is None else "as expected"
+        seconds = t.seconds_ceiling if t.seconds_expected is None else t.seconds_expected
+        role: CurveRole = "compute" if t.bound == "compute" else "memory"
+        curves.append(_point(key, f"{op_label(t)}, {how}", t, seconds, role))
+        found = measured.get((t.op.phase, t.op.layer_kind, t.op.name)) if measured else None
+        if found is not None and found > 0:
+            curves.append(_point(f"{key}:measured", f"{op_label(t)}, measured", t, found, "measured"))
+    panel = Panel(key=OPS_PANEL, title="Roofline per operation", x_label="Arithmetic intensity", x_unit="FLOP/byte",
+                  y_label="Attained compute", y_unit="FLOP/s", curves=tuple(curves), log_x=True, log_y=True)
+    return Chart(key=ROOFLINE, title="Roofline per operation", panels=(panel,), description=(
+        "Each operation of a prefill and a decode step at its own intensity, coloured by the clock that "
+        "bounds it: weight multiplies, attention (scores, softmax, weighted sum) and the small ops (norms, "
+        "RoPE, the activation, sampling). A point on the roof runs at its ceiling; below it, as expected or "
+        "measured; hover over a point to name it. Lookups (no FLOPs) and a fused "
+        "softmax (no bytes) have no place on a log-log roofline and are left out."))
