@@ -30,7 +30,7 @@ class UnreadableFileError(ModelFileError):
     file itself may be fine, so callers should not move it aside."""
 
 
-def kind_of(mode: int) -> str:
+def file_kind(mode: int) -> str:
     """What a ``st_mode`` describes, as a message says it ("a folder", "a named pipe (FIFO)")."""
     if stat.S_ISREG(mode):
         return "a regular file"
@@ -49,7 +49,7 @@ def kind_of(mode: int) -> str:
 
 def _require_regular(name: str, mode: int, what: str) -> None:
     if not stat.S_ISREG(mode):
-        raise ModelFileError(name, f"is {kind_of(mode)}, not {what}")
+        raise ModelFileError(name, f"is {file_kind(mode)}, not {what}")
 
 
 def os_error(name: str, exc: OSError) -> ModelFileError:
@@ -137,6 +137,6 @@ def path_kind(path: Path) -> str:
     """What is at ``path`` ("a regular file", "a folder", "a character device", ...), "" when
     nothing is (or it cannot be looked at)."""
     try:
-        return kind_of(os.stat(path).st_mode)
+        return file_kind(os.stat(path).st_mode)
     except (OSError, ValueError):
         return ""

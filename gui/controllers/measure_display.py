@@ -49,7 +49,7 @@ class MeasureDisplayController(QObject):
         self.measured_name = ""                    # the measured machine's name, while it is kept
         self._stored: list[list[MeasuredPoint]] = []  # runs kept for the model and machine, oldest first
         self._live: list[MeasuredPoint] = []       # the points of the model job running
-        self._drawn: dict[str, overlays.Shape] = {}
+        self._drawn: dict[str, overlays.OverlayShape] = {}
         self._shown_for: tuple[str, str] = ("", "")  # (model key, machine name) the points belong to
         self._redraw = QTimer(self)
         self._redraw.setSingleShot(True)

@@ -14,7 +14,7 @@ from rooflab.gui.plots.drawn import Drawn
 from rooflab.gui.plots.labels import LabelSpec, place
 
 
-class PanelView(Protocol):
+class LaidOutPanel(Protocol):
     """What the layout reads of a panel (``panel_view.PanelView``)."""
 
     plot: Any
@@ -25,7 +25,7 @@ class PanelView(Protocol):
 MARKER_REACH = 6.0          # px either side of a marker that labels keep off
 
 
-def pixels(view: PanelView, curve: Curve) -> np.ndarray:
+def pixels(view: LaidOutPanel, curve: Curve) -> np.ndarray:
     """``curve``'s points in the plot box's pixels, as (n, 2)."""
     t = view.plot.getViewBox().childTransform()
     return np.column_stack([_view(curve.x, view.panel.log_x) * t.m11() + t.dx(),
@@ -40,7 +40,7 @@ def _view(values: np.ndarray, log: bool) -> np.ndarray:
         return np.where(values > 0, np.log10(np.where(values > 0, values, 1.0)), -np.inf)
 
 
-def shown_labels(view: PanelView) -> list[tuple[Drawn, str, tuple[float, float, float, float]]]:
+def shown_labels(view: LaidOutPanel) -> list[tuple[Drawn, str, tuple[float, float, float, float]]]:
     """Each label on show, with its curve and its box (left, top, width, height) in pixels."""
     vb = view.plot.getViewBox()
     out = []
@@ -52,7 +52,7 @@ def shown_labels(view: PanelView) -> list[tuple[Drawn, str, tuple[float, float, 
     return out
 
 
-def place_labels(view: PanelView) -> None:
+def place_labels(view: LaidOutPanel) -> None:
     """Every visible label of ``view`` beside its line or point, inside the plot box, off the
     curves and off each other; the current series' first, then each pinned one's. A label
     with no room on one line goes on two ("compute crossover" over "63.2 sequences": with three
@@ -126,7 +126,7 @@ def _whole(text: Any) -> str:
     return str(text.toPlainText()).replace("\n", " ")
 
 
-def _spec(view: PanelView, d: Drawn, i: int, size: Any, scale: tuple[float, float, float, float]) -> LabelSpec:
+def _spec(view: LaidOutPanel, d: Drawn, i: int, size: Any, scale: tuple[float, float, float, float]) -> LabelSpec:
     """The placement request of label ``i`` of ``d``: beside its line, or by its point."""
     sx, sy, dx, dy = scale
     c = d.curve

@@ -23,7 +23,7 @@ MEASURED_KEY, CALIBRATED_KEY, ROOFLINE_KEY = "measured", "calibrated", "measured
 #: What a layer was handed last: its label, colour slot and which curves on which panels. A
 #: layer whose label, colour or curves change is taken off first (a plot keeps a layer's first
 #: label and colour, and a legend entry per curve it ever drew).
-Shape = tuple[str, int, frozenset[tuple[str, str, tuple[str, ...]]]]
+OverlayShape = tuple[str, int, frozenset[tuple[str, str, tuple[str, ...]]]]
 
 
 def measured_layer(series_key: str) -> str:
@@ -51,7 +51,7 @@ def _hand(plots: Mapping[str, ChartPlot], overlay: Mapping[tuple[str, str], list
 
 
 def draw_series(plots: Mapping[str, ChartPlot], state: AppState, series: Sequence[MeasuredSeries],
-                calibration: Calibration | None, drawn: Mapping[str, Shape]) -> dict[str, Shape]:
+                calibration: Calibration | None, drawn: Mapping[str, OverlayShape]) -> dict[str, OverlayShape]:
     """Each series over the state's predictions, and, when ``calibration`` (the fit of
     ``series[0]``) is given, the prediction calibrated by it. ``drawn``: what the last call
     returned; layers it lists that are not wanted now are taken off. Returns what is drawn now.
@@ -70,7 +70,7 @@ def draw_series(plots: Mapping[str, ChartPlot], state: AppState, series: Sequenc
         machine = dataclasses.replace(state.machine, efficiency=calibration.efficiency)
         wanted[CALIBRATED_KEY] = (calibrated_label(series[0]), "calibrated", 0,
                                   calibrated_curves(state.model, machine, state.workload))
-    shapes: dict[str, Shape] = {}
+    shapes: dict[str, OverlayShape] = {}
     for key, (label, kind, index, overlay) in wanted.items():
         shape = (label, index, frozenset((chart, panel, tuple(c.key for c in curves))
                                          for (chart, panel), curves in overlay.items()))

@@ -55,7 +55,7 @@ class PlotTabsPanel(QWidget):
         self.setMinimumHeight(MIN_HEIGHT)
         self._frame: Frame | None = None
         self._stale: set[str] = set()
-        self._expected_shapes: dict[str, Shape] = {}
+        self._expected_shapes: dict[str, ExpectedShape] = {}
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
 
     def show_frame(self, frame: Frame) -> None:
@@ -150,10 +150,11 @@ class PlotTabsPanel(QWidget):
         self.draw_serving()
 
 
-Shape = tuple[str, frozenset[tuple[str, tuple[str, ...]]]]
+ExpectedShape = tuple[str, frozenset[tuple[str, tuple[str, ...]]]]
 
 
-def draw_expected(plot: ChartPlot, frame: Frame, drawn: Shape | None = None, *, whose: str = "") -> Shape | None:
+def draw_expected(plot: ChartPlot, frame: Frame, drawn: ExpectedShape | None = None, *,
+                  whose: str = "") -> ExpectedShape | None:
     """The calibrated machine's expected curves (with their band) as their own layer on
     ``plot``, in the expected colours (no pinned series has them); off it when the machine has
     no calibration. ``whose``: the current series' name, for when series are pinned ("expected

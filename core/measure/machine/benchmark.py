@@ -26,7 +26,7 @@ from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, ru
 from rooflab.core.measure.engines.torch import backend
 from rooflab.core.measure.engines.torch.backend import timed
 from rooflab.core.measure.machine.checks import judge_machine
-from rooflab.core.measure.machine.sysinfo import cpu_fp32_bound, device_memory, last_level_cache_bytes
+from rooflab.core.measure.machine.sysinfo import cpu_fp32_bound, free_and_total_memory, last_level_cache_bytes
 from rooflab.core.measure.machine.trust import load_average
 from rooflab.core.values.machine_run import (
     BandwidthResult,
@@ -78,7 +78,7 @@ def default_buffer_bytes(device: str) -> int:
     """Bytes per bandwidth buffer: max(4 x LLC, 512 MiB) on a CPU (1 GiB on a GPU), capped at
     an eighth of the free memory so three buffers never crowd the machine."""
     base = 1 << 30 if device != "cpu" else max(4 * last_level_cache_bytes(), 512 * MiB)
-    free, _ = device_memory(device)
+    free, _ = free_and_total_memory(device)
     if free:
         base = min(base, int(free / 8))
     return max(base // MiB, 1) * MiB
@@ -332,7 +332,7 @@ def measure_machine(plan: MachinePlan | None = None, cancel: CancelFlag = None,
         rl = yield from roofline(plan, cancel, eta)
     with backend.torch_threads(plan.threads) as threads:
         pass
-    _, total = device_memory(device)
+    _, total = free_and_total_memory(device)
     run = MachineMeasurement(
         device=device, device_name=backend.device_name(device), threads=threads,
         torch_version=backend.torch_version(), date=datetime.datetime.now(datetime.timezone.utc).isoformat(

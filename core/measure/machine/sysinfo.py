@@ -102,7 +102,7 @@ def system_memory_available() -> float | None:
     return total / 2 if total else None
 
 
-def device_memory(device: str) -> tuple[float | None, float | None]:
+def free_and_total_memory(device: str) -> tuple[float | None, float | None]:
     """(available, total) bytes on ``device`` ("cpu", "cuda", "cuda:1", "mps")."""
     if device.startswith("cuda"):
         import torch

@@ -134,7 +134,7 @@ def test_dev_stdin_is_refused_by_kind_unless_it_is_a_file():
     mode = os.fstat(0).st_mode
     if stat.S_ISREG(mode):
         pytest.skip("stdin is a regular file here")
-    refused("/dev/stdin", capped.kind_of(mode))
+    refused("/dev/stdin", capped.file_kind(mode))
 
 
 def test_the_cap_holds_whatever_stat_says(tmp_path, monkeypatch):

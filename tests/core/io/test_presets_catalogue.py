@@ -134,9 +134,9 @@ def test_special_files_as_a_profile_are_refused_by_kind(tmp_path):
 def test_dev_stdin_as_a_profile_says_what_it_is():
     if stat.S_ISREG(os.fstat(0).st_mode):
         pytest.skip("stdin is a regular file here")
-    from rooflab.core.files.capped import kind_of
+    from rooflab.core.files.capped import file_kind
 
-    _profile_error("/dev/stdin", kind_of(os.fstat(0).st_mode))        # said "no such machine profile file"
+    _profile_error("/dev/stdin", file_kind(os.fstat(0).st_mode))        # said "no such machine profile file"
 
 
 @pytest.mark.parametrize(("text", "word"), [
