@@ -24,7 +24,7 @@ from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from rooflab.core.errors import RooflabError, SpecError
-from rooflab.core.files.capped import kind_of
+from rooflab.core.files.capped import file_kind
 from rooflab.core.files.paths import data_dir
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.io.catalogue import get_entry
@@ -213,7 +213,7 @@ def _remembered_model(settings: Settings, notices: list[str]) -> str:
         mode = None
     if mode is not None and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         return ref
-    why = f"it is {kind_of(mode)}, not a model file or folder" if mode is not None else \
+    why = f"it is {file_kind(mode)}, not a model file or folder" if mode is not None else \
         "no such file, folder or catalogue entry"
     _set_aside(settings, notices, f"The last model, {printable(ref)},", why, f"{DEFAULT_MODEL} is shown",
                "model", "weights")

@@ -33,7 +33,7 @@ from rooflab.core.measure.engines.torch.models import (
     spec_from_torch,
 )
 from rooflab.core.measure.engines.torch.passes import Runner, overhead_probe
-from rooflab.core.measure.machine.sysinfo import device_memory
+from rooflab.core.measure.machine.sysinfo import free_and_total_memory
 from rooflab.core.report.text import count
 from rooflab.core.values.measured import MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS, MeasuredPoint
 from rooflab.core.values.model import ModelSpec
@@ -191,7 +191,7 @@ def measure_model(ref: str | Mapping[str, Any] | ModelSpec | ModelSource, plan: 
     estimate = run_memory(sized, elt=backend.dtype_bytes(plan.dtype), kv_type=kv_type,
                           prompts=plan.timed_prompts, decode_steps=plan.timed_steps,
                           contexts=plan.contexts if plan.batch_grid else (), batches=plan.batches)
-    check_fits(estimate, device_memory(device)[0] if available is None else available, device)
+    check_fits(estimate, free_and_total_memory(device)[0] if available is None else available, device)
     check_cancel(cancel)
     import transformers
 
