@@ -8,21 +8,31 @@ computes each as its own graph. Each ubatch either
   its u tokens route to) at the host memory's rate and does their arithmetic at the host's
   FLOP/s, or
 - from 32 tokens on (ggml-backend's ``op_offload``: the CUDA back end takes an op whose batch
-  is at least 32), has the host's weight tensors copied whole to the GPU over the PCIe host
-  link and multiplied there: max(W_host / B_link, F_ubatch / C_gpu).
+  is at least 32), has the host's weight tensors copied to the GPU over the PCIe host link and
+  multiplied there: max(W_copied / B_link, F_ubatch / C_gpu). W_copied is every tensor whole
+  but the routed experts, of which only those the ubatch's tokens route to cross
+  (``offload_terms.streamed_weight_bytes``); an expected figure crosses at
+  ``offload_terms.PCIE_STREAM_SHARE`` of the link (pageable, mmap'd host memory). llama.cpp
+  copies, then multiplies (an expected figure adds the two; a ceiling lets them overlap), and
+  attention over a cache kept in host memory stays on the host: its op has no host weights to
+  offload for.
 
-The faster of the two is taken for each ubatch, so the figure stays a ceiling. Copying whole
+The faster of the two is taken for each ubatch, so the figure stays a ceiling. Copying the
 tensors once per ubatch is why prompt speed grows with ``-ub`` when host weights stream:
 
     t_host = floor(n / u) x t_ubatch(u) + t_ubatch(n mod u)
 
 A ubatch's FLOPs and cache bytes are its share (k / n) of the pass's; its weights are what k
-tokens read (``work.weight_bytes_read``; the whole resident tensors when streamed). The host's
+tokens read (``work.weight_bytes_read``; what crosses the link when streamed). The host's
 FLOP/s: behind a discrete GPU the profile's ``offload.flops``, else ``DEFAULT_HOST_FLOPS``, the
 lessons' 8-core desktop CPU (8 cores x 4 GHz x 2 FMA units x 8 fp32 lanes x 2 FLOP = 1.024
 TFLOP/s, roofline lesson example 5); on a CPU or unified machine the second tier is read by the
 machine's own processor. Behind a discrete GPU the host part scales by the efficiency's host
 factors (the CPU's own shares of its peaks); elsewhere by the machine's.
+
+A decode step's host part behind a GPU reads its routed experts at
+``offload_terms.HOST_EXPERT_DECODE_SHARE`` of the CPU's fitted bandwidth factor in an expected
+figure (``offload_terms.host_decode_share``).
 
 Left out: the device part re-reading its own weights per ubatch (a GPU reads them in a few ms
 against tens of ms of arithmetic), and any overlap of the copy of one ubatch with the
@@ -31,10 +41,12 @@ arithmetic of the last."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import Pass, combined_seconds
+from rooflab.core.predict.offload_terms import host_decode_share, is_ceiling, link_share, streamed_weight_bytes
 from rooflab.core.predict.placement import has_host_tier
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
@@ -73,40 +85,52 @@ def ubatches(tokens: Array, ubatch: int) -> tuple[Array, Array]:
 
 
 def _one(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, cache: Array, flops: Array,
-         n: Array, k: Array, *, decode: bool) -> tuple[Array, Array, Array, Array]:
+         n: Array, k: Array, *, decode: bool, attention: Array) -> tuple[Array, Array, Array, Array]:
     """(bytes moved, memory seconds, compute seconds, seconds) of one ubatch of ``k`` of the
-    pass's ``n`` tokens, computed by the host or streamed to the GPU, whichever is faster."""
+    pass's ``n`` tokens, computed by the host or streamed to the GPU, whichever is faster.
+    ``attention``: the pass's attention FLOPs over the host's cache, which stay on the host when
+    the rest streams (llama.cpp offloads an op for its host *weights*; the cache is none)."""
     eff = machine.efficiency
     factor = eff.decode_compute_factor if decode else eff.compute
     # the host behind a discrete GPU runs at its own shares of its peaks; on a CPU or unified
     # machine the host is the machine
     host_b, host_c = (eff.host_bandwidth, eff.host_compute) if machine.kind == "gpu" else (eff.bandwidth, factor)
+    if decode:      # batch-1 routed-expert GEMVs behind a GPU reach less of it (offload_terms)
+        host_b *= host_decode_share(machine, sub)
     share = np.divide(k, n, out=np.zeros_like(n), where=n > 0)
-    c, f = cache * share, flops * share
+    c, f, att = cache * share, flops * share, attention * share
     w = work.weight_bytes_read(sub, k) if sub is not None else np.zeros_like(k)
     nbytes = w + c
     mem = nbytes / (machine.offload_bandwidth * host_b)
-    comp = f / (host_flops(machine, workload.compute_dtype) * host_c)
+    host_rate = host_flops(machine, workload.compute_dtype) * host_c
+    comp = f / host_rate
     seconds = combined_seconds(mem, comp, eff.overlap)
     if machine.kind == "gpu":
-        resident = float(sub.weight_bytes) if sub is not None else 0.0
-        link = (resident + c) / (host_link_bandwidth(machine) * eff.bandwidth)
-        on_gpu = f / (machine.flops(workload.compute_dtype) * factor)
-        streamed_seconds = combined_seconds(link, on_gpu, eff.overlap)
+        resident = streamed_weight_bytes(machine, sub, k) if sub is not None else np.zeros_like(k)
+        link = resident / (host_link_bandwidth(machine) * link_share(machine))
+        on_gpu = (f - att) / (machine.flops(workload.compute_dtype) * factor)
+        # llama.cpp copies a split's weights, then computes: one after the other (a ceiling
+        # lets them overlap), and the host's attention over its own cache after that
+        gpu_part = np.maximum(link, on_gpu) if is_ceiling(machine) else link + on_gpu
+        host_att = combined_seconds(c / (machine.offload_bandwidth * host_b), att / host_rate, eff.overlap)
+        streamed_seconds = gpu_part + host_att
         streamed = (k >= OP_OFFLOAD_MIN_TOKENS) & (streamed_seconds < seconds)
         nbytes = np.where(streamed, resident + c, nbytes)
-        mem, comp = np.where(streamed, link, mem), np.where(streamed, on_gpu, comp)
+        mem = np.where(streamed, link + c / (machine.offload_bandwidth * host_b), mem)
+        comp = np.where(streamed, on_gpu + att / host_rate, comp)
         seconds = np.where(streamed, streamed_seconds, seconds)
     used = k > 0
     return tuple(np.where(used, x, 0.0) for x in (nbytes, mem, comp, seconds))  # type: ignore[return-value]
 
 
 def host_clock(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, weights: Array, cache: Array,
-               flops: Array, tokens: Array, *, decode: bool) -> Pass:
+               flops: Array, tokens: Array, *, decode: bool, attention: ArrayLike = 0.0) -> Pass:
     """The host part's clocks for a pass over ``tokens`` tokens (all sequences), ubatch by
     ubatch as the module docstring says. ``sub``: the host's sub-model; ``weights``, ``cache``,
     ``flops``: what the whole pass reads and computes there (``weights`` only says whether
-    anything is there). ``seconds`` leaves out the per-step overhead."""
+    anything is there); ``attention``: the part of ``flops`` that is attention over the host's
+    cache (it stays on the host when the weights stream). ``seconds`` leaves out the per-step
+    overhead."""
     n = np.asarray(tokens, dtype=np.float64)
     if not bool(np.any(weights + cache + flops > 0)):
         zero = np.zeros(np.broadcast(weights, cache, flops, n).shape)
@@ -114,8 +138,10 @@ def host_clock(machine: MachineProfile, workload: Workload, sub: ModelSpec | Non
     if not has_host_tier(machine):
         raise SpecError(f"{machine.name}: no host memory is stated, so every layer must be on the device")
     whole, rest = ubatches(n, workload.ubatch)
-    full = _one(machine, workload, sub, cache, flops, n, np.full_like(n, float(workload.ubatch)), decode=decode)
-    last = _one(machine, workload, sub, cache, flops, n, rest, decode=decode)
+    att = np.asarray(attention, dtype=np.float64) + 0 * n
+    full = _one(machine, workload, sub, cache, flops, n, np.full_like(n, float(workload.ubatch)), decode=decode,
+                attention=att)
+    last = _one(machine, workload, sub, cache, flops, n, rest, decode=decode, attention=att)
     nbytes, mem, comp, seconds = (whole * a + b for a, b in zip(full, last, strict=True))
     c, f = np.broadcast_arrays(cache + 0 * n, flops + 0 * n)
     w, c, f, m, k, s = np.broadcast_arrays(np.maximum(nbytes - c, 0.0), c, f, mem, comp, seconds)

@@ -11,8 +11,12 @@ The host's part runs ubatch by ubatch, each computed by the host or (from 32 tok
 llama.cpp's op_offload does) streamed over the PCIe host link to the GPU: ``host_part``.
 Each part's two clocks combine as ``clocks`` combines them (a calibrated overlap, say).
 
-Left out: copying activations between the memories at each boundary (hidden x tokens x 4
-bytes over PCIe, microseconds)."""
+In an expected figure each crossing between GPU and host costs a copy, a synchronisation and
+the other side's launches, per graph pass (``offload_terms.crossing_seconds``), carried in
+``PlacedPass.communication``; a ceiling leaves them out.
+
+Left out: the bytes of activations copied at each boundary (hidden x tokens x 4 bytes over
+PCIe, microseconds)."""
 
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ from rooflab.core.predict.host_part import (
     host_link_bandwidth,
 )
 from rooflab.core.predict.layer_split import pipeline_share, pipelines
+from rooflab.core.predict.offload_terms import crossing_seconds
 from rooflab.core.predict.parallel import Parallel, communication_seconds
 from rooflab.core.predict.placement import Part, Placement, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request
@@ -116,10 +121,14 @@ def layer_link(machine: MachineProfile, devices: int) -> Parallel:
 
 
 def _placed(machine: MachineProfile, spec: ModelSpec, placement: Placement, device: Pass, host: Pass,
-            tokens: Array) -> PlacedPass:
+            tokens: Array, passes: ArrayLike = 1.0) -> PlacedPass:
+    """The parts' sum, with the hops between devices and the ``passes`` graph passes' crossings
+    between GPU and host (``offload_terms.crossing_seconds``, 0 in a ceiling) as communication."""
     comm = np.zeros_like(device.seconds + host.seconds)
     if placement.devices > 1:
         comm = comm + communication_seconds(spec, layer_link(machine, placement.devices), tokens)
+    if bool(np.any(host.seconds > 0)):
+        comm = comm + np.where(host.seconds > 0, crossing_seconds(machine, spec, placement, passes), 0.0)
     return PlacedPass(device=device, host=host, communication=comm,
                       seconds=device.seconds + host.seconds + comm + machine.efficiency.step_overhead)
 
@@ -176,9 +185,11 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
 
     shape = np.broadcast(n, t, b).shape
     device, host, sub = _parts_work(spec, machine, placement, n * b, shape, price)
+    attention = b * work.attention_flops(sub, n, t) if sub is not None else 0.0     # over the host's cache
     placed = _placed(machine, spec, placement, _clock(machine, workload, *device, batch=None,
                                                       rows=prefill_rows(workload, n, b)),
-                     host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False), n * b)
+                     host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False,
+                                attention=attention), n * b, passes=np.ceil(n * b / workload.ubatch))
     if not pipelines(spec, placement):
         return placed
     # a layer split holding every layer: llama.cpp pipelines the ubatches across the devices
