@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rooflab.core.calibration.calibrate import Calibration
 from rooflab.core.errors import ResourceError
 from rooflab.core.files import records
 from rooflab.core.files.paths import data_dir
@@ -30,7 +31,6 @@ from rooflab.core.files.records import load_record, write_record
 from rooflab.core.files.safe_json import dumps_json
 from rooflab.core.io.arch import llama_cpp_name
 from rooflab.core.io.textfile import MAX_NAME, printable
-from rooflab.core.calibration.calibrate import Calibration
 from rooflab.core.values.calibration import EngineCalibration, Rates
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
@@ -292,6 +292,11 @@ MAX_SERVER_RUNS = 10     # measurements kept per server, model and machine (each
 
 def _server_path(server: str, model: str, machine: str) -> Path:
     return data_dir() / "servers" / _slug(server) / _slug(model) / f"{_slug(machine)}.json"
+
+
+def server_run_path(server: str, model: str, machine: str) -> Path:
+    """The file ``save_server_run`` keeps (``server``, ``model``, ``machine``)'s runs in."""
+    return _server_path(server, model, machine)
 
 
 def _server_runs(data: dict[str, Any]) -> list[dict[str, Any]]:

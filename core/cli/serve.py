@@ -23,7 +23,9 @@ from rooflab.core.predict.serving import (
     Load,
     Serving,
     ServingPlan,
+    check_size,
     serve,
+    simulated_requests,
 )
 from rooflab.core.predict.serving_stats import Bounds, ServingLevel
 from rooflab.core.report.placed import PlacedSummary
@@ -144,6 +146,7 @@ def run_serve(args: argparse.Namespace, spec: ModelSpec, machine: MachineProfile
     fit = placed_largest_batch(spec, machine, workload, placed)
     plan = plan_from(args, workload, max(1, min(fit, DEFAULT_SLOTS_CAP)))
     loads = loads_from(args)
+    check_size((2 if expected is not None else 1) * simulated_requests(plan, loads), "predict --serve")
     on = placed.stands_on
     ceiling = serve(spec, machine, workload, plan, loads, on)
     central = serve(spec, expected.machine, workload, plan, loads, on) if expected is not None else None
@@ -249,14 +252,18 @@ def compare_serving(combos: Sequence[tuple[ModelSpec, MachineProfile, str]], wor
     """``rooflab compare --serve``: per compared row (model, machine, weight format), the
     serving simulation at the levels asked for, placed as auto-fit places the row, at the
     ceiling and (``expected``) as the machine's calibration expects."""
-    from rooflab.core.cli.placement import placed_largest_batch
     from rooflab.core.calibration.expectations import expected_on
+    from rooflab.core.cli.placement import placed_largest_batch
     from rooflab.core.predict.choice import PlacementChoice
     from rooflab.core.report.placed import placed_as_chosen
 
     if getattr(args, "csv", False):
         raise SpecError("--serve prints text or --json, not --csv")
     loads = loads_from(args)
+    # the command's size, bounded before any row runs: each row at most the slots cap
+    most = plan_from(args, workload, DEFAULT_SLOTS_CAP)
+    check_size(len(combos) * (2 if expected else 1) * simulated_requests(most, loads),
+               f"compare --serve ({len(combos)} row{'s' if len(combos) != 1 else ''})")
     rows = []
     for spec, machine, weights in combos:
         row = ServedRow(model=spec.name, machine=machine.key or machine.name, weights=weights)

@@ -4,12 +4,14 @@ levels or request rates, print the measured latencies and throughput per level (
 beside them. The measurement is kept per (server, model, machine); the API key never is.
 
 Exit status: 0 when requests completed, 1 when none did (each failure is in the table's
-problems), 130 when cancelled (what was measured is printed and kept)."""
+problems), 130 when cancelled (what was measured is printed and kept), 2 with one line for
+anything that stops the measurement: bad options, a machine or store path that would not do
+(checked before the first request), a server that cannot be reached or is no OpenAI-compatible
+server; and 2 when the measurement was made and printed but could not be kept."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from dataclasses import dataclass
@@ -24,7 +26,8 @@ from rooflab.core.cli.serve import (
     plan_dict,
     serving_dict,
 )
-from rooflab.core.errors import SpecError
+from rooflab.core.errors import RooflabError, SpecError
+from rooflab.core.io.textfile import shown
 from rooflab.core.jobs import CancelToken, Progress
 from rooflab.core.predict.serving import MAX_SLOTS, Lengths, Serving
 from rooflab.core.predict.serving_stats import Bounds
@@ -43,10 +46,13 @@ def seconds(text: str) -> float:
 
 
 def json_object(text: str) -> dict[str, Any]:
+    """--extra-body: a JSON object, by the bounded reader (its depth, NaN and Infinity refused)."""
+    from rooflab.core.files.safe_json import JsonError, parse_json
+
     try:
-        value = json.loads(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text[:60]!r}") from None
+        value = parse_json(text)
+    except JsonError as exc:
+        raise argparse.ArgumentTypeError(f"{shown(text, 60)} {exc}") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("expected a JSON object ({...})")
     return value
@@ -86,8 +92,8 @@ def add_server_parser(sub: Any) -> None:
 
 
 def run_server(args: argparse.Namespace, cancel: CancelToken) -> int:
-    from rooflab.core.measure.loadtest.run import measure_server
     from rooflab.core.measure.loadtest.plan import ServerPlan
+    from rooflab.core.measure.loadtest.run import measure_server
 
     if not args.concurrency and not args.request_rate:
         args.concurrency = DEFAULT_CONCURRENCY
@@ -99,7 +105,14 @@ def run_server(args: argparse.Namespace, cancel: CancelToken) -> int:
                       force_length=not args.no_force_length, extra_body=args.extra_body,
                       bounds=Bounds(ttft=args.ttft_slo_ms, tpot=args.tpot_slo_ms))
     predicted = _prediction(args, plan) if args.predict_model else None
+    from rooflab.core.io.presets import load_machine
     from rooflab.core.jobs import run_job
+    from rooflab.core.measure.loadtest.plan import check_keepable, keep_server_run
+
+    # everything that could refuse the result is checked before the first request
+    machine = predicted.machine if predicted is not None else load_machine(args.machine) if args.machine else None
+    if not args.no_save:
+        check_keepable(plan, machine)
 
     previous = signal.getsignal(signal.SIGINT)
 
@@ -112,15 +125,12 @@ def run_server(args: argparse.Namespace, cancel: CancelToken) -> int:
         result = run_job(measure_server(plan, cancel), _status(args.json))
     finally:
         signal.signal(signal.SIGINT, previous)
-    saved = None
+    saved, not_kept = None, ""
     if not args.no_save and result.levels:
-        from rooflab.core.io.presets import load_machine
-        from rooflab.core.measure.loadtest.plan import keep_server_run
-
-        if predicted is not None:        # the window draws it over this model's prediction
-            saved = keep_server_run(result, spec=predicted.spec, machine=predicted.machine)
-        else:
-            saved = keep_server_run(result, machine=load_machine(args.machine) if args.machine else None)
+        try:                             # with the model, the window draws it over its prediction
+            saved = keep_server_run(result, spec=predicted.spec if predicted else None, machine=machine)
+        except (RooflabError, OSError) as exc:      # printed all the same: nothing measured is lost
+            not_kept = str(exc) if isinstance(exc, RooflabError) else f"{exc.strerror or exc} ({exc.filename})"
     if args.json:
         from rooflab.core.cli.output import print_json
 
@@ -129,6 +139,8 @@ def run_server(args: argparse.Namespace, cancel: CancelToken) -> int:
         print_json(out)
     else:
         _print(result, predicted, saved)
+    if not_kept:
+        raise SpecError(f"measured and shown, but not kept: {not_kept}")
     if result.cancelled:
         print("rooflab: measurement cancelled; what was measured is shown" + (" and kept" if saved else ""),
               file=sys.stderr)
@@ -158,10 +170,10 @@ class Predicted:
 def _prediction(args: argparse.Namespace, plan: Any) -> Predicted:
     """The simulation of the same plan for --predict-model on --machine (auto-fit placement;
     the calibrated efficiency where the machine has one), and its JSON."""
+    from rooflab.core.calibration.expectations import expected_on
     from rooflab.core.cli.serve import DEFAULT_SLOTS_CAP
     from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine, load_measured_machine
-    from rooflab.core.calibration.expectations import expected_on
     from rooflab.core.predict.autofit import largest_batch
     from rooflab.core.predict.choice import PlacementChoice
     from rooflab.core.predict.serving import ServingPlan, serve
@@ -208,7 +220,11 @@ def _print(result: Any, predicted: Predicted | None, saved: Any) -> None:
             print(f"  {lv.load.mode} {lv.load.level:g}: {count} x {line}")
         for warning in lv.warnings:
             print(f"  {lv.load.mode} {lv.load.level:g}: warning: {warning}")
-    print(f"  saturation: at least {result.saturation_rate:.3g} requests/s (the highest sustained rate measured)")
+    if any(lv.stats.completed for lv in result.levels):
+        print(f"  saturation: at least {result.saturation_rate:.3g} requests/s (the highest sustained rate "
+              "measured)")
+    else:
+        print("  saturation: not measured (no request completed)")
     if predicted is not None:
         print(predicted.title + ":")
         print(levels_text(predicted.serving.levels, plan.bounds.given))

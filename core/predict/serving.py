@@ -44,6 +44,8 @@ from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 MAX_REQUESTS = 100_000       # requests in one level
 MAX_RATE = 1e6               # requests/s
 MAX_SLOTS = 4096
+MAX_SIMULATED = 400_000      # requests one simulation (all its levels) or one command runs: seconds, not minutes
+MAX_LOOPS = 1_000_000        # scheduler iterations of one simulation (10-20 us each): a few per request, usually
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,11 +170,40 @@ class Timeline:
     iterations: int
 
 
-def simulate(clock: StepClock, plan: ServingPlan, load: Load, *, context: int = 0) -> Timeline:
+def simulated_requests(plan: ServingPlan, loads: tuple[Load, ...]) -> int:
+    """Requests ``serve`` simulates for ``loads``: each level's and the saturating level's."""
+    full = Load(mode="concurrency", level=plan.slots)
+    return sum(plan.count(load) for load in loads) + max(plan.count(full), 8 * plan.slots)
+
+
+def check_size(requests: int, what: str = "the serving simulation") -> None:
+    """SpecError (one line) when ``what`` would simulate more than ``MAX_SIMULATED`` requests."""
+    if requests > MAX_SIMULATED:
+        raise SpecError(f"{what} would simulate {requests:,} requests (levels x requests, and the saturating "
+                        f"level); at most {MAX_SIMULATED:,}: ask fewer levels or --requests")
+
+
+def check_steps(plan: ServingPlan, requests: int) -> None:
+    """SpecError when ``requests`` prompts need more than ``MAX_LOOPS`` steps at the least: a
+    step prefills at most ``step_tokens`` tokens, so the prompts' tokens over it bound the steps
+    from below (16M-token prompts at one token a step would loop for hours)."""
+    shortest = max(1, math.ceil(plan.prompt.mean * (1.0 - plan.prompt.spread)))
+    steps = requests * shortest / plan.step_tokens
+    if steps > MAX_LOOPS:
+        raise SpecError(f"the serving simulation needs over {steps:,.0f} steps ({requests:,} prompts of "
+                        f"{plan.prompt.mean:,} tokens at {plan.step_tokens:,} tokens a step); at most "
+                        f"{MAX_LOOPS:,}: fewer requests or shorter prompts, or more tokens a step (--step-tokens)")
+
+
+def simulate(clock: StepClock, plan: ServingPlan, load: Load, *, context: int = 0,
+             max_loops: int | None = None) -> Timeline:
     """Run one level through the scheduler (module docstring); ``context``: tokens every
-    request finds cached before its prompt (a shared prefix)."""
+    request finds cached before its prompt (a shared prefix). SpecError past ``max_loops``
+    iterations (default ``MAX_LOOPS``): long prompts at a small token budget a step take a
+    step per chunk, and a simulation must end in seconds."""
     prompts, answers, arrivals = draw_requests(plan, load)
     n = int(prompts.size)
+    limit = max_loops if max_loops is not None else MAX_LOOPS
     ans = [int(a) for a in answers]
     closed = arrivals is None
     arrive = [math.inf] * n
@@ -193,6 +224,10 @@ def simulate(clock: StepClock, plan: ServingPlan, load: Load, *, context: int = 
     per_step, per_request = plan.step_overhead, plan.request_overhead
     while done < n:
         loops += 1
+        if loops > limit:
+            raise SpecError(f"the serving simulation passed {MAX_LOOPS:,} steps ({n:,} requests of up to "
+                            f"{plan.prompt.most:,} prompt tokens, {plan.step_tokens:,} tokens a step): ask fewer "
+                            "requests or shorter prompts, or more tokens a step (--step-tokens)")
         while nxt < released and arrive[nxt] <= now:
             waiting.append(nxt)
             nxt += 1
@@ -296,11 +331,20 @@ def serve(spec: ModelSpec, machine: MachineProfile, workload: Workload, plan: Se
     every request shares, its KV type and compute dtype apply."""
     import time
 
+    requests = simulated_requests(plan, loads)
+    check_size(requests)
+    check_steps(plan, requests)
     began = time.perf_counter()
     clock = clock_for(spec, machine, workload, plan, on)
-    levels = tuple(level_of(simulate(clock, plan, load, context=workload.context), load, plan.bounds)
-                   for load in loads)
+    left = MAX_LOOPS                 # one budget of scheduler iterations for all the levels
+
+    def run(p: ServingPlan, load: Load) -> ServingLevel:
+        nonlocal left
+        timeline = simulate(clock, p, load, context=workload.context, max_loops=left)
+        left -= timeline.iterations
+        return level_of(timeline, load, plan.bounds)
+
+    levels = tuple(run(plan, load) for load in loads)
     full = Load(mode="concurrency", level=plan.slots)
-    busy = dataclasses.replace(plan, requests=max(plan.count(full), 8 * plan.slots))
-    saturated = level_of(simulate(clock, busy, full, context=workload.context), full, plan.bounds)
+    saturated = run(dataclasses.replace(plan, requests=max(plan.count(full), 8 * plan.slots)), full)
     return Serving(plan=plan, levels=levels, saturation_level=saturated, seconds=time.perf_counter() - began)

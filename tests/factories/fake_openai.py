@@ -12,11 +12,29 @@ The model name picks the behaviour of /v1/completions and /v1/chat/completions:
     stall       2 tokens, then silence
     malformed   1 token, then a data line that is not JSON
     empty       a finish reason and [DONE] without a token
+
+and hostile ones, each a way a server rooflab does not control can answer:
+
+    longline    a data line of 2 MiB that never ends
+    bigline     one token in a 600 KiB line (past aiohttp's 512 KiB readline), then as ok
+    infinity    usage with Infinity (not JSON)
+    digits      usage with a 401-digit count
+    absurd      usage of 1e300, -5 and 1.7e308 tokens (JSON, but no count)
+    echo        every token names the key as its model and as a timings field
+    errecho     an error chunk holding escape sequences, CR/LF and the key
+    html        HTTP 200 with an HTML page
+    redirect    HTTP 302 to an address with a user and password
+    drip        a byte every 50 ms, never a whole line
+    flood       token chunks without end
     (other)     HTTP 404: the model does not exist
 
-The tokenizer counts one token per word (``/tokenize``, off with ``tokenize=False``); usage is
-reported unless ``usage=False``; ``api_key`` makes every route ask for it; ``refuse_force``
-answers 400 to ``min_tokens``/``ignore_eos``. ``bodies`` keeps every completion request."""
+The tokenizer counts ``per_word`` tokens a word (one; ``/tokenize``, off with
+``tokenize=False``); usage is reported unless ``usage=False``; ``api_key`` makes every route
+ask for it; ``refuse_force`` answers 400 to ``min_tokens``/``ignore_eos``. ``models``: the ids
+/v1/models lists (the modes), ``models_bytes`` a body of that many bytes instead; ``metrics``:
+a /metrics page; ``site``: every address answers an HTML page (a web site, not an API).
+``bodies`` keeps every completion request (a prompt cut to 64 characters and its length in
+words: a test of memory must not hold them)."""
 
 from __future__ import annotations
 
@@ -29,6 +47,9 @@ from typing import Any
 from aiohttp import web
 
 MODES = ("ok", "short", "slow", "http500", "cut", "nofinish", "stall", "malformed", "empty")
+HOSTILE = ("longline", "bigline", "infinity", "digits", "absurd", "echo", "errecho", "html", "redirect", "drip",
+           "flood")
+PAGE = "<!DOCTYPE html><html><head><title>Welcome</title></head><body>\x1b]0;pwned\x07hello</body></html>"
 
 
 def free_port() -> int:
@@ -39,9 +60,13 @@ def free_port() -> int:
 
 class FakeServer:
     def __init__(self, *, tokenize: bool = True, usage: bool = True, api_key: str | None = None,
-                 refuse_force: bool = False, token_seconds: float = 0.001, slow_seconds: float = 0.05) -> None:
+                 refuse_force: bool = False, token_seconds: float = 0.001, slow_seconds: float = 0.05,
+                 per_word: float = 1.0, models: list[str] | None = None, metrics: str | None = None,
+                 site: bool = False, models_bytes: int = 0) -> None:
         self.tokenize, self.usage, self.api_key, self.refuse_force = tokenize, usage, api_key, refuse_force
         self.token_seconds, self.slow_seconds = token_seconds, slow_seconds
+        self.per_word, self.models, self.metrics, self.site = per_word, models, metrics, site
+        self.models_bytes = models_bytes
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.port = free_port()
@@ -74,10 +99,14 @@ class FakeServer:
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
         app = web.Application()
-        app.router.add_get("/v1/models", self._models)
-        app.router.add_post("/tokenize", self._tokenize)
-        app.router.add_post("/v1/completions", self._complete)
-        app.router.add_post("/v1/chat/completions", self._complete)
+        if self.site:
+            app.router.add_route("*", "/{tail:.*}", self._page)
+        else:
+            app.router.add_get("/v1/models", self._models)
+            app.router.add_get("/metrics", self._metrics)
+            app.router.add_post("/tokenize", self._tokenize)
+            app.router.add_post("/v1/completions", self._complete)
+            app.router.add_post("/v1/chat/completions", self._complete)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         self._loop.run_until_complete(self._runner.setup())
         self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port).start())
@@ -89,19 +118,40 @@ class FakeServer:
             return web.json_response({"error": {"message": "invalid API key"}}, status=401)
         return None
 
-    async def _models(self, request: web.Request) -> web.Response:
-        return self._refused(request) or web.json_response({"data": [{"id": m} for m in MODES]})
+    async def _page(self, request: web.Request) -> web.Response:
+        return web.Response(text=PAGE, content_type="text/html")
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        if self.models_bytes:                 # a body without end, sent as fast as it is taken
+            resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await resp.prepare(request)
+            try:
+                await resp.write(b'{"data": [')
+                for _ in range(self.models_bytes >> 16):
+                    await resp.write(b" " * (1 << 16))
+                await resp.write_eof()
+            except ConnectionError:           # the client stopped reading at its cap
+                pass
+            return resp
+        ids = self.models if self.models is not None else [*MODES, *HOSTILE]
+        return self._refused(request) or web.json_response({"data": [{"id": m} for m in ids]})
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if self.metrics is None:
+            raise web.HTTPNotFound()
+        return web.Response(text=self.metrics)
 
     async def _tokenize(self, request: web.Request) -> web.Response:
         if not self.tokenize:
             raise web.HTTPNotFound()
         body = await request.json()
-        return web.json_response({"tokens": [7] * len(str(body.get("content", "")).split())})
+        words = len(str(body.get("content", "")).split())
+        return web.json_response({"tokens": [7] * max(1, round(words * self.per_word))})
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
         try:
             return await self._answer(request)
-        except ConnectionResetError:          # the client went away (a time-out, a cut): nothing to do
+        except ConnectionError:          # the client went away (a time-out, a cut): nothing to do
             return web.Response(status=499)
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
@@ -109,14 +159,17 @@ class FakeServer:
         if refused is not None:
             return refused
         body = await request.json()
-        self.bodies.append(body)
         self.headers.append(dict(request.headers))
         model, asked = body.get("model"), int(body.get("max_tokens", 16))
         chat = request.path.endswith("chat/completions")
         text = body["messages"][0]["content"] if chat else body.get("prompt", "")
         prompt_tokens = len(str(text).split()) + (5 if chat else 0)
+        self.bodies.append({**body, "prompt": str(text)[:64], "messages": None, "prompt_words": prompt_tokens})
+        del text, body["messages" if chat else "prompt"]
         if self.refuse_force and ("min_tokens" in body or "ignore_eos" in body):
             return web.json_response({"error": {"message": "unknown field min_tokens"}}, status=400)
+        if model in HOSTILE:
+            return await self._hostile(request, model, chat)
         if model not in MODES:
             return web.json_response({"error": {"message": f"model {model!r} not found"}}, status=404)
         if model == "http500":
@@ -150,6 +203,46 @@ class FakeServer:
             await resp.write(_event({"choices": [], "usage": {"prompt_tokens": prompt_tokens,
                                                               "completion_tokens": tokens}}))
         await resp.write(b": a comment the client skips\n\ndata: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+
+    async def _hostile(self, request: web.Request, model: str, chat: bool) -> web.StreamResponse:
+        key = self.api_key or "no-key"
+        if model == "html":
+            return web.Response(text=PAGE, content_type="text/html")
+        if model == "redirect":
+            raise web.HTTPFound(f"http://user:{key}@127.0.0.1:{self.port}/v1/completions")
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        token = _event(_chunk(chat, "w ", None))
+        done = _event(_chunk(chat, "", "length")) + b"data: [DONE]\n\n"
+        if model == "longline":
+            await resp.write(b"data: {" + b"x" * (1 << 16))
+            for _ in range(32):
+                await resp.write(b"x" * (1 << 16))
+        elif model == "bigline":
+            await resp.write(_event(_chunk(chat, "y" * (600 << 10), None)) + done)
+        elif model in ("infinity", "digits", "absurd"):
+            usage = {"infinity": b'{"prompt_tokens": 9, "completion_tokens": Infinity}',
+                     "digits": b'{"prompt_tokens": 9, "completion_tokens": 1' + b"0" * 400 + b"}",
+                     "absurd": b'{"prompt_tokens": -5, "completion_tokens": 1e300, "total_tokens": 1.7e308}'}[model]
+            await resp.write(token * 2 + _event(_chunk(chat, "", "length")) + b'data: {"choices": [], "usage": '
+                             + usage + b"}\n\ndata: [DONE]\n\n")
+        elif model == "echo":
+            echo = {**_chunk(chat, "w ", None), "model": key, "timings": {key: 1.0, "predicted_ms": 1e300,
+                                                                          "prompt_n": -3, "predicted_n": 3}}
+            await resp.write(_event(echo) * 3 + done)
+        elif model == "errecho":
+            message = f"\x1b]0;pwned\x07\x1b[2J bad key {key}\r\nX-Injected: yes\x00\x9b"
+            await resp.write(token + _event({"error": {"message": message}}))
+        elif model == "drip":
+            for _ in range(2000):
+                await resp.write(b"d")
+                await asyncio.sleep(0.05)
+        elif model == "flood":
+            for _ in range(100_000):
+                await resp.write(token)
         await resp.write_eof()
         return resp
 

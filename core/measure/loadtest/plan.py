@@ -3,10 +3,16 @@ load levels, lengths, bounds in count and time), each request's raw times, and e
 figures computed from them by the same ``serving_stats`` a prediction uses.
 
 The plan names the environment variable that holds an API key, never the key: nothing here can
-write a key to disk or into a report, and ``public_url`` drops credentials from an address."""
+write a key to disk or into a report, and ``public_url`` drops credentials from an address.
+
+Everything a plan can be asked is checked here, before a request goes out: an address that is
+no http(s) URL (``http://[::1``, port 99999, a control character), extra fields nested past
+``MAX_EXTRA_DEPTH`` or holding NaN, prompts whose text in flight would pass
+``MAX_PROMPT_BYTES``; and ``time_bound`` is the longest the whole measurement can take."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 from collections import Counter
@@ -19,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from rooflab.core.errors import SpecError
+from rooflab.core.io.textfile import shown
 from rooflab.core.predict.serving import Lengths, Load, ServingPlan
 from rooflab.core.predict.serving_stats import Bounds, ServingLevel, level_stats, saturation_rate
 from rooflab.core.values.machine import MachineProfile
@@ -28,23 +35,85 @@ ENDPOINTS = ("completions", "chat")
 STATUSES = ("ok", "error", "timeout", "cancelled")
 MAX_IN_FLIGHT = 1024
 MAX_EXTRA_BYTES = 16_384
+MAX_EXTRA_DEPTH = 16           # levels of objects and lists in --extra-body
 STORED_BYTES = 1 << 20         # a stored run keeps every token's time up to this size
+MAX_PROMPT_BYTES = 512 << 20   # prompt text in flight at once, at most
+PROMPT_BYTES_PER_TOKEN = 18    # at most: 2 words a token (``prompts.most_words``) of up to 9 bytes each
+# the parts of the time bound beyond the levels' own (seconds)
+PREFLIGHT_SECONDS = 10.0       # /v1/models
+CALIBRATION_SECONDS = 180.0    # counting prompt tokens; lengths not searched by then use the fitted slope
+METRICS_SECONDS = 3.0          # /metrics after a level
+
+
+def _address_error(url: str, why: str) -> SpecError:
+    return SpecError(f"the server address {shown(url, 80)} {why}")
 
 
 def base_url(url: str) -> str:
     """The server's root: ``http://host:port`` (and any path prefix before ``/v1``). Raises
-    SpecError for an address that is not http(s)."""
+    SpecError (one line, the address quoted safely) for an address that is not an http(s) URL
+    with a host and a port in 1-65535, or that holds a space or a control character."""
     if not isinstance(url, str) or len(url) > 2000:
         raise SpecError("the server address must be text of at most 2,000 characters")
-    parts = urlsplit(url.strip())
+    url = url.strip()
+    if any(ord(c) <= 0x20 or 0x7F <= ord(c) <= 0x9F for c in url):
+        raise _address_error(url, "holds a space or a control character")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        why = ("has a port that is not 1 to 65535" if "ort" in str(exc)
+               else "is not a URL: a bracket is not closed or holds no IPv6 address")
+        raise _address_error(url, why) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SpecError(f"the server address must start with http:// or https:// and name a host, got {url!r}")
+        raise _address_error(url, "must start with http:// or https:// and name a host")
+    if port == 0 or (parts.netloc.rpartition("@")[2].endswith(":") and port is None):
+        raise _address_error(url, "has a port that is not 1 to 65535")
+    host = parts.hostname
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host.partition("%")[0])
+        except ValueError:
+            raise _address_error(url, "is not a URL: a bracket is not closed or holds no IPv6 address") from None
+    elif not all(c.isalnum() or c in "-._" for c in host):
+        raise _address_error(url, "has a host name with characters no host name holds")
     path = parts.path.rstrip("/")
     for tail in ("/v1/chat/completions", "/v1/completions", "/v1"):
         if path.endswith(tail):
             path = path[: -len(tail)]
             break
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def check_extra_body(body: Any) -> None:
+    """SpecError unless ``body`` is a JSON object rooflab can send: at most ``MAX_EXTRA_DEPTH``
+    levels deep, finite numbers only (no NaN, which json.dumps would send bare), text keys,
+    at most ``MAX_EXTRA_BYTES`` as JSON. Walked without recursion, so any depth is refused in
+    linear time."""
+    if not isinstance(body, Mapping):
+        raise SpecError("the extra request fields must be a JSON object ({...})")
+    stack: list[tuple[Any, int]] = [(body, 1)]
+    seen = 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if depth > MAX_EXTRA_DEPTH or seen > MAX_EXTRA_BYTES:
+            raise SpecError(f"the extra request fields nest deeper than {MAX_EXTRA_DEPTH} levels or pass "
+                            f"{MAX_EXTRA_BYTES:,} bytes")
+        if isinstance(item, Mapping):
+            if not all(isinstance(k, str) for k in item):
+                raise SpecError("the extra request fields must have text keys")
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, (list, tuple)):
+            stack += [(v, depth + 1) for v in item]
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise SpecError("the extra request fields hold NaN or Infinity, which JSON cannot carry")
+        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 1000:
+            raise SpecError("the extra request fields hold a number of over 300 digits")
+        elif not (item is None or isinstance(item, (str, bool, int, float))):
+            raise SpecError(f"the extra request fields hold a {type(item).__name__}, which JSON cannot carry")
+    if len(json.dumps(dict(body), allow_nan=False)) > MAX_EXTRA_BYTES:
+        raise SpecError(f"the extra request fields must be a JSON object of at most {MAX_EXTRA_BYTES:,} bytes")
 
 
 def public_url(url: str) -> str:
@@ -89,6 +158,8 @@ class ServerPlan:
         object.__setattr__(self, "url", base_url(self.url))
         if not isinstance(self.model, str) or not self.model.strip() or len(self.model) > 512:
             raise SpecError("the model name must be non-empty text of at most 512 characters")
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in self.model):
+            raise SpecError(f"the model name {shown(self.model, 80)} holds a control character")
         if self.endpoint not in ENDPOINTS:
             raise SpecError(f"endpoint must be one of {', '.join(ENDPOINTS)}, got {self.endpoint!r}")
         if not self.loads:
@@ -99,12 +170,40 @@ class ServerPlan:
                 raise SpecError(f"{name} must be a number of seconds in (0, 86400], got {value!r}")
         if not isinstance(self.warmup, int) or not 0 <= self.warmup <= 16:
             raise SpecError(f"warmup must be 0 to 16 requests, got {self.warmup!r}")
-        if self.api_key_env is not None and not (self.api_key_env.replace("_", "").isalnum()):
+        if self.api_key_env is not None and not (isinstance(self.api_key_env, str) and len(self.api_key_env) <= 256
+                                                 and self.api_key_env.replace("_", "").isalnum()):
             raise SpecError(f"--api-key-env names an environment variable (letters, digits, _), "
-                            f"got {self.api_key_env!r}")
-        if not isinstance(self.extra_body, Mapping) or len(json.dumps(dict(self.extra_body))) > MAX_EXTRA_BYTES:
-            raise SpecError(f"the extra request fields must be a JSON object of at most {MAX_EXTRA_BYTES:,} bytes")
+                            f"got {shown(self.api_key_env, 80)}")
+        parts = urlsplit(self.url)
+        if self.api_key_env is not None and (parts.username is not None or parts.password is not None):
+            raise SpecError("the server address holds a user and password and --api-key-env names a key: "
+                            "give one of them")
+        check_extra_body(self.extra_body)
         self.serving_plan()         # validates the lengths, count and seed
+        for load in self.loads:
+            if load.mode == "concurrency" and \
+                    min(int(load.level), self.serving_plan().count(load)) * self.prompt_bytes > MAX_PROMPT_BYTES:
+                raise SpecError(f"prompts of up to {self.prompt.most:,} tokens at concurrency {load.level:g} are up "
+                                f"to {self.prompt_bytes * load.level / 2**30:.3g} GiB of text in flight; at most "
+                                f"{MAX_PROMPT_BYTES / 2**30:.3g} GiB: lower the prompt length or the concurrency")
+
+    @property
+    def prompt_bytes(self) -> int:
+        """The most bytes one prompt's text can take (``PROMPT_BYTES_PER_TOKEN``)."""
+        return self.prompt.most * PROMPT_BYTES_PER_TOKEN + 256
+
+    @property
+    def in_flight_cap(self) -> int:
+        """Requests in flight at once, at most: ``MAX_IN_FLIGHT``, fewer where their prompts'
+        text would pass ``MAX_PROMPT_BYTES`` (a rate level waits for one to end)."""
+        return max(1, min(MAX_IN_FLIGHT, MAX_PROMPT_BYTES // self.prompt_bytes))
+
+    def time_bound(self) -> float:
+        """The longest the measurement can take, in seconds: reaching the server, the warm-up
+        (each request tried twice at most), counting prompt tokens, then per level its
+        ``level_seconds``, the ``request_timeout`` of requests still running then, and /metrics."""
+        setup = PREFLIGHT_SECONDS + 2 * self.warmup * self.request_timeout + CALIBRATION_SECONDS
+        return setup + len(self.loads) * (self.level_seconds + self.request_timeout + METRICS_SECONDS)
 
     def serving_plan(self) -> ServingPlan:
         """The simulation's plan with the same lengths, count and seed: a measurement draws its
@@ -245,6 +344,30 @@ def measured_levels(run: Mapping[str, Any]) -> tuple[ServingLevel, ...]:
         except (KeyError, TypeError, ValueError):
             continue
     return tuple(out)
+
+
+def check_keepable(plan: ServerPlan, machine: MachineProfile | None = None) -> Path:
+    """The file ``keep_server_run`` would write for ``plan`` on ``machine``, checked before
+    the measurement (which would otherwise be lost after the run): SpecError when a name in
+    its path passes 255 bytes or its folder cannot be written."""
+    import os
+
+    from rooflab.core.calibration import store
+
+    where = store.machine_key(machine) if machine is not None else "unspecified"
+    path = store.server_run_path(public_url(plan.url), plan.model, where)
+    long = [part for part in path.parts if len(os.fsencode(part)) > 255]
+    if long or len(os.fsencode(str(path))) > 4000:
+        raise SpecError(f"the measurement could not be kept: a name in its path is over 255 bytes "
+                        f"({shown(long[0] if long else str(path), 60)}, from the server address or the model "
+                        "name): shorten it or give --no-save")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not (folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)):
+        raise SpecError(f"the measurement could not be kept: {shown(str(folder), 120)} cannot be written "
+                        "(give --no-save, or set ROOFLAB_DATA_DIR to a folder that can be)")
+    return path
 
 
 def keep_server_run(result: ServerMeasurement, *, spec: ModelSpec | None = None,

@@ -7,7 +7,12 @@ llama-cpp-python ``/extras/tokenize``), else the ``usage.prompt_tokens`` of shor
 ask for one token. Two probes give tokens per word and the fixed part; the count for each
 length asked is then searched for and checked with the same counter. On the chat endpoint the
 chat template's own tokens are measured by one request and taken off. Without either source
-the lengths are an estimate (1.3 tokens per word), and a warning says so."""
+the lengths are an estimate (1.3 tokens per word), and a warning says so.
+
+A counter is the server's, so it is not believed blindly: counts outside [0, 2^30] are no
+answer, a slope outside 0.5 to 16 tokens per word (no tokenizer splits these words so) falls
+back to the estimate, and no prompt has more than 2 words per token asked (plus a few), so a
+server cannot make rooflab build a prompt many times the size asked for."""
 
 from __future__ import annotations
 
@@ -15,12 +20,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rooflab.core.measure.loadtest.untrusted import count as checked_count
+
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
 PROBES = (32, 128)             # words in the two calibration prompts
 EXACT_LENGTHS = 32             # distinct lengths searched for one by one; the rest use the fit
 SEARCH_ROUNDS = 4
 ESTIMATE_PER_WORD = 1.3        # tokens per word when the server cannot say (English BPE vocabularies)
+PER_WORD_RANGE = (0.5, 16.0)   # tokens per word a counter may report and be believed
 TOKENIZE_PATHS = ("/tokenize", "/extras/tokenize")
 
 Counter = Callable[[str], Awaitable[int | None]]     # text -> tokens, None when it cannot tell
@@ -41,9 +49,8 @@ def tokens_in(body: Any) -> int | None:
     """A tokenize endpoint's answer as a count: ``count`` (vLLM) or the ``tokens`` list."""
     if not isinstance(body, dict):
         return None
-    count = body.get("count")
-    if isinstance(count, int) and not isinstance(count, bool):
-        return count
+    if "count" in body:
+        return checked_count(body["count"])
     tokens = body.get("tokens")
     return len(tokens) if isinstance(tokens, list) else None
 
@@ -60,7 +67,7 @@ class PromptMaker:
     extra: int = 0             # tokens the chat template adds
 
     def words_for(self, tokens: int) -> int:
-        return max(1, round((tokens - self.extra - self.fixed) / self.per_word))
+        return most_words(tokens, round((tokens - self.extra - self.fixed) / self.per_word))
 
     def prompt(self, tag: str, tokens: int) -> tuple[str, int]:
         """(text, its tokens as counted or estimated) for a prompt of ``tokens`` tokens."""
@@ -69,6 +76,12 @@ class PromptMaker:
             return prompt_text(tag, words, pads), counted
         words = self.words_for(tokens)
         return prompt_text(tag, words), round(self.fixed + self.per_word * words) + self.extra
+
+
+def most_words(tokens: int, words: int) -> int:
+    """``words`` held to [1, 2 x ``tokens`` + 64]: what any believable counter needs for
+    ``tokens`` tokens (``PER_WORD_RANGE``), whatever the counts said."""
+    return min(max(1, words), 2 * tokens + 64)
 
 
 TAG = "000000-00-00000"        # as long as every request's (``request_tag``)
@@ -92,9 +105,16 @@ async def calibrate(count: Counter | None, usage_count: Counter | None, lengths:
         return _estimate(warnings), warnings
     low = await counter(prompt_text(TAG, PROBES[0]))
     high = await counter(prompt_text(TAG, PROBES[1]))
-    if low is None or high is None or high <= low:
+    if low is None or high is None:
         return _estimate(warnings), warnings
+    if high <= low:
+        return _estimate(warnings, f"{method} counted {low} tokens for {PROBES[0]} words and {high} for "
+                                   f"{PROBES[1]}"), warnings
     per_word = (high - low) / (PROBES[1] - PROBES[0])
+    if not PER_WORD_RANGE[0] <= per_word <= PER_WORD_RANGE[1]:
+        why = (f"{method} gave {per_word:.3g} tokens per word, outside {PER_WORD_RANGE[0]:g} to "
+               f"{PER_WORD_RANGE[1]:g}, which is not believed")
+        return _estimate(warnings, why), warnings
     maker = PromptMaker(method=method, per_word=per_word, fixed=low - per_word * PROBES[0])
     if chat and counter is count and usage_count is not None:
         whole = await usage_count(prompt_text(TAG, PROBES[0]))
@@ -127,7 +147,7 @@ async def _search(maker: PromptMaker, counter: Counter, target: int) -> tuple[in
         if counted == target:
             return best
         step = round((target - counted) / maker.per_word) or (1 if counted < target else -1)
-        words = max(1, words + step)
+        words = most_words(target, words + step)
     if best is None:
         return (words, 0, round(maker.fixed + maker.per_word * words) + maker.extra)
     words, _, counted = best
@@ -145,7 +165,7 @@ async def _search(maker: PromptMaker, counter: Counter, target: int) -> tuple[in
     return best
 
 
-def _estimate(warnings: list[str]) -> PromptMaker:
-    warnings.append(f"the server has no tokenize endpoint and reports no usage: prompt lengths are estimates "
-                    f"({ESTIMATE_PER_WORD} tokens per word)")
+def _estimate(warnings: list[str],
+              why: str = "the server has no tokenize endpoint and reports no usage") -> PromptMaker:
+    warnings.append(f"{why}: prompt lengths are estimates ({ESTIMATE_PER_WORD} tokens per word)")
     return PromptMaker(method="an estimate", per_word=ESTIMATE_PER_WORD, fixed=len(TAG))

@@ -10,11 +10,21 @@ job returns what was measured, marked ``cancelled``. Errors and time-outs are co
 with one line each, never dropped and never raised: a broken server makes a table of errors.
 
 The API key is read from the environment variable the plan names when the loop starts, and is
-sent only in the Authorization header: it is in no record, no error line and no report."""
+sent only in the Authorization header: it is in no record, no error line and no report.
+
+The server is untrusted (``untrusted``): every body is read with a cap and every stream line
+by line with a cap, redirects are not followed (the key would go with them), every aiohttp
+and address error becomes the request's one line (or, before any request, one
+MeasurementError naming the address), a prompt is built when its request is sent, and a level
+ends at its deadline. A server that answers an HTML page, or a warm-up request with nothing
+at all, ends the measurement with one line before the levels."""
 
 from __future__ import annotations
 
 import asyncio
+import io
+import json
+import math
 import os
 import queue
 import threading
@@ -22,10 +32,13 @@ import time
 from collections.abc import Callable, Generator
 from typing import Any
 
-from rooflab.core.errors import MeasurementError
+from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.jobs import CancelFlag, Progress, run_job
 from rooflab.core.measure.loadtest.plan import (
+    CALIBRATION_SECONDS,
     MAX_IN_FLIGHT,
+    METRICS_SECONDS,
+    PREFLIGHT_SECONDS,
     RequestRecord,
     ServerLevel,
     ServerMeasurement,
@@ -34,12 +47,38 @@ from rooflab.core.measure.loadtest.plan import (
     public_url,
 )
 from rooflab.core.measure.loadtest.prompts import TOKENIZE_PATHS, PromptMaker, calibrate, request_tag, tokens_in
-from rooflab.core.measure.loadtest.stream import StreamError, StreamState, error_message, prometheus_samples
+from rooflab.core.measure.loadtest.stream import StreamState, error_message, prometheus_samples
+from rooflab.core.measure.loadtest.untrusted import (
+    ERROR_BODY,
+    MAX_LINE,
+    Secrets,
+    Stalled,
+    StreamError,
+    basic_header,
+    count,
+    header_key,
+    read_body,
+    read_json,
+    read_lines,
+    split_credentials,
+)
 from rooflab.core.predict.serving import Load, draw_requests
 
 POLL = 0.05                    # seconds between looks at the cancel token inside the loop
 METRICS_KEPT = 200             # samples kept of a /metrics page
 FORCE_FIELDS = ("min_tokens", "ignore_eos")
+MODELS_KEPT = 64               # model ids kept of /v1/models
+EXTRA_STEPS = 64               # token steps past twice the answer asked before a stream is refused
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    """What aiohttp and the address can raise for one request, beside time-outs: its client
+    errors, its HTTP parser's (a header line past its limit is no ClientError), a ValueError
+    of yarl or of a header, an OSError of the socket or TLS."""
+    import aiohttp
+    from aiohttp.http_exceptions import HttpProcessingError
+
+    return aiohttp.ClientError, HttpProcessingError, ValueError, OSError
 
 
 class _Run:
@@ -49,14 +88,23 @@ class _Run:
                  api_key: str | None = None) -> None:
         self.plan, self.put, self.stop = plan, put, stop
         self.chat = plan.endpoint == "chat"
-        self.url = plan.url + ("/v1/chat/completions" if self.chat else "/v1/completions")
+        self.root, login = split_credentials(plan.url)
+        self.url = self.root + ("/v1/chat/completions" if self.chat else "/v1/completions")
+        self.where = public_url(plan.url)
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        self.secret = api_key or (os.environ.get(plan.api_key_env, "") if plan.api_key_env else "")
-        if plan.api_key_env and not self.secret:
+        secret = api_key or (os.environ.get(plan.api_key_env, "") if plan.api_key_env else "")
+        if plan.api_key_env and not secret:
             raise MeasurementError(f"the environment variable {plan.api_key_env} is not set (it should hold "
                                    "the API key)")
-        if self.secret:
-            self.headers["Authorization"] = f"Bearer {self.secret}"
+        if secret and login is not None:
+            raise MeasurementError("the server address holds a user and password and an API key is given: "
+                                   "give one of them")
+        if secret:
+            self.headers["Authorization"] = "Bearer " + header_key(secret, plan.api_key_env or "the key field")
+        elif login is not None:
+            self.headers["Authorization"] = basic_header(*login)
+        self.secrets = Secrets([secret, *(login or ()), self.headers.get("Authorization", "")])
+        self.foreign = ""
         self.force = plan.force_length
         self.stopping = False
         self.inflight: set[asyncio.Task[RequestRecord]] = set()
@@ -74,11 +122,12 @@ class _Run:
         self.run = int.from_bytes(os.urandom(4), "little")
         self.label, self.count = "", 0
         self.tokenize_path = ""
+        self.calibration_ends = math.inf
 
     # --- one request ------------------------------------------------------------------------
 
-    def _clean(self, text: str) -> str:
-        return text.replace(self.secret, "***") if self.secret else text
+    def _clean(self, text: str, limit: int = 240) -> str:
+        return self.secrets.clean(text, limit)
 
     def body(self, text: str, answer: int, stream: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = {"min_tokens": answer, "ignore_eos": True} if self.force else {}
@@ -92,23 +141,33 @@ class _Run:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    async def one(self, index: int, body: dict[str, Any], prompt_tokens: int, t0: float) -> RequestRecord:
-        """Send one request and read its stream to the end; every failure becomes the record's
-        status and one line."""
+    async def one(self, index: int, text: str, asked: int, prompt_tokens: int, t0: float) -> RequestRecord:
+        """Send one request (``text`` as its prompt, ``asked`` tokens of answer) and read its
+        stream to the end; every failure becomes the record's status and one line."""
         import aiohttp
 
         state = StreamState(chat=self.chat)
         status, error = "ok", ""
         sent = time.perf_counter() - t0
-        timeout = aiohttp.ClientTimeout(total=self.plan.request_timeout, sock_read=self.plan.stall_timeout)
+        timeout = aiohttp.ClientTimeout(total=self.plan.request_timeout)
+        steps = 2 * asked + EXTRA_STEPS
+
+        def on_line(line: bytes) -> bool:
+            if self.stopping:                # a cancel that reached the task while a read returned
+                raise asyncio.CancelledError
+            state.feed(line, time.perf_counter() - t0)
+            if len(state.token_times) > steps:
+                raise StreamError(f"the server sent over {steps:,} token steps for an answer of {asked:,} tokens")
+            return state.done
+
         try:
-            async with self.session.post(self.url, json=body, headers=self.headers, timeout=timeout) as resp:
-                if resp.status >= 400:
-                    raise StreamError(f"HTTP {resp.status}: {error_message(await resp.content.read(4096))}")
-                async for line in resp.content:
-                    state.feed(line, time.perf_counter() - t0)
-                    if state.done:
-                        break
+            data = io.BytesIO(json.dumps(self.body(text, asked), allow_nan=False).encode())
+            async with self.session.post(self.url, data=data, headers=self.headers, timeout=timeout,
+                                         allow_redirects=False) as resp:
+                if resp.status >= 300 or "html" in resp.headers.get("Content-Type", "").lower():
+                    raise await self.refused(resp)
+                await read_lines(resp.content, on_line, stall=self.plan.stall_timeout,
+                                 max_bytes=steps * MAX_LINE)
             if not state.finished:
                 raise StreamError(f"stream cut after {len(state.token_times)} tokens: it ended without a "
                                   "finish reason or [DONE]")
@@ -116,30 +175,49 @@ class _Run:
                 raise StreamError(f"the answer ended ({state.finish_reason or '[DONE]'}) without a token")
         except StreamError as exc:
             status, error = "error", str(exc)
+            if exc.foreign:
+                self.foreign = self.foreign or str(exc)
         except asyncio.CancelledError:
             status, error = "cancelled", "cancelled"
+        except Stalled:
+            status, error = "timeout", (f"timed out: no data for {self.plan.stall_timeout:g} s after "
+                                        f"{len(state.token_times)} tokens")
         except TimeoutError:
-            elapsed = time.perf_counter() - t0 - sent
-            status = "timeout"
-            error = (f"timed out: over {self.plan.request_timeout:g} s in all" if elapsed >= self.plan.request_timeout
-                     else f"timed out: no data for {self.plan.stall_timeout:g} s after {len(state.token_times)} "
-                          "tokens")
+            status, error = "timeout", f"timed out: over {self.plan.request_timeout:g} s in all"
         except aiohttp.ClientPayloadError as exc:
             status, error = "error", f"stream cut after {len(state.token_times)} tokens: {_first_line(exc)}"
-        except aiohttp.ClientError as exc:
+        except _errors() as exc:
             status, error = "error", f"connection failed after {len(state.token_times)} tokens: {_first_line(exc)}"
-        except ValueError as exc:                  # a line longer than aiohttp reads at once
-            status, error = "error", f"malformed stream after {len(state.token_times)} tokens: {_first_line(exc)}"
         end = state.token_times[-1] if status == "ok" else time.perf_counter() - t0
         server = {f"usage_{k}": float(v) for k, v in state.usage.items()} | state.timings
         reported = state.usage.get("prompt_tokens")
         return RequestRecord(index=index, sent=sent, end=end, token_times=tuple(state.token_times),
-                             prompt_tokens=int(reported) if reported else prompt_tokens,
-                             asked_tokens=int(body["max_tokens"]), answer_tokens=state.answer_tokens,
+                             prompt_tokens=reported if reported else prompt_tokens,
+                             asked_tokens=asked, answer_tokens=state.answer_tokens,
                              counted_by=state.counted_by, status=status, error=self._clean(error), server=server)
 
-    async def spawn(self, index: int, body: dict[str, Any], prompt_tokens: int, t0: float) -> RequestRecord:
-        task = asyncio.create_task(self.one(index, body, prompt_tokens, t0))
+    async def refused(self, resp: Any) -> StreamError:
+        """The error of an answer that is no stream: a redirect (not followed: the key would go
+        with it), an HTTP error with its body's message, or an HTML page (``foreign``)."""
+        kind = resp.headers.get("Content-Type", "")
+        if 300 <= resp.status < 400:
+            try:
+                where = public_url(str(resp.headers.get("Location", "")))
+            except ValueError:
+                where = "an address that is not a URL"
+            return StreamError(f"HTTP {resp.status}: the server redirects to {where or 'nowhere'}; give that "
+                               "address (redirects are not followed)")
+        if "html" in kind.lower():
+            return StreamError(f"HTTP {resp.status} with an HTML page ({kind.split(';')[0].strip()}), not an "
+                               "OpenAI-compatible answer: is this the API's address?", foreign=True)
+        return StreamError(f"HTTP {resp.status}: {error_message(await read_body(resp.content, ERROR_BODY, cut=True))}")
+
+    async def spawn(self, index: int, number: int, prompt: int, asked: int, t0: float) -> RequestRecord:
+        """Request ``index`` of level ``number``: its prompt is built now, as it is sent, so no
+        more prompts are held than requests are in flight."""
+        text, counted = self.maker.prompt(request_tag(self.run, number, index), prompt)
+        task = asyncio.create_task(self.one(index, text, asked, counted, t0))
+        del text
         self.inflight.add(task)
         try:
             record = await task
@@ -161,8 +239,6 @@ class _Run:
         n = int(prompts.size)
         self.current, self.count = [], n
         self.label = f"concurrency {load.level:g}" if arrivals is None else f"{load.level:g} requests/s"
-        made = [self.maker.prompt(request_tag(self.run, number, i), int(p)) for i, p in enumerate(prompts)]
-        bodies = [self.body(text, int(a)) for (text, _), a in zip(made, answers, strict=True)]
         t0 = time.perf_counter()
         deadline = t0 + self.plan.level_seconds
         nxt = 0
@@ -171,13 +247,16 @@ class _Run:
                 nonlocal nxt
                 while not self.stopping and nxt < n and time.perf_counter() < deadline:
                     i, nxt = nxt, nxt + 1
-                    await self.spawn(i, bodies[i], made[i][1], t0)
+                    await self.spawn(i, number, int(prompts[i]), int(answers[i]), t0)
 
             await asyncio.gather(*(client() for _ in range(min(int(load.level), n))))
         else:
             tasks = []
+            cap = min(MAX_IN_FLIGHT, self.plan.in_flight_cap)
             for i in range(n):
-                delay = t0 + float(arrivals[i]) - time.perf_counter()
+                # wait for the arrival, but never past the level's deadline (a rate of 1e-9/s
+                # would otherwise wait for its second request for years)
+                delay = min(t0 + float(arrivals[i]), deadline) - time.perf_counter()
                 if delay > 0 and self.wake is not None:
                     try:
                         await asyncio.wait_for(self.wake.wait(), delay)
@@ -185,9 +264,9 @@ class _Run:
                         pass
                 if self.stopping or time.perf_counter() >= deadline:
                     break
-                while len(self.inflight) >= MAX_IN_FLIGHT and not self.stopping:
+                while len(self.inflight) >= cap and not self.stopping:
                     await asyncio.wait(set(self.inflight), return_when=asyncio.FIRST_COMPLETED)
-                tasks.append(asyncio.create_task(self.spawn(i, bodies[i], made[i][1], t0)))
+                tasks.append(asyncio.create_task(self.spawn(i, number, int(prompts[i]), int(answers[i]), t0)))
                 nxt = i + 1
             await asyncio.gather(*tasks)
         warnings = []
@@ -204,92 +283,115 @@ class _Run:
     # --- around the levels ------------------------------------------------------------------
 
     async def get_json(self, path: str, body: dict[str, Any] | None = None, seconds: float = 10.0) -> Any:
-        """The JSON a GET (or a POST of ``body``) answers, None on any failure."""
+        """The JSON a GET (or a POST of ``body``) answers (bounded: ``untrusted.read_json``),
+        None on any failure."""
         import aiohttp
 
         timeout = aiohttp.ClientTimeout(total=seconds)
         try:
-            call = self.session.post(self.plan.url + path, json=body, headers=self.headers, timeout=timeout) \
-                if body is not None else self.session.get(self.plan.url + path, headers=self.headers, timeout=timeout)
+            if body is not None:
+                call = self.session.post(self.root + path, data=io.BytesIO(json.dumps(body, allow_nan=False).encode()),
+                                         headers=self.headers, timeout=timeout, allow_redirects=False)
+            else:
+                call = self.session.get(self.root + path, headers=self.headers, timeout=timeout,
+                                        allow_redirects=False)
             async with call as resp:
-                return await resp.json(content_type=None) if resp.status < 400 else None
-        except (aiohttp.ClientError, TimeoutError, ValueError):
+                return await read_json(resp.content) if resp.status < 300 else None
+        except (StreamError, TimeoutError, *_errors()):
             return None
 
     async def preflight(self) -> None:
-        """Reach the server (one clear error when it cannot be reached) and read its models."""
+        """Reach the server (one clear error when it cannot be reached, redirects elsewhere or
+        answers with something that is not an OpenAI-compatible server's) and read its models."""
         import aiohttp
 
+        timeout = aiohttp.ClientTimeout(total=min(PREFLIGHT_SECONDS, self.plan.request_timeout))
         try:
-            async with self.session.get(self.plan.url + "/v1/models", headers=self.headers,
-                                        timeout=aiohttp.ClientTimeout(total=10)) as resp:
+            async with self.session.get(self.root + "/v1/models", headers=self.headers, timeout=timeout,
+                                        allow_redirects=False) as resp:
                 if resp.status in (401, 403):
-                    raise MeasurementError(f"{public_url(self.plan.url)} refuses the request (HTTP {resp.status}): "
+                    raise MeasurementError(f"{self.where} refuses the request (HTTP {resp.status}): "
                                            "give its API key with --api-key-env")
-                listed = await resp.json(content_type=None) if resp.status < 400 else None
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise MeasurementError(f"cannot reach {public_url(self.plan.url)}: {self._clean(_first_line(exc))}") \
-                from None
-        except ValueError:
-            listed = None
+                if 300 <= resp.status < 400 or "html" in resp.headers.get("Content-Type", "").lower():
+                    raise MeasurementError(f"{self.where}/v1/models: {self._clean(await self.refused(resp))}")
+                listed = await read_json(resp.content) if resp.status < 300 else None
+                if resp.status < 300 and listed is None:
+                    raise MeasurementError(f"{self.where}/v1/models answers with something that is not JSON: "
+                                           "not an OpenAI-compatible server (is this the API's address?)")
+        except StreamError as exc:
+            raise MeasurementError(f"{self.where}/v1/models: {self._clean(exc)}") from None
+        except (TimeoutError, *_errors()) as exc:
+            raise MeasurementError(f"cannot reach {self.where}: {self._clean(_first_line(exc))}") from None
         data = listed.get("data") if isinstance(listed, dict) else None
-        self.models = tuple(str(m.get("id")) for m in data if isinstance(m, dict))[:64] if isinstance(data, list) \
-            else ()
+        ids = (m.get("id") for m in data[:MODELS_KEPT] if isinstance(m, dict)) if isinstance(data, list) else ()
+        self.models = tuple(self._clean(i, 200) for i in ids if isinstance(i, str))
         if self.models and self.plan.model not in self.models:
-            self.warnings.append(f"the server lists {', '.join(self.models[:5])}, not {self.plan.model!r}")
+            self.warnings.append(self._clean(f"the server lists {', '.join(self.models[:5])}, not "
+                                             f"{self.plan.model!r}", 600))
 
     async def warm_up(self) -> None:
         """The plan's warm-up requests; a server that refuses ``min_tokens``/``ignore_eos`` is
-        asked again without them (and answers may then come back short)."""
+        asked again without them (and answers may then come back short). A warm-up answered
+        with an HTML page, or not at all within the time-outs, ends the measurement."""
         for _ in range(self.plan.warmup):
             if self.stopping:
                 return
-            record = await self.one(-1, self.body("Hello", 4), 2, time.perf_counter())
-            if record.status == "error" and self.force and record.error.startswith("HTTP 4"):
+            record = await self.one(-1, "Hello", 4, 2, time.perf_counter())
+            if record.status == "error" and self.force and record.error.startswith("HTTP 4") and not self.foreign:
                 self.force = False
-                again = await self.one(-1, self.body("Hello", 4), 2, time.perf_counter())
+                again = await self.one(-1, "Hello", 4, 2, time.perf_counter())
                 if again.status == "ok":
                     self.warnings.append(f"the server refused {' and '.join(FORCE_FIELDS)} ({record.error}): "
                                          "answers are not forced to their length")
                     continue
                 self.force = True
+            if self.foreign:
+                raise MeasurementError(f"{self.where}: {self.foreign}")
+            if record.status == "timeout":
+                raise MeasurementError(f"{self.where}: the warm-up request {record.error}; nothing measured "
+                                       "(is the server busy, or --stall-timeout too short?)")
             if record.status != "ok":
                 self.warnings.append(f"warm-up request failed: {record.error}")
 
+    def _calibration_left(self) -> float:
+        return self.calibration_ends - time.perf_counter()
+
     async def count_tokens(self, text: str) -> int | None:
-        if self.stopping:
+        if self.stopping or self._calibration_left() <= 0:
             return None
         for path in [self.tokenize_path] if self.tokenize_path else TOKENIZE_PATHS:
             body = {"model": self.plan.model, "content": text, "prompt": text, "input": text, "add_special": True}
-            found = tokens_in(await self.get_json(path, body))
+            found = tokens_in(await self.get_json(path, body, min(PREFLIGHT_SECONDS, self._calibration_left())))
             if found is not None:
                 self.tokenize_path = path
                 return found
         return None
 
     async def usage_tokens(self, text: str) -> int | None:
-        if self.stopping:
+        if self.stopping or self._calibration_left() <= 0:
             return None
         path = "/v1/chat/completions" if self.chat else "/v1/completions"
-        answer = await self.get_json(path, self.body(text, 1, stream=False), self.plan.request_timeout)
+        answer = await self.get_json(path, self.body(text, 1, stream=False),
+                                     min(self.plan.request_timeout, self._calibration_left()))
         usage = answer.get("usage") if isinstance(answer, dict) else None
-        value = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-        return int(value) if isinstance(value, int) and value > 0 else None
+        value = count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+        return value if value else None
 
     async def metrics(self) -> dict[str, float]:
         """Numeric samples of the server's Prometheus /metrics page (vLLM, llama-server with
-        --metrics), the first ``METRICS_KEPT``; empty where there is none."""
+        --metrics), the first ``METRICS_KEPT``, names printable and without the key; empty
+        where there is none."""
         import aiohttp
 
         try:
-            async with self.session.get(self.plan.url + "/metrics", headers=self.headers,
-                                        timeout=aiohttp.ClientTimeout(total=3)) as resp:
-                if resp.status >= 400:
+            async with self.session.get(self.root + "/metrics", headers=self.headers, allow_redirects=False,
+                                        timeout=aiohttp.ClientTimeout(total=METRICS_SECONDS)) as resp:
+                if resp.status >= 300:
                     return {}
-                text = (await resp.content.read(1 << 20)).decode("utf-8", errors="replace")
-        except (aiohttp.ClientError, TimeoutError):
+                text = (await read_body(resp.content, 1 << 20, cut=True)).decode("utf-8", errors="replace")
+        except (StreamError, TimeoutError, *_errors()):
             return {}
-        return prometheus_samples(text, METRICS_KEPT)
+        return {self._clean(k, 200): v for k, v in prometheus_samples(text, METRICS_KEPT).items()}
 
     async def setup(self) -> None:
         """Reach the server, warm it up and learn how many words make a prompt's tokens."""
@@ -300,8 +402,12 @@ class _Run:
             return
         lengths = {int(p) for load in self.plan.loads for p in draw_requests(self.plan.serving_plan(), load)[0]}
         self.put(Progress(step="server", message="building prompts to their token counts", fraction=0.0))
+        self.calibration_ends = time.perf_counter() + CALIBRATION_SECONDS
         self.maker, notes = await calibrate(self.count_tokens, self.usage_tokens, lengths, self.chat)
-        self.warnings += notes
+        if self._calibration_left() <= 0:
+            notes.append(f"counting prompt tokens stopped after {CALIBRATION_SECONDS:g} s: lengths not counted by "
+                         "then are made by the fitted tokens per word")
+        self.warnings += [self._clean(note, 600) for note in notes]
 
     async def watch(self) -> None:
         while not self.stop.is_set():
@@ -318,6 +424,12 @@ class _Run:
         import aiohttp
 
         started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        bound = self.plan.time_bound()
+        self.put(Progress(step="server", fraction=0.0,
+                          message=f"measuring {self.where}: {len(self.plan.loads)} level"
+                                  f"{'s' if len(self.plan.loads) != 1 else ''}, done within {_duration(bound)} "
+                                  f"at most ({self.plan.level_seconds:g} s a level, requests of at most "
+                                  f"{self.plan.request_timeout:g} s)"))
         self.wake = asyncio.Event()
         watcher = asyncio.create_task(self.watch())
         connector = aiohttp.TCPConnector(limit=MAX_IN_FLIGHT)
@@ -346,8 +458,19 @@ class _Run:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's text (cleaned and cut by the caller), or its type."""
     text = str(exc).strip().splitlines()
-    return text[0][:200] if text else type(exc).__name__
+    return text[0][:4096] if text else type(exc).__name__
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as "1 h 02 min", "28 min 03 s" or "45 s"."""
+    whole = int(math.ceil(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
 def measure_server(plan: ServerPlan, cancel: CancelFlag = None, *,
@@ -368,6 +491,12 @@ def measure_server(plan: ServerPlan, cancel: CancelFlag = None, *,
     def loop() -> None:
         try:
             outcome["result"] = asyncio.run(_Run(plan, inbox.put, stop, api_key).main())
+        except (StreamError, *_errors()) as exc:    # the client or the address, outside any request
+            if isinstance(exc, RooflabError):
+                outcome["error"] = exc
+            else:
+                line = Secrets([api_key or ""]).clean(_first_line(exc))
+                outcome["error"] = MeasurementError(f"measuring {public_url(plan.url)} failed: {line}")
         except BaseException as exc:      # handed to the job's thread, raised there
             outcome["error"] = exc
 

@@ -11,7 +11,12 @@ count is ``usage.completion_tokens`` when the server gives it, else the token st
 
 Other SSE fields (``event:``, ``id:``, ``retry:``) and comments (``:``) are skipped, as the
 SSE specification says; a ``data:`` line that is not JSON, or a chunk with an ``error``, ends
-the answer as an error with one line saying so."""
+the answer as an error with one line saying so.
+
+Nothing a chunk says is trusted: JSON is read by the bounded reader (no NaN, Infinity or
+400-digit numbers), counts and timings are kept only in range (``untrusted.count``,
+``figure``) and only under the names rooflab knows (a server's own names could hold anything,
+the API key included), and text is passed on to be made printable and redacted."""
 
 from __future__ import annotations
 
@@ -21,17 +26,24 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-SNIPPET = 80                 # characters of a bad line quoted in an error
-KEEP_TIMINGS = 32            # numbers kept of a server's own per-request fields
+from rooflab.core.files.safe_json import JsonError, parse_json
+from rooflab.core.io.textfile import printable
+from rooflab.core.measure.loadtest.untrusted import StreamError, count, figure
 
+SNIPPET = 80                 # characters of a bad line quoted in an error (more when it holds the key)
+USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
+#: llama-server's per-request timings (``timings``), the only ones kept
+TIMINGS = ("cache_n", "prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n",
+           "predicted_ms", "predicted_per_token_ms", "predicted_per_second", "draft_n", "draft_n_accepted")
 
-class StreamError(Exception):
-    """The stream broke the protocol; the message is the one line a user reads."""
+__all__ = ["StreamError", "StreamState", "error_message", "prometheus_samples"]
 
 
 def _snippet(text: str) -> str:
+    # the line is cut after the key is redacted (``Secrets.clean``): cut here, a key's first
+    # characters could be left standing; a long line is cut there, with the rest of the message
     text = text.strip()
-    return repr(text if len(text) <= SNIPPET else text[:SNIPPET] + "...")
+    return repr(text if len(text) <= 4 * SNIPPET else text[:4 * SNIPPET] + "...")
 
 
 @dataclass
@@ -45,7 +57,6 @@ class StreamState:
     done: bool = False
     usage: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    models: set[str] = field(default_factory=set)
 
     @property
     def finished(self) -> bool:
@@ -76,10 +87,13 @@ class StreamState:
             self.done = True
             return
         try:
-            chunk = json.loads(payload)
-        except ValueError:
-            raise StreamError(f"malformed event after {len(self.token_times)} tokens: {_snippet(line)} "
-                              "is not JSON") from None
+            chunk = parse_json(payload)
+        except JsonError as exc:
+            if "not valid JSON" in str(exc):
+                raise StreamError(f"malformed event after {len(self.token_times)} tokens: {_snippet(line)} "
+                                  "is not JSON") from None
+            raise StreamError(f"malformed event after {len(self.token_times)} tokens: it {exc}: "
+                              f"{_snippet(line)}") from None
         if not isinstance(chunk, dict):
             raise StreamError(f"malformed event after {len(self.token_times)} tokens: {_snippet(line)}")
         self._chunk(chunk, now)
@@ -88,16 +102,12 @@ class StreamState:
         if "error" in chunk:
             raise StreamError(f"the server reported an error after {len(self.token_times)} tokens: "
                               f"{error_message(chunk)}")
-        if isinstance(chunk.get("model"), str):
-            self.models.add(chunk["model"])
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self.usage = {k: int(v) for k, v in usage.items()
-                          if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            self.usage = {k: n for k in USAGE if (n := count(usage.get(k))) is not None}
         timings = chunk.get("timings")
         if isinstance(timings, dict):
-            self.timings = {str(k): float(v) for k, v in list(timings.items())[:KEEP_TIMINGS]
-                            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            self.timings = {k: x for k in TIMINGS if (x := figure(timings.get(k))) is not None}
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices:
             return                                   # a usage-only chunk
@@ -123,26 +133,26 @@ class StreamState:
         return isinstance(text, str) and (bool(text) or not reason)
 
 
-def error_message(body: Any, limit: int = 160) -> str:
+def error_message(body: Any, limit: int = 4096) -> str:
     """The one line a server's error body says: ``error.message`` (OpenAI, vLLM, llama-server),
-    ``detail`` (FastAPI) or ``message``, else the start of the text."""
+    ``detail`` (FastAPI) or ``message``, else the start of the text; printable, at most
+    ``limit`` characters (the caller redacts the key and cuts the line it shows)."""
     if isinstance(body, (bytes, str)):
         text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
         try:
-            body = json.loads(text)
-        except ValueError:
-            line = " ".join(text.split())
-            return line[:limit] + ("..." if len(line) > limit else "") if line else "(empty body)"
+            body = parse_json(text)
+        except JsonError:
+            return printable(" ".join(text.split()), limit) or "(empty body)"
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:limit]
+            return printable(err["message"], limit)
         for key in ("error", "detail", "message"):
             if isinstance(body.get(key), str) and body[key]:
-                return str(body[key])[:limit]
+                return printable(body[key], limit)
         if isinstance(body.get("detail"), list):
-            return json.dumps(body["detail"])[:limit]
-    return json.dumps(body)[:limit]
+            return printable(json.dumps(body["detail"])[:limit], limit)
+    return printable(json.dumps(body)[:limit], limit)
 
 
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*(?:\{.*\})?)\s+(\S+)(?:\s+-?\d+)?$")
@@ -161,7 +171,7 @@ def prometheus_samples(text: str, limit: int = 200) -> dict[str, float]:
         except ValueError:
             continue
         if math.isfinite(number):
-            out[found.group(1)[:200]] = number
+            out[printable(found.group(1), 4096)] = number   # cut where the key is redacted
         if len(out) >= limit:
             break
     return out
