@@ -8,8 +8,8 @@ command line and reports:
 3. else none: only the ceiling is shown.
 
 Tensor parallel is vLLM's (``predict.parallel.engine_of``): its expected figure takes a vLLM
-calibration kept for the machine, else the ceiling (with the link's all-reduces) and a note
-saying so; never llama.cpp's published factors, which measured another engine."""
+calibration kept for the machine, else there is none (``missing_expected`` says why): never
+llama.cpp's published factors, which measured another engine, and never the ceiling relabelled."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ from rooflab.core.files.records import load_record, write_record
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.predict.expected import Expected, expected_for
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
-from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 
@@ -71,7 +70,7 @@ def vendor_of(name: str) -> str:
 
 
 ANY = "any format"
-PUBLIC_CACHE_FORMAT = 3       # bump when what ``_fitted_backend`` computes changes
+PUBLIC_CACHE_FORMAT = 4       # bump when what ``_fitted_backend`` computes changes
 
 
 Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float]]]   # (fit, peaks, offsets)
@@ -222,7 +221,7 @@ def _fitted_group(group: str) -> Kept | None:
     if group not in rows:
         return None
     fits = public.fit_groups(data)
-    central = fits[group].rates(public.expert_ratio(fits))
+    central = public.group_rates(fits, group)
     held = list(public_score.held_out(data, "machine", [group]))
     quantiles = np.linspace(2.0, 98.0, BAND_REPLICATES)
     tg, pp = (np.exp(public_score.residual_quantiles(data, held, group, kind, quantiles)) for kind in ("tg", "pp"))
@@ -253,33 +252,26 @@ BACKEND_NAMES = {"cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "vulkan": "Vu
 
 
 VLLM = "vllm"           # the engine of tensor parallel (``parallel.engine_of``)
-NO_VLLM_CALIBRATION = ("no calibration for vLLM: the expected figure is the ceiling with the link's all-reduces "
-                       "(llama.cpp's published factors measured another engine)")
+NO_VLLM_CALIBRATION = ("no calibration for vLLM is kept for this machine, so there is no expected figure: "
+                       "llama.cpp's published factors measured another engine, and the ceiling (with the "
+                       "link's all-reduces) is not one; time vLLM here to get one")
 
 
 def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None = None,
                 engine: str | None = None) -> Expected | None:
     """What the calibration of ``machine`` expects of ``spec``, None when nothing is calibrated.
-    ``engine`` "vllm" (tensor parallel): a vLLM calibration of the machine, else the ceiling
-    with ``NO_VLLM_CALIBRATION`` as its note (``at_ceiling``)."""
+    ``engine`` "vllm" (tensor parallel): a vLLM calibration of the machine, else None: a ceiling
+    is never labelled expected (``missing_expected`` says why there is none)."""
     cal = calibration_for(machine, engine)
-    if cal is None and engine == VLLM:
-        return at_ceiling(machine, "vLLM", NO_VLLM_CALIBRATION)
     return None if cal is None else expected_for(spec, machine, cal, dtype=dtype, host=host_rates(machine))
 
 
-def at_ceiling(machine: MachineProfile, engine: str, note: str) -> Expected:
-    """An expected figure that is the ceiling (every factor 1, no band) for an engine nothing
-    here calibrated, saying so: ``source`` "none", ``note`` among its notes."""
-    peak = machine.flops()
-    rates = Rates(bandwidth={"float": machine.bandwidth}, prefill_flops={"float": peak}, decode_flops={"float": peak},
-                  cache_bandwidth=machine.bandwidth)
-    cal = EngineCalibration(machine_key=store.machine_key(machine), machine_name=machine.name,
-                            engine_key=f"{engine.lower()}-uncalibrated", engine_label=engine,
-                            settings={"engine": engine}, date="", models=(), machine_bandwidth=machine.bandwidth,
-                            machine_flops=peak, central=rates, source="none")
-    return Expected(calibration=cal, machine=dataclasses.replace(machine, efficiency=Efficiency()), replicas=(),
-                    notes=(note,))
+def missing_expected(machine: MachineProfile, engine: str | None) -> str:
+    """The line that says why ``machine`` has no expected figure for ``engine`` ("" when it has
+    one, or when the reason is the ordinary one: no calibration of the machine at all)."""
+    if engine == VLLM and calibration_for(machine, engine) is None:
+        return NO_VLLM_CALIBRATION
+    return ""
 
 
 def host_rates(machine: MachineProfile) -> Rates | None:

@@ -82,6 +82,12 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             print(expected_text(spec, expected, workload, on))
         elif expected is not None:
             print(f"expected with {expected.calibration.engine_label}: none, the model does NOT fit here")
+        elif not (args.calibrated or args.ceiling_only):        # none: say why when it is not the usual
+            from rooflab.core.calibration.expectations import VLLM, missing_expected
+
+            why = missing_expected(machine, VLLM if args.devices > 1 and args.parallel == "tensor" else None)
+            if why:
+                print(f"expected: none ({why})")
     return 0
 
 
