@@ -52,7 +52,7 @@ class GuideController(QObject):
         self.action.triggered.connect(self._on_action_triggered)
         help_menu.addAction(self.action)
         for plot in plots:
-            plot.info.setText(LINK.format(key=plot.chart_key))
+            plot.set_info_link(LINK.format(key=plot.chart_key))
             plot.info.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse)
             plot.info.linkActivated.connect(self._on_info_link_activated)
 

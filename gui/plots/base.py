@@ -15,6 +15,7 @@ batching: rate, memory, experts (MoE); memory: breakdown, growth.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -80,6 +81,7 @@ class ChartPlot(QWidget):
         self.readout = StatusLine(HOVER_HINT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.info = QLabel("<u>How is this computed?</u>")
+        self._info_html = ""
         self.info.setToolTipDuration(60_000)
         self.bar = QWidget()
         bar = QHBoxLayout(self.bar)
@@ -205,9 +207,18 @@ class ChartPlot(QWidget):
         """The graphics items drawing that curve."""
         return list(self._panels[panel].drawn[(layer, curve_key)].items)
 
+    def set_info_link(self, html: str) -> None:
+        """Show ``html`` (a link) in place of "How is this computed?", in the theme's link colour."""
+        self._info_html = html
+        self.info.setText(coloured_links(html, self.theme.hyperlink))
+
     def apply_theme(self, theme: Theme) -> None:
         self.theme = theme
         self.view.setBackground(theme.background)
+        # a label's rich text keeps the link colour it was set with, whatever the palette says
+        # now: set again, the link follows the theme (it stayed pale blue after dark -> light)
+        if self._info_html:
+            self.set_info_link(self._info_html)
         for view in self._panels.values():
             view.apply_theme(theme)
         if self._current is not None:
@@ -401,3 +412,9 @@ def _describe_segment(drawn: Drawn, i: int) -> str:
     capacity = float(c.extras["capacity"][i]) if "capacity" in c.extras else float("nan")
     return (f"{drawn.layer.label} — {c.categories[i]}: {units.fmt(float(c.y[i]), c.y_unit)} "
             f"of {units.fmt(capacity, c.y_unit)}")
+
+
+def coloured_links(html: str, colour: str) -> str:
+    """``html`` with every ``<a ...>`` drawn in ``colour`` (any colour it named replaced)."""
+    plain = re.sub(r"(<a\b[^>]*?)\s+style='[^']*'", r"\1", html)
+    return re.sub(r"<a\b", f"<a style='color:{colour}'", plain)

@@ -30,6 +30,7 @@ class Theme:
     measured: str
     measured_series: tuple[str, ...]   # further measured series: greys, never a pinned series' colour
     stack: tuple[str, ...]         # memory bar segments: weights, KV, free, offloaded, buffers and reserve
+    hyperlink: str = "#1a5fb4"      # a link in text ("How is this computed?"), readable on ``background``
 
 
 LIGHT = Theme(
@@ -55,6 +56,7 @@ DARK = Theme(
     measured="#ffffff",
     measured_series=("#bdc1c6", "#80868b", "#e8eaed"),
     stack=("#6ea8ff", "#ffb454", "#4a4f57", "#3d5f99", "#b592f0"),
+    hyperlink="#8ab4f8",
 )
 
 
@@ -88,7 +90,7 @@ def _dark_palette() -> QPalette:
         QPalette.ColorRole.Text: "#e3e3e3", QPalette.ColorRole.Button: "#35373b",
         QPalette.ColorRole.ButtonText: "#e3e3e3", QPalette.ColorRole.BrightText: "#ff6b6b",
         QPalette.ColorRole.Highlight: "#3d6fb6", QPalette.ColorRole.HighlightedText: "#ffffff",
-        QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: "#8a8d91",
+        QPalette.ColorRole.Link: DARK.hyperlink, QPalette.ColorRole.PlaceholderText: "#8a8d91",
     }
     for role, colour in colours.items():
         p.setColor(role, QColor(colour))
@@ -105,5 +107,7 @@ def apply_theme(mode: str) -> Theme:
         style = QStyleFactory.create("Fusion")
         if style is not None:
             app.setStyle(style)
-            app.setPalette(_dark_palette() if theme.dark else style.standardPalette())
+            palette = _dark_palette() if theme.dark else style.standardPalette()
+            palette.setColor(QPalette.ColorRole.Link, QColor(theme.hyperlink))
+            app.setPalette(palette)
     return theme

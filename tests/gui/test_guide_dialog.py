@@ -70,3 +70,17 @@ def test_f1_over_a_figure_opens_its_section(qtbot, window):
     qtbot.keyClick(spin, QtKey.Key_F1)                      # F1 with the cache-read factor in focus
     assert window.guide.dialog is not None and window.guide.dialog.current_topic == "kv_read_factor"
     window.guide.dialog.close()
+
+
+def test_the_chart_links_follow_the_theme(qtbot, window):
+    # a label keeps the link colour its rich text was set with: after dark -> light the link
+    # stayed pale blue, and in dark mode it was pure blue on dark grey
+    from rooflab.gui.widgets.theme import DARK, LIGHT
+
+    plot = window.plots["decode"]
+    for mode, theme in (("dark", DARK), ("light", LIGHT), ("dark", DARK)):
+        window.set_theme(mode)
+        text = plot.info.text()
+        assert f"color:{theme.hyperlink}" in text and text.count("<a ") == 1, (mode, text)
+        assert "href='guide:decode'" in text
+    assert DARK.hyperlink != LIGHT.hyperlink
