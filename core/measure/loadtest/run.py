@@ -12,18 +12,15 @@ with one line each, never dropped and never raised: a broken server makes a tabl
 The API key is read from the environment variable the plan names when the loop starts, and is
 sent only in the Authorization header: it is in no record, no error line and no report.
 
-The server is untrusted (``untrusted``): every body is read with a cap and every stream line
-by line with a cap, redirects are not followed (the key would go with them), every aiohttp
-and address error becomes the request's one line (or, before any request, one
-MeasurementError naming the address), a prompt is built when its request is sent, and a level
-ends at its deadline. A server that answers an HTML page, or a warm-up request with nothing
-at all, ends the measurement with one line before the levels."""
+The server is untrusted: each request goes through ``client.Client`` (bodies and streams read
+with a cap, redirects not followed, every error one line, the key redacted), a prompt is built
+when its request is sent, and a level ends at its deadline (``ServerPlan.time_bound`` is said
+before the first request). A server that answers an HTML page, or a warm-up request with
+nothing at all, ends the measurement with one line before the levels."""
 
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 import math
 import os
 import queue
@@ -34,11 +31,10 @@ from typing import Any
 
 from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.jobs import CancelFlag, Progress, run_job
+from rooflab.core.measure.loadtest.client import PREFLIGHT_SECONDS, Client, client_errors, first_line
 from rooflab.core.measure.loadtest.plan import (
     CALIBRATION_SECONDS,
     MAX_IN_FLIGHT,
-    METRICS_SECONDS,
-    PREFLIGHT_SECONDS,
     RequestRecord,
     ServerLevel,
     ServerMeasurement,
@@ -47,73 +43,27 @@ from rooflab.core.measure.loadtest.plan import (
     public_url,
 )
 from rooflab.core.measure.loadtest.prompts import TOKENIZE_PATHS, PromptMaker, calibrate, request_tag, tokens_in
-from rooflab.core.measure.loadtest.stream import StreamState, error_message, prometheus_samples
-from rooflab.core.measure.loadtest.untrusted import (
-    ERROR_BODY,
-    MAX_LINE,
-    Secrets,
-    Stalled,
-    StreamError,
-    basic_header,
-    count,
-    header_key,
-    read_body,
-    read_json,
-    read_lines,
-    split_credentials,
-)
+from rooflab.core.measure.loadtest.untrusted import Secrets, StreamError, count
 from rooflab.core.predict.serving import Load, draw_requests
 
 POLL = 0.05                    # seconds between looks at the cancel token inside the loop
-METRICS_KEPT = 200             # samples kept of a /metrics page
 FORCE_FIELDS = ("min_tokens", "ignore_eos")
-MODELS_KEPT = 64               # model ids kept of /v1/models
-EXTRA_STEPS = 64               # token steps past twice the answer asked before a stream is refused
-
-
-def _errors() -> tuple[type[BaseException], ...]:
-    """What aiohttp and the address can raise for one request, beside time-outs: its client
-    errors, its HTTP parser's (a header line past its limit is no ClientError), a ValueError
-    of yarl or of a header, an OSError of the socket or TLS."""
-    import aiohttp
-    from aiohttp.http_exceptions import HttpProcessingError
-
-    return aiohttp.ClientError, HttpProcessingError, ValueError, OSError
 
 
 class _Run:
-    """One measurement inside the event loop: the session, what to send, what came back."""
+    """One measurement inside the event loop: the levels, what was sent and what came back."""
 
     def __init__(self, plan: ServerPlan, put: Callable[[Progress], None], stop: threading.Event,
                  api_key: str | None = None) -> None:
         self.plan, self.put, self.stop = plan, put, stop
-        self.chat = plan.endpoint == "chat"
-        self.root, login = split_credentials(plan.url)
-        self.url = self.root + ("/v1/chat/completions" if self.chat else "/v1/completions")
-        self.where = public_url(plan.url)
-        self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        secret = api_key or (os.environ.get(plan.api_key_env, "") if plan.api_key_env else "")
-        if plan.api_key_env and not secret:
-            raise MeasurementError(f"the environment variable {plan.api_key_env} is not set (it should hold "
-                                   "the API key)")
-        if secret and login is not None:
-            raise MeasurementError("the server address holds a user and password and an API key is given: "
-                                   "give one of them")
-        if secret:
-            self.headers["Authorization"] = "Bearer " + header_key(secret, plan.api_key_env or "the key field")
-        elif login is not None:
-            self.headers["Authorization"] = basic_header(*login)
-        self.secrets = Secrets([secret, *(login or ()), self.headers.get("Authorization", "")])
-        self.foreign = ""
-        self.force = plan.force_length
+        self.client = Client(plan, api_key)
+        self.chat = self.client.chat
+        self.warnings = self.client.warnings      # one list: the client's notes (the models listed) and the run's
         self.stopping = False
         self.inflight: set[asyncio.Task[RequestRecord]] = set()
         self.levels: list[ServerLevel] = []
         self.current: list[RequestRecord] = []
-        self.warnings: list[str] = []
-        self.models: tuple[str, ...] = ()
         self.maker = PromptMaker(method="", per_word=1.0, fixed=0.0)
-        self.session: Any = None
         self.wake: asyncio.Event | None = None
         self.setup_task: asyncio.Task[None] | None = None
         self.total = sum(plan.serving_plan().count(load) for load in plan.loads)
@@ -126,97 +76,11 @@ class _Run:
 
     # --- one request ------------------------------------------------------------------------
 
-    def _clean(self, text: str, limit: int = 240) -> str:
-        return self.secrets.clean(text, limit)
-
-    def body(self, text: str, answer: int, stream: bool = True) -> dict[str, Any]:
-        body: dict[str, Any] = {"min_tokens": answer, "ignore_eos": True} if self.force else {}
-        body |= dict(self.plan.extra_body)
-        body |= {"model": self.plan.model, "max_tokens": answer, "stream": stream}
-        if self.chat:
-            body["messages"] = [{"role": "user", "content": text}]
-        else:
-            body["prompt"] = text
-        if stream:
-            body["stream_options"] = {"include_usage": True}
-        return body
-
-    async def one(self, index: int, text: str, asked: int, prompt_tokens: int, t0: float) -> RequestRecord:
-        """Send one request (``text`` as its prompt, ``asked`` tokens of answer) and read its
-        stream to the end; every failure becomes the record's status and one line."""
-        import aiohttp
-
-        state = StreamState(chat=self.chat)
-        status, error = "ok", ""
-        sent = time.perf_counter() - t0
-        timeout = aiohttp.ClientTimeout(total=self.plan.request_timeout)
-        steps = 2 * asked + EXTRA_STEPS
-
-        def on_line(line: bytes) -> bool:
-            if self.stopping:                # a cancel that reached the task while a read returned
-                raise asyncio.CancelledError
-            state.feed(line, time.perf_counter() - t0)
-            if len(state.token_times) > steps:
-                raise StreamError(f"the server sent over {steps:,} token steps for an answer of {asked:,} tokens")
-            return state.done
-
-        try:
-            data = io.BytesIO(json.dumps(self.body(text, asked), allow_nan=False).encode())
-            async with self.session.post(self.url, data=data, headers=self.headers, timeout=timeout,
-                                         allow_redirects=False) as resp:
-                if resp.status >= 300 or "html" in resp.headers.get("Content-Type", "").lower():
-                    raise await self.refused(resp)
-                await read_lines(resp.content, on_line, stall=self.plan.stall_timeout,
-                                 max_bytes=steps * MAX_LINE)
-            if not state.finished:
-                raise StreamError(f"stream cut after {len(state.token_times)} tokens: it ended without a "
-                                  "finish reason or [DONE]")
-            if not state.token_times:
-                raise StreamError(f"the answer ended ({state.finish_reason or '[DONE]'}) without a token")
-        except StreamError as exc:
-            status, error = "error", str(exc)
-            if exc.foreign:
-                self.foreign = self.foreign or str(exc)
-        except asyncio.CancelledError:
-            status, error = "cancelled", "cancelled"
-        except Stalled:
-            status, error = "timeout", (f"timed out: no data for {self.plan.stall_timeout:g} s after "
-                                        f"{len(state.token_times)} tokens")
-        except TimeoutError:
-            status, error = "timeout", f"timed out: over {self.plan.request_timeout:g} s in all"
-        except aiohttp.ClientPayloadError as exc:
-            status, error = "error", f"stream cut after {len(state.token_times)} tokens: {_first_line(exc)}"
-        except _errors() as exc:
-            status, error = "error", f"connection failed after {len(state.token_times)} tokens: {_first_line(exc)}"
-        end = state.token_times[-1] if status == "ok" else time.perf_counter() - t0
-        server = {f"usage_{k}": float(v) for k, v in state.usage.items()} | state.timings
-        reported = state.usage.get("prompt_tokens")
-        return RequestRecord(index=index, sent=sent, end=end, token_times=tuple(state.token_times),
-                             prompt_tokens=reported if reported else prompt_tokens,
-                             asked_tokens=asked, answer_tokens=state.answer_tokens,
-                             counted_by=state.counted_by, status=status, error=self._clean(error), server=server)
-
-    async def refused(self, resp: Any) -> StreamError:
-        """The error of an answer that is no stream: a redirect (not followed: the key would go
-        with it), an HTTP error with its body's message, or an HTML page (``foreign``)."""
-        kind = resp.headers.get("Content-Type", "")
-        if 300 <= resp.status < 400:
-            try:
-                where = public_url(str(resp.headers.get("Location", "")))
-            except ValueError:
-                where = "an address that is not a URL"
-            return StreamError(f"HTTP {resp.status}: the server redirects to {where or 'nowhere'}; give that "
-                               "address (redirects are not followed)")
-        if "html" in kind.lower():
-            return StreamError(f"HTTP {resp.status} with an HTML page ({kind.split(';')[0].strip()}), not an "
-                               "OpenAI-compatible answer: is this the API's address?", foreign=True)
-        return StreamError(f"HTTP {resp.status}: {error_message(await read_body(resp.content, ERROR_BODY, cut=True))}")
-
     async def spawn(self, index: int, number: int, prompt: int, asked: int, t0: float) -> RequestRecord:
         """Request ``index`` of level ``number``: its prompt is built now, as it is sent, so no
         more prompts are held than requests are in flight."""
         text, counted = self.maker.prompt(request_tag(self.run, number, index), prompt)
-        task = asyncio.create_task(self.one(index, text, asked, counted, t0))
+        task = asyncio.create_task(self.client.one(index, text, asked, counted, t0))
         del text
         self.inflight.add(task)
         try:
@@ -278,56 +142,9 @@ class _Run:
             warnings.append(f"{len(short)} of {len(self.current)} answers came back short (mean {mean:.0f} of "
                             f"{short[0].asked_tokens} tokens): the server stopped at its end of text")
         records = sorted(self.current, key=lambda r: r.index)
-        return level_from(load, records, self.plan.bounds, tuple(warnings), await self.metrics())
+        return level_from(load, records, self.plan.bounds, tuple(warnings), await self.client.metrics())
 
     # --- around the levels ------------------------------------------------------------------
-
-    async def get_json(self, path: str, body: dict[str, Any] | None = None, seconds: float = 10.0) -> Any:
-        """The JSON a GET (or a POST of ``body``) answers (bounded: ``untrusted.read_json``),
-        None on any failure."""
-        import aiohttp
-
-        timeout = aiohttp.ClientTimeout(total=seconds)
-        try:
-            if body is not None:
-                call = self.session.post(self.root + path, data=io.BytesIO(json.dumps(body, allow_nan=False).encode()),
-                                         headers=self.headers, timeout=timeout, allow_redirects=False)
-            else:
-                call = self.session.get(self.root + path, headers=self.headers, timeout=timeout,
-                                        allow_redirects=False)
-            async with call as resp:
-                return await read_json(resp.content) if resp.status < 300 else None
-        except (StreamError, TimeoutError, *_errors()):
-            return None
-
-    async def preflight(self) -> None:
-        """Reach the server (one clear error when it cannot be reached, redirects elsewhere or
-        answers with something that is not an OpenAI-compatible server's) and read its models."""
-        import aiohttp
-
-        timeout = aiohttp.ClientTimeout(total=min(PREFLIGHT_SECONDS, self.plan.request_timeout))
-        try:
-            async with self.session.get(self.root + "/v1/models", headers=self.headers, timeout=timeout,
-                                        allow_redirects=False) as resp:
-                if resp.status in (401, 403):
-                    raise MeasurementError(f"{self.where} refuses the request (HTTP {resp.status}): "
-                                           "give its API key with --api-key-env")
-                if 300 <= resp.status < 400 or "html" in resp.headers.get("Content-Type", "").lower():
-                    raise MeasurementError(f"{self.where}/v1/models: {self._clean(await self.refused(resp))}")
-                listed = await read_json(resp.content) if resp.status < 300 else None
-                if resp.status < 300 and listed is None:
-                    raise MeasurementError(f"{self.where}/v1/models answers with something that is not JSON: "
-                                           "not an OpenAI-compatible server (is this the API's address?)")
-        except StreamError as exc:
-            raise MeasurementError(f"{self.where}/v1/models: {self._clean(exc)}") from None
-        except (TimeoutError, *_errors()) as exc:
-            raise MeasurementError(f"cannot reach {self.where}: {self._clean(_first_line(exc))}") from None
-        data = listed.get("data") if isinstance(listed, dict) else None
-        ids = (m.get("id") for m in data[:MODELS_KEPT] if isinstance(m, dict)) if isinstance(data, list) else ()
-        self.models = tuple(self._clean(i, 200) for i in ids if isinstance(i, str))
-        if self.models and self.plan.model not in self.models:
-            self.warnings.append(self._clean(f"the server lists {', '.join(self.models[:5])}, not "
-                                             f"{self.plan.model!r}", 600))
 
     async def warm_up(self) -> None:
         """The plan's warm-up requests; a server that refuses ``min_tokens``/``ignore_eos`` is
@@ -336,19 +153,20 @@ class _Run:
         for _ in range(self.plan.warmup):
             if self.stopping:
                 return
-            record = await self.one(-1, "Hello", 4, 2, time.perf_counter())
-            if record.status == "error" and self.force and record.error.startswith("HTTP 4") and not self.foreign:
-                self.force = False
-                again = await self.one(-1, "Hello", 4, 2, time.perf_counter())
+            client = self.client
+            record = await client.one(-1, "Hello", 4, 2, time.perf_counter())
+            if record.status == "error" and client.force and record.error.startswith("HTTP 4") and not client.foreign:
+                client.force = False
+                again = await client.one(-1, "Hello", 4, 2, time.perf_counter())
                 if again.status == "ok":
                     self.warnings.append(f"the server refused {' and '.join(FORCE_FIELDS)} ({record.error}): "
                                          "answers are not forced to their length")
                     continue
-                self.force = True
-            if self.foreign:
-                raise MeasurementError(f"{self.where}: {self.foreign}")
+                self.client.force = True
+            if self.client.foreign:
+                raise MeasurementError(f"{self.client.where}: {self.client.foreign}")
             if record.status == "timeout":
-                raise MeasurementError(f"{self.where}: the warm-up request {record.error}; nothing measured "
+                raise MeasurementError(f"{self.client.where}: the warm-up request {record.error}; nothing measured "
                                        "(is the server busy, or --stall-timeout too short?)")
             if record.status != "ok":
                 self.warnings.append(f"warm-up request failed: {record.error}")
@@ -361,7 +179,7 @@ class _Run:
             return None
         for path in [self.tokenize_path] if self.tokenize_path else TOKENIZE_PATHS:
             body = {"model": self.plan.model, "content": text, "prompt": text, "input": text, "add_special": True}
-            found = tokens_in(await self.get_json(path, body, min(PREFLIGHT_SECONDS, self._calibration_left())))
+            found = tokens_in(await self.client.get_json(path, body, min(PREFLIGHT_SECONDS, self._calibration_left())))
             if found is not None:
                 self.tokenize_path = path
                 return found
@@ -371,31 +189,15 @@ class _Run:
         if self.stopping or self._calibration_left() <= 0:
             return None
         path = "/v1/chat/completions" if self.chat else "/v1/completions"
-        answer = await self.get_json(path, self.body(text, 1, stream=False),
+        answer = await self.client.get_json(path, self.client.body(text, 1, stream=False),
                                      min(self.plan.request_timeout, self._calibration_left()))
         usage = answer.get("usage") if isinstance(answer, dict) else None
         value = count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
         return value if value else None
 
-    async def metrics(self) -> dict[str, float]:
-        """Numeric samples of the server's Prometheus /metrics page (vLLM, llama-server with
-        --metrics), the first ``METRICS_KEPT``, names printable and without the key; empty
-        where there is none."""
-        import aiohttp
-
-        try:
-            async with self.session.get(self.root + "/metrics", headers=self.headers, allow_redirects=False,
-                                        timeout=aiohttp.ClientTimeout(total=METRICS_SECONDS)) as resp:
-                if resp.status >= 300:
-                    return {}
-                text = (await read_body(resp.content, 1 << 20, cut=True)).decode("utf-8", errors="replace")
-        except (StreamError, TimeoutError, *_errors()):
-            return {}
-        return {self._clean(k, 200): v for k, v in prometheus_samples(text, METRICS_KEPT).items()}
-
     async def setup(self) -> None:
         """Reach the server, warm it up and learn how many words make a prompt's tokens."""
-        await self.preflight()
+        await self.client.preflight()
         self.put(Progress(step="server", message="warming up", fraction=0.0))
         await self.warm_up()
         if self.stopping:
@@ -407,12 +209,12 @@ class _Run:
         if self._calibration_left() <= 0:
             notes.append(f"counting prompt tokens stopped after {CALIBRATION_SECONDS:g} s: lengths not counted by "
                          "then are made by the fitted tokens per word")
-        self.warnings += [self._clean(note, 600) for note in notes]
+        self.warnings += [self.client.clean(note, 600) for note in notes]
 
     async def watch(self) -> None:
         while not self.stop.is_set():
             await asyncio.sleep(POLL)
-        self.stopping = True
+        self.stopping = self.client.stopping = True
         if self.wake is not None:
             self.wake.set()
         for task in list(self.inflight):
@@ -426,7 +228,7 @@ class _Run:
         started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         bound = self.plan.time_bound()
         self.put(Progress(step="server", fraction=0.0,
-                          message=f"measuring {self.where}: {len(self.plan.loads)} level"
+                          message=f"measuring {self.client.where}: {len(self.plan.loads)} level"
                                   f"{'s' if len(self.plan.loads) != 1 else ''}, done within {_duration(bound)} "
                                   f"at most ({self.plan.level_seconds:g} s a level, requests of at most "
                                   f"{self.plan.request_timeout:g} s)"))
@@ -435,7 +237,7 @@ class _Run:
         connector = aiohttp.TCPConnector(limit=MAX_IN_FLIGHT)
         try:
             async with aiohttp.ClientSession(connector=connector) as session:
-                self.session = session
+                self.client.session = session
                 self.setup_task = asyncio.create_task(self.setup())
                 try:
                     await self.setup_task
@@ -453,14 +255,8 @@ class _Run:
         finally:
             watcher.cancel()
         return ServerMeasurement(plan=self.plan, levels=tuple(self.levels), started=started,
-                                 prompt_method=self.maker.method, server_models=self.models,
+                                 prompt_method=self.maker.method, server_models=self.client.models,
                                  warnings=tuple(self.warnings), cancelled=self.stopping)
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first line of an exception's text (cleaned and cut by the caller), or its type."""
-    text = str(exc).strip().splitlines()
-    return text[0][:4096] if text else type(exc).__name__
 
 
 def _duration(seconds: float) -> str:
@@ -491,11 +287,11 @@ def measure_server(plan: ServerPlan, cancel: CancelFlag = None, *,
     def loop() -> None:
         try:
             outcome["result"] = asyncio.run(_Run(plan, inbox.put, stop, api_key).main())
-        except (StreamError, *_errors()) as exc:    # the client or the address, outside any request
+        except (StreamError, *client_errors()) as exc:    # the client or the address, outside any request
             if isinstance(exc, RooflabError):
                 outcome["error"] = exc
             else:
-                line = Secrets([api_key or ""]).clean(_first_line(exc))
+                line = Secrets([api_key or ""]).clean(first_line(exc))
                 outcome["error"] = MeasurementError(f"measuring {public_url(plan.url)} failed: {line}")
         except BaseException as exc:      # handed to the job's thread, raised there
             outcome["error"] = exc
