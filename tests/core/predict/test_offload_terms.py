@@ -1,0 +1,108 @@
+"""The terms an expected figure adds when weights sit in host memory behind a GPU
+(``offload_terms``): crossings per graph pass, the host's batch-1 expert decode share, and a
+prompt's PCIe streaming of only the routed experts; each 0 (or the hardware's bound) in a ceiling."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from rooflab.core.io import load_model
+from rooflab.core.io.presets import load_machine
+from rooflab.core.predict import offload_terms as terms
+from rooflab.core.predict.offload import placed_decode, placed_prefill
+from rooflab.core.predict.placement import Placement, input_on_host, split
+from rooflab.core.values.efficiency import Efficiency
+from rooflab.core.values.workload import Workload
+
+W = Workload(prompt=512, answer=128)
+
+
+def engine(machine):
+    """``machine`` as an engine's expected figure prices it: any efficiency but the identity."""
+    return dataclasses.replace(machine, efficiency=Efficiency(bandwidth=0.8, compute=0.6))
+
+
+def test_crossings_count_each_change_of_side(gptoss):
+    # gpt-oss-120b has 36 layers; with the experts of the first 24 on the host and every layer on
+    # the GPU, each of those 24 layers goes GPU -> host -> GPU: 48 crossings
+    assert terms.crossings(gptoss, Placement(gpu_layers=37, cpu_moe=24)) == 48
+    assert terms.crossings(gptoss, Placement.all_on_device(gptoss)) == 0
+    # a dense model with its first 41 layers on the host: one crossing, host block to GPU block
+    llama = load_model("llama-3.3-70b-q4_k_m")
+    assert terms.crossings(llama, Placement(gpu_layers=40)) == 1
+    # everything on the host, the output too: no crossing at all
+    assert terms.crossings(llama, Placement(gpu_layers=0)) == 0
+
+
+def test_crossings_cost_an_expected_figure_only(gptoss):
+    m = load_machine("rtx-4090")
+    p = Placement(gpu_layers=37, cpu_moe=24)
+    assert float(terms.crossing_seconds(m, gptoss, p, 1)) == 0.0               # a ceiling
+    # 48 crossings x 25 us = 1.2 ms a decode step; a prompt of 4 ubatches pays it 4 times
+    assert float(terms.crossing_seconds(engine(m), gptoss, p, 1)) == pytest.approx(48 * 25e-6)
+    assert float(terms.crossing_seconds(engine(m), gptoss, p, 4)) == pytest.approx(4 * 48 * 25e-6)
+    ceiling = placed_decode(gptoss, m, W, p)
+    expected = placed_decode(gptoss, engine(m), W, p)
+    assert float(ceiling.communication) == 0.0
+    assert float(expected.communication) == pytest.approx(48 * 25e-6)
+
+
+def test_the_host_decode_share_applies_to_routed_experts_behind_a_gpu(gptoss, qwen8b):
+    m = load_machine("rtx-4090")
+    host = split(gptoss, Placement(gpu_layers=37, cpu_moe=24), embedding_on_host=input_on_host(m)).host.spec
+    assert terms.host_decode_share(m, host) == 1.0                              # a ceiling
+    assert terms.host_decode_share(engine(m), host) == terms.HOST_EXPERT_DECODE_SHARE == 0.82
+    dense_host = split(qwen8b, Placement(gpu_layers=20), embedding_on_host=True).host.spec
+    assert terms.host_decode_share(engine(m), dense_host) == 1.0                # no routed experts there
+    # the host part of a decode step reads its 1.24 GB of experts at 0.8 x 0.82 of 89.6 GB/s
+    p = Placement(gpu_layers=37, cpu_moe=24)
+    step = placed_decode(gptoss, engine(m), W, p, context=0)
+    read = float(step.host.weight_bytes)
+    assert float(step.host.memory_seconds) == pytest.approx(read / (89.6e9 * 1.0 * 0.82), rel=1e-9)
+
+
+def test_a_prompt_streams_only_the_experts_its_tokens_route_to(gptoss):
+    m = load_machine("rtx-4090")
+    host = split(gptoss, Placement(gpu_layers=37, cpu_moe=24), embedding_on_host=input_on_host(m)).host.spec
+    experts = sum(t.nbytes for t in host.tensors if t.role.value == "experts")
+    rest = host.weight_bytes - experts
+    u = gptoss.experts_used / gptoss.experts                                   # 4 of 128
+    # expected: uniform routing's union, 1 - (1 - 4/128)^32 = 0.638 of the experts for 32 tokens
+    got = float(terms.streamed_weight_bytes(engine(m), host, np.array(32.0)))
+    assert got == pytest.approx(rest + experts * (1 - (1 - u) ** 32), rel=1e-12)
+    assert 1 - (1 - u) ** 32 == pytest.approx(0.638, abs=1e-3)
+    # a ceiling: tokens spread over 0.4 of the experts only, 0.4 x (1 - (1 - u/0.4)^32) = 0.374
+    ceiling = float(terms.streamed_weight_bytes(m, host, np.array(32.0)))
+    assert ceiling == pytest.approx(rest + experts * 0.4 * (1 - (1 - u / 0.4) ** 32), rel=1e-12)
+    assert ceiling < got
+    # and at 4,096 tokens the ceiling's union is its floor, 0.4 of the experts
+    assert float(terms.streamed_weight_bytes(m, host, np.array(4096.0))) == pytest.approx(rest + 0.4 * experts)
+
+
+def test_no_term_lifts_an_expected_figure_above_its_ceiling(gptoss):
+    m = load_machine("rtx-4090")
+    for p in (Placement(gpu_layers=37, cpu_moe=24), Placement(gpu_layers=20, cpu_moe=35)):
+        for ub in (256, 512, 4096):
+            w = dataclasses.replace(W, ubatch=ub)
+            for prompt in (64, 512, 8192):
+                assert float(placed_prefill(gptoss, engine(m), w, p, prompt=prompt).seconds) >= \
+                    float(placed_prefill(gptoss, m, w, p, prompt=prompt).seconds)
+        assert float(placed_decode(gptoss, engine(m), W, p).seconds) > float(placed_decode(gptoss, m, W, p).seconds)
+
+
+def test_attention_over_a_host_cache_stays_on_the_host(qwen8b):
+    # -ngl 0: every layer and its cache in host memory. A 4,096-token prompt streams the weights to the
+    # GPU, but attention over the cache (qwen3-8b: 36 layers, 32 heads x 256 dims a pair) runs on the
+    # host at its 1.024 TFLOP/s, so the host part takes at least that attention's arithmetic there
+    m = load_machine("rtx-4090")
+    w = Workload(prompt=4096, answer=1, ubatch=512)
+    p = Placement(gpu_layers=0)
+    from rooflab.core.predict import work
+
+    attention = float(work.attention_flops(qwen8b, 4096, 0))
+    host = placed_prefill(qwen8b, m, w, p).host
+    assert float(host.seconds) >= attention / 1.024e12
+    assert attention / 1.024e12 > 0.5                    # a large share of the prompt's time
