@@ -185,6 +185,14 @@ def test_e_prompts_are_built_as_they_are_sent(fake):
     assert peak < 40e6         # 100 prompts of 100,000 words built first held 65 MB of text
 
 
+def test_e_prompts_in_flight_are_bounded_before_the_first_request(capsys, fake):
+    sent = len(fake.headers)
+    one_line(measure(capsys, fake.url, "--model", "ok", "--prompt", "16777216"),     # default levels up to c=8
+             "prompts of up to 16,777,216 tokens at concurrency 2 are up to 0.563 GiB of text in flight; at most "
+             "0.5 GiB")
+    assert len(fake.headers) == sent
+
+
 def test_e_an_absurd_tokenizer_is_not_believed(capsys):
     with FakeServer(per_word=1 / 8) as server:           # 16 words a token: 8 times the prompt asked
         ran = measure(capsys, server.url, "--model", "ok", *SMALL, "--prompt", "400", "--no-save")
