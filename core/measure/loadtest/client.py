@@ -70,7 +70,10 @@ class Client:
             self.headers["Authorization"] = "Bearer " + header_key(secret, plan.api_key_env or "the key field")
         elif login is not None:
             self.headers["Authorization"] = basic_header(*login)
-        self.secrets = Secrets([secret, *(login or ()), self.headers.get("Authorization", "")])
+        # the key, the password (not the user name: a word like "admin" is no secret) and the
+        # header's token (a Basic one is the two in base64)
+        password = login[1] if login is not None else ""
+        self.secrets = Secrets([secret, password, self.headers.get("Authorization", "").partition(" ")[2]])
         self.foreign = ""
         self.force = plan.force_length
         self.stopping = False
