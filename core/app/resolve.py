@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from rooflab.core.calibration.expectations import expected_on
@@ -19,6 +20,8 @@ from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
 GB = 1e9
+SMALLER_WEIGHTS: tuple[str, ...] = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
+_ALTERNATIVES: dict[tuple[str, str, int], dict[str, ModelSpec]] = {}      # a window's edits ask again and again
 
 
 def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> MachineProfile:
@@ -121,3 +124,26 @@ def expected_machine(spec: ModelSpec, machine: MachineProfile) -> MachineProfile
     applies to it (timed here, or published for its back end) expects it to run ``spec``."""
     found = expected_on(spec, machine)
     return None if found is None else found.machine
+
+
+def alternatives(spec: ModelSpec, weights: Sequence[str] = SMALLER_WEIGHTS) -> dict[str, ModelSpec]:
+    """The same catalogue model at each of ``weights`` that is smaller than ``spec`` (none for a
+    model file, whose weights are what they are): what the suggestions to fit offer."""
+    if not spec.source.startswith("catalogue:"):
+        return {}
+    key = (spec.source, spec.weights_format, spec.weight_bytes)
+    if weights == SMALLER_WEIGHTS and key in _ALTERNATIVES:
+        return dict(_ALTERNATIVES[key])
+    from rooflab.core.io import load_model
+
+    name = spec.source.split(":", 1)[1]
+    out = {}
+    for fmt in weights:
+        other = load_model(name, weights=fmt)
+        if other.weight_bytes < spec.weight_bytes:
+            out[fmt] = other
+    if weights == SMALLER_WEIGHTS:
+        if len(_ALTERNATIVES) > 64:
+            _ALTERNATIVES.clear()
+        _ALTERNATIVES[key] = dict(out)
+    return out

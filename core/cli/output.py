@@ -7,23 +7,21 @@ import csv
 import io
 import math
 import sys
-from collections.abc import Sequence
 from typing import Any
 
+from rooflab.core.app.figures import Figures
+from rooflab.core.app.tables import Tables
+from rooflab.core.cli.placement import placement_dict, placement_lines
 from rooflab.core.files.safe_json import dumps_json
 from rooflab.core.io.textfile import printable
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import speculative
-from rooflab.core.predict.sweep import decode_grid, prefill_sweep
 from rooflab.core.predict.work import weight_bytes_read_per_token
-from rooflab.core.report.chart_types import Scenario
-from rooflab.core.report.placed import PlacedSummary
-from rooflab.core.report.summary import summarise
 from rooflab.core.report.tables import grouped_rows
 from rooflab.core.report.text import GIB, capacity_text, long_duration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
 
 GB = 1e9
 
@@ -136,14 +134,16 @@ def machine_dict(m: MachineProfile) -> dict[str, Any]:
     }
 
 
-def _decode_rows(spec: ModelSpec, machine: MachineProfile, workload: Workload,
-                 contexts: Sequence[int], batches: Sequence[int]) -> list[dict[str, Any]]:
-    g = decode_grid(spec, machine, workload, contexts, batches)
+def _decode_rows(t: Tables) -> list[dict[str, Any]]:
+    """One dict per (context, batch): the one-memory figures under their own keys, the placed
+    ones under ``placed_*`` (both priced by ``app.tables``)."""
+    g, p = t.decode, t.placed_decode
     rows = []
-    for i, t in enumerate(contexts):
-        for j, b in enumerate(batches):
+    for i, ctx in enumerate(t.contexts):
+        for j, b in enumerate(t.batches):
+            step = float(p.step_seconds[i, j])
             rows.append({
-                "context": int(t), "batch": int(b),
+                "context": int(ctx), "batch": int(b),
                 "bytes_per_step": _whole_bytes(g.bytes_per_step[i, j]),
                 "kv_bytes_per_step": _whole_bytes(g.cache_bytes_per_step[i, j]),
                 "flops_per_step": float(g.flops_per_step[i, j]),
@@ -155,21 +155,31 @@ def _decode_rows(spec: ModelSpec, machine: MachineProfile, workload: Workload,
                 "memory_bytes": _whole_bytes(g.memory[i, j]),
                 "fits": bool(g.fits[i, j]),
                 "bound": "compute" if g.compute_bound[i, j] else "memory",
+                "placed_step_seconds": step,
+                "placed_tokens_per_second_per_sequence": 1.0 / step,
+                "placed_tokens_per_second_total": float(b) / step,
+                "placed_memory_bytes": _whole_bytes(p.memory[i, j]),
+                "placed_fits": bool(p.fits[i, j]),
+                "placed_bound": "compute" if p.compute_bound[i, j] else "memory",
             })
     return rows
 
 
-def _prefill_rows(spec: ModelSpec, machine: MachineProfile, workload: Workload,
-                  prompts: Sequence[int]) -> list[dict[str, Any]]:
-    s = prefill_sweep(spec, machine, workload, [max(1, p) for p in prompts])
+def _prefill_rows(t: Tables) -> list[dict[str, Any]]:
+    s, p = t.prefill, t.placed_prefill
     return [{"prompt": int(n), "seconds": float(s.seconds[i]), "tokens_per_second": float(s.tokens_per_second[i]),
              "flops": float(s.flops[i]), "attention_flops": float(s.attention_flops[i]),
-             "bound": "compute" if s.compute_bound[i] else "memory"} for i, n in enumerate(s.prompts)]
+             "bound": "compute" if s.compute_bound[i] else "memory",
+             "placed_seconds": float(p.seconds[i]),
+             "placed_tokens_per_second": float(t.prompts[i]) / float(p.seconds[i]), "placed_bound": p.bounds[i]}
+            for i, n in enumerate(s.prompts)]
 
 
-def predict_dict(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],
-                 batches: Sequence[int], prompts: Sequence[int]) -> dict[str, Any]:
-    s = summarise(Scenario(model=spec, machine=machine, workload=workload))
+def predict_dict(figures: Figures, t: Tables) -> dict[str, Any]:
+    """``rooflab predict --json``'s object (before the expected figures): the one-memory limits at
+    the top level, the headline request and the placement as placed, the rows both ways."""
+    sc, s = figures.scenario, figures.summary
+    spec, machine, workload = sc.model, sc.machine, sc.workload
     est = s.estimate
     spec_est = s.speculative or speculative(spec, machine, workload)    # without drafts: cost 1, speed-up 1
     return {
@@ -189,17 +199,17 @@ def predict_dict(spec: ModelSpec, machine: MachineProfile, workload: Workload, c
         "speculative": {"draft_tokens": workload.draft_tokens, "acceptance": workload.acceptance,
                         "verify_cost": spec_est.verify_cost, "expected_tokens": spec_est.expected_tokens,
                         "speedup": spec_est.speedup},
-        "decode": _decode_rows(spec, machine, workload, contexts, batches),
-        "prefill": _prefill_rows(spec, machine, workload, prompts),
+        "decode": _decode_rows(t),
+        "prefill": _prefill_rows(t),
+        **placement_dict(figures),
     }
 
 
-def predict_csv(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],
-                batches: Sequence[int], prompts: Sequence[int]) -> str:
-    """Two CSV blocks (decode rows, then prefill rows), each with its own header line."""
+def predict_csv(t: Tables) -> str:
+    """Two CSV blocks (decode rows, then prefill rows), each with its own header line: the JSON's
+    rows, one-memory and placed columns alike."""
     out = io.StringIO()
-    for rows in (_decode_rows(spec, machine, workload, contexts, batches),
-                 _prefill_rows(spec, machine, workload, prompts)):
+    for rows in (_decode_rows(t), _prefill_rows(t)):
         writer = csv.DictWriter(out, fieldnames=["table", *rows[0].keys()], lineterminator="\n")
         writer.writeheader()
         table = "decode" if "batch" in rows[0] else "prefill"
@@ -216,64 +226,56 @@ def _csv_cell(key: str, value: Any) -> Any:
     return value
 
 
-def predict_text(spec: ModelSpec, machine: MachineProfile, workload: Workload, contexts: Sequence[int],
-                 batches: Sequence[int], prompts: Sequence[int], *, placed: PlacedSummary | None = None) -> str:
-    """The text report; with ``placed`` the headline, rows and fit are the placement's, and a model
-    that does not fit says so before any figure."""
-    d = predict_dict(spec, machine, workload, contexts, batches, prompts)
-    if placed is not None:
-        from rooflab.core.cli.placement import with_placement
-
-        d = with_placement(d, spec, machine, workload, placed, contexts, batches, prompts)
-    r = d["request"]
+def predict_text(figures: Figures, t: Tables) -> str:
+    """The text report: the placement, the headline as placed (a model that does not fit says
+    so before any figure), the one-memory limits said to be so, and the rows as placed."""
+    sc, s = figures.scenario, figures.summary
+    spec, machine, workload = sc.model, sc.machine, sc.workload
+    placed, est = figures.placed, s.estimate
     eff = machine.efficiency
+    request = (f"request: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, "
+               f"batch {workload.batch}")
     lines = [
         f"{spec.name} on {machine.name}: {machine.bandwidth / GB:,.1f} GB/s, "
         f"{machine.flops(workload.compute_dtype) / 1e12:,.2f} TFLOP/s, {capacity_text(machine.memory)}"
         + ("" if eff.is_identity else f"  (efficiency: bandwidth x{eff.bandwidth:.2f}, compute x{eff.compute:.2f}, "
                                       f"+{eff.step_overhead * 1e3:.2f} ms/step, cache x{eff.kv_read_factor:.2f})"),
         f"W = {weight_bytes_read_per_token(spec) / GB:.3f} GB read per token; KV "
-        f"{d['model']['kv_bytes_per_token']:,} bytes/token ({workload.kv_type})",
+        f"{spec.kv_bytes_per_token(workload.kv_type)[0]:,.0f} bytes/token ({workload.kv_type})",
+        *placement_lines(figures),
         "",
-        f"request: prompt {workload.prompt}, answer {workload.answer}, context {workload.context}, "
-        f"batch {workload.batch}",
-        f"  TTFT {_duration(r['ttft_seconds'], 1)} ({r['prefill_bound']}-bound), TPOT "
-        f"{_duration(r['tpot_seconds'], 2)} ({r['decode_bound']}-bound), end to end "
-        f"{_duration(r['end_to_end_seconds'], 2, ms=False)}",
-        f"  prefill turns compute-bound at n* = {_fmt_cross(d['prefill_crossover_tokens'], MAX_TOKENS)} tokens; "
-        + (f"decode at batch {_fmt_cross(d['batch_crossover'], MAX_BATCH)}" if d["batch_crossover"] is not None
+        request if placed.fits else "does NOT fit, so none of these figures can be reached; " + request,
+        f"  TTFT {_duration(est.ttft, 1)} ({est.prefill_bound}-bound), TPOT "
+        f"{_duration(est.tpot, 2)} ({est.decode_bound}-bound), end to end "
+        f"{_duration(est.end_to_end, 2, ms=False)}",
+        # the one-memory figures of the JSON's top level, said to be so (the placement's are above)
+        "  on the device alone (every byte there, nothing reserved): "
+        f"prefill turns compute-bound at n* = {_fmt_cross(_num(s.prefill_crossover), MAX_TOKENS)} tokens; "
+        + (f"decode at batch {_fmt_cross(_num(s.batch_crossover), MAX_BATCH)}" if math.isfinite(s.batch_crossover)
            else f"decode stays bandwidth-bound at every batch up to {MAX_BATCH:,}")
-        + f" (at {workload.context + workload.prompt:,} tokens of context); {d['max_batch_that_fits']:,} "
+        + f" (at {workload.context + workload.prompt:,} tokens of context); {s.max_batch:,} "
         f"sequences of {workload.context + workload.prompt + workload.answer:,} tokens fit",
         "",
-        "decode ceiling, tokens/s per sequence / total, GB read per step",
+        "decode ceiling, tokens/s per sequence / total, GB read per step, as placed (memory: both memories, "
+        "reserves and buffers included)",
         f"{'context':>8} {'batch':>6} {'per seq':>9} {'total':>9} {'GB/step':>8} {'KV %':>5} "
         f"{'memory GB':>10} {'fits':>5} {'bound':>8}" + (f" {'experts':>8}" if spec.is_moe else ""),
     ]
-    decode_rows, prefill_rows = d["decode"], d["prefill"]
-    if placed is not None:
-        from rooflab.core.cli.placement import as_placed, placement_lines
-
-        if not placed.fits:
-            lines[3] = "does NOT fit, so none of these figures can be reached; " + lines[3]
-        # the one-memory figures of the JSON's top level, said to be so (the placement's are above)
-        lines[5] = "  on the device alone (every byte there, nothing reserved): " + lines[5].strip()
-        lines[2:2] = placement_lines(spec, machine, workload, placed, d["placement"])
-        decode_rows, prefill_rows = as_placed(decode_rows), as_placed(prefill_rows)
-        lines[-2] += ", as placed (memory: both memories, reserves and buffers included)"
-    for row in decode_rows:
+    for row in _decode_rows(t):
         lines.append(
-            f"{row['context']:>8,} {row['batch']:>6} {row['tokens_per_second_per_sequence']:>9.1f} "
-            f"{row['tokens_per_second_total']:>9.0f} {row['bytes_per_step'] / GB:>8.2f} {100 * row['kv_share']:>5.0f} "
-            f"{row['memory_bytes'] / GB:>10.1f} {'yes' if row['fits'] else 'NO':>5} {row['bound']:>8}"
+            f"{row['context']:>8,} {row['batch']:>6} {row['placed_tokens_per_second_per_sequence']:>9.1f} "
+            f"{row['placed_tokens_per_second_total']:>9.0f} {row['bytes_per_step'] / GB:>8.2f} "
+            f"{100 * row['kv_share']:>5.0f} {row['placed_memory_bytes'] / GB:>10.1f} "
+            f"{'yes' if row['placed_fits'] else 'NO':>5} {row['placed_bound']:>8}"
             + (f" {row['experts_touched_per_layer']:>8.1f}" if spec.is_moe else ""))
     lines += ["", "prefill", f"{'prompt':>8} {'seconds':>10} {'tokens/s':>10} {'bound':>8}"]
-    for row in prefill_rows:
-        lines.append(f"{row['prompt']:>8,} {row['seconds']:>10.4f} {row['tokens_per_second']:>10.0f} {row['bound']:>8}")
-    if workload.draft_tokens:
-        s = d["speculative"]
-        lines += ["", f"speculative: verify {workload.draft_tokens} drafts costs {s['verify_cost']:.2f} steps, "
-                      f"yields {s['expected_tokens']:.2f} tokens, speed-up x{s['speedup']:.2f}"]
+    for row in _prefill_rows(t):
+        lines.append(f"{row['prompt']:>8,} {row['placed_seconds']:>10.4f} {row['placed_tokens_per_second']:>10.0f} "
+                     f"{row['placed_bound']:>8}")
+    if workload.draft_tokens and s.speculative is not None:
+        sp = s.speculative
+        lines += ["", f"speculative: verify {workload.draft_tokens} drafts costs {sp.verify_cost:.2f} steps, "
+                      f"yields {sp.expected_tokens:.2f} tokens, speed-up x{sp.speedup:.2f}"]
     length = workload.context + workload.prompt + workload.answer
     if spec.context_length and length > spec.context_length:
         lines.append(f"warning: {length:,} tokens is past the {spec.context_length:,} {spec.name} was trained for")

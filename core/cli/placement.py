@@ -7,35 +7,27 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
-from rooflab.core.app.resolve import choice_from
+from rooflab.core.app.figures import Figures
 from rooflab.core.cli.args import int_in
 from rooflab.core.predict.autofit import largest_batch
 from rooflab.core.predict.footprint import MemoryUse
 from rooflab.core.predict.layer_split import device_parts
-from rooflab.core.predict.offload import placed_batch_sweep, placed_prefill
 from rooflab.core.predict.parallel import (
     MODES,
     Parallel,
     ParallelEstimate,
     Scaling,
-    device_memory,
-    parallel_decode,
-    parallel_prefill,
 )
 from rooflab.core.predict.parallel import largest_batch as parallel_largest_batch
-from rooflab.core.predict.placement import MAX_DEVICES, MAX_LAYERS, Placement, experts_kept_on_host, input_on_host
-from rooflab.core.report.placed import PlacedSummary, placed_as_chosen, placed_crossovers
+from rooflab.core.predict.placement import MAX_DEVICES, MAX_LAYERS, experts_kept_on_host, input_on_host
+from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, Workload
 
 GB = 1e9
-SMALLER_WEIGHTS: tuple[str, ...] = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
 
 
 def gb_per_s(text: str) -> float:
@@ -69,44 +61,19 @@ def add_placement_options(p: argparse.ArgumentParser) -> None:
                    help="link bandwidth per direction between devices (default: the preset's)")
 
 
-def alternatives(spec: ModelSpec, weights: Sequence[str] = SMALLER_WEIGHTS) -> dict[str, ModelSpec]:
-    """The same catalogue model at each of ``weights`` that is smaller than ``spec`` (none for a
-    model file, whose weights are what they are)."""
-    if not spec.source.startswith("catalogue:"):
-        return {}
-    from rooflab.core.io import load_model
-
-    key = spec.source.split(":", 1)[1]
-    out = {}
-    for name in weights:
-        other = load_model(key, weights=name)
-        if other.weight_bytes < spec.weight_bytes:
-            out[name] = other
-    return out
-
-
-def resolve_placed(args: argparse.Namespace, spec: ModelSpec, machine: MachineProfile,
-                   workload: Workload) -> PlacedSummary:
-    """The placed headline the flags ask for: by hand with --gpu-layers, -ngl fitted around
-    --cpu-moe / --no-kv-offload without it, auto-fit without any (``PlacementChoice.fit``)."""
-    choice = choice_from(args)
-    first = placed_as_chosen(spec, machine, workload, choice)
-    if first.parallel is None and (not first.fits or first.placement != Placement.all_on_device(spec)):
-        # not all on the device: what other weight formats would buy joins the suggestions
-        return placed_as_chosen(spec, machine, workload, choice, alternatives=alternatives(spec))
-    return first
-
-
 def _use(use: MemoryUse) -> dict[str, Any]:
     return {"name": use.name, "bytes_placed": use.weights, "kv_bytes": use.kv,
             "compute_buffer_bytes": use.compute_buffer, "reserve_bytes": use.reserve, "used_bytes": use.used,
             "capacity_bytes": use.capacity, "fits": use.fits}
 
 
-def placement_dict(spec: ModelSpec, machine: MachineProfile, placed: PlacedSummary) -> dict[str, Any]:
+def placement_dict(figures: Figures) -> dict[str, Any]:
     """The JSON keys the placement adds: ``placement`` (per device and host: bytes placed, GPU
-    layers, experts on the CPU, KV location, compute buffer, reserve), ``fits`` and, with
-    more than one device, ``communication_seconds_per_step`` / ``_per_token``."""
+    layers, experts on the CPU, KV location, compute buffer, reserve; the largest batch and the
+    crossovers as placed, from the summary), ``fits`` and, with more than one device,
+    ``communication_seconds_per_step`` / ``_per_token``."""
+    sc, summary = figures.scenario, figures.summary
+    spec, machine, placed = sc.model, sc.machine, figures.placed
     fit, p = placed.fit, placed.placement
     s = fit.memory.split
     device = {**_use(fit.memory.device), "count": 1, "gpu_layers": p.gpu_layers,
@@ -119,7 +86,12 @@ def placement_dict(spec: ModelSpec, machine: MachineProfile, placed: PlacedSumma
         "kv_location": fit.memory.kv_location, "layers_total": spec.layers + 1,
         "devices": [device], "host": {**_use(fit.memory.host), "layers_computed": s.host.layers,
                                       "expert_layers_computed": s.host.expert_layers},
-        "suggestions": list(placed.suggestions)}, "fits": placed.fits}
+        "suggestions": list(placed.suggestions), "max_batch_that_fits": summary.placed_max_batch,
+        # JSON has no infinity or NaN (print_json writes null): a crossover never reached, and
+        # both where the headline runs nowhere (a placement that does not fit)
+        "prefill_crossover_tokens": summary.placed_prefill_crossover,
+        "batch_crossover": summary.placed_batch_crossover},
+        "fits": placed.fits}
     if p.devices > 1:          # a layer split with host memory: each device's bill and layers
         parts = device_parts(spec, p, embedding_on_host=input_on_host(machine))
         out["placement"]["devices"] = [
@@ -155,78 +127,13 @@ def _parallel_dict(par: ParallelEstimate, grow: Scaling) -> dict[str, Any]:
                          "memory_bytes_per_device": e.memory.used, "fits": e.fits} for e in grow.estimates]}
 
 
-def with_placement(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, workload: Workload,
-                   placed: PlacedSummary, contexts: Sequence[int], batches: Sequence[int],
-                   prompts: Sequence[int]) -> dict[str, Any]:
-    """``predict_dict``'s object with the headline (``request``) taken from the placement, the
-    placement's own keys added, and each decode and prefill row given its figures as placed
-    under ``placed_*`` keys (the rows' other keys keep their one-memory meaning: every weight
-    and cache in the device's memory, no reserve)."""
-    est = placed.estimate
-    d["request"] = {"ttft_seconds": est.ttft, "tpot_seconds": est.tpot, "end_to_end_seconds": est.end_to_end,
-                    "prefill_bound": est.prefill_bound, "decode_bound": est.decode_bound,
-                    "decode_ceiling_tokens_per_second": est.decode_ceiling,
-                    "prompt_tokens_per_second": est.prompt_rate, "kv_share": est.kv_share}
-    d.update(placement_dict(spec, machine, placed))
-    d["placement"]["max_batch_that_fits"] = placed_largest_batch(spec, machine, workload, placed)
-    # JSON has no infinity: one never reached is null (print_json), as are both where the headline
-    # runs on no one-device placement (one that does not fit, or several devices)
-    crossovers = placed_crossovers(spec, machine, workload, placed) or (math.inf, math.inf)
-    d["placement"]["prefill_crossover_tokens"], d["placement"]["batch_crossover"] = crossovers
-    _rows(d, spec, machine, workload, placed, contexts, batches, prompts)
-    return d
-
-
-def _rows(d: dict[str, Any], spec: ModelSpec, machine: MachineProfile, workload: Workload, placed: PlacedSummary,
-          contexts: Sequence[int], batches: Sequence[int], prompts: Sequence[int]) -> None:
-    """Re-price the decode and prefill rows of ``d`` (same keys) on the placement."""
-    t = np.asarray(contexts, dtype=np.float64).reshape(-1, 1)
-    b = np.asarray(batches, dtype=np.float64).reshape(1, -1)
-    n = np.asarray(prompts, dtype=np.float64)
-    on = placed.priced_on
-    if isinstance(on, Parallel):
-        decode = parallel_decode(spec, machine, workload, on, context=t, batch=b)
-        step, bound = decode.seconds, decode.device.compute_bound
-        uses = [[device_memory(spec, machine, workload, on, length=int(x), batch=int(y))
-                 for y in batches] for x in contexts]
-        used = np.array([[u.used for u in row] for row in uses])
-        fits = np.array([[u.fits for u in row] for row in uses])
-    else:
-        sweep = placed_batch_sweep(spec, machine, workload, on, b, context=t).sweep
-        step, bound, used, fits = sweep.step_seconds, sweep.compute_bound, sweep.memory, sweep.fits
-    step = np.broadcast_to(step, (len(contexts), len(batches)))
-    bound = np.broadcast_to(bound, step.shape)
-    rows = d["decode"]
-    for k, row in enumerate(rows):
-        i, j = divmod(k, len(batches))
-        row["placed_step_seconds"] = float(step[i, j])
-        row["placed_tokens_per_second_per_sequence"] = 1.0 / float(step[i, j])
-        row["placed_tokens_per_second_total"] = float(b[0, j]) / float(step[i, j])
-        row["placed_memory_bytes"] = round(float(used[i, j]))       # bytes: a whole number
-        row["placed_fits"] = bool(fits[i, j])
-        row["placed_bound"] = "compute" if bound[i, j] else "memory"
-    pre = parallel_prefill(spec, machine, workload, on, prompt=n, batch=1) if isinstance(on, Parallel) else \
-        placed_prefill(spec, machine, workload, on, prompt=n, batch=1)
-    bounds = pre.bound()
-    for k, row in enumerate(d["prefill"]):
-        row["placed_seconds"] = float(pre.seconds[k])
-        row["placed_tokens_per_second"] = float(n[k]) / float(pre.seconds[k])
-        row["placed_bound"] = bounds[k] if isinstance(bounds, list) else bounds
-
-
-def as_placed(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows whose ``placed_*`` figures stand in for the one-memory ones (what the text shows)."""
-    return [{**row, **{k.removeprefix("placed_"): v for k, v in row.items() if k.startswith("placed_")}}
-            for row in rows]
-
-
-def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload, placed: PlacedSummary,
-                    figures: Mapping[str, Any]) -> list[str]:
-    """The text headline's placement: how the model sits, each memory's bill, and what to change.
-    ``figures``: the JSON's ``placement`` object (``with_placement``), whose largest batch and
-    crossovers are not searched for again."""
+def placement_lines(figures: Figures) -> list[str]:
+    """The text headline's placement: how the model sits, each memory's bill, the largest batch
+    and the crossovers as placed (the summary's), and what to change."""
+    sc, s = figures.scenario, figures.summary
+    spec, machine, workload, placed = sc.model, sc.machine, sc.workload, figures.placed
     lines = [f"placement: {placed.headline(spec, machine)}"]
-    largest = figures["max_batch_that_fits"]
+    largest = s.placed_max_batch
     length = workload.context + workload.prompt + workload.answer
     if placed.parallel is None:
         words = ("GPU", "host") if machine.kind == "gpu" else ("memory", "2nd tier")
@@ -251,7 +158,7 @@ def placement_lines(spec: ModelSpec, machine: MachineProfile, workload: Workload
             lines.append(f"  lowest TPOT at {grow.best_devices} devices; {cross}")
     lines.append(f"  as placed, {largest:,} sequence{'s' if largest != 1 else ''} of {length:,} tokens fit")
     if placed.runs_on is not None:       # the crossovers of a placement that runs (``placed_crossovers``)
-        n_star, b_star = figures["prefill_crossover_tokens"], figures["batch_crossover"]
+        n_star, b_star = s.placed_prefill_crossover, s.placed_batch_crossover
         lines.append("  as placed, prefill turns compute-bound at " + (
             f"n* = {n_star:,.1f} tokens" if math.isfinite(n_star) else "no prompt length") + ", decode " + (
             f"at batch {b_star:,.1f}" if math.isfinite(b_star) else "at no batch") + f" (below {MAX_BATCH:,})")

@@ -16,7 +16,7 @@ from rooflab.core.report.csv_files import (
     tensors_csv,
     write_text,
 )
-from rooflab.core.report.summary import Clocks, Summary, summarise, summary_rows
+from rooflab.core.report.summary import Clocks, Summary, summary_rows
 from rooflab.core.report.tables import GroupRow, TensorRow, grouped_rows, tensor_row
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "grouped_rows",
     "header_lines",
     "slug",
-    "summarise",
     "summary_csv",
     "summary_rows",
     "tensor_row",

@@ -1,8 +1,8 @@
 """One sentence per headline number: which clock bounds it and why, in words.
 
 The one text builder for these sentences: the numbers panel, the report sheet and ``rooflab
-predict``'s text all read ``explain``. It takes the ``Summary`` core computed and only formats
-it."""
+predict``'s text all read ``explain``. It takes the ``Summary`` that ``app.figures`` computed
+(placed once) and only formats it: each sentence explains the placed figure beside it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rooflab.core.predict.parallel import ParallelEstimate, mode_text
 from rooflab.core.predict.placement import brief_flags, memory_words
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.placed import PlacedSummary
-from rooflab.core.report.summary import Summary, summarise
+from rooflab.core.report.summary import Clocks, PartClocks, Summary
 from rooflab.core.report.text import capacity_text, count, significant, whole_gib
 from rooflab.core.report.units import fmt
 
@@ -63,9 +63,10 @@ def _unplaced_why(sc: Scenario, s: Summary) -> tuple[str, str]:
     return ttft_why, tpot_why
 
 
-def _placed_why(placed: PlacedSummary) -> tuple[str, str]:
-    """(why TTFT, why TPOT) of a placement: several devices and their link, or parts one after
-    the other."""
+def _placed_why(sc: Scenario, s: Summary) -> tuple[str, str]:
+    """(why TTFT, why TPOT) of a placement: several devices and their link, or the device's part
+    and host memory's one after the other, each at its own memory's bandwidth and FLOP/s."""
+    placed = s.placed
     if placed.parallel is not None:
         par = placed.parallel
         mode = mode_text(par.parallel.mode)
@@ -74,9 +75,31 @@ def _placed_why(placed: PlacedSummary) -> tuple[str, str]:
                 f"On {par.devices} devices ({mode}): the link adds "
                 f"{fmt(par.communication_seconds_per_step, 's')} to each step.")
     how = "Placed by hand" if placed.how == "manual" else "Placed as llama.cpp would place it"
-    why = (f"{how} ({placed.placement.flags()}): each part runs at its own memory's bandwidth and FLOP/s, "
-           "one after the other.")
-    return why, why
+    head = f"{how} ({placed.placement.flags()}), each part runs at its own memory's bandwidth and FLOP/s"
+    pre, dec = s.placed_prefill, s.placed_decode
+    if pre is None or dec is None:          # pragma: no cover - a placement that runs has its parts
+        return f"{head}, one after the other.", f"{head}, one after the other."
+    start = sc.workload.context + sc.workload.prompt
+    return (f"{head}: {_parts(sc, pre)}; {fmt(pre.seconds, 's')} in all.",
+            f"{head}: at {start:,} tokens of context {_parts(sc, dec)}; {fmt(dec.seconds, 's')} a step in all.")
+
+
+def _parts(sc: Scenario, p: PartClocks) -> str:
+    """Each part of a placed pass: what it reads and computes where, how long, and which clock
+    bounds it ("12.1 GB and 0.9 TFLOP on the GPU take 12.3 ms (bandwidth-bound), then ...")."""
+    def part(c: Clocks, where: str) -> str:
+        return (f"{fmt(c.bytes, 'B')} and {fmt(c.flops, 'FLOP')} {where} take {fmt(c.seconds, 's')} "
+                f"({_bound_phrase(c.bound)})")
+    device, host = memory_words(sc.machine)
+    text = part(p.device, device) + (f", then {part(p.host, host)}" if p.host.seconds > 0 else "")
+    return text + (f", and the link {fmt(p.communication, 's')}" if p.communication > 0 else "")
+
+
+def _wholly_on_device(s: Summary) -> bool:
+    """Whether the placement runs with every layer on one device (its figures are then the
+    one-memory model's, ``offload.placed_request``), so the lessons' sentences explain it."""
+    parts = s.placed_decode
+    return s.placed.parallel is None and parts is not None and parts.host.seconds == 0 and parts.communication == 0
 
 
 def _not_fitting(sc: Scenario, s: Summary, placed: PlacedSummary, where: str) -> list[Line]:
@@ -92,22 +115,20 @@ def _not_fitting(sc: Scenario, s: Summary, placed: PlacedSummary, where: str) ->
 
 
 def explain(sc: Scenario, s: Summary) -> list[Line]:
-    """The numbers panel's rows for ``s``: each headline figure, the clock bounding it and why."""
-    e, pre, placed = s.estimate, s.prefill, s.placed
-    lines: list[Line] = []
-    if placed is None:
-        ttft_why, tpot_why = _unplaced_why(sc, s)
-    else:
-        # the device cannot hold the model at once: the headline is the placement's, and every
-        # sentence says so (a figure of the model on the card alone would be a fast fiction)
-        where = placed.headline(sc.model, sc.machine)
-        if not placed.fits:
-            return _not_fitting(sc, s, placed, where)
-        ttft_why, tpot_why = _placed_why(placed)
-        lines.append(_placement_line(placed, where))
+    """The numbers panel's rows for ``s``: the placement, each headline figure (as placed), the
+    clock bounding it and why."""
+    e, placed = s.estimate, s.placed
+    # the headline is the placement's, and every sentence explains it (a figure of the model on
+    # the card alone, nothing reserved, would be a fast fiction where the placement is not)
+    where = placed.headline(sc.model, sc.machine)
+    if not placed.fits:
+        return _not_fitting(sc, s, placed, where)
+    whole = _wholly_on_device(s)
+    ttft_why, tpot_why = _unplaced_why(sc, s) if whole else _placed_why(sc, s)
+    # auto-fit putting it all on the device needs no row of its own: the memory row says where
+    lines = [] if whole and placed.how == "auto" else [_placement_line(placed, where)]
     # the request's own bounds (a placement's: the slower of its parts' summed clocks)
-    pre_bound = pre.bound if placed is None else e.prefill_bound
-    lines += _timing_lines(sc, s, f"Prefill is {_bound_phrase(pre_bound)}. {ttft_why}",
+    lines += _timing_lines(sc, s, f"Prefill is {_bound_phrase(e.prefill_bound)}. {ttft_why}",
                            f"Decode is {_bound_phrase(e.decode_bound)}. {tpot_why}")
     lines += _crossover_lines(sc, s)
     return lines + _memory_lines(sc, s)
@@ -145,13 +166,14 @@ def _timing_lines(sc: Scenario, s: Summary, ttft_sentence: str, tpot_sentence: s
 
 def _crossover_lines(sc: Scenario, s: Summary) -> list[Line]:
     """n* and b*: where prefill and decode turn compute-bound."""
-    w, placed = sc.workload, s.placed
+    w = sc.workload
     pre_bound = s.estimate.prefill_bound
+    one_memory = _wholly_on_device(s)
     lines = []
     ncross = s.headline_prefill_crossover
     if math.isfinite(ncross):
         nstar = count(f"{ncross:,.0f}", "token")
-        if placed is not None and w.prompt > ncross and pre_bound == "memory":
+        if not one_memory and w.prompt > ncross and pre_bound == "memory":
             sentence = (f"The prefill first turns compute-bound at about {nstar}; from {OP_OFFLOAD_MIN_TOKENS} "
                         "tokens on llama.cpp streams the host's layers to the GPU over its link, so this "
                         f"{w.prompt:,}-token prompt is bandwidth-bound again.")
@@ -167,10 +189,10 @@ def _crossover_lines(sc: Scenario, s: Summary) -> list[Line]:
             nstar += f" (past the {trained:,} trained)"
         lines.append(Line("n_star", "Prefill crossover n*", nstar, "", sentence,
                           "n* ≈ W × C / (2 × N × B): where prefill's compute clock overtakes its memory clock."
-                          if placed is None else "n* is the first prompt length where the two parts' arithmetic "
+                          if one_memory else "n* is the first prompt length where the two parts' arithmetic "
                           "(each at its own FLOP/s) outlasts their reads (each at its own bandwidth)."))
     bcross = s.headline_batch_crossover
-    formula = "b* solves 2 × N × b / C = (W + b × k × t) / B." if placed is None else (
+    formula = "b* solves 2 × N × b / C = (W + b × k × t) / B." if one_memory else (
         "b* is the first batch where the two parts' arithmetic (each at its own FLOP/s) outlasts "
         "their reads (each at its own bandwidth).")
     most = s.headline_max_batch
@@ -239,7 +261,6 @@ def _parallel_memory_line(sc: Scenario, par: ParallelEstimate) -> Line:
 
 def _placed_memory_line(sc: Scenario, s: Summary) -> Line:
     """Memory as placed: each memory's bill against its size, and the largest batch it holds."""
-    assert s.placed is not None
     m, w = sc.machine, sc.workload
     bill = s.placed.fit.memory
     length = w.context + w.prompt + w.answer
@@ -265,21 +286,11 @@ def _placed_memory_line(sc: Scenario, s: Summary) -> Line:
 
 
 def _memory_lines(sc: Scenario, s: Summary) -> list[Line]:
-    spec, w = sc.model, sc.workload
-    lines: list[Line] = []
-    length = w.context + w.prompt + w.answer
-    if s.placed is not None and s.placed.parallel is not None:
+    """The memory as placed (each device's bill on several devices), then the trained-context
+    and speculative rows."""
+    if s.placed.parallel is not None:
         return [_parallel_memory_line(sc, s.placed.parallel), *_more_lines(sc, s)]
-    if s.placed is not None and s.placed.parallel is None:
-        return [_placed_memory_line(sc, s), *_more_lines(sc, s)]
-    # not placed: the device holds weights and caches at once (summarise places anything else)
-    most = f"at most {count(f'{s.max_batch:,}', 'such sequence')} " + ("fits." if s.max_batch == 1 else "fit.")
-    lines.append(Line("memory", "Memory", used_of(s.resident_bytes, s.memory), "",
-                      f"Weights {fmt(spec.file_bytes, 'B')} + KV cache {fmt(s.cache_bytes, 'B')} for "
-                      f"{w.batch:,} × {length:,} tokens fit; {most}",
-                      "resident = file size + batch × KV bytes per token × tokens (sliding layers hold "
-                      "at most their window). Engine buffers and activations are left out."))
-    return lines + _more_lines(sc, s)
+    return [_placed_memory_line(sc, s), *_more_lines(sc, s)]
 
 
 def _more_lines(sc: Scenario, s: Summary) -> list[Line]:
@@ -302,10 +313,3 @@ def _more_lines(sc: Scenario, s: Summary) -> list[Line]:
                           "speed-up = E × t_step / (t_verify + k × draft cost × t_step), "
                           "E = (1 − a^(k+1)) / (1 − a)."))
     return lines
-
-
-def why_text(sc: Scenario) -> str:
-    """The sentences of ``explain`` as plain text, one per figure: ``rooflab predict``'s "why"
-    block, the same words the numbers panel shows."""
-    rows = explain(sc, summarise(sc))
-    return "\n".join(["why:", *(f"  {row.label} ({row.value}): {row.sentence}" for row in rows)])

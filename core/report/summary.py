@@ -1,5 +1,7 @@
-"""The headline figures of one scenario (the numbers panel and the report's summary.csv), each
-straight from a prediction function, in SI units."""
+"""The record of one scenario's figures (``Summary``: the numbers panel, the report's
+summary.csv, ``rooflab predict``), its charts standing on its headline and its summary.csv rows,
+in SI units. ``app.figures.summarise`` fills it: placed once, every headline figure priced on
+that placement."""
 
 from __future__ import annotations
 
@@ -7,22 +9,14 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from rooflab.core.predict.batching import (
-    batch_crossover,
-    cache_resident,
-    max_batch_that_fits,
-    memory_resident,
-)
-from rooflab.core.predict.clocks import Pass, decode_pass, prefill_pass
-from rooflab.core.predict.crossover import prefill_crossover
-from rooflab.core.predict.placement import has_host_tier
-from rooflab.core.predict.request import RequestEstimate, request
-from rooflab.core.predict.roofline import balance
-from rooflab.core.predict.speculative import SpeculativeEstimate, speculative
+from rooflab.core.predict.clocks import Pass
+from rooflab.core.predict.offload import PlacedPass
+from rooflab.core.predict.request import RequestEstimate
+from rooflab.core.predict.speculative import SpeculativeEstimate
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.charts import build_charts, not_running_charts
-from rooflab.core.report.passes import On, largest_batch_on
-from rooflab.core.report.placed import PlacedSummary, machine_as_placed, placed_as_chosen, placed_crossovers
+from rooflab.core.report.passes import On
+from rooflab.core.report.placed import PlacedSummary, machine_as_placed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,120 +39,93 @@ class Clocks:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PartClocks:
+    """A pass of a model placed across the device and host memory, part by part: each part's
+    clocks (without the per-step overhead), the seconds its hidden state spends on the link
+    between devices, and the whole pass (parts, link and overhead), seconds."""
+
+    device: Clocks
+    host: Clocks
+    communication: float
+    seconds: float
+
+    @classmethod
+    def of(cls, p: PlacedPass) -> PartClocks:
+        return cls(device=Clocks.of(p.device), host=Clocks.of(p.host), communication=float(p.communication),
+                   seconds=float(p.seconds))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Summary:
-    estimate: RequestEstimate
-    prefill: Clocks                 # the whole prompt (all sequences of the batch)
-    decode: Clocks                  # the first decode step, at context + prompt
-    prefill_crossover: float        # n*, tokens, at the workload's batch and context (inf: never)
-    batch_crossover: float          # sequences (inf: never)
-    max_batch: int                  # largest batch whose caches fit at full length
+    """Every figure of one scenario. The headline (``estimate``, the ``headline_*`` limits, the
+    memory bills) is the placement's: the model as placed (``placed``, auto-fit's or the user's,
+    on one device or several), so the numbers, the charts, a pin, a report and ``rooflab
+    predict`` give one answer. The one-memory figures beside it (``prefill``, ``decode``, the
+    unprefixed crossovers, ``max_batch``, ``resident_bytes``) are the lessons' model on the
+    device alone, every byte there and nothing reserved, and are named so wherever shown."""
+
+    estimate: RequestEstimate       # the request as placed
+    placed: PlacedSummary           # how the model sits (auto-fit's, or the user's choice)
+    prefill: Clocks                 # the whole prompt (all sequences of the batch), on one memory
+    decode: Clocks                  # the first decode step, at context + prompt, on one memory
+    prefill_crossover: float        # n*, tokens, at the workload's batch and context (inf: never), one memory
+    batch_crossover: float          # sequences (inf: never), one memory
+    max_batch: int                  # largest batch whose caches fit at full length, one memory
     resident_bytes: float           # weights + caches at full length
     cache_bytes: float              # the batch's caches at full length
     memory: float                   # the machine's memory, bytes
     speculative: SpeculativeEstimate | None
     balance: float                  # FLOP/byte
-    # how the model sits when it does not fit on the device at once (or --offload moved
-    # weights, or the user placed it or spread it over devices): llama.cpp's placement (or the
-    # devices'), whose request is then the headline ``estimate``
-    placed: PlacedSummary | None = None
     # where the charts stand (``PlacedSummary.stands_on``: the placement, on one device or
-    # several with host memory, or the devices sharing every layer; None: one memory, or a
-    # placement that does not run, whose charts draw nothing as if it ran), and the limits as
-    # placed there: the crossovers (``placed.placed_crossovers``; NaN for one that does not
-    # fit: it cannot run, so no crossover is reached) and the largest batch its bills hold
+    # several with host memory, or the devices sharing every layer; None: a placement that does
+    # not run, whose charts draw nothing as if it ran), and the limits as placed there: the
+    # crossovers (``placed.placed_crossovers``; NaN for one that does not fit: it cannot run, so
+    # no crossover is reached) and the largest batch its bills hold
     drawn_on: On = None
     placed_prefill_crossover: float = math.inf
     placed_batch_crossover: float = math.inf
     placed_max_batch: int = 0
+    # a one-device placement that runs, part by part (the "why" of its TTFT and TPOT): the
+    # prompt, and the first decode step at context + prompt; None on several devices or when
+    # it does not run
+    placed_prefill: PartClocks | None = None
+    placed_decode: PartClocks | None = None
 
     @property
     def fits(self) -> bool:
+        """Whether weights and caches fit the device's memory on their own (one memory, no
+        reserve or buffer: ``placed.fits`` is whether the placement runs)."""
         return self.resident_bytes <= self.memory
 
     @property
     def runs(self) -> bool:
         """Whether the headline's request can run here (a placement that does not fit cannot:
         no figure is shown for it, and the charts draw nothing as if it ran)."""
-        return self.placed is None or self.placed.fits
+        return self.placed.fits
 
     @property
     def headline_prefill_crossover(self) -> float:
-        """n* of the prefill the headline stands on: the placement's when there is one."""
-        return self.placed_prefill_crossover if self._runs_placed else self.prefill_crossover
+        """n* of the prefill the headline stands on: the placement's."""
+        return self.placed_prefill_crossover
 
     @property
     def headline_batch_crossover(self) -> float:
-        """The batch crossover the headline stands on: the placement's when there is one."""
-        return self.placed_batch_crossover if self._runs_placed else self.batch_crossover
+        """The batch crossover the headline stands on: the placement's."""
+        return self.placed_batch_crossover
 
     @property
     def headline_max_batch(self) -> int:
         """The largest batch the headline's placement holds (its bills: weights placed, KV,
-        compute buffers, reserves; on several devices, each device's); the one-memory count when
-        the device holds the model whole."""
-        return self.placed_max_batch if self._runs_placed else self.max_batch
-
-    @property
-    def _runs_placed(self) -> bool:
-        return self.placed is not None
+        compute buffers, reserves; on several devices, each device's)."""
+        return self.placed_max_batch
 
 
-def summarise(sc: Scenario) -> Summary:
-    """Every headline figure for one (model, machine, workload): what the numbers panel, the
-    report's summary.csv and ``rooflab predict`` show, each from its one prediction function.
-    The scenario's placement choice, when it places the model by hand or on several devices, is
-    the headline as ``rooflab predict``'s --gpu-layers/--cpu-moe/--no-kv-offload/--devices give it
-    (SpecError: several devices on a machine that states no interconnect)."""
-    spec, m, w = sc.model, sc.machine, sc.workload
-    start = w.context + w.prompt
-    length = start + w.answer
-    resident = float(memory_resident(spec, length, w.batch, w.kv_type, w.ubatch))
-    placed = _placed(sc, resident)
-    crossovers, most = (math.inf, math.inf), 0
-    if placed is not None:
-        crossovers = placed_crossovers(spec, m, w, placed) or (math.nan, math.nan)
-        # the bills of a placement are priced even when it does not fit ("at most 3 would"); a
-        # one-device placement without host memory cannot be
-        if placed.fits or has_host_tier(m) or placed.parallel is not None:
-            most = largest_batch_on(spec, m, w, placed.priced_on, length)
-    return Summary(
-        estimate=placed.estimate if placed is not None else request(spec, m, w),
-        placed=placed,
-        drawn_on=None if placed is None else placed.stands_on,
-        placed_prefill_crossover=crossovers[0],
-        placed_batch_crossover=crossovers[1],
-        placed_max_batch=most,
-        prefill=Clocks.of(prefill_pass(spec, m, w)),
-        decode=Clocks.of(decode_pass(spec, m, w, context=start)),
-        prefill_crossover=prefill_crossover(spec, m, w),
-        batch_crossover=batch_crossover(spec, m, w, context=start),
-        max_batch=max_batch_that_fits(spec, m, length, w.kv_type, w.ubatch),
-        resident_bytes=resident,
-        cache_bytes=float(cache_resident(spec, length, w.batch, w.kv_type, w.ubatch)),
-        memory=m.memory,
-        speculative=speculative(spec, m, w) if w.draft_tokens else None,
-        balance=balance(m, w.compute_dtype),
-    )
-
-
-def _placed(sc: Scenario, resident: float) -> PlacedSummary | None:
-    """The placed headline of ``sc``, None when it keeps the one-memory request: a placement by
-    hand or several devices always place it; otherwise a model the device holds whole keeps
-    the one-memory request (as 'rooflab predict' does) and one it cannot hold (or an offload
-    share) is placed as llama.cpp would: auto-fit, or the offload share."""
-    m, w = sc.machine, sc.workload
-    if sc.placement.is_auto and resident <= m.memory and w.offload_fraction == 0:
-        return None
-    return placed_as_chosen(sc.model, m, w, sc.placement)
-
-
-def headline_charts(sc: Scenario, s: Summary | None = None) -> dict[str, Chart]:
-    """Every chart of ``sc`` standing on its headline: as placed (on one device or several), the
-    crossovers and the largest batch taken from ``s`` (``summarise(sc)`` when not given) rather
+def headline_charts(sc: Scenario, s: Summary) -> dict[str, Chart]:
+    """Every chart of ``sc`` standing on its headline ``s`` (``app.figures.summarise``): as placed
+    (on one device or several), the crossovers and the largest batch taken from ``s`` rather
     than bisected again; a placement that does not run draws no curve as if it ran, only its
     memory and a line saying why and what would make it fit."""
-    s = summarise(sc) if s is None else s
-    if not s.runs and s.placed is not None:       # only a placement can fail to run
+    if not s.runs:
         return not_running_charts(sc, s.placed.priced_on, not_running_note(sc, s.placed))
     on_machine = dataclasses.replace(sc, machine=machine_as_placed(sc.machine, s.placed))
     return build_charts(on_machine, prefill_crossover=s.headline_prefill_crossover,
@@ -211,21 +178,20 @@ def summary_rows(s: Summary) -> list[tuple[str, float | int | str, str]]:
         ("machine_memory", _byte_count(s.memory), "B"), ("fits", "yes" if s.fits else "no", ""),
         ("balance", s.balance, "FLOP/byte"),
     ]
-    if s.placed is not None:
-        # the headline above is the placement's (the rows before keep their one-memory meaning)
-        p = s.placed
-        rows += [("placement", p.placement.flags() if p.fits else "does NOT fit", ""),
-                 ("placement_fits", "yes" if p.fits else "no", ""),
-                 ("placed_device_bytes", _byte_count(p.fit.memory.device.used), "B"),
-                 ("placed_host_bytes", _byte_count(p.fit.memory.host.used), "B"),
-                 ("placed_prefill_crossover", _crossover(s.placed_prefill_crossover), "tokens"),
-                 ("placed_batch_crossover", _crossover(s.placed_batch_crossover), "sequences"),
-                 ("placed_max_batch_that_fits", s.placed_max_batch, "sequences")]
-        if p.parallel is not None:
-            # several devices: the headline is theirs (the placed_* rows above describe one)
-            par = p.parallel
-            rows += [("devices", par.devices, ""), ("parallel", par.parallel.mode, ""),
-                     ("communication_seconds_per_token", par.communication_seconds_per_token, "s")]
+    # the headline above is the placement's (the rows before keep their one-memory meaning)
+    p = s.placed
+    rows += [("placement", p.placement.flags() if p.fits else "does NOT fit", ""),
+             ("placement_fits", "yes" if p.fits else "no", ""),
+             ("placed_device_bytes", _byte_count(p.fit.memory.device.used), "B"),
+             ("placed_host_bytes", _byte_count(p.fit.memory.host.used), "B"),
+             ("placed_prefill_crossover", _crossover(s.placed_prefill_crossover), "tokens"),
+             ("placed_batch_crossover", _crossover(s.placed_batch_crossover), "sequences"),
+             ("placed_max_batch_that_fits", s.placed_max_batch, "sequences")]
+    if p.parallel is not None:
+        # several devices: the headline is theirs (the placed_* rows above describe one)
+        par = p.parallel
+        rows += [("devices", par.devices, ""), ("parallel", par.parallel.mode, ""),
+                 ("communication_seconds_per_token", par.communication_seconds_per_token, "s")]
     if s.speculative is not None:
         rows += [("speculative_expected_tokens", s.speculative.expected_tokens, "tokens"),
                  ("speculative_verify_cost", s.speculative.verify_cost, "1"),

@@ -12,8 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QWidget
 
-from rooflab.core.report.expected_lines import expected_lines, merged
-from rooflab.core.report.explain import Line, explain
+from rooflab.core.report.explain import Line
 from rooflab.core.report.units import keep_together
 from rooflab.gui.state.recompute import Frame
 
@@ -43,9 +42,7 @@ class NumbersPanel(QWidget):
         self.stacked = False             # sentences under their rows (a narrow panel)
 
     def show_frame(self, frame: Frame) -> None:
-        self.lines = explain(frame.scenario, frame.summary)
-        if frame.expected_figures is not None:
-            self.lines = merged(self.lines, expected_lines(frame.scenario, frame.expected_figures, frame.stands_on))
+        self.lines = frame.lines           # the one answer's rows (``app.figures.Figures.lines``)
         wanted = [line.key for line in self.lines]
         for key in [k for k in self._rows if k not in wanted]:
             for label in self._rows.pop(key):

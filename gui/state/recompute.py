@@ -1,8 +1,9 @@
 """Turn state changes into drawn curves: debounced, on the GUI thread (it is cheap).
 
-Each change restarts a short timer; when it fires, the current scenario's charts and summary
-are built (pinned series' charts are built once, when pinned) and handed over in one
-``Frame`` by the ``recomputed`` signal. A prediction that fails (a workload the machine
+Each change restarts a short timer; when it fires, the current scenario's one answer
+(``app.figures``: placed once, summarised once) and its charts are built (pinned series' once,
+when pinned, from their own answer) and handed over in one ``Frame`` by the ``recomputed``
+signal. A prediction that fails (a workload the machine
 cannot run) reports ``failed`` and the last good frame stays on screen."""
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from rooflab.core.app.resolve import engine_for
-from rooflab.core.calibration.expectations import expected_on
+from rooflab.core.app.figures import Figures, figures
+from rooflab.core.app.resolve import engine_for, expected_for
 from rooflab.core.errors import RooflabError
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.parallel import Parallel
 from rooflab.core.predict.placement import Placement
 from rooflab.core.report.chart_types import Chart, Scenario
+from rooflab.core.report.explain import Line
 from rooflab.core.report.overlays import Overlay, expected_curves
-from rooflab.core.report.summary import Summary, headline_charts, summarise
+from rooflab.core.report.summary import Summary
 from rooflab.gui.state.app_state import AppState, Pinned
 
 DEBOUNCE_MS = 8
@@ -29,35 +31,47 @@ BAND_DELAY_MS = 150        # the expected curves' band is drawn once edits pause
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """Everything one redraw needs."""
+    """Everything one redraw needs: the scenario's one answer (``figures``), its charts, the
+    pinned series' charts and the expected curves."""
 
-    scenario: Scenario
+    figures: Figures
     charts: dict[str, Chart]
-    summary: Summary
     pinned: tuple[tuple[Pinned, dict[str, Chart]], ...]
-    expected: Expected | None = None        # what the machine's calibration expects, None without one
     expected_curves: Overlay | None = None
 
     @property
+    def scenario(self) -> Scenario:
+        return self.figures.scenario
+
+    @property
+    def summary(self) -> Summary:
+        return self.figures.summary
+
+    @property
+    def expected(self) -> Expected | None:
+        """What the machine's calibration expects, None without one."""
+        return self.figures.expected
+
+    @property
+    def lines(self) -> list[Line]:
+        """The numbers panel's rows (``Figures.lines``): what the panel and the report sheet show."""
+        return self.figures.lines()
+
+    @property
     def runs_on(self) -> Placement | None:
-        """The placement the headline stands on (None: the device holds the model whole, or
-        nothing fits, or several devices)."""
-        placed = self.summary.placed
-        return None if placed is None else placed.runs_on
+        """The placement the headline stands on (None: nothing fits, or several devices)."""
+        return self.figures.placed.runs_on
 
     @property
     def stands_on(self) -> Placement | Parallel | None:
-        """Where the headline's request runs (``PlacedSummary.stands_on``; None: the device
-        holds the model whole)."""
-        placed = self.summary.placed
-        return None if placed is None else placed.stands_on
+        """Where the headline's request runs (``PlacedSummary.stands_on``; None: nowhere)."""
+        return self.figures.stands_on
 
     @property
     def expected_figures(self) -> Expected | None:
         """``expected`` when there are figures to stand beside (none for a model that cannot
         run here)."""
-        placed = self.summary.placed
-        return self.expected if placed is None or placed.fits else None
+        return self.figures.expected_figures
 
 
 class RecomputeController(QObject):
@@ -89,26 +103,26 @@ class RecomputeController(QObject):
         state = self._state
         try:
             sc = state.scenario
-            summary = summarise(sc)
-            on = summary.drawn_on
-            charts = headline_charts(sc, summary)
+            answer = figures(sc, expected=self._expected(sc))
+            summary = answer.summary
+            charts = answer.charts()
             # a model that cannot run here has no expected figure, in the numbers or on the charts
-            expected = self._expected(sc) if summary.placed is None or summary.placed.fits else None
+            expected = answer.expected_figures
             # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
             curves = None if expected is None else expected_curves(
-                sc.model, expected, sc.workload, replicas=0, n_star=summary.headline_prefill_crossover, placement=on)
+                sc.model, expected, sc.workload, replicas=0, n_star=summary.headline_prefill_crossover,
+                placement=summary.drawn_on)
             pinned = []
             for p in state.pinned:
                 if p.pin_id not in self._pinned_charts:
-                    self._pinned_charts[p.pin_id] = headline_charts(p.scenario)
+                    self._pinned_charts[p.pin_id] = figures(p.scenario).charts()
                 pinned.append((p, self._pinned_charts[p.pin_id]))
         except RooflabError as exc:
             self.failed.emit(str(exc))
             return None
         live = {p.pin_id for p in state.pinned}
         self._pinned_charts = {k: v for k, v in self._pinned_charts.items() if k in live}
-        self.frame = Frame(scenario=sc, charts=charts, summary=summary, pinned=tuple(pinned), expected=expected,
-                           expected_curves=curves)
+        self.frame = Frame(figures=answer, charts=charts, pinned=tuple(pinned), expected_curves=curves)
         self.recomputed.emit(self.frame)
         if expected is not None:
             self._band_timer.start()
@@ -119,11 +133,11 @@ class RecomputeController(QObject):
         timer does once edits pause)."""
         self._band_timer.stop()
         frame = self.frame
-        if frame is None or frame.expected is None or self._timer.isActive():
+        if frame is None or frame.expected_figures is None or self._timer.isActive():
             return None
         sc = frame.scenario
         try:
-            curves = expected_curves(sc.model, frame.expected, sc.workload,
+            curves = expected_curves(sc.model, frame.expected_figures, sc.workload,
                                      n_star=frame.summary.headline_prefill_crossover,
                                      placement=frame.summary.drawn_on)
         except RooflabError:
@@ -149,12 +163,10 @@ class RecomputeController(QObject):
         machine = sc.machine
         if not machine.efficiency.is_identity:
             return None
-        engine = engine_for(sc.placement)
-        key = (sc.model, machine, engine, sc.workload.compute_dtype)
+        key = (sc.model, machine, engine_for(sc.placement), sc.workload.compute_dtype)
         last = self._last_expected
         if last is None or last[0][0] is not sc.model or last[0][1] != machine or last[0][2:] != key[2:]:
-            self._last_expected = (key, expected_on(sc.model, machine, dtype=sc.workload.compute_dtype,
-                                                    engine=engine))
+            self._last_expected = (key, expected_for(sc.model, machine, sc.placement, sc.workload.compute_dtype))
         return self._last_expected[1]
 
     @property

@@ -59,13 +59,17 @@ def test_predict_report_and_window_show_the_same_figures(qtbot, window, capsys, 
     assert frame.scenario.workload == workload
     shown, numbers = frame.summary, window.numbers
 
-    n_star = predicted["prefill_crossover_tokens"]
+    # the headline is the placement's (auto-fit's: all on this machine's memory), everywhere
+    placement = predicted["placement"]
+    n_star = placement["prefill_crossover_tokens"]
     assert n_star is not None and 1 < n_star < 1e4
-    assert shown.prefill_crossover == n_star
-    assert float(reported["prefill_crossover"]) == pytest.approx(n_star, rel=1e-9)
-    assert f"n* = {n_star:,.1f} tokens" in text
+    assert shown.headline_prefill_crossover == n_star
+    assert float(reported["placed_prefill_crossover"]) == pytest.approx(n_star, rel=1e-9)
+    assert f"prefill turns compute-bound at n* = {n_star:,.1f} tokens" in text
     assert numbers.value_text("n_star") == f"{n_star:,.0f} tokens"
     assert frame.charts["prefill"].panel("ttft").curve("n_star").x[0] == n_star
+    # the one-memory n* beside it (the lessons' closed form) is the same crossing, said to be so
+    assert predicted["prefill_crossover_tokens"] == shown.prefill_crossover == pytest.approx(n_star, rel=1e-6)
 
     request = predicted["request"]
     for key, value in (("ttft", request["ttft_seconds"]), ("tpot", request["tpot_seconds"])):
@@ -73,22 +77,26 @@ def test_predict_report_and_window_show_the_same_figures(qtbot, window, capsys, 
         assert float(reported[key]) == pytest.approx(value, rel=1e-9)
         assert numbers.value_text(key) == units.fmt(value, "s")
 
-    b_star = _inf(predicted["batch_crossover"])
-    assert shown.batch_crossover == b_star
+    b_star = _inf(placement["batch_crossover"])
+    assert shown.headline_batch_crossover == pytest.approx(b_star)
     if math.isinf(b_star):
-        assert reported["batch_crossover"] == "never"       # summary.csv's word for unreached
+        assert reported["placed_batch_crossover"] == "never"       # summary.csv's word for unreached
     else:
-        assert float(reported["batch_crossover"]) == pytest.approx(b_star, rel=1e-9)
-    expected = "none" if math.isinf(b_star) else f"{b_star:,.0f} sequences"
-    assert numbers.value_text("batch_crossover") == expected
+        assert float(reported["placed_batch_crossover"]) == pytest.approx(b_star, rel=1e-9)
+    fits = placement["max_batch_that_fits"]
+    if math.isinf(b_star):
+        assert numbers.value_text("batch_crossover") == "none"
+    elif b_star > fits:
+        assert numbers.value_text("batch_crossover").startswith(f"{b_star:,.0f} sequences (only ")
+    else:
+        assert numbers.value_text("batch_crossover") == f"{b_star:,.0f} sequences"
 
-    fits = predicted["max_batch_that_fits"]
-    assert shown.max_batch == fits == float(reported["max_batch_that_fits"])
-    assert f"{fits:,} sequences of" in text
+    # the largest batch as placed (its compute buffer and reserve counted), not the one-memory count
+    assert shown.headline_max_batch == fits == int(reported["placed_max_batch_that_fits"]) <= shown.max_batch
+    assert f"as placed, {fits:,} sequences of" in text
     assert f"at most {fits:,} such sequences fit" in next(line.sentence for line in numbers.lines
                                                           if line.key == "memory")
     assert frame.charts["batching"].panel("rate").curve("max_fit").x[0] == fits
-
 
 
 def test_a_placement_by_hand_gives_the_same_figures_everywhere(qtbot, window, capsys, tmp_path):

@@ -316,10 +316,10 @@ def test_failed_prediction_warns_and_keeps_the_last_frame(qtbot, window, monkeyp
     window.recompute.add_band()          # the expected curves' band, drawn once edits pause, is in
     before = window.recompute.frame
 
-    def broken(sc, *_):
+    def broken(sc, *_, **__):
         raise SpecError("workload.batch too large for this test")
 
-    monkeypatch.setattr(recompute, "headline_charts", broken)
+    monkeypatch.setattr(recompute, "figures", broken)
     with qtbot.waitSignal(window.recompute.failed, timeout=WAIT_MS):
         window.state.update_workload(batch=2)
     assert window.recompute.frame is before

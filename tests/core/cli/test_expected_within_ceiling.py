@@ -11,16 +11,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from rooflab.core.app.figures import figures
+from rooflab.core.app.tables import tables
 from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.cli.output import predict_dict
-from rooflab.core.cli.placement import with_placement
 from rooflab.core.errors import SpecError
 from rooflab.core.io import load_model
 from rooflab.core.io.catalogue import list_catalogue
 from rooflab.core.io.presets import load_machine, preset_keys
 from rooflab.core.predict.choice import PlacementChoice
+from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import with_expected
-from rooflab.core.report.placed import placed_as_chosen
 from rooflab.core.values.workload import Workload
 
 W = Workload(prompt=2048, answer=256)
@@ -45,9 +46,9 @@ def predicted(model: str, machine_key: str, choice: PlacementChoice, workload: W
     expected = expected_on(spec, machine)
     if expected is None:
         return None
-    placed = placed_as_chosen(spec, machine, workload, choice)
-    d = with_placement(predict_dict(spec, machine, workload, CONTEXTS, BATCHES, PROMPTS), spec, machine, workload,
-                       placed, CONTEXTS, BATCHES, PROMPTS)
+    answer = figures(Scenario(model=spec, machine=machine, workload=workload, placement=choice), expected=expected)
+    placed = answer.placed
+    d = predict_dict(answer, tables(answer, CONTEXTS, BATCHES, PROMPTS))
     return with_expected(d, spec, expected, workload, CONTEXTS, BATCHES, PROMPTS, placed.stands_on,
                          runs=placed.fits, rows_on=placed.priced_on)
 

@@ -1,7 +1,7 @@
 """``summarise`` honours the scenario's placement choice: a placement by hand or N devices is
 the headline, exactly as ``placed_summary`` (what ``rooflab predict``'s flags call) gives it;
-auto keeps the one-memory request for a model the device holds and auto-fit for one it
-cannot. No Qt here."""
+auto is auto-fit's placement, all on the device for a model it holds (whose request is then the
+one-memory one). No Qt here."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import math
 
 import pytest
 
+from rooflab.core.app.figures import summarise
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
@@ -18,7 +19,7 @@ from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import request
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.placed import placed_summary
-from rooflab.core.report.summary import headline_charts, summarise, summary_rows
+from rooflab.core.report.summary import headline_charts, summary_rows
 from rooflab.core.values.workload import Workload
 
 W = Workload(prompt=2048, answer=256)
@@ -46,7 +47,9 @@ def test_a_placement_by_hand_is_the_headline(gptoss, rtx4090):
 
 
 def test_a_placement_by_hand_places_even_a_model_the_card_holds(qwen8b, rtx4090):
-    assert summarise(_sc(qwen8b, rtx4090)).placed is None           # auto: the one-memory request
+    auto = summarise(_sc(qwen8b, rtx4090))         # auto-fit: all on the card, the one-memory request
+    assert auto.placed.how == "auto" and auto.placed.placement == Placement.all_on_device(qwen8b)
+    assert auto.estimate == request(qwen8b, rtx4090, W)
     s = summarise(_sc(qwen8b, rtx4090, PlacementChoice(gpu_layers=20)))
     assert s.placed is not None and s.placed.placement == Placement(gpu_layers=20)
     assert s.estimate.tpot > request(qwen8b, rtx4090, W).tpot       # half the layers read from host memory
@@ -68,7 +71,7 @@ def test_several_devices_are_the_headline_and_the_charts_draw_them(rtx4090):
     assert s.drawn_on == par and s.headline_max_batch == s.placed_max_batch > s.max_batch
     assert s.headline_prefill_crossover == s.placed_prefill_crossover and math.isfinite(s.placed_prefill_crossover)
     charts = headline_charts(sc, s)
-    assert charts.keys() == headline_charts(_sc(spec, rtx4090)).keys()
+    assert charts.keys() == headline_charts(_sc(spec, rtx4090), summarise(_sc(spec, rtx4090))).keys()
     assert charts["batching"].panel("rate").curve("max_fit").x[0] == s.placed_max_batch
     assert charts["decode"].panel("step").curve("tpot").y[0] == s.estimate.tpot
     assert len(charts["memory"].panel("breakdown").curves) == 2             # a bar per device
