@@ -70,6 +70,21 @@ def on_measure_tab(qtbot, window) -> None:
     qtbot.waitUntil(window.measure_panel.isVisible, timeout=WAIT_MS)
 
 
+def children() -> set[int]:
+    """Processes whose parent is this one (Linux's /proc; elsewhere, none are seen)."""
+    found: set[int] = set()
+    if not os.path.isdir("/proc/self"):
+        return found
+    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+            found.add(int(entry))
+    return found
+
+
 def legend_texts(plot) -> list[str]:
     return [label.text for view in plot._panels.values() for _sample, label in view.legend.items]
 
@@ -162,10 +177,13 @@ def test_cancel_mid_run_leaves_no_point_behind(qtbot, gguf_window, monkeypatch):
     with qtbot.waitSignal(ctl.sample_measured, timeout=60_000):
         panel.model_button.click()
     assert len(ctl.series) == 1                         # the first point is drawn live
+    measuring = children()
+    assert len(measuring) == os.path.isdir("/proc/self")   # llama.cpp measures in a child process
     started = time.monotonic()
     with qtbot.waitSignal(ctl.jobs.aborted, timeout=15_000), qtbot.waitSignal(ctl.jobs.finished, timeout=15_000):
         panel.cancel_button.click()
     assert time.monotonic() - started < 10
+    assert children() == set()                          # which Cancel ended (and reaped)
     assert calls == [] and ctl.series == [] and ctl.points == [] and ctl.calibration is None
     state = window.state
     assert store.load_measurements(store.model_key(state.model), store.machine_key(state.machine)) == []
