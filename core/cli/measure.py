@@ -84,6 +84,9 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="profile to predict with (default: the measured one, measured now if missing)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-save", action="store_true", help="keep neither points nor fit")
+    p.add_argument("--ops", action="store_true",
+                   help="torch: time the prefill of each prompt and the step after it operation by operation, "
+                        "beside the prediction of each (nothing is kept)")
 
     add_calibrate_parser(sub)
     from rooflab.core.cli.server import add_server_parser
@@ -215,6 +218,12 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     model = _model_to_time(engine, args)          # a file that is not there is said before any timing
     machine = _reference_machine(args.machine, args.device, cancel)
     status = _Status()
+    if args.ops:                # operation by operation (cli.measure_ops)
+        from rooflab.core.cli.measure_ops import run_measure_ops
+
+        code = run_measure_ops(args, engine, model, machine, cancel, status)
+        status.done()
+        return code
     try:
         run = run_job(_engine_job(engine, args, model, cancel), status)
     except EngineCrashed as exc:
