@@ -112,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_fit_parser(sub)
 
     p = sub.add_parser("models", help="the built-in model catalogue")
+    p.add_argument("--search", metavar="TEXT", help="only models whose key, name, description or Hugging Face "
+                                                    "repository hold every word of TEXT")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("machines", help="machine presets and saved profiles")
     p.add_argument("--json", action="store_true")

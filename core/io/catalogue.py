@@ -24,6 +24,11 @@ class CatalogueEntry:
     sources: dict[str, str] = field(default_factory=dict)
     lesson: dict[str, Any] = field(default_factory=dict)   # the lessons' figures, for checks
 
+    @property
+    def repository(self) -> str:
+        """The Hugging Face repository the config comes from ("Qwen/Qwen3-8B"), "" if none."""
+        return str(self.config.get("_name_or_path") or "")
+
 
 def _models_dir() -> Path:
     return resources_dir() / "models"
@@ -46,6 +51,14 @@ def _read(path: Path) -> CatalogueEntry:
 def list_catalogue() -> list[CatalogueEntry]:
     """All entries, in file-name order."""
     return [_read(p) for p in sorted(_models_dir().glob("*.json"))]
+
+
+def search_catalogue(text: str) -> list[CatalogueEntry]:
+    """The entries every word of ``text`` finds (case-insensitive) in their key, name,
+    description or Hugging Face repository ("qwen3 coder", "moe", "meta-llama")."""
+    words = text.lower().split()
+    return [e for e in list_catalogue()
+            if all(w in f"{e.key} {e.name} {e.description} {e.repository}".lower() for w in words)]
 
 
 def catalogue_keys() -> list[str]:

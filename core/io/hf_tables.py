@@ -132,14 +132,14 @@ def _window(cfg: Mapping[str, Any]) -> int:
     return _int(cfg, "sliding_window")
 
 
-def _dense_layers(cfg: Mapping[str, Any], layers: int) -> frozenset[int]:
+def _dense_layers(cfg: Mapping[str, Any], layers: int, step_key: str = "decoder_sparse_step") -> frozenset[int]:
     """MoE layers with a dense FFN: the first k (first_k_dense_replace), mlp_only_layers, and
-    those off the decoder_sparse_step. Counts are capped by the layer count, so a huge k
-    costs nothing."""
+    those off the ``step_key`` step (qwen's decoder_sparse_step, Llama 4's
+    interleave_moe_layer_step). Counts are capped by the layer count, so a huge k costs nothing."""
     first_dense = min(_int(cfg, "first_k_dense_replace", default=0), layers)
     dense = set(range(first_dense))
     dense.update(_layer_list(cfg, "mlp_only_layers", layers))
-    step = _int(cfg, "decoder_sparse_step", default=1) or 1
+    step = _int(cfg, step_key, default=1) or 1
     if step > 1:
         dense.update(i for i in range(layers) if (i + 1) % step)
     return frozenset(dense)
@@ -182,7 +182,13 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
     ffn = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden, high=MAX_WIDTH)
     expert_ffn = _int(cfg, "moe_intermediate_size", default=ffn, high=MAX_WIDTH) if experts else 0
     shared_ffn = 0
-    if experts:
+    llama4 = model_type.startswith("llama4") and experts > 0
+    if llama4:
+        # Llama 4: intermediate_size is each expert's (and the one shared expert's) width, the
+        # dense layers between MoE layers (interleave_moe_layer_step) are intermediate_size_mlp wide
+        expert_ffn = shared_ffn = ffn
+        ffn = _int(cfg, "intermediate_size_mlp", default=ffn, high=MAX_WIDTH)
+    elif experts:
         shared_ffn = _int(cfg, "shared_expert_intermediate_size", default=0, high=MAX_WIDTH)
         if not shared_ffn and cfg.get("n_shared_experts"):
             shared_ffn = _int(cfg, "n_shared_experts", high=MAX_EXPERTS) * expert_ffn
@@ -198,7 +204,8 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
         ffn=ffn, vocab=vocab,
         tied=tied_default if tied is None else bool(tied),
         experts=experts, experts_used=experts_used, expert_ffn=expert_ffn, shared_ffn=shared_ffn,
-        dense_layers=_dense_layers(cfg, layers) if experts else frozenset(),
+        dense_layers=_dense_layers(cfg, layers, "interleave_moe_layer_step" if llama4 else "decoder_sparse_step")
+        if experts else frozenset(),
         sliding_window=_window(cfg), layer_types=_layer_types(cfg, layers),
         use_sliding=True if use_sliding is None else bool(use_sliding),
         context_length=_int(cfg, "max_position_embeddings", "n_positions", "seq_length", default=0),
