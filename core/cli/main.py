@@ -36,52 +36,60 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from rooflab.core.app.resolve import choice_from, engine_for
-    from rooflab.core.calibration.expectations import expected_on
+    from rooflab.core.app.figures import figures
+    from rooflab.core.app.resolve import choice_from, expected_for
+    from rooflab.core.app.tables import tables
     from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
-    from rooflab.core.cli.placement import resolve_placed, with_placement
     from rooflab.core.io import load_model
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.expected import expected_text, with_expected
-    from rooflab.core.report.explain import why_text
     from rooflab.core.values.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_PROMPTS
 
     workload = resolve_workload(args)
     spec = load_model(args.model, weights=args.weights)
     machine = resolve_machine(args, spec)
+    choice = choice_from(args)
     contexts = args.contexts or DEFAULT_CONTEXTS
     batches = args.batches or DEFAULT_BATCHES
     prompts = args.prompts or DEFAULT_PROMPTS
     check_grid(contexts, batches, prompts)
-    expected = None if args.calibrated or args.ceiling_only else expected_on(
-        spec, machine, dtype=workload.compute_dtype, engine=engine_for(choice_from(args)))
+    expected = None if args.calibrated or args.ceiling_only else expected_for(
+        spec, machine, choice, workload.compute_dtype)
     if args.ops:                # the operation view: every operation of the two passes (report.ops_table)
         from rooflab.core.report.ops_table import ops_output
 
         sys.stdout.write(ops_output(spec, machine, workload, expected, "json" if args.json else
                                     "csv" if args.csv else "text"))
         return 0
-    placed = resolve_placed(args, spec, machine, workload)     # auto-fit unless placement flags
+    # the one answer: placed once (auto-fit unless placement flags), summarised once
+    answer = figures(Scenario(model=spec, machine=machine, workload=workload, placement=choice), expected=expected)
+    placed = answer.placed
     if args.serve or args.concurrency or args.request_rate:     # serving under load: cli/serve.py
         from rooflab.core.cli.serve import run_serve
 
         return run_serve(args, spec, machine, workload, expected, placed)
+    grid = tables(answer, contexts, batches, prompts)
     # the expected request sits where the headline's does: its placement, or its devices
-    on = placed.stands_on
+    on = answer.stands_on
     if args.json:
-        d = with_placement(predict_dict(spec, machine, workload, contexts, batches, prompts), spec, machine,
-                           workload, placed, contexts, batches, prompts)
+        d = predict_dict(answer, grid)
         print_json(with_expected(d, spec, expected, workload, contexts, batches, prompts, on, runs=placed.fits,
                                  rows_on=placed.priced_on) if expected else d)
     elif args.csv:
-        sys.stdout.write(predict_csv(spec, machine, workload, contexts, batches, prompts))
+        sys.stdout.write(predict_csv(grid))
     else:
-        print(predict_text(spec, machine, workload, contexts, batches, prompts, placed=placed))
-        print(why_text(Scenario(model=spec, machine=machine, workload=workload, placement=choice_from(args))))
+        print(predict_text(answer, grid))
+        print(answer.why_text())
         if expected is not None and placed.fits:
             print(expected_text(spec, expected, workload, on))
         elif expected is not None:
             print(f"expected with {expected.calibration.engine_label}: none, the model does NOT fit here")
+        elif not (args.calibrated or args.ceiling_only):        # none: say why when it is not the usual
+            from rooflab.core.calibration.expectations import VLLM, missing_expected
+
+            why = missing_expected(machine, VLLM if args.devices > 1 and args.parallel == "tensor" else None)
+            if why:
+                print(f"expected: none ({why})")
     return 0
 
 
