@@ -64,6 +64,7 @@ def measure_llamacpp_in_child(path: str | os.PathLike[str], plan: LlamaCppPlan |
     plan = plan or LlamaCppPlan()
     path = os.fspath(path)
     request = {"path": path, "plan": plan_record(plan), "available": available}
+    yield Progress(step="prepare", message="starting llama.cpp in a process of its own", fraction=0.0)
     record, points = yield from run_in_child("llamacpp", request, cancel, name="llama.cpp",
                                              planned=planned_points(plan))
     return measurement_from_record(record, points, read_gguf(path))
