@@ -16,6 +16,11 @@ per row and per machine beside it, and how often the band holds the measurement.
 
     python benchmarks/bench_offload_accuracy.py          # score with the shipped constants
     python benchmarks/bench_offload_accuracy.py --fit    # also fit the constants (grid) and score LOSO
+
+``--several`` also prices the published runs on several devices (resources/benchmarks rows with
+devices > 1, layer split), which the one-device fit leaves out: the back end's fitted factors on
+each device, the layer split's hops and pipelined prompt (``offload``), scored against each
+row. Those rows were never fitted, so the figure is out of sample for them.
 """
 
 from __future__ import annotations
@@ -164,9 +169,104 @@ def report(rows: list[Row], predicted: dict[int, tuple[float, float, float]], ti
           f"{statistics.median(machines):.0%} ({len(machines)} machines), band holds {sum(inside)} of {len(rows)}")
 
 
+def _linked(machine: MachineProfile, key: str) -> MachineProfile:
+    """``machine`` with the link between its devices: its preset's when rooflab has one by that
+    key, else PCIe 4.0 x16 (32 GB/s per direction; the sources do not state the board)."""
+    try:
+        preset = load_machine(key)
+    except Exception:           # no preset by that key: the published machine alone
+        preset = None
+    if preset is not None and preset.interconnect_bandwidth > 0:
+        return dataclasses.replace(machine, interconnect_bandwidth=preset.interconnect_bandwidth,
+                                   interconnect_name=preset.interconnect_name,
+                                   interconnect_kind=preset.interconnect_kind,
+                                   interconnect_devices=preset.interconnect_devices, host_link=preset.host_link)
+    return dataclasses.replace(machine, interconnect_bandwidth=32e9, interconnect_name="PCIe 4.0 x16 (assumed)",
+                               interconnect_kind="pcie")
+
+
+KEPT = np.round(np.arange(0.0, 1.001, 0.1), 1)
+
+
+def several_devices() -> None:
+    """The layer-split runs of the published llama-bench sets (never fitted by the one-device
+    fit): each priced at its back end's fitted factors with the pipeline keeping ``KEPT`` of its
+    ideal saving; the share fitted on every row and leaving one source out, and the errors of
+    the shipped ``layer_split.PIPELINE_KEPT`` by test kind and device count."""
+    from rooflab.core.calibration import public, public_fit
+    from rooflab.core.predict import layer_split
+    from rooflab.core.predict.expected import efficiency_for
+
+    data = public.load_public()
+    fits = public.fit_groups(data)
+    shipped = layer_split.PIPELINE_KEPT
+    rows: list[tuple[str, str, int, str, float, dict[float, float]]] = []   # source, kind, N, set-up, measured, by kept
+    for row in data.rows:
+        s = row.source
+        if (s.devices or 1) < 2 or (s.split_mode or "layer") != "layer" or s.partial_offload:
+            continue
+        pm = data.machine(row.machine)
+        group = public_fit.group_of(pm)
+        if group not in fits:
+            continue
+        spec = public.spec_of(data, row)
+        base = _linked(public.machine_profile(pm), row.machine)
+        m = dataclasses.replace(base, efficiency=efficiency_for(spec, base, public.group_rates(fits, group),
+                                                                dtype="fp16", relative=True))
+        w = public.workload_of(row)
+        p = Placement(gpu_layers=spec.layers + 1, devices=int(s.devices or 1))
+        n, depth = int(row.test.tokens), int(s.depth)
+        got: dict[float, float] = {}
+        for kept in (KEPT if row.test.kind != "decode" else (shipped,)):
+            layer_split.PIPELINE_KEPT = float(kept)
+            if row.test.kind == "decode":
+                steps = placed_decode(spec, m, w, p, context=depth + np.arange(n, dtype=np.float64))
+                got[float(kept)] = n / float(np.sum(steps.seconds))
+            else:
+                got[float(kept)] = n / float(placed_prefill(spec, m, w, p, prompt=n, context=depth).seconds)
+        layer_split.PIPELINE_KEPT = shipped
+        rows.append((public_score_source(data, row), public.kind(row), int(s.devices or 1),
+                     f"{row.machine} x{s.devices}", row.tokens_per_second, got))
+
+    def best(subset: list[tuple[str, str, int, str, float, dict[float, float]]]) -> float:
+        scores = [(statistics.median(error(r[5][float(k)], r[4]) for r in subset), float(k)) for k in KEPT]
+        return min(scores)[1]
+
+    pp = [r for r in rows if r[1] == "pp"]
+    print(f"several devices (layer split): {len(rows)} published rows never fitted, {len({r[0] for r in rows})} "
+          f"sources, {len({r[3] for r in rows})} set-ups; PIPELINE_KEPT shipped {shipped}, fitted on every "
+          f"prompt row {best(pp)}")
+    held = []
+    for source in sorted({r[0] for r in pp}):
+        train = [r for r in pp if r[0] != source]
+        kept = best(train) if train else shipped
+        held += [error(r[5][kept], r[4]) for r in pp if r[0] == source]
+    print(f"  pp leaving one source out: {len(held)} rows, median error {statistics.median(held):.0%}")
+    for kind in ("pp", "tg"):
+        for n in sorted({r[2] for r in rows}):
+            es = [error(r[5][shipped], r[4]) for r in rows if r[1] == kind and r[2] == n]
+            ratios = [r[4] / r[5][shipped] for r in rows if r[1] == kind and r[2] == n]
+            if es:
+                print(f"  {kind} on {n} devices: {len(es)} rows, median error {statistics.median(es):.0%}, "
+                      f"measured / expected {statistics.median(ratios):.2f} (median)")
+    every = [error(r[5][shipped], r[4]) for r in rows]
+    by_setup: dict[str, list[float]] = {}
+    for r, e in zip(rows, every, strict=True):
+        by_setup.setdefault(r[3], []).append(e)
+    print(f"  all: {len(every)} rows, row median {statistics.median(every):.0%}, set-up median "
+          f"{statistics.median(statistics.median(v) for v in by_setup.values()):.0%} ({len(by_setup)} set-ups)")
+
+
+def public_score_source(data: Any, row: Any) -> str:
+    from rooflab.core.calibration import public_score
+
+    return public_score.source(data, row)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="fit the two constants and score leaving one source out")
+    ap.add_argument("--several", action="store_true", help="also score the published runs on several devices")
     args = ap.parse_args(argv)
     rows = _rows()
     print(f"{DATA.name}: {len(rows)} rows, {len({r.source for r in rows})} sources, "
@@ -196,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
                     if r.source == source:
                         held[i] = expected(r)
         report(rows, held, "leave one source out")
+    if args.several:
+        several_devices()
     return 0
 
 

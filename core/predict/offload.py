@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rooflab.core.predict import work
+from rooflab.core.predict import layer_split, work
 from rooflab.core.predict.batching import BatchSweep
 from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, memory_seconds, pass_compute, prefill_rows
 from rooflab.core.predict.crossover import first_crossing
@@ -40,7 +40,7 @@ from rooflab.core.predict.host_part import (
     host_link_bandwidth,
 )
 from rooflab.core.predict.layer_split import pipeline_share, pipelines
-from rooflab.core.predict.offload_terms import crossing_seconds
+from rooflab.core.predict.offload_terms import crossing_seconds, is_ceiling
 from rooflab.core.predict.parallel import Parallel, communication_seconds
 from rooflab.core.predict.placement import Part, Placement, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request
@@ -193,7 +193,8 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     if not pipelines(spec, placement):
         return placed
     # a layer split holding every layer: llama.cpp pipelines the ubatches across the devices
-    share = pipeline_share(n * b, workload.ubatch, placement.devices)
+    share = pipeline_share(n * b, workload.ubatch, placement.devices,
+                           kept=1.0 if is_ceiling(machine) else layer_split.PIPELINE_KEPT)
     on_devices = dataclasses.replace(placed.device, seconds=placed.device.seconds * share)
     comm = placed.communication * share
     return PlacedPass(device=on_devices, host=placed.host, communication=comm,
