@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rooflab.core.errors import ModelFileError, ResourceError
 from rooflab.core.files.capped import path_kind
+from rooflab.core.io.textfile import did_you_mean
 from rooflab.core.jobs import CancelFlag, Progress, run_job
 from rooflab.core.values.model import ModelSpec
 
@@ -58,6 +59,9 @@ def load_model(ref: str | os.PathLike[str], *, weights: str | None = None,
         from rooflab.core.io.hf import spec_from_folder
 
         return spec_from_folder(path, weights=weights)
+    if path.is_file() and path.suffix.lower() != ".json" and not _starts_like_json(path):
+        raise ModelFileError(path, "is neither a GGUF file nor a Hugging Face config.json (rooflab opens .gguf "
+                                   "files, config.json files and model folders, catalogue names, hf: names and links)")
     if path.suffix.lower() == ".json" or path.is_file():
         from rooflab.core.io.hf import load_config_file
 
@@ -70,8 +74,9 @@ def load_model(ref: str | os.PathLike[str], *, weights: str | None = None,
         raise ModelFileError(path, f"is {kind}, not a model file or folder")
     if os.sep in text or "/" in text or path.suffix:
         raise ModelFileError(path, "no such file or folder")
-    raise ResourceError(f"unknown model {text!r}: not a file, folder or catalogue entry "
-                        f"(catalogue: {', '.join(catalogue_keys())})")
+    keys = catalogue_keys()
+    raise ResourceError(f"unknown model {text!r}: not a file, folder or catalogue entry{did_you_mean(text, keys)} "
+                        f"({len(keys)} in the catalogue: 'rooflab models' lists them)")
 
 
 def takes_weights(ref: str | os.PathLike[str]) -> bool:
@@ -83,6 +88,15 @@ def takes_weights(ref: str | os.PathLike[str]) -> bool:
         return remote_takes_weights(os.fspath(ref))
     path = Path(os.fspath(ref)).expanduser()
     return not (path.suffix.lower() == ".gguf" or (path.is_file() and _is_gguf(path)))
+
+
+def _starts_like_json(path: Path) -> bool:
+    """Whether the file's first non-blank byte opens a JSON object (a config.json by another name)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"{"
+    except OSError:
+        return True                     # the config reader says what is wrong with it
 
 
 def _is_gguf(path: Path) -> bool:

@@ -15,7 +15,7 @@ from rooflab.core.files.paths import data_dir, profiles_dir
 from rooflab.core.files.records import load_record, read_record, write_record
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.files.safe_json import dumps_json, read_json
-from rooflab.core.io.textfile import printable
+from rooflab.core.io.textfile import did_you_mean, printable
 from rooflab.core.values.machine import MEASURED_KEY as MEASURED_KEY  # re-exported: the key beside the presets'
 from rooflab.core.values.machine import MachineProfile
 
@@ -134,8 +134,9 @@ def load_machine(ref: str) -> MachineProfile:
     user = profiles_dir() / f"{slug(key)}.json"
     if user.is_file():
         return _read_profile(user, slug(key))
-    known = ", ".join(preset_keys())
-    raise ResourceError(f"unknown machine {ref!r} (presets: {known}; or a profile .json path)")
+    known = preset_keys()
+    raise ResourceError(f"unknown machine {ref!r}{did_you_mean(ref, known)} (presets: {', '.join(known)}; "
+                        "or a profile .json path)")
 
 
 # --- the measured machine (data folder: machines/measured.json) -------------------------------

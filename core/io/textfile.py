@@ -8,7 +8,9 @@ a machine profile or an import result."""
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +48,20 @@ def read_text_capped(path: Path, max_bytes: int, what: str) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ModelFileError(path, f"is not UTF-8 text (byte {exc.start:,})") from None
+
+
+def _squeezed(name: str) -> str:
+    return re.sub(r"[-_. ]", "", name.lower())
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """"; did you mean rtx-4090?" for a name one slip away from a known key (separators
+    ignored, then spelling), or "" when none is near."""
+    keys = list(known)
+    by_squeezed = {_squeezed(k): k for k in keys}
+    if (same := by_squeezed.get(_squeezed(name))) is not None:
+        return f"; did you mean {same}?"
+    near = difflib.get_close_matches(_squeezed(name), list(by_squeezed), n=3, cutoff=0.75)
+    if not near:
+        return ""
+    return f"; did you mean {' or '.join(by_squeezed[k] for k in near)}?"

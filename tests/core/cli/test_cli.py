@@ -159,6 +159,29 @@ def test_errors_are_one_line_exit_2(capsys, argv, fragment):
     assert err.count("\n") == 1 and fragment in err and err.startswith("rooflab: error:")
 
 
+@pytest.mark.parametrize("argv, suggestion", [
+    (["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx4090"], "did you mean rtx-4090?"),
+    (["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "RTX 4090"], "did you mean rtx-4090?"),
+    (["inspect", "qwen3-8b-q4km"], "did you mean qwen3-8b-q4_k_m?"),
+    (["inspect", "gpt-oss-20b"], "did you mean gpt-oss-20b-mxfp4"),
+])
+def test_a_misspelled_name_gets_a_suggestion(capsys, argv, suggestion):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert suggestion in err
+    assert len(err) < 1200                  # the whole catalogue is no longer pasted into the line
+
+
+@pytest.mark.parametrize("name, content", [("notes.txt", b"meeting at 3\n"), ("chart.png", b"\x89PNG\r\n\x1a\n")])
+def test_a_file_that_is_no_model_says_what_rooflab_opens(capsys, tmp_path, name, content):
+    # "notes.txt: is not valid JSON" and "chart.png: is not UTF-8 text" told the user nothing useful
+    path = tmp_path / name
+    path.write_bytes(content)
+    code, out, err = run(capsys, "inspect", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{name}: is neither a GGUF file nor a Hugging Face config.json" in err
+
+
 @pytest.mark.parametrize("option, value, fragment", [
     ("--batches", "0", "[1, 65,536]"),              # a batch of 0 printed a row of 0 tokens/s
     ("--batches", "70000", "[1, 65,536]"),
