@@ -17,6 +17,7 @@ from rooflab.core.calibration.engine_calibration import ModelPoints, calibrate_e
 from rooflab.core.calibration.models import REAL_SIZE_MODELS, CalibrationModel, calibration_models
 from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, Progress, check_cancel
+from rooflab.core.measure.engines.child_job import EngineCrashed
 from rooflab.core.measure.engines.engine import EngineRun, measure_in_llamacpp, measure_in_torch
 from rooflab.core.measure.engines.rounds import merge_rounds
 from rooflab.core.values.calibration import EngineCalibration
@@ -177,11 +178,14 @@ def run_calibration(plan: CalibrationPlan | None = None, cancel: CancelFlag = No
             label = f"model {i + 1} of {len(models)} ({model.key})"
             if plan.rounds > 1:
                 label = f"round {r + 1} of {plan.rounds}, {label}"
-            for progress in job_progress(job, r * len(models) + i, plan.rounds * len(models), label):
-                if isinstance(progress, EngineRun):
-                    rounds[i].append(progress)
-                else:
-                    yield progress
+            try:
+                for progress in job_progress(job, r * len(models) + i, plan.rounds * len(models), label):
+                    if isinstance(progress, EngineRun):
+                        rounds[i].append(progress)
+                    else:
+                        yield progress
+            except EngineCrashed as exc:       # nothing of a calibration is kept before its fit
+                raise MeasurementError(f"{label}: {exc.head}; the calibration stopped") from exc
     runs = [merge_rounds(model_rounds) for model_rounds in rounds]
     machine_notes: tuple[str, ...] = ()
     if machine is None:

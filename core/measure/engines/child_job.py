@@ -61,13 +61,16 @@ _HINTS = {"SIGILL": " (an instruction this processor does not have: the engine w
 
 class EngineCrashed(MeasurementError):
     """The engine's child process died before it finished: killed by a signal (``signal_name``)
-    or exited without a result. ``points``: what it measured before, as they arrived; ``run``:
-    the unfinished run made of them, when the caller builds one (``engine.EngineRun``)."""
+    or exited without a result. ``head``: what happened ("llama.cpp was killed by SIGSEGV after
+    3 of 8 points"), the message being it and what became of the points ("; the 3 are kept").
+    ``points``: what it measured before, as they arrived; ``run``: the unfinished run made of
+    them, when the caller builds one (``engine.EngineRun``)."""
 
-    def __init__(self, message: str, points: Iterable[MeasuredPoint] = (), *, signal_name: str = "",
+    def __init__(self, head: str, points: Iterable[MeasuredPoint] = (), *, signal_name: str = "",
                  run: Any = None) -> None:
-        super().__init__(message)
+        self.head = head
         self.points = tuple(points)
+        super().__init__(head + _kept(len(self.points)))
         self.signal_name = signal_name
         self.run = run
 
@@ -107,19 +110,14 @@ def run_in_child(engine: str, request: Mapping[str, Any], cancel: CancelFlag, *,
     if error is not None:
         raise _raised(error)
     if code < 0:
-        raise EngineCrashed(crash_text(name, _signal_name(-code), len(points), planned), points,
-                            signal_name=_signal_name(-code))
+        signal_name = _signal_name(-code)
+        raise EngineCrashed(f"{name} was killed by {signal_name}{_HINTS.get(signal_name, '')} after "
+                            f"{len(points)} of {planned} points", points, signal_name=signal_name)
     if code != 0 or result is None:
         last = next((text for text in reversed(said) if text.strip()), "it printed no error message")
-        raise EngineCrashed(f"{name} stopped (its process exited with status {code}) after {len(points)} of "
-                            f"{planned} points{_kept(len(points))}: {last}", points)
+        raise EngineCrashed(f"{name} stopped (its process exited with status {code}: {last[:200]}) after "
+                            f"{len(points)} of {planned} points", points)
     return result, tuple(points)
-
-
-def crash_text(name: str, signal_name: str, measured: int, planned: int) -> str:
-    """"llama.cpp was killed by SIGSEGV after 3 of 8 points; the 3 are kept"."""
-    return (f"{name} was killed by {signal_name}{_HINTS.get(signal_name, '')} after {measured} of {planned} "
-            f"points{_kept(measured)}")
 
 
 def _kept(measured: int) -> str:

@@ -135,7 +135,7 @@ def measure_in_llamacpp(spec: ModelSpec, ref: object, plan: Any = None, cancel: 
     try:
         run, judged = yield from _judging(measure_llamacpp_in_child(path, plan, cancel, available), judged)
     except EngineCrashed as exc:
-        raise EngineCrashed(str(exc), exc.points, signal_name=exc.signal_name,
+        raise EngineCrashed(exc.head, exc.points, signal_name=exc.signal_name,
                             run=_unfinished(spec, path, _apply(exc.points, judged), str(exc))) from exc
     notes = list(run.notes)
     if path == synthetic_gguf_path(spec):

@@ -248,6 +248,34 @@ def test_llama_cpp_killed_mid_run_is_one_line_and_exit_2(tmp_path: Path, capsys,
                                        store.machine_key(presets.load_machine("reference-cpu")))) == 1
 
 
+def test_llama_cpp_killed_mid_calibration_stops_it_in_one_line(tmp_path: Path, capsys, monkeypatch):
+    """A calibration's llama.cpp dying (a real SIGSEGV in its child, after the first model's
+    first point) names the model, the signal and the points in one line, exits 2 and keeps no
+    calibration (nothing of one is kept before its fit)."""
+    needs.llama_cpp()
+    from rooflab.core.calibration.models import CalibrationModel
+    from rooflab.core.measure import calibration_run
+    from rooflab.core.measure.engines.child_job import CRASH_ENV
+    from rooflab.core.values.machine import MachineProfile
+    from tests.factories.llm_configs import llama_config
+
+    tiny = tuple(CalibrationModel(key=f"tiny-{w}", description="", weights=w,
+                                  config=llama_config(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                                      num_key_value_heads=1, intermediate_size=256, vocab_size=500))
+                 for w in ("q8_0", "q4_k_m"))
+    monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: tiny)
+    presets.save_measured_machine(MachineProfile(name="this machine (measured)", bandwidth=30e9,
+                                                 peak_flops={"fp32": 150e9}, memory=16e9, default_dtype="fp32",
+                                                 kind="cpu", key="measured"))
+    monkeypatch.setenv(CRASH_ENV, "SIGSEGV:1")
+    assert main(["measure", "calibrate", "--threads", "1", "--repeats", "1", "--quick", "--keep-machine"]) == 2
+    captured = capsys.readouterr()
+    (line,) = [text for text in captured.err.splitlines() if text.startswith("rooflab: error:")]
+    assert line.startswith("rooflab: error: model 1 of 2 (tiny-q8_0): llama.cpp was killed by SIGSEGV after 1 of ")
+    assert line.endswith("points; the calibration stopped") and "Traceback" not in captured.err
+    assert store.load_engine_calibration("measured") is None
+
+
 def test_a_config_is_measured_in_llamacpp_through_a_generated_gguf(tmp_path: Path, capsys, monkeypatch):
     needs.llama_cpp()
     from rooflab.core.io import load_model
