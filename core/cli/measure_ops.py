@@ -16,6 +16,7 @@ from rooflab.core.measure.engines.torch import backend
 from rooflab.core.measure.engines.torch.ops import GROUPS, MeasuredOperation, OpsMeasurement, OpsPlan, measure_ops
 from rooflab.core.predict.ops_clocks import TimedOperation, timed_operations
 from rooflab.core.report.ops_table import OP_KEYS, op_record
+from rooflab.core.report.text import count
 from rooflab.core.report.units import fmt
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
@@ -70,8 +71,8 @@ def _passes(m: OpsMeasurement) -> list[dict[str, Any]]:
 
 
 def _text(m: OpsMeasurement, machine: MachineProfile, rows: list[dict[str, Any]]) -> str:
-    lines = [f"{m.label}: torch {m.device} {m.dtype}, {m.threads} threads, {m.attention or 'default'} attention; "
-             f"predicted on {machine.name}"]
+    lines = [f"{m.label}: torch {m.device} {m.dtype}, {count(m.threads, 'thread')}, "
+             f"{m.attention or 'default'} attention; predicted on {machine.name}"]
     for p in m.passes:
         lines.append(f"  {p.phase} of prompt {p.prompt:,}: {fmt(p.seconds, 's')} timed plainly, "
                      f"{fmt(p.seconds_ops, 's')} summed by operation ({p.overhead:+.1%}: the profiler's ranges "

@@ -100,7 +100,7 @@ def ops_text(spec: ModelSpec, machine: MachineProfile, workload: Workload,
              f"every byte on the one memory, activations f32, flash attention "
              f"{'on' if workload.flash_attention else 'off'}",
              "expected: " + (expected_label or "calibrated") if expected is not None
-             else "expected: none (no calibration of this machine): ceilings only"]
+             else "expected: none (no calibration applied): ceilings only"]
     head = (f"{'phase':<8} {'layer kind':<13} {'operation':<18} {'layers':>6} {'FLOPs':>10} {'bytes':>10} "
             f"{'FLOP/byte':>9} {'bound':<7} {'ceiling':>10} {'expected':>10} {'share':>6}")
     lines += ["", head]
