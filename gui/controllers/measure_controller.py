@@ -161,7 +161,7 @@ class MeasureController(QObject):
 
         engine = self.view.engine_key()
         if engine not in ("llamacpp", "torch"):
-            raise MeasurementError("calibration runs llama.cpp in process or torch: choose one of them as the engine")
+            raise MeasurementError("calibration runs rooflab's llama.cpp or torch: choose one of them as the engine")
         plan = CalibrationPlan(engine=engine, threads=self.view.threads.value() or None,
                                repeats=self.view.repeats.value(), measure_machine=self.view.remeasure.isChecked())
         self._start(functools.partial(run_calibration, plan), "calibrate")

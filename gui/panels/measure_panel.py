@@ -1,6 +1,6 @@
 """The Measure tab's view: the controls for measuring this machine, timing the model on screen
-in an engine (llama.cpp in process, the user's llama-bench, or torch), importing llama.cpp
-benchmark output and loading a running server (``ServerBox``), a progress bar, and the
+in an engine (llama.cpp through llama-cpp-python, the user's llama-bench, or torch), importing
+llama.cpp benchmark output and loading a running server (``ServerBox``), a progress bar, and the
 calibration read-out.
 
 It reads its controls into plans and shows what it is handed; ``MeasureController`` runs the

@@ -32,9 +32,10 @@ from rooflab.core.values.model import ModelSpec
 
 R = TypeVar("R")
 
-#: Engine keys and what the window calls them.
+#: Engine keys and what the window calls them: llama.cpp as rooflab installs and runs it (through
+#: llama-cpp-python, in a child process), the user's own llama.cpp tools, transformers in torch.
 ENGINES: dict[str, str] = {
-    "llamacpp": "llama.cpp (llama-cpp-python)",
+    "llamacpp": "llama.cpp (rooflab's)",
     "llama-bench": "llama-bench (your build)",
     "torch": "torch (transformers)",
 }
