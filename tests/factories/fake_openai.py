@@ -26,6 +26,7 @@ and hostile ones, each a way a server rooflab does not control can answer:
     redirect    HTTP 302 to an address with a user and password
     drip        a byte every 50 ms, never a whole line
     flood       token chunks without end
+    gzip        the stream compressed, though the client asked for none (a 64 MB gzip bomb)
     (other)     HTTP 404: the model does not exist
 
 The tokenizer counts ``per_word`` tokens a word (one; ``/tokenize``, off with
@@ -39,6 +40,8 @@ words: a test of memory must not hold them)."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import gzip
 import json
 import socket
 import threading
@@ -48,7 +51,7 @@ from aiohttp import web
 
 MODES = ("ok", "short", "slow", "http500", "cut", "nofinish", "stall", "malformed", "empty")
 HOSTILE = ("longline", "bigline", "infinity", "digits", "absurd", "echo", "errecho", "html", "redirect", "drip",
-           "flood")
+           "flood", "gzip")
 PAGE = "<!DOCTYPE html><html><head><title>Welcome</title></head><body>\x1b]0;pwned\x07hello</body></html>"
 
 
@@ -213,6 +216,9 @@ class FakeServer:
             return web.Response(text=PAGE, content_type="text/html")
         if model == "redirect":
             raise web.HTTPFound(f"http://user:{key}@127.0.0.1:{self.port}/v1/completions")
+        if model == "gzip":
+            return web.Response(body=_bomb(), headers={"Content-Type": "text/event-stream",
+                                                       "Content-Encoding": "gzip"})
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         token = _event(_chunk(chat, "w ", None))
@@ -245,6 +251,12 @@ class FakeServer:
                 await resp.write(token)
         await resp.write_eof()
         return resp
+
+
+@functools.cache
+def _bomb() -> bytes:
+    """64 MB of one SSE line, gzipped to about 64 KB."""
+    return gzip.compress(b"data: " + b" " * (64 << 20), compresslevel=9)
 
 
 def _chunk(chat: bool, text: str, reason: str | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from rooflab.core.errors import MeasurementError
+from rooflab.core.io.textfile import printable
 from rooflab.core.measure.loadtest.plan import METRICS_SECONDS, PREFLIGHT_SECONDS, RequestRecord, ServerPlan, public_url
 from rooflab.core.measure.loadtest.stream import StreamState, error_message, prometheus_samples
 from rooflab.core.measure.loadtest.untrusted import (
@@ -58,7 +59,10 @@ class Client:
         self.root, login = split_credentials(plan.url)
         self.url = self.root + ("/v1/chat/completions" if self.chat else "/v1/completions")
         self.where = public_url(plan.url)
-        self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        # identity, and the session does not inflate: the caps hold on the bytes a server sends, not on
+        # what a compressed body would inflate to (a 64 KiB gzip chunk can be 64 MB)
+        self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                        "Accept-Encoding": "identity"}
         secret = api_key or (os.environ.get(plan.api_key_env, "") if plan.api_key_env else "")
         if plan.api_key_env and not secret:
             raise MeasurementError(f"the environment variable {plan.api_key_env} is not set (it should hold "
@@ -123,6 +127,9 @@ class Client:
                                          allow_redirects=False) as resp:
                 if resp.status >= 300 or "html" in resp.headers.get("Content-Type", "").lower():
                     raise await self.refused(resp)
+                if compressed(resp):
+                    raise StreamError(f"the server sent its answer compressed ({compressed(resp)}) though asked "
+                                      "for none")
                 await read_lines(resp.content, on_line, stall=self.plan.stall_timeout,
                                  max_bytes=steps * MAX_LINE)
             if not state.finished:
@@ -203,6 +210,9 @@ class Client:
                                            "give its API key with --api-key-env")
                 if 300 <= resp.status < 400 or "html" in resp.headers.get("Content-Type", "").lower():
                     raise MeasurementError(f"{self.where}/v1/models: {self.clean(await self.refused(resp))}")
+                if compressed(resp):
+                    raise MeasurementError(f"{self.where}/v1/models: the server sent its answer compressed "
+                                           f"({self.clean(compressed(resp), 40)}) though asked for none")
                 listed = await read_json(resp.content) if resp.status < 300 else None
                 if resp.status < 300 and listed is None:
                     raise MeasurementError(f"{self.where}/v1/models answers with something that is not JSON: "
@@ -236,6 +246,12 @@ class Client:
         except (StreamError, TimeoutError, *client_errors()):
             return {}
         return {self.clean(k, 200): v for k, v in prometheus_samples(text, METRICS_KEPT).items()}
+
+
+def compressed(resp: Any) -> str:
+    """The Content-Encoding of an answer that is not plain (rooflab asks for ``identity``)."""
+    encoding = str(resp.headers.get("Content-Encoding", "")).strip()
+    return "" if encoding.lower() in ("", "identity") else printable(encoding, 40)
 
 
 def first_line(exc: BaseException) -> str:

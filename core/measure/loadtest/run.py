@@ -236,7 +236,7 @@ class _Run:
         watcher = asyncio.create_task(self.watch())
         connector = aiohttp.TCPConnector(limit=MAX_IN_FLIGHT)
         try:
-            async with aiohttp.ClientSession(connector=connector) as session:
+            async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
                 self.client.session = session
                 self.setup_task = asyncio.create_task(self.setup())
                 try:

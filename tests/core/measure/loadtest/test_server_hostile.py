@@ -206,6 +206,9 @@ def test_e_endless_answers_are_bounded(capsys, fake):
         one_line(measure(capsys, server.url, "--model", "ok", *SMALL), "an answer of over 4,194,304 bytes")
     ran = measure(capsys, fake.url, "--model", "flood", *SMALL, "--no-save")
     assert ran.code == 1 and ran.problems() == ["the server sent over 72 token steps for an answer of 4 tokens"]
+    ran = measure(capsys, fake.url, "--model", "gzip", *SMALL, "--no-save")          # never inflated
+    assert ran.code == 1 and ran.problems() == ["the server sent its answer compressed (gzip) though asked for none"]
+    assert all(h["Accept-Encoding"] == "identity" for h in fake.headers)
 
 
 # --- F: what would refuse the result is checked first ---------------------------------------
