@@ -5,14 +5,18 @@ nothing visible."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from rooflab.core.report.chart_types import distinguishing_labels
-from rooflab.core.report.charts import CHART_TITLES
+from rooflab.core.report.charts import CHART_TITLES, ROOFLINE
+from rooflab.core.report.ops_chart import scenario_ops_chart
 from rooflab.core.report.overlays import expected_label
 from rooflab.core.report.serving_chart import SERVING, SERVING_TITLE
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
+from rooflab.gui.plots.roofline import OPERATIONS, RooflinePlot
 from rooflab.gui.plots.serving import ServingPlot
 from rooflab.gui.plots.style import EXPECTED_INDEX
 from rooflab.gui.state.recompute import Frame
@@ -57,6 +61,11 @@ class PlotTabsPanel(QWidget):
         self._stale: set[str] = set()
         self._expected_shapes: dict[str, ExpectedShape] = {}
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
+        self.roofline.view_changed.connect(self._on_roofline_view_changed)
+
+    @property
+    def roofline(self) -> RooflinePlot:
+        return cast(RooflinePlot, self.plots[ROOFLINE])
 
     def show_frame(self, frame: Frame) -> None:
         """Draw ``frame`` on the plot on screen; the others are drawn when shown."""
@@ -108,6 +117,8 @@ class PlotTabsPanel(QWidget):
                                         *(p.scenario.description for p, _ in frame.pinned)])
         pinned = [PinnedChart(p.pin_id, label, charts[plot.chart_key])
                   for (p, charts), label in zip(frame.pinned, labels[1:], strict=True)]
+        if plot is self.roofline and self.roofline.mode == OPERATIONS:    # built only when shown
+            self.roofline.set_operations(scenario_ops_chart(frame.scenario, frame.expected))
         plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])
         self._draw_expected(plot, frame, labels[0] if pinned else "")
 
@@ -118,6 +129,10 @@ class PlotTabsPanel(QWidget):
             self._expected_shapes.pop(key, None)
         else:
             self._expected_shapes[key] = shape
+
+    def _on_roofline_view_changed(self, _view: str) -> None:
+        self._stale.add(ROOFLINE)
+        self._draw(self.roofline)
 
     def _on_tabs_current_changed(self, index: int) -> None:
         plot = self.tabs.widget(index)

@@ -1,13 +1,83 @@
-"""attainable FLOP/s against arithmetic intensity, with this workload's prefill and decode placed on it."""
+"""attainable FLOP/s against arithmetic intensity, with this workload's prefill and decode placed on it; or,
+in the operation view, every operation of both passes (``core.report.ops_chart``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QWidget
+
+from rooflab.core.report.chart_types import Chart
 from rooflab.core.report.charts import ROOFLINE
-from rooflab.gui.plots.base import ChartPlot
+from rooflab.core.report.ops_chart import OPS_PANEL
+from rooflab.gui.plots.base import ChartPlot, PinnedChart
+from rooflab.gui.widgets.theme import LIGHT, Theme
+
+PASSES, OPERATIONS = "passes", "operations"
+VIEWS: tuple[tuple[str, str], ...] = ((PASSES, "Passes"), (OPERATIONS, "Operations"))
 
 
 class RooflinePlot(ChartPlot):
     """Roofline: attainable FLOP/s against arithmetic intensity, with this workload's prefill and decode placed
-    on it."""
+    on it; the operation view places every operation of both passes instead."""
 
     chart_key = ROOFLINE
+    view_changed = Signal(str)            # PASSES or OPERATIONS, when the user switches
+
+    def __init__(self, theme: Theme = LIGHT, parent: QWidget | None = None) -> None:
+        super().__init__(theme, parent)
+        self.view_box = QComboBox()
+        for key, text in VIEWS:
+            self.view_box.addItem(text, key)
+        self.view_box.setToolTip("Passes: prefill and decode as two points. Operations: every multiply, "
+                                 "attention step and small op of both passes, each at its own intensity.")
+        layout = self.bar.layout()
+        if layout is not None:
+            layout.addWidget(self.view_box)
+        self._passes: tuple[Chart, tuple[PinnedChart, ...], str] | None = None
+        self._operations: Chart | None = None
+        self.view_box.currentIndexChanged.connect(self._on_view_box_current_index_changed)
+
+    @property
+    def mode(self) -> str:
+        """PASSES or OPERATIONS: what the plot draws."""
+        return str(self.view_box.currentData())
+
+    def set_view(self, view: str) -> None:
+        self.view_box.setCurrentIndex(next(i for i, (key, _) in enumerate(VIEWS) if key == view))
+
+    def set_charts(self, current: Chart, pinned: Sequence[PinnedChart] = (),
+                   current_label: str = "current") -> None:
+        """The passes' chart (kept, drawn in the pass view); the operations' chart itself when
+        it is the one handed over (a report's twin replaying this plot)."""
+        if any(p.key == OPS_PANEL for p in current.panels):
+            super().set_charts(current, pinned, current_label)
+            return
+        self._passes = (current, tuple(pinned), current_label)
+        if self.mode == OPERATIONS and self._operations is not None:
+            super().set_charts(self._operations, (), current_label)
+        else:
+            super().set_charts(current, pinned, current_label)
+
+    def set_operations(self, chart: Chart | None) -> None:
+        """The current scenario's operations chart (None: none yet), drawn in the operation view
+        from the next ``set_charts`` on (hand it over first: one drawing, not two)."""
+        self._operations = chart
+
+    def replay_on(self, other: ChartPlot) -> None:
+        """A report's twin draws the passes whatever the view (the operations have their own
+        picture, roofline-ops.png)."""
+        if self._passes is None:
+            super().replay_on(other)
+            return
+        for key, (layer, by_panel) in self._extras.items():
+            other._extras[key] = (layer, dict(by_panel))
+        other.set_charts(*self._passes)
+
+    def _on_view_box_current_index_changed(self, _index: int) -> None:
+        if self.mode == PASSES and self._passes is not None:
+            super().set_charts(*self._passes)
+        elif self.mode == OPERATIONS and self._operations is not None:
+            super().set_charts(self._operations, (), self._passes[2] if self._passes else "current")
+        self.view_changed.emit(self.mode)

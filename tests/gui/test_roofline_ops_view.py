@@ -1,0 +1,41 @@
+"""The Roofline tab's operation view: the toggle hands the plot the operations chart core
+builds (one point per operation, named for the hover), the workload's edits follow it, the
+pass view comes back unchanged, and it renders (a grab() smoke test)."""
+
+from __future__ import annotations
+
+from rooflab.core.report.ops_chart import OPS_PANEL
+from rooflab.gui.plots.roofline import OPERATIONS, PASSES
+from tests.factories.waits import WAIT_MS
+
+
+def _points(plot) -> dict[str, object]:
+    return {c.key: c for c in plot.chart.panel(OPS_PANEL).curves if c.kind == "points"}
+
+
+def test_toggle_between_passes_and_operations(qtbot, window, tmp_path):
+    plot = window.plot_panel.roofline
+    window.plot_tabs.setCurrentWidget(plot)
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        window.state.update_workload(context=4096)
+    assert plot.panel_keys() == ["roofline"]
+    with qtbot.waitSignal(plot.view_changed, timeout=WAIT_MS) as changed:
+        plot.set_view(OPERATIONS)                            # control -> plot
+    assert changed.args == [OPERATIONS]
+    assert plot.panel_keys() == [OPS_PANEL]
+    points = _points(plot)
+    q = points["decode:dense:q_proj"]
+    assert "q_proj" in q.label and q.role == "memory"     # named for the hover, coloured by its clock
+    assert plot.readout_at(OPS_PANEL, float(q.x[0]), float(q.y[0])).count("q_proj") == 1
+    before = float(points["decode:dense:attn_scores"].extras["seconds"][0])
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        window.state.update_workload(context=16384)          # model -> plot: the view follows the workload
+    assert plot.mode == OPERATIONS and plot.panel_keys() == [OPS_PANEL]
+    after = float(_points(plot)["decode:dense:attn_scores"].extras["seconds"][0])
+    assert after > 1.5 * before                              # attention reads the longer cache
+    image = plot.grab()
+    assert not image.isNull() and image.width() > 100
+    image.save(str(tmp_path / "roofline-ops-view.png"))
+    plot.set_view(PASSES)
+    assert plot.panel_keys() == ["roofline"]
+    assert {c.key for c in plot.chart.panel("roofline").curves} >= {"roof", "prefill", "decode"}
