@@ -176,6 +176,8 @@ def _print_machine_run(run: Any) -> None:
         print(f"  roofline ({run.roofline[0].dtype}, k = n = {run.roofline[0].k}): m, FLOP/byte, GFLOP/s")
         for s in run.roofline:
             print(f"    {s.m:>5} {s.intensity:9.2f} {s.achieved / 1e9:9.1f}")
+    if run.unsteady:
+        print(f"  unsteady: {run.unsteady}")
 
 
 def _calibrate(args: argparse.Namespace, cancel: CancelToken) -> int:

@@ -3,7 +3,10 @@ peaks per dtype, roofline samples, and the MachineProfile they make.
 
 Each bandwidth and peak figure is the median of several runs spread over the whole measurement
 (``runs``, in the order they ran); ``best`` is kept beside it, and ``spread`` says how far the
-runs disagree. A run that fails a consistency check (``machine_checks``) says why in
+runs disagree. Where they disagree by more than ``STEADY_SPREAD`` (a shared machine whose
+neighbours come and go), the figure is the median of the faster half of the runs: a timing cannot
+beat the hardware, so the fastest consistent runs are the nearest to the ceiling (``unsteady``
+says so). A run that fails a plausibility check (``measure.machine.checks``) says why in
 ``disturbed`` and is never made the measured machine."""
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from rooflab.core.errors import SpecError
 from rooflab.core.values.machine import MEASURED_KEY, MachineProfile
 
 GB = 1e9
+#: (fastest - slowest) / median of one figure's runs up to which the median of all runs is taken.
+STEADY_SPREAD = 0.25
 
 
 def run_spread(runs: tuple[float, ...], best: float, median: float) -> float:
@@ -25,6 +30,16 @@ def run_spread(runs: tuple[float, ...], best: float, median: float) -> float:
     if len(runs) >= 2 and median > 0:
         return (max(runs) - min(runs)) / median
     return max(0.0, best / median - 1.0) if median > 0 else 0.0
+
+
+def settled(runs: tuple[float, ...], median: float, spread: float) -> float:
+    """The figure a profile takes of one measured rate: the ``median`` of its runs while they
+    agree (``spread`` up to ``STEADY_SPREAD``), else the median of the faster half of ``runs``."""
+    if spread <= STEADY_SPREAD or len(runs) < 2:
+        return median
+    faster = sorted(runs)[len(runs) // 2:]
+    middle = len(faster) // 2
+    return faster[middle] if len(faster) % 2 else (faster[middle - 1] + faster[middle]) / 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,7 +51,7 @@ class BandwidthResult:
     buffer_bytes: int
     bytes_per_call: float
     best: float               # bytes/s, fastest run
-    median: float             # bytes/s, the figure the profile takes
+    median: float             # bytes/s, of all runs (the profile takes ``figure``)
     repeats: int
     threads: int
     runs: tuple[float, ...] = ()     # bytes/s of each run, in the order they ran
@@ -44,6 +59,11 @@ class BandwidthResult:
     @property
     def spread(self) -> float:
         return run_spread(self.runs, self.best, self.median)
+
+    @property
+    def figure(self) -> float:
+        """The rate a profile takes (``settled``)."""
+        return settled(self.runs, self.median, self.spread)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +74,7 @@ class MatmulResult:
     device: str
     size: int
     best: float               # FLOP/s, fastest run
-    median: float             # FLOP/s, the figure the profile takes
+    median: float             # FLOP/s, of all runs (the profile takes ``figure``)
     repeats: int
     threads: int
     runs: tuple[float, ...] = ()     # FLOP/s of each run, in the order they ran
@@ -62,6 +82,11 @@ class MatmulResult:
     @property
     def spread(self) -> float:
         return run_spread(self.runs, self.best, self.median)
+
+    @property
+    def figure(self) -> float:
+        """The rate a profile takes (``settled``)."""
+        return settled(self.runs, self.median, self.spread)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,7 +124,8 @@ class MachineMeasurement:
     # the 1-minute load average when the run began and ended (None where the system has none)
     load_start: float | None = None
     load_end: float | None = None
-    disturbed: str = ""            # why a consistency check failed; "" for a run that passed them
+    disturbed: str = ""            # why a plausibility check failed; "" for a run that passed them
+    unsteady: str = ""             # what moved while it ran (runs far apart, the load rising): kept, said
     fp32_bound: float | None = None   # FLOP/s the CPU's cores, clock and vectors allow (None: not known)
 
     def best_bandwidth(self, kernel: str = "read") -> float | None:
@@ -108,8 +134,9 @@ class MachineMeasurement:
         return max(rates) if rates else None
 
     def peak_flops(self) -> dict[str, float]:
-        """FLOP/s per dtype: the median of each dtype's runs."""
-        return {r.dtype: r.median for r in self.matmul}
+        """FLOP/s per dtype: each dtype's ``figure`` (the median of its runs, or of the faster
+        half where they disagree)."""
+        return {r.dtype: r.figure for r in self.matmul}
 
     def spread_text(self) -> str:
         """"Medians of 5 runs each; runs differ by read 4%, copy 3%, triad 5%, fp32 2%": how far
@@ -119,8 +146,13 @@ class MachineMeasurement:
         if not figures:
             return ""
         runs = max(n for _, _, n in figures)
-        return (f"Medians of {runs} runs each; runs differ by "
+        text = (f"Medians of {runs} runs each; runs differ by "
                 + ", ".join(f"{name} {spread:.0%}" for name, spread, _ in figures))
+        wide = [name for name, spread, _ in figures if spread > STEADY_SPREAD]
+        if wide:
+            text += (f"; {', '.join(wide)}: the faster half's median (runs more than {STEADY_SPREAD:.0%} apart, "
+                     "as on a shared machine)")
+        return text
 
     def profile(self, fallback: MachineProfile | None = None) -> MachineProfile:
         """"This machine, measured": B = the fastest streaming kernel's median (read, copy or
@@ -129,7 +161,7 @@ class MachineMeasurement:
         is 1: the profile is spec-free, so calibration against it measures only the engine's gap.
 
         Figures not measured in this run come from ``fallback`` (raises SpecError if none)."""
-        rates = [r.median for r in self.bandwidth]
+        rates = [r.figure for r in self.bandwidth]
         read = max(rates) if rates else None
         flops = self.peak_flops()
         if fallback is not None:
@@ -142,7 +174,8 @@ class MachineMeasurement:
                    "date": self.date, "device": self.device_name, "torch": self.torch_version,
                    "threads": str(self.threads)}
         for r in self.matmul:
-            sources[f"peak_flops.{r.dtype}"] = (f"median of {r.repeats} runs of {r.size}x{r.size} matmuls "
+            which = "median" if r.figure == r.median else "the faster half's median"
+            sources[f"peak_flops.{r.dtype}"] = (f"{which} of {r.repeats} runs of {r.size}x{r.size} matmuls "
                                                 f"(spread {r.spread:.0%}), {r.threads} threads, "
                                                 f"torch {self.torch_version}")
         kind = "cpu" if self.device == "cpu" else ("unified" if self.device.startswith("mps") else "gpu")
@@ -154,8 +187,8 @@ class MachineMeasurement:
             notes=f"measured {self.date} on {self.device} with {self.threads} threads, torch {self.torch_version}")
 
     def _bandwidth_source(self) -> str:
-        parts = [f"{r.kernel} median {r.median / GB:.1f} GB/s (best {r.best / GB:.1f}, spread {r.spread:.0%})"
-                 for r in self.bandwidth]
+        parts = [f"{r.kernel} {'median' if r.figure == r.median else 'faster half'} {r.figure / GB:.1f} GB/s "
+                 f"(best {r.best / GB:.1f}, spread {r.spread:.0%})" for r in self.bandwidth]
         size = self.bandwidth[0].buffer_bytes / (1 << 20) if self.bandwidth else 0
         return (f"fastest streaming kernel's median over {size:.0f} MiB buffers, {self.threads} threads; "
                 + "; ".join(parts)) if parts else "not measured"

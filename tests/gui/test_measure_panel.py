@@ -359,7 +359,7 @@ def test_a_disturbed_machine_run_is_not_switched_to(qtbot, tiny_window, monkeypa
     small = machine_module.MachinePlan(threads=1, buffer_bytes=4 << 20, repeats=1, dtypes=("fp32",),
                                        matmul_max=256, experiments=("bandwidth", "matmul"))
     monkeypatch.setattr(panel, "machine_plan", lambda: small)
-    wide = "fp32 matmul runs differ by 80% (limit 25%)"
+    wide = "a 256-row fp32 multiply reached 30.0 GFLOP/s, above the fp32 peak of 1.7 GFLOP/s"
     monkeypatch.setattr(workflow, "judge_machine", lambda run, earlier=(): dataclasses.replace(run, disturbed=wide))
     assert panel.use_measured.isChecked()
     before, kept = tiny_window.state.machine, presets.load_measured_machine()
@@ -367,7 +367,7 @@ def test_a_disturbed_machine_run_is_not_switched_to(qtbot, tiny_window, monkeypa
         panel.machine_button.click()
     assert tiny_window.state.machine is before and presets.load_measured_machine() == kept
     shown = panel.error.text()
-    assert "disturbed (fp32 matmul runs differ by 80% (limit 25%))" in shown and "not used" in shown
+    assert f"disturbed ({wide})" in shown and "not used" in shown
     assert presets.disturbed_machine_path().is_file()
 
 

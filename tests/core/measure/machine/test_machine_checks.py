@@ -12,7 +12,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.files.records import read_record
 from rooflab.core.io import presets
 from rooflab.core.measure import workflow
-from rooflab.core.measure.machine.checks import SPREAD_LIMIT, disturbance, judge_machine, problems, short_of
+from rooflab.core.measure.machine.checks import disturbance, judge_machine, problems, short_of, unsteadiness
 from rooflab.core.values.machine_run import BandwidthResult, MachineMeasurement, MatmulResult, RooflineSample
 
 GB = 1e9
@@ -60,25 +60,36 @@ def test_the_issues_busy_run_is_disturbed():
     assert "\n" not in line
 
 
-def test_repeats_that_disagree_are_flagged():
-    """Two runs of this VM minutes apart gave 42.9 and 70.9 GB/s: runs spread over one measurement
-    that see such a change disagree by far more than the limit."""
-    changed = quiet_run(bandwidth=(_bandwidth((42.9e9, 70.9e9, 55.0e9)),),
+def test_repeats_that_disagree_are_kept_at_their_faster_half_and_said():
+    """Two runs of this VM minutes apart gave 42.9 and 70.9 GB/s; on a shared VM every machine
+    measurement had runs that far apart, and refusing them left the user with no measured
+    machine at all. A timing cannot beat the hardware: the faster runs are the nearer the ceiling."""
+    changed = quiet_run(bandwidth=(_bandwidth((42.9e9, 70.9e9, 55.0e9, 68.0e9)),),
                         matmul=(_matmul((300e9, 310e9, 305e9)),), roofline=())
-    assert problems(changed) == [f"read bandwidth runs differ by 51% (limit {SPREAD_LIMIT:.0%})"]
-    wide = quiet_run(matmul=(_matmul((20e9, 34e9, 33e9)),))
-    assert problems(wide) == [f"fp32 matmul runs differ by 42% (limit {SPREAD_LIMIT:.0%})"]
+    assert problems(changed) == []
+    assert unsteadiness(changed) == ["read bandwidth runs differ by 41%",
+                                     "each such figure is the median of its faster runs"]
+    judged = judge_machine(changed)
+    assert judged.disturbed == "" and judged.unsteady.startswith("read bandwidth runs differ by 41%")
+    assert judged.profile().bandwidth == pytest.approx((68.0e9 + 70.9e9) / 2)   # faster half: 68.0 and 70.9
+    assert "the faster half's median" in judged.spread_text()
+    wide = judge_machine(quiet_run(matmul=(_matmul((20e9, 34e9, 33e9)),)))
+    assert wide.disturbed == "" and wide.peak_flops()["fp32"] == pytest.approx(33.5e9)  # faster half: 33 and 34
+    steady = judge_machine(quiet_run())
+    assert steady.unsteady == "" and steady.profile().bandwidth == pytest.approx(12.8e9)   # agreeing runs: the median
 
 
-def test_a_load_that_rose_during_the_run_is_flagged():
-    assert problems(quiet_run(load_start=0.5, load_end=2.1)) == ["the load average rose from 0.50 to 2.10"]
-    assert problems(quiet_run(load_start=None, load_end=None)) == []     # no load average: nothing to judge
+def test_a_load_that_rose_during_the_run_is_said_not_refused():
+    rose = judge_machine(quiet_run(load_start=0.5, load_end=2.1))
+    assert rose.disturbed == "" and rose.unsteady.startswith("the load average rose from 0.50 to 2.10")
+    assert unsteadiness(quiet_run(load_start=None, load_end=None)) == []     # no load average: nothing to judge
 
 
 def test_the_one_line_counts_what_it_does_not_name():
-    many = quiet_run(matmul=(_matmul((0.5e9, 1.5e9, 1.0e9)),), load_start=0.0, load_end=3.0)
+    # a roof beaten, a balance no machine has and a peak above what the processor allows
+    many = quiet_run(matmul=(_matmul((0.5e9, 1.5e9, 1.0e9)),), fp32_bound=0.5e9)
     line = disturbance(many)
-    assert line.endswith("; 2 more") and line.count(";") == 2
+    assert line.endswith("; 1 more") and line.count(";") == 2
 
 
 @pytest.fixture
@@ -162,7 +173,7 @@ def test_a_slowed_run_is_not_made_the_measured_machine_unless_the_user_says_it_i
     assert presets.load_measured_machine() == replaced and replaced.peak_flops["fp32"] == pytest.approx(15.1e9)
     # an internal failure alone says nothing of --replace (replacing would not help)
     with pytest.raises(MeasurementError) as caught:
-        workflow.keep_machine_run(quiet_run(load_start=0.5, load_end=2.1))
+        workflow.keep_machine_run(quiet_run(fp32_bound=20e9))        # a peak this processor cannot reach
     assert "--replace" not in str(caught.value)
 
 
@@ -179,8 +190,8 @@ def test_of_runs_spread_over_a_job_the_fastest_that_passes_is_used_and_the_rest_
     profile, notes = workflow.keep_best_machine_run([("before", quiet_run()), ("after", faster)], keep=False)
     assert profile.peak_flops["fp32"] == pytest.approx(36.0e9) and notes == ()
     # none passes: one line naming each run's reason, nothing switched to
-    with pytest.raises(MeasurementError, match=r"before: the load average rose .*; after: its fp32 peak") as caught:
-        workflow.keep_best_machine_run([("before", quiet_run(load_start=0.2, load_end=3.0)),
+    with pytest.raises(MeasurementError, match=r"before: a 1024-row fp32 multiply .*; after: its fp32 peak") as caught:
+        workflow.keep_best_machine_run([("before", quiet_run(matmul=(_matmul((1.7e9, 1.73e9, 1.75e9), 256),))),
                                         ("after", slowed_run())])
     assert "\n" not in str(caught.value) and presets.load_measured_machine().peak_flops["fp32"] == pytest.approx(
         33.9e9)
