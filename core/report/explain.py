@@ -79,8 +79,10 @@ def _placed_why(sc: Scenario, s: Summary) -> tuple[str, str]:
     pre, dec = s.placed_prefill, s.placed_decode
     if pre is None or dec is None:          # pragma: no cover - a placement that runs has its parts
         return f"{head}, one after the other.", f"{head}, one after the other."
-    start = sc.workload.context + sc.workload.prompt
-    return (f"{head}: {_parts(sc, pre)}; {fmt(pre.seconds, 's')} in all.",
+    w = sc.workload
+    start = w.context + w.prompt
+    prompts = f"{w.batch:,} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
+    return (f"{head}: for the {prompts}, {_parts(sc, pre)}; {fmt(pre.seconds, 's')} in all.",
             f"{head}: at {start:,} tokens of context {_parts(sc, dec)}; {fmt(dec.seconds, 's')} a step in all.")
 
 

@@ -103,11 +103,13 @@ class RecomputeController(QObject):
         state = self._state
         try:
             sc = state.scenario
-            answer = figures(sc, expected=self._expected(sc))
+            answer = figures(sc)
+            # a model that cannot run here has no expected figure, in the numbers or on the charts
+            if answer.placed.fits:
+                answer = dataclasses.replace(answer, expected=self._expected(sc))
             summary = answer.summary
             charts = answer.charts()
-            # a model that cannot run here has no expected figure, in the numbers or on the charts
-            expected = answer.expected_figures
+            expected = answer.expected
             # the band (a chart set per replicate) waits until the edits pause: see _on_band_timeout
             curves = None if expected is None else expected_curves(
                 sc.model, expected, sc.workload, replicas=0, n_star=summary.headline_prefill_crossover,

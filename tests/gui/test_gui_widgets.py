@@ -111,7 +111,8 @@ def test_numbers_panel_says_which_clock_bounds_each_phase(window):
     assert lines["ttft"].bound in ("memory", "compute")
     assert "bound" in lines["tpot"].sentence
     assert lines["tpot"].value == window.numbers.value_text("tpot")
-    assert lines["memory"].sentence.startswith("Weights")
+    # the memory as placed (auto-fit's: every layer on the card), its buffer and reserve counted
+    assert lines["memory"].sentence.startswith("As placed:") and "reserve" in lines["memory"].sentence
 
 
 def test_numbers_panel_sentences_at_the_extremes(window):
@@ -132,16 +133,17 @@ def test_numbers_panel_sentences_at_the_extremes(window):
     assert "65,536 × 1,002,049 tokens" in huge["memory"]
     assert "not even one sequence of 1,002,049 tokens fits beside the weights" in huge["memory"]
     assert "at most 0" not in huge["memory"]
-    # fits in the card's memory: 56 caches of 2,304 cells (2,049 tokens padded to 256, as llama.cpp holds them)
+    # 56 caches of 2,304 cells (2,049 tokens padded to 256, as llama.cpp holds them) fit the card's memory
+    # on their own, but not beside the compute buffer and reserve: placed, the prompts are named per part
     big = sentences(batch=56, answer=1)
     assert "56 × 2,048-token prompts" in big["ttft"] and big["end_to_end"].startswith("TTFT alone")
-    tiny = dataclasses.replace(sc.machine, memory=1e9, key="")
-    # placed with every layer on the host, the card's own reserve and buffer still overflow its 1 GB
+    tiny = dataclasses.replace(sc.machine, memory=0.3e9, key="")
+    # placed with every layer on the host, the card's own reserve and buffer still overflow its 300 MB
     assert "before any cache, the weights placed on the GPU and the back end's reserve" in sentences(tiny)["memory"]
     alone = dataclasses.replace(tiny, offload_memory=0.0, offload_bandwidth=0.0)         # no host memory
     assert "before any cache, the weights placed on the GPU and the back end's reserve" in sentences(alone)["memory"]
     roomy = sentences(dataclasses.replace(sc.machine, key=""))["memory"]              # the card holds it whole
-    assert "tokens fit; at most" in roomy and "As placed" not in roomy
+    assert roomy.startswith("As placed:") and "tokens; at most" in roomy and "such sequences fit" in roomy
 
 
 def test_crossovers_of_a_machine_that_computes_slowly_read_right(window):

@@ -94,16 +94,29 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
 
 
 def test_a_model_that_cannot_run_here_shows_no_figure(qtbot, window):
-    frame = open_placed(qtbot, window, "deepseek-v3-q4_k_m")
-    assert frame.summary.placed is not None and not frame.summary.placed.fits
+    # DeepSeek-V3's weights alone page from disk (mmap) beside a 4090: 64 caches of 100,000 tokens
+    # more cannot be held anywhere
+    open_placed(qtbot, window, "deepseek-v3-q4_k_m")
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS) as drawn:
+        window.state.update_workload(batch=64, context=100_000)
+    frame = drawn.args[0]
+    assert not frame.summary.placed.fits
     assert window.numbers.value_text("placement") == "does NOT fit"
     assert "ttft" not in [line.key for line in window.numbers.lines]
     assert not any(line.key.startswith("expected") for line in window.numbers.lines)
 
 
 def test_a_model_the_card_holds_keeps_the_one_memory_headline(qtbot, window):
+    from rooflab.core.predict.placement import Placement
+    from rooflab.core.predict.request import request
+
     frame = open_placed(qtbot, window, "qwen3-8b-q4_k_m")
-    assert frame.summary.placed is None and window.numbers.lines[0].key == "ttft"
+    sc, placed = frame.scenario, frame.summary.placed
+    # auto-fit puts every layer on the card: its request is the one-memory one, and no row is
+    # spent saying so (the memory row says where it sits)
+    assert placed.how == "auto" and placed.placement == Placement.all_on_device(sc.model)
+    assert frame.summary.estimate == request(sc.model, sc.machine, sc.workload)
+    assert window.numbers.lines[0].key == "ttft"
 
 
 def test_the_reports_expected_figures_stand_on_the_placement(qtbot, window, tmp_path):
