@@ -1,8 +1,9 @@
-"""``rooflab fit --machine M [--min-tps X] [--context N] [--json]``: what can I run here? Every
-catalogue model in its own weight format and the common GGUF ones (``report.fit_table``),
-ranked by how it fits this machine (placed by auto-fit, as ``rooflab predict`` places it) and
-then by its expected decode speed. Each row is ``rooflab compare``'s row for that model on
-that machine: the figures are the same numbers."""
+"""``rooflab fit --machine M [--min-tps X] [--sort capability|speed|context] [--json]``: what
+can I run here? Every catalogue model in its own weight format and the common GGUF ones
+(``report.fit_table``), placed by auto-fit as ``rooflab predict`` places it: the most capable
+models that fit and decode at X tokens/s or more first, then slower ones, then those paged from
+disk or that do not fit. Each row is ``rooflab compare``'s row for that model on that machine:
+the figures are the same numbers."""
 
 from __future__ import annotations
 
@@ -15,21 +16,28 @@ from rooflab.core.cli.args import add_engine_options
 from rooflab.core.cli.compare import RowProgress, compare_workload, names
 from rooflab.core.errors import SpecError
 from rooflab.core.report.compare import row_dict
-from rooflab.core.report.fit_table import FORMATS, FitRow, fit_words
+from rooflab.core.report.fit_table import FORMATS, SORTS, USABLE_TPS, FitRow, fit_words
 from rooflab.core.report.text import capacity_text
 from rooflab.core.report.units import fmt
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
 
 GB = 1e9
+_SORT_WORDS = {"capability": "most parameters first", "speed": "the better fit, then the faster first",
+               "context": "the longest conversation that fits first"}
 
 
 def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("fit", help="what can I run here? every catalogue model ranked by fit and speed on a machine")
+    p = sub.add_parser("fit", help="what can I run here? the most capable catalogue models that run at a usable "
+                                   "speed on a machine first")
     p.add_argument("--machine", required=True, metavar="MACHINE",
                    help="a preset key, a saved profile, 'measured', or a profile .json path")
-    p.add_argument("--min-tps", type=float, default=0.0, metavar="X",
-                   help="rank models slower than X tokens/s per sequence (expected, else the ceiling) last")
+    p.add_argument("--min-tps", type=float, default=USABLE_TPS, metavar="X",
+                   help=f"usable speed: models slower than X tokens/s per sequence (expected, else the ceiling) "
+                        f"rank after those that reach it (default {USABLE_TPS:g}; 0: no floor)")
+    p.add_argument("--sort", choices=SORTS, default="capability",
+                   help="within each group: most parameters first (capability, the default), fastest first "
+                        "(speed), or longest context first (context)")
     p.add_argument("--context", type=int, default=None, metavar="N",
                    help="tokens already in the conversation (the cache): each model must hold N + prompt + "
                         "answer, and decodes at that depth (default 0)")
@@ -44,7 +52,8 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
 
 
-def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float) -> str:
+def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float,
+             sort: str = "capability") -> str:
     """The ranked table, aligned (GB = 10^9 bytes, ms, tokens/s), under two lines that say
     what it is for and how it is ranked."""
     per = " per sequence" if workload.batch > 1 else ""
@@ -53,35 +62,38 @@ def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload
     lines = [f"What can I run on {machine.name}? {capacity_text(machine.memory)} at "
              f"{fmt(machine.bandwidth, 'B/s')}{second}",
              f"prompt {workload.prompt:,}, answer {workload.answer:,}, context {workload.context:,}, "
-             f"batch {workload.batch:,}, {workload.kv_type} cache; placed by auto-fit; ranked by fit, then expected "
-             f"tokens/s{per} (the ceiling where no calibration applies)"
-             + (f"; below {min_tps:g} tokens/s last" if min_tps else "")]
-    table = [["rank", "model", "weights", "fit", "expected tok/s", "ceiling tok/s", "expected TTFT", "TTFT",
+             f"batch {workload.batch:,}, {workload.kv_type} cache; placed by auto-fit",
+             f"first what fits{f' at {min_tps:g} tokens/s{per} or more' if min_tps else ''}, then slower, then paged "
+             f"from disk, then not at all; within each, {_SORT_WORDS[sort]} (tokens/s: expected, else the ceiling)"]
+    table = [["rank", "model", "weights", "params B", "fit", "expected tok/s", "ceiling tok/s", "expected TTFT", "TTFT",
               "memory GB", "max context", "flags"]]
     for f in rows:
         r = f.row
-        table.append([str(f.rank), r.model, r.weights, fit_words(f, machine, min_tps),
+        table.append([str(f.rank), r.model, r.weights, f"{f.capability / 1e9:,.1f}", fit_words(f, machine, min_tps),
                       rate_text(r.expected_per_sequence),
                       rate_text(r.per_sequence), time_text(r.expected_ttft), time_text(r.ttft),
                       f"{r.device_used / GB:,.1f} of {r.device_capacity / GB:,.1f}" if r.fits else "",
                       f"{r.largest_context:,}" if r.fits else "", r.flags])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    left = (1, 2, 3, len(widths) - 1)
+    left = (1, 2, 4, len(widths) - 1)
     lines += [("  ".join(c.ljust(w) if i in left else c.rjust(w)
                          for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip() for row in table]
     return "\n".join(lines)
 
 
 def fit_dict(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float,
-             formats: Sequence[str]) -> dict[str, object]:
+             formats: Sequence[str], sort: str = "capability") -> dict[str, object]:
     """The JSON object: what was ranked and how, and per row its rank, catalogue key, the
-    format it opens in (null: its own), how it fits, and ``rooflab compare``'s row."""
+    format it opens in (null: its own), its parameters, how it fits and why it stands there,
+    and ``rooflab compare``'s row."""
     return {"machine": {"key": machine.key, "name": machine.name}, "workload": {
         "prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
         "batch": workload.batch, "kv_type": workload.kv_type}, "min_tokens_per_second": min_tps or None,
-        "formats": list(formats),
-        "rows": [{"rank": f.rank, "catalogue_key": f.entry.key, "weights_format": f.entry.weights, "fit": f.fit,
-                  "fast_enough": f.fast_enough, "tokens_per_second": f.speed, **row_dict(f.row)} for f in rows]}
+        "formats": list(formats), "sort": sort,
+        "rows": [{"rank": f.rank, "catalogue_key": f.entry.key, "weights_format": f.entry.weights,
+                  "params_total": f.capability, "fit": f.fit, "fast_enough": f.fast_enough,
+                  "tokens_per_second": f.speed, "why": fit_words(f, machine, min_tps), **row_dict(f.row)}
+                 for f in rows]}
 
 
 def run_fit(args: argparse.Namespace) -> int:
@@ -97,11 +109,11 @@ def run_fit(args: argparse.Namespace) -> int:
     machine = load_machine(args.machine)
     formats = tuple(f.lower() for f in args.weights) if args.weights else FORMATS
     status = RowProgress(command="rooflab fit")
-    rows = run_job(fit_table_job(machine, workload, formats=formats, min_tps=args.min_tps,
+    rows = run_job(fit_table_job(machine, workload, formats=formats, min_tps=args.min_tps, sort=args.sort,
                                  expected=None if args.ceiling_only else expected_machine), status)
     status.done()
     if args.json:
-        print_json(fit_dict(rows, machine, workload, args.min_tps, formats))
+        print_json(fit_dict(rows, machine, workload, args.min_tps, formats, args.sort))
     else:
-        print(fit_text(rows, machine, workload, args.min_tps))
+        print(fit_text(rows, machine, workload, args.min_tps, args.sort))
     return 0

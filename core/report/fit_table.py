@@ -1,7 +1,10 @@
 """What can I run here? Every catalogue model, in its own weight format and in the common GGUF
-ones, on one machine, ranked the way llmfit and LM Studio users read such a list: first by how
-it fits (all of it on the device; the routed experts of some layers in the second memory;
-whole layers there; not at all), then by its expected decode speed.
+ones, on one machine, ranked so the list answers the question: the most capable models that
+fit in memory and decode at a usable speed first (``USABLE_TPS`` tokens/s per sequence, or the
+floor asked for), then those that fit but run slower, then those that would page their weights
+from disk, then those that do not fit. Capability is stated as total parameters (the proxy:
+no quality score is assumed). ``--sort speed`` ranks each group by speed instead (the old
+order: fit, then tokens/s), ``--sort context`` by the longest conversation that fits.
 
 Each row's figures are ``report.compare``'s row for that model on that machine (placed by
 auto-fit, the placement ``rooflab predict`` shows): ``rooflab fit``, the window's "What fits"
@@ -10,6 +13,7 @@ module only chooses the entries and orders the rows."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 
@@ -27,8 +31,11 @@ FORMATS: tuple[str, ...] = ("q4_k_m", "q8_0", "bf16")
 SIXTEEN_BIT = frozenset({"bf16", "fp16", "f16"})         # one 16-bit row per model is enough
 NATIVE_ONLY = frozenset({"mxfp4"})          # shipped quantised (gpt-oss): its own format is the model
 #: how a model fits, best first: all of it in the device's memory, the routed experts of some layers
-#: in the second memory (``CompareRow.offload``), whole layers there, not at all
-FIT_ORDER: tuple[str, ...] = ("device", "experts", "layers", "does_not_fit")
+#: in the second memory (``CompareRow.offload``), whole layers there, more than both memories hold
+#: (its weights paged from disk through mmap), not at all
+FIT_ORDER: tuple[str, ...] = ("device", "experts", "layers", "disk", "does_not_fit")
+USABLE_TPS = 10.0               # tokens/s per sequence: below it a chat reads slower than people do
+SORTS: tuple[str, ...] = ("capability", "speed", "context")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +62,16 @@ class FitRow:
     row: CompareRow
     fit: str                    # one of FIT_ORDER
     fast_enough: bool           # at or above the --min-tps asked for (True when none was)
+
+    @property
+    def capability(self) -> int:
+        """Total parameters, the stated proxy for how capable a model is."""
+        return self.entry.spec.params_total
+
+    @property
+    def runs(self) -> bool:
+        """Fits in the machine's memories (device and second memory), not paged from disk."""
+        return self.fit in ("device", "experts", "layers")
 
     @property
     def speed(self) -> float | None:
@@ -105,20 +122,53 @@ def _catalogue_entry(key: str) -> CatalogueEntry:
     return entry
 
 
-def ranked(entries: Sequence[FitEntry], rows: Sequence[CompareRow], min_tps: float = 0.0) -> list[FitRow]:
-    """``rows`` (one per entry, in order) ranked: those at or above ``min_tps`` tokens/s first,
-    then by how they fit (``FIT_ORDER``), then fastest first; ties by name."""
+def fit_kind(row: CompareRow, machine: MachineProfile) -> str:
+    """How ``row`` fits ``machine`` (one of ``FIT_ORDER``): weights and cache more than the device
+    and the second memory hold together are paged from disk ("disk"), however they are placed."""
+    if not row.fits:
+        return "does_not_fit"
+    if row.weight_bytes + row.kv_bytes > machine.memory + (machine.offload_memory if machine.has_offload else 0.0):
+        return "disk"
+    return row.offload or "device"
+
+
+def group(row: FitRow) -> int:
+    """The group a row is ranked in, best first: runs at the floor or faster (0), runs slower
+    (1), paged from disk (2), does not fit (3)."""
+    if row.runs:
+        return 0 if row.fast_enough else 1
+    return 2 if row.fit == "disk" else 3
+
+
+def ranked(entries: Sequence[FitEntry], rows: Sequence[CompareRow], min_tps: float = USABLE_TPS,
+           sort: str = "capability", machine: MachineProfile | None = None) -> list[FitRow]:
+    """``rows`` (one per entry, in order) ranked in ``group``s, and within each by ``sort``:
+    "capability" (most parameters first, then the better fit, then the faster), "speed" (the
+    better fit, then the faster) or "context" (the longest conversation that fits first); ties
+    by name. ``min_tps`` 0: no floor. ``machine`` tells paging from disk (without it, none is)."""
+    if sort not in SORTS:
+        raise SpecError(f"--sort must be one of {', '.join(SORTS)}, got {sort!r}")
     unranked = []
     for entry, row in zip(entries, rows, strict=True):
         rate = speed(row)
-        unranked.append((entry, row, (row.offload or "device") if row.fits else "does_not_fit",
-                         not min_tps or (rate is not None and rate >= min_tps)))
-    unranked.sort(key=lambda t: (not t[3], FIT_ORDER.index(t[2]), -(speed(t[1]) or 0.0), t[1].model, t[1].weights))
-    return [FitRow(rank=i + 1, entry=e, row=r, fit=f, fast_enough=ok) for i, (e, r, f, ok) in enumerate(unranked)]
+        fit = fit_kind(row, machine) if machine is not None else ((row.offload or "device") if row.fits
+                                                                  else "does_not_fit")
+        unranked.append(FitRow(rank=0, entry=entry, row=row, fit=fit,
+                               fast_enough=not min_tps or (rate is not None and rate >= min_tps)))
+
+    def key(f: FitRow) -> tuple[object, ...]:
+        fit, fast = FIT_ORDER.index(f.fit), -(f.speed or 0.0)
+        within = {"capability": (-f.capability, fit, fast), "speed": (fit, fast),
+                  "context": (-f.row.largest_context, -f.capability, fast)}[sort]
+        return (group(f), *within, f.row.model, f.row.weights)
+
+    unranked.sort(key=key)
+    return [dataclasses.replace(f, rank=i + 1) for i, f in enumerate(unranked)]
 
 
 def fit_table_job(machine: MachineProfile, workload: Workload, *, entries: Sequence[FitEntry] | None = None,
-                  formats: Sequence[str] = FORMATS, min_tps: float = 0.0, expected: ExpectedHook | None = None,
+                  formats: Sequence[str] = FORMATS, min_tps: float = USABLE_TPS, sort: str = "capability",
+                  expected: ExpectedHook | None = None,
                   depths: Sequence[int] = DEPTHS) -> Generator[Progress, None, list[FitRow]]:
     """The ranked table for ``machine`` at ``workload``: ``entries`` (read from the catalogue
     when None), each row ``report.compare``'s, ranked by ``ranked``. A job: a Progress per
@@ -127,17 +177,19 @@ def fit_table_job(machine: MachineProfile, workload: Workload, *, entries: Seque
         entries = yield from fit_entries_job(formats)
     rows = yield from compare_rows_job([(e.spec, machine, e.label) for e in entries], workload, depths=depths,
                                        expected=expected)
-    return ranked(entries, rows, min_tps)
+    return ranked(entries, rows, min_tps, sort, machine)
 
 
-def fit_words(row: FitRow, machine: MachineProfile, min_tps: float = 0.0) -> str:
-    """How a row fits, in a few words: "all on the GPU", "experts on the CPU", "part on the
-    CPU" (on a GPU; "in memory" and the second memory's name elsewhere), "does NOT fit"; a row
-    below ``min_tps`` says so first."""
+def fit_words(row: FitRow, machine: MachineProfile, min_tps: float = USABLE_TPS) -> str:
+    """Why a row stands where it does, in a few words: how it fits ("all on the GPU", "experts
+    on the CPU", "part on the CPU"; "in memory" and the second memory's name off a GPU; "paged
+    from disk"; "does NOT fit") and the tokens/s it was ranked by, "below X" when under the floor."""
     gpu = machine.kind == "gpu"
     second = "the CPU" if gpu else (machine.offload_name or "the second memory")
     words = {"device": "all on the GPU" if gpu else "all in memory", "experts": f"experts on {second}",
-             "layers": f"part on {second}", "does_not_fit": "does NOT fit"}[row.fit]
-    if row.fit != "does_not_fit" and not row.fast_enough:
-        return f"below {min_tps:g} tok/s ({words})"
-    return words
+             "layers": f"part on {second}", "disk": "paged from disk", "does_not_fit": "does NOT fit"}[row.fit]
+    rate = row.speed
+    if row.fit == "does_not_fit" or rate is None:
+        return words
+    words = f"{words}, {rate:,.0f} tok/s" if rate >= 10 else f"{words}, {rate:.1f} tok/s"
+    return words if row.fast_enough else f"{words}, below {min_tps:g}"

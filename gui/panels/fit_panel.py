@@ -66,8 +66,9 @@ class FitPanel(QWidget):
         self.min_tps.setDecimals(1)
         self.min_tps.setSuffix(" tokens/s")
         self.min_tps.setSpecialValueText("no floor")
-        self.min_tps.setToolTip("Rank models slower than this (expected per sequence, else the ceiling) last; "
-                                "as rooflab fit --min-tps.")
+        self.min_tps.setToolTip("Usable speed: models slower than this (expected per sequence, else the ceiling) "
+                                "rank after those that reach it; as rooflab fit --min-tps.")
+        self.min_tps.setValue(controller.min_tps)
         self.message = QLabel()
         self.model = QStandardItemModel(0, len(self._columns), self)
         self.model.setHorizontalHeaderLabels([c[0] for c in self._columns])
@@ -113,8 +114,9 @@ class FitPanel(QWidget):
         self.title.setText(
             f"<b>What can I run on {m.name}?</b> {capacity_text(m.memory)} at {fmt(m.bandwidth, 'B/s')}{second}. "
             f"Every catalogue model at prompt {w.prompt:,}, answer {w.answer:,}, context {w.context:,}, "
-            f"batch {w.batch:,}, placed by auto-fit; ranked by fit, then expected tokens/s per sequence "
-            f"(the ceiling where no calibration applies). The same rows as <tt>rooflab fit</tt>.")
+            f"batch {w.batch:,}, placed by auto-fit: the most capable (most parameters) that fit at the speed "
+            f"below or faster first, then slower ones, then those paged from disk or that do not fit. The same "
+            f"rows as <tt>rooflab fit</tt>.")
 
     def show_rows(self, rows: Sequence[FitRow]) -> None:
         """Fill the table with ``rows`` (ranked), keeping the sort the user chose."""

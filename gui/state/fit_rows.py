@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from rooflab.core.errors import RooflabError
 from rooflab.core.jobs import Progress
 from rooflab.core.report.compare import ExpectedHook
-from rooflab.core.report.fit_table import FitEntry, FitRow, fit_table_job
+from rooflab.core.report.fit_table import USABLE_TPS, FitEntry, FitRow, fit_table_job
 from rooflab.gui.state.app_state import AppState
 from rooflab.gui.workers.jobs import JobController, report_unexpected
 
@@ -34,7 +34,7 @@ class FitController(QObject):
         self._state = state
         self._expected = expected
         self._entries: list[FitEntry] | None = list(entries) if entries is not None else None
-        self.min_tps = 0.0
+        self.min_tps = USABLE_TPS         # what fits at a usable speed first, as rooflab fit
         self.rows: list[FitRow] = []
         self.active = False                 # off screen until shown: nothing is worked out
         self._stale = True
@@ -60,7 +60,7 @@ class FitController(QObject):
             self.rank_now()
 
     def set_min_tps(self, value: float) -> None:
-        """Rank rows slower than ``value`` tokens/s last (0: no floor)."""
+        """Rank rows slower than ``value`` tokens/s after those that reach it (0: no floor)."""
         if value != self.min_tps:
             self.min_tps = value
             self._on_state_changed(None)

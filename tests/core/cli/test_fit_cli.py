@@ -10,7 +10,7 @@ from rooflab.core.cli.main import main
 from rooflab.core.io.catalogue import catalogue_keys
 from rooflab.core.report.fit_table import FORMATS
 
-EXTRA = ("rank", "catalogue_key", "weights_format", "fit", "fast_enough", "tokens_per_second")
+EXTRA = ("rank", "catalogue_key", "weights_format", "params_total", "fit", "fast_enough", "tokens_per_second", "why")
 
 
 def run(capsys, *argv):
@@ -47,22 +47,29 @@ def test_text_ranks_and_names_the_machine(capsys):
     code, out, _ = run(capsys, "fit", "--machine", "rtx-4090", "--ceiling-only")
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("What can I run on NVIDIA GeForce RTX 4090? 24 GiB (25.8 GB)")
-    assert lines[2].split()[:4] == ["rank", "model", "weights", "fit"]
+    assert lines[2].startswith("first what fits at 10 tokens/s or more, then slower, then paged from disk")
+    assert lines[3].split()[:5] == ["rank", "model", "weights", "params", "B"]
     gpt = next(line for line in lines if "gpt-oss-120b" in line)
-    assert "experts on the CPU" in gpt and "-ngl 37 --n-cpu-moe 23" in gpt
-    first = lines[3].split()
-    assert first[0] == "1" and "all on the GPU" in lines[3]
-    assert lines[-1].rstrip().endswith("does NOT fit")
+    assert "experts on the CPU, " in gpt and "-ngl 37 --n-cpu-moe 23" in gpt
+    first = lines[4].split()
+    assert first[:3] == ["1", "gpt-oss-120b", "MXFP4"] and first[4] == "116.8"     # the largest that runs
+    assert "paged from disk" in lines[-1] or "does NOT fit" in lines[-1]
 
 
 def test_min_tps_and_context_change_the_ranking(capsys):
-    _, plain, _ = run(capsys, "fit", "--machine", "rtx-3060-12gb", "--ceiling-only", "--json")
+    _, plain, _ = run(capsys, "fit", "--machine", "rtx-3060-12gb", "--ceiling-only", "--json", "--min-tps", "0",
+                      "--sort", "speed")
     _, slow, _ = run(capsys, "fit", "--machine", "rtx-3060-12gb", "--ceiling-only", "--json", "--min-tps", "50",
                      "--context", "16384")
     plain, slow = json.loads(plain), json.loads(slow)
     assert slow["min_tokens_per_second"] == 50 and slow["workload"]["context"] == 16384
-    ranks = [r["fast_enough"] for r in slow["rows"]]
+    assert slow["sort"] == "capability" and plain["sort"] == "speed" and plain["min_tokens_per_second"] is None
+    runs = [r for r in slow["rows"] if r["fit"] in ("device", "experts", "layers")]
+    ranks = [r["fast_enough"] for r in runs]
     assert ranks == sorted(ranks, reverse=True) and False in ranks
+    fast = [r["params_total"] for r in runs if r["fast_enough"]]
+    assert fast == sorted(fast, reverse=True)
+    assert all(r["why"].endswith("below 50") for r in runs if not r["fast_enough"])
     llama = next(r for r in plain["rows"] if r["catalogue_key"] == "llama-3.3-70b-q4_k_m" and not r["weights_format"])
     assert llama["fit"] == "layers" and llama["fits"]
     deep = {r["model"]: r for r in slow["rows"]}
@@ -79,3 +86,10 @@ def test_min_tps_and_context_change_the_ranking(capsys):
 def test_bad_input_is_one_line_exit_2(capsys, argv, fragment):
     code, out, err = run(capsys, "fit", *argv)
     assert code == 2 and out == "" and fragment in err and len(err.splitlines()) == 1
+
+
+def test_an_unknown_sort_is_one_line_exit_2(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", "--machine", "rtx-4090", "--sort", "size"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "argument --sort: invalid choice: 'size'" in err and len(err.splitlines()) == 1

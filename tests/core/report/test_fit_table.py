@@ -12,10 +12,12 @@ from rooflab.core.jobs import run_job
 from rooflab.core.report.compare import compare_row
 from rooflab.core.report.fit_table import (
     FIT_ORDER,
+    USABLE_TPS,
     fit_entries_job,
     fit_table_job,
     fit_words,
     formats_for,
+    group,
     ranked,
     speed,
 )
@@ -64,30 +66,30 @@ def test_rows_are_the_compare_rows(entries):
 
 
 def test_gpt_oss_120b_on_a_4090_fits_only_with_experts_on_the_cpu(entries):
-    rows = _rows("rtx-4090", entries)
+    rows = _rows("rtx-4090", entries, sort="speed")
     gpt = _find(rows, "gpt-oss-120b-mxfp4")
     assert gpt.fit == "experts" and gpt.row.flags.startswith("-ngl 37 --n-cpu-moe 23")
-    assert fit_words(gpt, load_machine("rtx-4090")) == "experts on the CPU"
-    # below every model the card holds whole, above every model that sheds whole layers
-    assert all(r.rank < gpt.rank for r in rows if r.fit == "device")
-    assert all(r.rank > gpt.rank for r in rows if r.fit in ("layers", "does_not_fit"))
+    assert fit_words(gpt, load_machine("rtx-4090")) == f"experts on the CPU, {gpt.speed:,.0f} tok/s"
+    # by speed: below every usable model the card holds whole, above every model that sheds whole layers
+    assert all(r.rank < gpt.rank for r in rows if r.fit == "device" and r.fast_enough)
+    assert all(r.rank > gpt.rank for r in rows if r.fit in ("layers", "disk", "does_not_fit"))
     # without its host memory it does not fit at all
     alone = dataclasses.replace(load_machine("rtx-4090"), offload_memory=0.0)
     assert not compare_row(gpt.entry.spec, alone, W).fits
 
 
 def test_a_70b_q4_on_a_3060_runs_only_offloaded(entries):
-    rows = _rows("rtx-3060-12gb", entries)
+    rows = _rows("rtx-3060-12gb", entries, min_tps=0.0, sort="speed")
     llama = _find(rows, "llama-3.3-70b-q4_k_m")
     assert llama.fit == "layers" and llama.row.fits
     assert llama.row.device_used <= llama.row.device_capacity < llama.row.weight_bytes
-    assert fit_words(llama, load_machine("rtx-3060-12gb")) == "part on the CPU"
+    assert fit_words(llama, load_machine("rtx-3060-12gb")).startswith("part on the CPU, ")
     assert all(r.rank < llama.rank for r in rows if r.fit in ("device", "experts"))
     assert _find(rows, "qwen3-8b-q4_k_m").fit == "device"
 
 
-def test_ranked_by_fit_then_speed(entries):
-    rows = _rows("rtx-4090", entries)
+def test_sorted_by_speed_ranks_by_fit_then_speed(entries):
+    rows = _rows("rtx-4090", entries, min_tps=0.0, sort="speed")
     order = [FIT_ORDER.index(r.fit) for r in rows]
     assert order == sorted(order)
     for fit in FIT_ORDER[:-1]:
@@ -108,18 +110,18 @@ def test_expected_speed_ranks_where_a_calibration_applies(entries):
 def test_min_tps_ranks_slow_models_last(entries):
     machine = load_machine("rtx-4090")
     rows = _rows("rtx-4090", entries, min_tps=100.0)
-    fast = [r for r in rows if r.fast_enough]
+    fast = [r for r in rows if r.fast_enough and r.runs]
     slow = [r for r in rows if not r.fast_enough]
     assert fast and slow and max(r.rank for r in fast) < min(r.rank for r in slow)
     assert all(r.speed is not None and r.speed >= 100 for r in fast)
     slow_fit = next(r for r in slow if r.row.fits)
-    assert fit_words(slow_fit, machine, 100.0).startswith("below 100 tok/s (")
+    assert fit_words(slow_fit, machine, 100.0).endswith(" tok/s, below 100")
 
 
 def test_a_cpu_machine_names_its_own_memories(entries):
     machine = load_machine("desktop-ddr5")
     rows = _rows("desktop-ddr5", entries[:4])
-    assert fit_words(rows[0], machine) == "all in memory"
+    assert fit_words(rows[0], machine).startswith("all in memory, ")
 
 
 def test_the_job_reports_progress_and_an_unknown_format_is_one_line():
@@ -145,3 +147,44 @@ def test_ranked_keeps_one_row_per_entry(entries):
     rows = [compare_row(e.spec, machine, W, weights=e.label) for e in few]
     out = ranked(few, rows)
     assert sorted(id(r.entry) for r in out) == sorted(id(e) for e in few)
+
+
+def test_a_4090_owner_is_offered_the_most_capable_models_that_run_first(entries):
+    """The question a user asks: the first rows are the largest models the card runs at a usable
+    speed (gpt-oss-120b with its experts on the CPU, then the 100B-class mixtures), a 32B dense
+    model whole on the card inside the first twenty, and the small models far below."""
+    rows = _rows("rtx-4090", entries)
+    top = rows[:20]
+    assert top[0].entry.key == "gpt-oss-120b-mxfp4" and top[0].fit == "experts"
+    assert all(r.runs and r.fast_enough for r in top)
+    assert [r.capability for r in top] == sorted((r.capability for r in top), reverse=True)
+    assert any(r.entry.key == "qwen3-32b-q4_k_m" and r.fit == "device" for r in top)
+    assert _find(rows, "qwen3-0.6b").rank > 150
+    groups = [group(r) for r in rows]
+    assert groups == sorted(groups) and set(groups) >= {0, 1}
+    for g in set(groups):
+        caps = [r.capability for r in rows if group(r) == g]
+        assert caps == sorted(caps, reverse=True)
+
+
+def test_a_model_larger_than_both_memories_is_paged_not_run(entries):
+    """A 2 TB model "fits" a 4090 with 64 GB of host memory only by paging its weights from disk
+    (mmap): it ranks after every model that runs, whatever its speed, and says so."""
+    machine = load_machine("rtx-4090")
+    rows = _rows("rtx-4090", entries)
+    kimi = _find(rows, "kimi-k2-q4_k_m", "bf16")
+    assert kimi.fit == "disk" and kimi.row.fits and not kimi.runs
+    assert kimi.row.weight_bytes > machine.memory + machine.offload_memory
+    assert fit_words(kimi, machine).startswith("paged from disk")
+    assert all(r.rank < kimi.rank for r in rows if r.runs)
+
+
+def test_sort_by_context_and_an_unknown_sort_is_one_line(entries):
+    from rooflab.core.errors import SpecError
+
+    rows = _rows("rtx-4090", entries[:12], sort="context")
+    usable = [r.row.largest_context for r in rows if group(r) == 0]
+    assert usable == sorted(usable, reverse=True)
+    with pytest.raises(SpecError, match="--sort must be one of capability, speed, context"):
+        _rows("rtx-4090", entries[:2], sort="size")
+    assert USABLE_TPS == 10.0
