@@ -42,12 +42,14 @@ def op_label(t: TimedOperation) -> str:
     return f"{o.phase} · {where} · {o.name}"
 
 
-def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: Measured | None = None) -> Chart:
+def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: Measured | None = None, *,
+                       pinned: bool = False) -> Chart:
     """The roof min(C, I x B) and each operation of both phases as a point coloured by the clock
     that bounds it (memory or compute), at the FLOP/s its expected time implies where a
     calibration gives one, else at its ceiling (on the roof); ``measured``: the FLOP/s each
     measured operation reached, at its predicted intensity. One curve per operation, so a hover
-    names it."""
+    names it. ``pinned``: a pinned series' chart, its points "marker"s (a pinned series draws no
+    clock components: its colour is its own)."""
     m, w = sc.machine, sc.workload
     peak = m.flops(w.compute_dtype)
     rows = [t for t in timed if _plotted(t)]
@@ -62,7 +64,7 @@ def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: 
         key = f"{t.op.phase}:{t.op.layer_kind}:{t.op.name}"
         how = "at the ceiling" if t.seconds_expected is None else "as expected"
         seconds = t.seconds_ceiling if t.seconds_expected is None else t.seconds_expected
-        role: CurveRole = "compute" if t.bound == "compute" else "memory"
+        role: CurveRole = "marker" if pinned else "compute" if t.bound == "compute" else "memory"
         curves.append(_point(key, f"{op_label(t)}, {how}", t, seconds, role))
         found = measured.get((t.op.phase, t.op.layer_kind, t.op.name)) if measured else None
         if found is not None and found > 0:
@@ -77,7 +79,7 @@ def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: 
         "softmax (no bytes) have no place on a log-log roofline and are left out."))
 
 
-def scenario_ops_chart(sc: Scenario, expected: Expected | None) -> Chart:
+def scenario_ops_chart(sc: Scenario, expected: Expected | None, *, pinned: bool = False) -> Chart:
     """The operations chart of a scenario, as its calibration (if any) expects them: what the
-    Roofline tab's operation view draws."""
-    return ops_roofline_chart(sc, scenario_operations(sc, expected))
+    Roofline tab's operation view draws (``pinned``: as a pinned series draws it)."""
+    return ops_roofline_chart(sc, scenario_operations(sc, expected), pinned=pinned)

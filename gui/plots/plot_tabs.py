@@ -118,7 +118,9 @@ class PlotTabsPanel(QWidget):
         pinned = [PinnedChart(p.pin_id, label, charts[plot.chart_key])
                   for (p, charts), label in zip(frame.pinned, labels[1:], strict=True)]
         if plot is self.roofline and self.roofline.mode == OPERATIONS:    # built only when shown
-            self.roofline.set_operations(scenario_ops_chart(frame.scenario, frame.expected))
+            self.roofline.set_operations(scenario_ops_chart(frame.scenario, frame.expected), [
+                PinnedChart(p.pin_id, label, scenario_ops_chart(p.scenario, None, pinned=True))
+                for (p, _), label in zip(frame.pinned, labels[1:], strict=True)])
         plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])
         self._draw_expected(plot, frame, labels[0] if pinned else "")
 

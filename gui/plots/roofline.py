@@ -37,6 +37,7 @@ class RooflinePlot(ChartPlot):
             layout.addWidget(self.view_box)
         self._passes: tuple[Chart, tuple[PinnedChart, ...], str] | None = None
         self._operations: Chart | None = None
+        self._pinned_operations: tuple[PinnedChart, ...] = ()
         self.view_box.currentIndexChanged.connect(self._on_view_box_current_index_changed)
 
     @property
@@ -56,14 +57,16 @@ class RooflinePlot(ChartPlot):
             return
         self._passes = (current, tuple(pinned), current_label)
         if self.mode == OPERATIONS and self._operations is not None:
-            super().set_charts(self._operations, (), current_label)
+            super().set_charts(self._operations, self._pinned_operations, current_label)
         else:
             super().set_charts(current, pinned, current_label)
 
-    def set_operations(self, chart: Chart | None) -> None:
-        """The current scenario's operations chart (None: none yet), drawn in the operation view
-        from the next ``set_charts`` on (hand it over first: one drawing, not two)."""
+    def set_operations(self, chart: Chart | None, pinned: Sequence[PinnedChart] = ()) -> None:
+        """The current scenario's operations chart (None: none yet) and each pinned series' (so
+        they compare operation by operation), drawn in the operation view from the next
+        ``set_charts`` on (hand them over first: one drawing, not two)."""
         self._operations = chart
+        self._pinned_operations = tuple(pinned)
 
     def replay_on(self, other: ChartPlot) -> None:
         """A report's twin draws the passes whatever the view (the operations have their own
@@ -79,5 +82,6 @@ class RooflinePlot(ChartPlot):
         if self.mode == PASSES and self._passes is not None:
             super().set_charts(*self._passes)
         elif self.mode == OPERATIONS and self._operations is not None:
-            super().set_charts(self._operations, (), self._passes[2] if self._passes else "current")
+            super().set_charts(self._operations, self._pinned_operations,
+                               self._passes[2] if self._passes else "current")
         self.view_changed.emit(self.mode)

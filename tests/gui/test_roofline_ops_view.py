@@ -39,3 +39,22 @@ def test_toggle_between_passes_and_operations(qtbot, window, tmp_path):
     plot.set_view(PASSES)
     assert plot.panel_keys() == ["roofline"]
     assert {c.key for c in plot.chart.panel("roofline").curves} >= {"roof", "prefill", "decode"}
+
+
+def test_pinned_series_compare_operation_by_operation(qtbot, window):
+    from rooflab.core.io.presets import load_machine
+
+    plot = window.plot_panel.roofline
+    window.plot_tabs.setCurrentWidget(plot)
+    plot.set_view(OPERATIONS)
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        window.state.pin_current()
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        window.state.set_machine(load_machine("m4-max"))
+    layers = {s.layer.kind: s for s in plot.drawn() if s.panel == OPS_PANEL}
+    assert {"current", "pinned"} <= layers.keys()
+    pinned = {c.key: c for c in layers["pinned"].curves}
+    current = {c.key: c for c in layers["current"].curves}
+    key = "decode:dense:ffn_up"
+    # the same operation on two machines: one intensity, each under its own machine's rate
+    assert pinned[key].x[0] == current[key].x[0] and pinned[key].y[0] != current[key].y[0]
