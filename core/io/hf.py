@@ -21,7 +21,7 @@ from rooflab.core.io.safetensors import StoredTensor as StoredTensor  # re-expor
 from rooflab.core.io.safetensors import read_safetensors
 from rooflab.core.io.textfile import printable, shown
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
-from rooflab.core.values.quant import TensorSlot, recipe, tensor_bytes
+from rooflab.core.values.quant import TensorSlot, recipe, tensor_bytes, with_mxfp4_experts
 
 MAX_CONFIG_BYTES = 4 << 20          # a config.json is a few KB; refuse anything absurd
 WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
@@ -95,6 +95,15 @@ def display_name(config: Mapping[str, Any], fallback: str = "") -> str:
     return printable(str(name).rstrip("/").split("/")[-1]) or fallback
 
 
+def published_mxfp4_experts(config: Mapping[str, Any]) -> bool:
+    """Whether the checkpoint's routed experts are published in MXFP4 (its
+    ``quantization_config.quant_method``, or gpt-oss, whose every release is)."""
+    quant = config.get("quantization_config")
+    if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == "mxfp4":
+        return True
+    return str(config.get("model_type", "")).lower() == "gpt_oss"
+
+
 def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: str = "",
                      source: str = "", header_bytes: int = 0, provenance: str = "") -> ModelSpec:
     """The tensor table a conversion of ``config`` to ``weights`` would have.
@@ -103,6 +112,8 @@ def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: 
     is added to the file size (a GGUF's metadata and tokenizer)."""
     s = normalise(config)
     pick = recipe(weights)
+    if published_mxfp4_experts(config):
+        pick = with_mxfp4_experts(pick)
     tensors = []
     for shape in tensor_shapes(s):
         role = classify(shape.name)

@@ -135,6 +135,18 @@ def _mxfp4(slot: TensorSlot) -> str:
     return _fallback("Q8_0", slot)
 
 
+def with_mxfp4_experts(pick: Recipe) -> Recipe:
+    """``pick`` for every tensor but the routed experts, which stay MXFP4: a model published with
+    MXFP4 experts (gpt-oss) keeps them so in every GGUF the converters write, whatever the
+    target format (its "Q4_K_M" and "F16" files are 11-14 GB, not the 22 and 42 GB that
+    re-quantised experts would make); only the other matrices take the format."""
+    def keep(slot: TensorSlot) -> str:
+        if slot.role == "experts" and slot.n_dims >= 2 and not _kept_float(slot):
+            return _fallback("MXFP4", slot)
+        return pick(slot)
+    return keep
+
+
 def _float(type_name: str) -> Recipe:
     def pick(slot: TensorSlot) -> str:
         return "F32" if slot.n_dims < 2 or slot.name.endswith(".bias") else type_name

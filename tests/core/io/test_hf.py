@@ -151,3 +151,31 @@ def test_missing_things(tmp_path):
         load_model("not-a-model")
     with pytest.raises(RooflabError, match="unknown weight format"):
         load_model("qwen3-0.6b", weights="q3_z")
+
+
+@pytest.mark.parametrize("weights", ["q4_k_m", "q8_0", "bf16"])
+def test_a_weight_format_leaves_experts_published_in_mxfp4_as_they_are(weights):
+    # `compare --weights q4_k_m` re-quantised gpt-oss wholesale: gpt-oss-20b (Q4_K_M) at 22.1 GB and
+    # gpt-oss-120b at 124 GB, where the converters keep its experts MXFP4 (published Q4_K_M files
+    # of the 20b are about 12 GB; its F16 conversion 13.8 GB)
+    spec = load_model("gpt-oss-20b-mxfp4", weights=weights)
+    matrices = [t for t in spec.tensors if len(t.shape) >= 2 and not t.name.endswith(".bias")]
+    experts = [t for t in matrices if t.role.value == "experts"]
+    others = [t for t in matrices if t.role.value not in ("experts", "router")]
+    assert experts and {t.type_name for t in experts} == {"MXFP4"}
+    assert "MXFP4" not in {t.type_name for t in others}               # the format reaches the rest
+    published = load_model("gpt-oss-20b-mxfp4")
+    assert 0.9 * published.weight_bytes < spec.weight_bytes < 1.2 * published.weight_bytes
+
+
+def test_a_config_that_says_its_experts_are_mxfp4_keeps_them():
+    from rooflab.core.io.hf import spec_from_config
+
+    config = dict(model_type="qwen3_moe", hidden_size=512, num_hidden_layers=2, num_attention_heads=8,
+                  num_key_value_heads=4, head_dim=64, intermediate_size=1536, moe_intermediate_size=256,
+                  num_experts=8, num_experts_per_tok=2, vocab_size=1000)
+    plain = spec_from_config(config, weights="q4_k_m")
+    marked = spec_from_config({**config, "quantization_config": {"quant_method": "mxfp4"}}, weights="q4_k_m")
+    assert "MXFP4" not in {t.type_name for t in plain.tensors}
+    assert {t.type_name for t in marked.tensors
+            if t.role.value == "experts" and len(t.shape) >= 2 and not t.name.endswith(".bias")} == {"MXFP4"}
