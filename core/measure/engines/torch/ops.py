@@ -201,19 +201,31 @@ def _owner(event: Any) -> Any:
     return parent
 
 
+@dataclass(slots=True)
+class TimedRow:
+    """One operation's running sums while a pass's events are read: seconds, the profiler's
+    FLOPs, calls, the shapes of its first call."""
+
+    seconds: float = 0.0
+    flops: float = 0.0
+    calls: int = 0
+    shapes: str = ""
+
+    def add(self, seconds: float, flops: float = 0.0, shapes: str = "", calls: int = 1) -> None:
+        self.seconds += seconds
+        self.flops += flops
+        self.calls += calls
+        self.shapes = self.shapes or shapes
+
+
 class _Tally:
-    """Rows of one profiled pass: (layer, operation) -> seconds, FLOPs, calls, shapes."""
+    """Rows of one profiled pass by (layer, operation)."""
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[int | None, str], list[Any]] = defaultdict(lambda: [0.0, 0.0, 0, ""])
+        self.rows: dict[tuple[int | None, str], TimedRow] = defaultdict(TimedRow)
 
-    def add(self, layer: int | None, name: str, seconds: float, flops: float = 0.0, shapes: str = "",
-            calls: int = 1) -> None:
-        row = self.rows[(layer, name)]
-        row[0] += seconds
-        row[1] += flops
-        row[2] += calls
-        row[3] = row[3] or shapes
+    def add(self, layer: int | None, name: str, seconds: float, flops: float = 0.0, shapes: str = "") -> None:
+        self.rows[(layer, name)].add(seconds, flops, shapes)
 
 
 def _attention_name(event: Any, state: dict[str, int]) -> str:
@@ -266,21 +278,15 @@ def tally_events(events: Any) -> _Tally:
 
 
 def _rows(tally: _Tally, spec: ModelSpec, phase: str, prompt: int) -> list[MeasuredOperation]:
+    """The pass's rows summed over the layers of each kind (``predict.ops.layer_kinds``)."""
     kinds = layer_kinds(spec)
-    merged: dict[tuple[str, str], list[Any]] = defaultdict(lambda: [0.0, 0.0, 0, ""])
-    for (layer, name), (seconds, flops, calls, shapes) in tally.rows.items():
-        if layer is not None and layer < len(kinds):
-            kind = kinds[layer]
-        else:
-            kind = {"embedding": EMBEDDING, "output_norm": HEAD, "output_head": HEAD, SAMPLING: SAMPLING}.get(name,
-                                                                                                         "other")
-        row = merged[(kind, name)]
-        row[0] += seconds
-        row[1] += flops
-        row[2] += calls
-        row[3] = row[3] or shapes
-    return [MeasuredOperation(name=name, layer_kind=kind, phase=phase, prompt=prompt, seconds=r[0], flops=r[1],
-                              calls=r[2], shapes=r[3]) for (kind, name), r in merged.items()]
+    edge = {"embedding": EMBEDDING, "output_norm": HEAD, "output_head": HEAD, SAMPLING: SAMPLING}
+    merged: dict[tuple[str, str], TimedRow] = defaultdict(TimedRow)
+    for (layer, name), row in tally.rows.items():
+        kind = kinds[layer] if layer is not None and layer < len(kinds) else edge.get(name, "other")
+        merged[(kind, name)].add(row.seconds, row.flops, row.shapes, row.calls)
+    return [MeasuredOperation(name=name, layer_kind=kind, phase=phase, prompt=prompt, seconds=r.seconds,
+                              flops=r.flops, calls=r.calls, shapes=r.shapes) for (kind, name), r in merged.items()]
 
 
 def _profiled(run: Any) -> tuple[Any, Any]:

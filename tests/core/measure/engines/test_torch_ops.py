@@ -73,14 +73,14 @@ def test_ranges_become_operations_by_their_own_time():
     model = Event(f"{PREFIX}model::", 900).add(layer, Event(f"{PREFIX}leaf:output_head:", 30))
     root = Event(f"{PREFIX}pass::", 1000).add(model)
     rows = {(layer_, name): row for (layer_, name), row in tally_events(_all(root)).rows.items()}
-    seconds = {key: round(row[0] * 1e6, 6) for key, row in rows.items()}
+    seconds = {key: round(row.seconds * 1e6, 6) for key, row in rows.items()}
     assert seconds == {(0, "q_proj"): 100, (0, "k_proj"): 50, (0, "rope"): 15, (0, "attn_scores"): 80,
                        (0, "softmax"): 20, (0, "attn_weighted_sum"): 60, (0, "attn_other"): 15 + 160,
                        (0, "ffn_up"): 200, (0, "ffn_act"): 110, (0, "residual"): 40, (None, "output_head"): 30,
                        (None, "other"): 20, (None, "sampling"): 100}
     assert sum(seconds.values()) == 1000                       # every µs of the pass, once
-    assert rows[(0, "q_proj")][1] == 1000 and rows[(0, "attn_scores")][1] == 64
-    assert rows[(0, "q_proj")][3] == "[[1, 8]]"
+    assert rows[(0, "q_proj")].flops == 1000 and rows[(0, "attn_scores")].flops == 64
+    assert rows[(0, "q_proj")].shapes == "[[1, 8]]"
 
 
 @pytest.mark.parametrize("name, expected", [
