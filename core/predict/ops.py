@@ -270,12 +270,17 @@ def _attention_rows(spec: ModelSpec, p: _Pass, sums: _Sums, kinds: tuple[str, ..
     share = _cache_shares(spec, p)
     for layer in range(a.layers):
         heads, kv_heads = a.heads[layer], max(a.kv_heads[layer], 1)
-        pairs = p.pairs[1] if a.is_sliding(layer) else p.pairs[0]
-        scores_flops, sum_flops = a.pair_flops(layer)
-        d_k, d_v = scores_flops / (2.0 * heads), sum_flops / (2.0 * heads)
-        score_values = pairs * heads
         k_share, v_share = share[layer]
         kind = kinds[layer]
+        if not heads:                   # no attention here (a recurrent block): its cache, if any
+            if k_share or v_share:
+                sums.add(kind, "attn_scores", ATTENTION, layer, cache=k_share * p.cache_bytes)
+                sums.add(kind, "attn_weighted_sum", ATTENTION, layer, cache=v_share * p.cache_bytes)
+            continue
+        pairs = p.pairs[1] if a.is_sliding(layer) else p.pairs[0]
+        scores_flops, sum_flops = a.pair_flops(layer)
+        d_k, d_v = scores_flops / (2.0 * heads), sum_flops / (2.0 * heads)   # the widths a query head multiplies
+        score_values = pairs * heads
         spill = 0.0 if p.flash else score_values * p.act       # the scores written and read back
         sums.add(kind, "attn_scores", ATTENTION, layer, flops=pairs * scores_flops, cache=k_share * p.cache_bytes,
                  act=p.rows * heads * d_k * p.act + spill)

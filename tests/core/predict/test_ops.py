@@ -18,7 +18,9 @@ from rooflab.core.predict.ops_clocks import timed_operations
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.quant import bytes_per_value
 from rooflab.core.values.workload import Workload
+from tests.factories import hand_specs
 from tests.factories.gguf_files import tiny_llama
+from tests.factories.specs import synthetic_spec
 
 RTOL = 1e-9          # the rows and the pass add the same terms in another order: rounding only
 WORKLOADS = (Workload(prompt=2048), Workload(prompt=300, context=5000, batch=4, flash_attention=False),
@@ -58,6 +60,16 @@ def test_rows_sum_to_the_pass_for_a_real_gguf(tmp_path, tied):
     names = {o.name for o in ops.decode_operations(spec, WORKLOADS[0])}
     assert {"q_proj", "k_proj", "v_proj", "o_proj", "attn_scores", "softmax", "attn_weighted_sum", "rope",
             "attn_norm", "ffn_gate", "ffn_up", "ffn_down", "output_head", "embedding", "sampling"} <= names
+
+
+@pytest.mark.parametrize("spec", [synthetic_spec(8.03e9, 4.5, kv_bytes_per_token=131_072),
+                                  hand_specs.dense(kv_values=1024), hand_specs.moe()],
+                         ids=["no query heads", "hand dense", "hand moe"])
+def test_rows_sum_to_the_pass_for_hand_sized_tables(spec):
+    # tables with odd names, a layer with a cache and no query heads, tensors of role OTHER
+    for w in WORKLOADS:
+        _check_sums(spec, w)
+    assert all(o.flops >= 0 and o.bytes >= 0 for o in ops.decode_operations(spec, WORKLOADS[1]))
 
 
 def test_what_the_pass_leaves_out_is_small_ops_and_activations():
