@@ -91,32 +91,39 @@ def host_reserve(machine: MachineProfile) -> float:
     return OS_RESERVE if machine.kind == "gpu" and has_host_tier(machine) else 0.0
 
 
+ATTENTION_HIDDEN_SLOTS = 7        # hidden-wide fp32 tensors live beside a pass's attention scores
+
+
 def compute_buffer_bytes(spec: ModelSpec, ubatch: int, context_tokens: ArrayLike, *,
                          attention_scores: bool, output: bool = True) -> Array:
     """llama.cpp's compute buffer for one ubatch (bytes): the peak of ggml's graph allocator,
     which reuses a tensor's memory once nothing reads it, so the largest live set counts, not
     every intermediate together:
 
-        ubatch x (4 x max(vocab + 2 x hidden, 4 x hidden + 3 x ffn x max(1, experts_used)) + scores)
+        ubatch x 4 x max(vocab + 2 hidden, 4 hidden + 3 ffn x max(1, experts_used), scores) + mask
 
     fp32 per token: at the output the logits (llama.cpp reserves its worst case, an output row
     per ubatch token) beside the normed hidden state; inside a layer the residual, the normed
     input, attention's output and the feed-forward intermediates (gate, up, their product, times
-    the experts a token uses). ``scores`` = 4 x context x heads for the attention scores a pass
-    without flash attention holds, else 2 x context for flash attention's f16 mask.
-    ``context_tokens``: cache cells of all sequences (padded). ``output`` False: a memory that
-    computes layers but not the output layer (the host behind a GPU, a layer split's first
-    devices) holds no logits. Checked against llama.cpp's logged buffers: Gemma-3-12B at -ub 512
-    (vocab 262,144) 527 MiB here, 519.5 MiB logged (CUDA0 compute buffer size). Left out: the
-    input embeddings' and positions' small buffers, graph splits' copies of a tensor between
-    back ends."""
+    the experts a token uses); without flash attention the scores, context x heads, beside
+    ``ATTENTION_HIDDEN_SLOTS`` hidden-wide tensors. With flash attention only its f16 mask,
+    2 x context a token, is added. ``context_tokens``: cache cells of all sequences (padded).
+    ``output`` False: a memory that computes layers but not the output layer (the host behind
+    a GPU, a layer split's first devices) holds no logits.
+
+    Checked against llama.cpp's own log line ("CPU compute buffer size") on real-size
+    random-weight GGUFs (``benchmarks/bench_compute_buffer.py``): Llama-2-7B Q4_0 at -ub 512 and
+    1,024 cells 97.5 MiB here and logged with flash attention, 120.0 against 122.0 without;
+    Qwen3-0.6B 301.8 against 309.8 and 300.8 against 300.8. Left out: the input embeddings' and
+    positions' small buffers, graph splits' copies of a tensor between back ends."""
     ffn = spec.widest_feed_forward or 4 * spec.hidden      # read once per model, not per bill (issue 15)
     heads = max(spec.attention.heads, default=1)
-    layer = 4 * spec.hidden + 3 * ffn * max(1, spec.experts_used)
-    per_token = max(spec.vocab + 2 * spec.hidden, layer) if output else layer
     cells = np.asarray(context_tokens, dtype=np.float64)
-    scores = 4.0 * cells * heads if attention_scores else 2.0 * cells
-    return float(ubatch) * (4.0 * per_token + scores)
+    layer = 4 * spec.hidden + 3 * ffn * max(1, spec.experts_used)
+    live = np.maximum(float(max(spec.vocab + 2 * spec.hidden, layer) if output else layer),
+                      cells * heads + ATTENTION_HIDDEN_SLOTS * spec.hidden if attention_scores else 0.0)
+    mask = 0.0 if attention_scores else 2.0 * cells
+    return float(ubatch) * (4.0 * live + mask)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -51,18 +51,39 @@ def test_reserves_per_backend():
 
 
 def test_compute_buffer_is_the_peak_of_the_graph(qwen8b):
-    # ggml's allocator reuses memory: the peak is the larger of the output's live set (logits and the
-    # normed hidden state) and a layer's (4 hidden-wide tensors and 3 ffn-wide ones), fp32 per token.
-    # Qwen3-8B: vocab 151,936, hidden 4,096, ffn 12,288: max(151,936 + 8,192, 16,384 + 36,864) = 160,128.
+    # ggml's allocator reuses memory: the peak is the largest of the output's live set (logits and
+    # the normed hidden state), a layer's (4 hidden-wide tensors and 3 ffn-wide ones) and, without
+    # flash attention, attention's (the scores, cells x heads, beside 7 hidden-wide tensors), fp32 per
+    # token. Qwen3-8B: vocab 151,936, hidden 4,096, ffn 12,288, 32 heads:
+    # max(151,936 + 8,192, 16,384 + 36,864, 1,024 x 32 + 28,672) = 160,128
     plan = LlamaCppPlan(ubatch_size=512)
-    heads = 32
-    assert compute_bytes(qwen8b, plan, 1000) == 4.0 * 512 * (160128 + 1024 * heads)
-    # flash attention keeps only an f16 mask of ubatch x context
+    assert compute_bytes(qwen8b, plan, 1000) == 4.0 * 512 * 160128
+    # flash attention adds only its f16 mask of ubatch x context
     assert float(compute_buffer_bytes(qwen8b, 512, 1024, attention_scores=False)) == 512 * (4.0 * 160128 + 2 * 1024)
     # a memory without the output layer holds no logits: the layer's live set, 53,248 floats a token
     assert float(compute_buffer_bytes(qwen8b, 512, 1024, attention_scores=False, output=False)) == \
         512 * (4.0 * 53248 + 2 * 1024)
+    # at 32,768 cells without flash attention the scores dominate: 32,768 x 32 + 28,672 floats a token
+    assert float(compute_buffer_bytes(qwen8b, 512, 32768, attention_scores=True)) == 512 * 4.0 * (32768 * 32 + 28672)
     assert float(padded(1)) == 256 and float(padded(257)) == 512
+
+
+# llama.cpp's "CPU compute buffer size" (MiB) for real-size random-weight GGUFs at -ub 512, printed by
+# benchmarks/bench_compute_buffer.py on 2026-12-06 (llama-cpp-python 0.3.36, CPU back end):
+# (catalogue key, weights, cells, flash attention) -> logged MiB
+LOGGED_MIB = {("llama-2-7b", "q4_0", 1024, True): 97.51, ("llama-2-7b", "q4_0", 1024, False): 122.01,
+              ("llama-2-7b", "q4_0", 4096, True): 100.51, ("llama-2-7b", "q4_0", 4096, False): 320.01,
+              ("qwen3-0.6b", "bf16", 1024, True): 309.76, ("qwen3-0.6b", "bf16", 1024, False): 300.75,
+              ("qwen3-0.6b", "bf16", 4096, True): 312.76, ("qwen3-0.6b", "bf16", 4096, False): 302.75}
+
+
+def test_the_buffer_is_what_llama_cpp_logs():
+    # each of the eight within 3 %; the old sum of every intermediate (vocab + 8 hidden + 3 ffn, plus
+    # the scores) said 192 MiB for Llama-2-7B with flash attention, twice the 97.5 logged
+    for (key, weights, cells, flash), mib in LOGGED_MIB.items():
+        spec = load_model(key, weights=weights)
+        got = float(compute_buffer_bytes(spec, 512, cells, attention_scores=not flash)) / 2**20
+        assert got == pytest.approx(mib, rel=0.03), (key, cells, flash)
 
 
 def test_a_large_vocabulary_buffer_is_its_logits():
