@@ -121,18 +121,21 @@ def main() -> None:
           f"fitted), {len(data.machines)} machines, {len(data.sources)} sources")
     fits = public.fit_groups(data)
     print(f"\n{'group':14} {'rows':>5} {'bandwidth':>9} {'cache':>6} {'dense':>6} {'experts':>7} {'attention':>9} "
-          f"{'with -fa':>8} {'r0 rows':>7} {'pass ms':>8} {'layer us':>8}")
+          f"{'with -fa':>8} {'r0 rows':>7} {'pass ms':>8} {'layer us':>8} {'MoE layer us':>12}")
     for g, f in fits.items():
         experts, attention, flash = ("-" if x is None else f"{x:.3f}" for x in (f.experts, f.attention,
                                                                                 f.flash_attention))
+        moe = "-" if f.expert_layer_seconds is None else f"{f.expert_layer_seconds * 1e6:.1f}"
         print(f"{g:14} {len(groups[g]):5d} {f.bandwidth:9.3f} {f.cache:6.3f} {f.dense:6.3f} {experts:>7} "
-              f"{attention:>9} {flash:>8} {f.rows_half:7.0f} {f.pass_seconds * 1e3:8.2f} {f.layer_seconds * 1e6:8.1f}")
+              f"{attention:>9} {flash:>8} {f.rows_half:7.0f} {f.pass_seconds * 1e3:8.2f} {f.layer_seconds * 1e6:8.1f} "
+              f"{moe:>12}")
     for g, f in fits.items():
         shown = [f"{name} " + ", ".join(f"{k} {v:.3f}" for k, v in table.items())
                  for name, table in (("bandwidth", f.class_bandwidth), ("dense", f.class_dense)) if len(table) > 1]
         if shown:
             print(f"  {g} by weight format: " + "; ".join(shown))
-    print(f"routed experts without rows of their own: {public.expert_ratio(fits):.3f} x the dense rate")
+    print(f"routed experts without rows of their own: {public.expert_ratio(fits):.3f} x the dense rate, "
+          f"{public.expert_layer_seconds(fits) * 1e6:.1f} us a routed-expert layer")
     offsets = public.machine_offsets(data, fits, {data.rows[i].machine for i in public.row_groups(data)})
     tg, pp = (np.array([o[k] for o in offsets.values()]) for k in (0, 1))
     print(f"machines' own offsets ({len(offsets)} machines): generation x{np.min(tg):.2f} .. x{np.max(tg):.2f}, "

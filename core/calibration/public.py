@@ -164,6 +164,19 @@ def expert_ratio(fits: dict[str, public_fit.Factors]) -> float:
     return float(np.median(ratios)) if ratios else 1.0
 
 
+def expert_layer_seconds(fits: dict[str, public_fit.Factors]) -> float:
+    """A routed-expert layer's fixed seconds, the median over the groups whose decode rows had
+    experts: what a group without MoE decode rows is assumed to pay (0 without any)."""
+    seen = [f.expert_layer_seconds for f in fits.values() if f.expert_layer_seconds is not None]
+    return float(np.median(seen)) if seen else 0.0
+
+
+def group_rates(fits: dict[str, public_fit.Factors], group: str) -> Rates:
+    """``group``'s factors as ``Rates``, a term its rows did not show taken from the other
+    groups (``expert_ratio``, ``expert_layer_seconds``)."""
+    return fits[group].rates(expert_ratio(fits), expert_layer_seconds(fits))
+
+
 def predict_row(data: PublicBenchmarks, row: PublicRow, rates: Rates, offset: Offset | None = None) -> float:
     """tokens/s the factors ``rates`` (a relative ``Rates``) expect for ``row``, priced by the
     clocks every expected figure uses; ``offset``: its machine's own (``machine_offsets``)."""
@@ -186,7 +199,7 @@ def machine_offsets(data: PublicBenchmarks, fits: dict[str, public_fit.Factors],
     ratio ** (s / (s + ``SHRINK``)). A machine's chip, clocks and driver, which no group term
     knows, carry from one page to the next; a machine without rows of its own gets none."""
     wanted, groups = set(machines), row_groups(data)
-    ratio = expert_ratio(fits)
+    rates = {g: group_rates(fits, g) for g in fits}
     logs: dict[tuple[str, str], list[float]] = {}
     sources: dict[tuple[str, str], set[str]] = {}
     for i, g in groups.items():
@@ -194,7 +207,7 @@ def machine_offsets(data: PublicBenchmarks, fits: dict[str, public_fit.Factors],
         if row.machine not in wanted or g not in fits or (leave_out is not None and leave_out(row)):
             continue
         k = (row.machine, kind(row))
-        logs.setdefault(k, []).append(math.log(row.tokens_per_second / predict_row(data, row, fits[g].rates(ratio))))
+        logs.setdefault(k, []).append(math.log(row.tokens_per_second / predict_row(data, row, rates[g])))
         sources.setdefault(k, set()).add(row.source.url)
     out = {}
     for m in wanted:

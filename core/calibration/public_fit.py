@@ -5,7 +5,7 @@ A local calibration (``calibration_fit``) fits absolute rates on one machine. Pu
 come from many machines, so here each row's bytes are divided by its machine's bandwidth B and
 its FLOPs by its FP16 peak C before the same linear fit:
 
-    t = o + o_L x L + a x sum_f(W_f / (eta_f B)) + a x K / (eta_kv B)
+    t = o + o_L x L + o_E x L_E + a x sum_f(W_f / (eta_f B)) + a x K / (eta_kv B)
           + c x [sum_g(F_g x (1 + r0 / r_g) / (kappa_g C)) + A / (alpha_fa C)]
 
 with ``eta_f`` the share of B that weights of format class f stream at in a decode step,
@@ -15,7 +15,8 @@ at many rows (routed experts apart: llama.cpp's expert multiply runs below dense
 expert ubatch x used / count of them) and ``r0`` the rows at which a multiply reaches half its
 rate (chosen on a grid, as the overlap is), ``A`` a prefill's attention arithmetic at
 ``alpha_fa``, its rate with or without flash attention as the row ran, ``o`` a fixed cost per
-pass in seconds (Apple chips pay milliseconds a token) and ``o_L`` one per layer. A row's
+pass in seconds (Apple chips pay milliseconds a token), ``o_L`` one per layer and ``o_E`` one per
+routed-expert layer (``L_E`` of them: ``moe_layer_seconds``). A row's
 time is the test's: a tgN row is one decode step at the mean context of its N steps (and its
 depth), a ppN row one prefill of N tokens after its depth. Rows are fitted per group: the back
 end, and Vulkan per GPU vendor (NVIDIA's Vulkan driver reaches several times Intel Arc's share
@@ -43,11 +44,12 @@ from rooflab.core.calibration.solver import (
     Unknowns,
     fit_at,
     mostly_in,
+    predicted_seconds,
 )
 from rooflab.core.errors import SpecError
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
 from rooflab.core.predict import work
-from rooflab.core.predict.expected import EXPERTS, Shares
+from rooflab.core.predict.expected import EXPERTS, Shares, expert_layers
 from rooflab.core.values.calibration import FORMAT_CLASSES, Rates
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import DEFAULT_UBATCH
@@ -143,6 +145,7 @@ class GroupData:
     byte_classes: tuple[str, ...] = ("any",)
     flop_classes: tuple[str, ...] = ("any",)
     machines: tuple[str, ...] = ()    # each row's machine key
+    expert_layers: NDArray[np.float64] | None = None   # (n,): each row's routed-expert layers (None: all 0)
 
     @property
     def experts_column(self) -> int:
@@ -241,8 +244,10 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
                     weight=_balanced(data, rows), rows=multiply_rows,
                     batch=np.ones(len(passes)), cache_model=np.zeros((len(passes), 0)),
                     walk=np.zeros((len(passes), 2)))
+    moe_layers = np.array([expert_layers(spec_of(data.rows[i])) for i in rows], dtype=np.float64)
     return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows,
-                     byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys))
+                     byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys),
+                     expert_layers=moe_layers)
 
 
 def _balanced(data: PublicBenchmarks, rows: Sequence[int]) -> Array:
@@ -273,20 +278,25 @@ class Factors:
     rows_half: float = 0.0    # r0: rows per multiply at half rate
     class_bandwidth: Mapping[str, float] = field(default_factory=dict)   # format classes with rows of their own
     class_dense: Mapping[str, float] = field(default_factory=dict)
+    expert_layer_seconds: float | None = None   # a routed-expert layer's fixed cost; None: no MoE decode row
 
-    def rates(self, expert_ratio: float) -> Rates:
+    def rates(self, expert_ratio: float, expert_layer_seconds: float = 0.0) -> Rates:
         """As the calibration form's ``Rates`` of factors: each format class with rows of its
         own at its bandwidth and dense rate, the others at the group's (``bandwidth``,
         ``dense``: its most common class's), routed experts at their own (without rows of them,
-        at ``expert_ratio`` times the dense rate, the ratio other groups showed)."""
+        at ``expert_ratio`` times the dense rate, the ratio other groups showed), and a
+        routed-expert layer's fixed cost its own (without MoE decode rows,
+        ``expert_layer_seconds``, what other groups showed)."""
         experts = self.experts if self.experts is not None else self.dense * expert_ratio
+        moe_layer = self.expert_layer_seconds if self.expert_layer_seconds is not None else expert_layer_seconds
         every = dict.fromkeys(FORMAT_CLASSES, 0.0)
         return Rates(bandwidth={k: self.class_bandwidth.get(k, self.bandwidth) for k in every},
                      prefill_flops={**{k: self.class_dense.get(k, self.dense) for k in every}, EXPERTS: experts},
                      decode_flops={**{k: self.decode for k in every}, EXPERTS: self.decode},
                      cache_bandwidth=self.cache, pass_seconds=self.pass_seconds,
                      layer_seconds=self.layer_seconds, overlap=self.overlap, attention_flops=self.attention,
-                     flash_attention_flops=self.flash_attention, rows_half=self.rows_half)
+                     flash_attention_flops=self.flash_attention, rows_half=self.rows_half,
+                     expert_layer_seconds=moe_layer)
 
 
 def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
@@ -317,7 +327,18 @@ def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
                    pass_seconds=float(min(u[at.pass_seconds], 1.0)),
                    layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap, rows_half=rows_half,
                    class_bandwidth={k: v[0] for k, v in bandwidth.items()},
-                   class_dense={k: v[0] for k, v in dense.items()})
+                   class_dense={k: v[0] for k, v in dense.items()},
+                   expert_layer_seconds=_expert_layer_fit(g, keep, d, u, overlap))
+
+
+def _expert_layer_fit(g: GroupData, keep: NDArray[np.bool_], d: Design, u: Array, overlap: float) -> float | None:
+    """``moe_layer_seconds`` of the decode rows of ``keep`` (``d``: their design) whose models
+    have routed experts, None where there are none."""
+    if g.expert_layers is None:
+        return None
+    layers = g.expert_layers[keep]
+    moe = (layers > 0) & ~d.prefill
+    return moe_layer_seconds(d, u, overlap, layers, moe) if moe.any() else None
 
 
 CHOICE_TOLERANCE = 1e-7    # summed relative errors this close (relative to the least, or absolute below 1) are a tie
@@ -354,6 +375,37 @@ def first_within(errors: Sequence[float], tolerance: float = CHOICE_TOLERANCE) -
     least = min(errors)
     limit = least + tolerance * max(abs(least), 1.0)
     return next(i for i, e in enumerate(errors) if e <= limit)
+
+
+MAX_EXPERT_LAYER_SECONDS = 0.01     # s; as the per-layer cost's cap: beyond it a row is not one device's
+
+
+def moe_layer_seconds(d: Design, u: Array, overlap: float, layers: NDArray[np.float64],
+                      rows: NDArray[np.bool_]) -> float:
+    """The fixed seconds a routed-expert layer adds to a decode step: a router (a small
+    multiply, a softmax and a top-k), a gather of the chosen experts and a kernel per expert
+    matrix, which at batch 1 cost launches and synchronisation whatever their bytes. Fitted
+    after the other terms (``u`` at ``overlap``, fitted to every row of ``d``), to the decode
+    rows ``rows`` of models with experts (``layers``: each row's routed-expert layers): the
+    o >= 0 with the least summed weighted relative error of prediction + o x layers, the
+    weighted median of (measured - predicted) / layers, weights w x layers / measured; so it
+    is what the MoE rows miss after the shared terms did what they could, a lower bound of the
+    cost (rows made with 300 us a layer give about 220 us, made with 60 us nearly nothing: the
+    per-layer and per-pass costs take the rest). Fitted together with the others instead, the terms trade: ROCm's
+    per-layer cost moved onto the expert layers and its dense generation out of sample went
+    from 9.6 % to 13.9 % median; fitted after the others without the MoE rows, the dense
+    terms were worse determined (20 %). A prompt's pass is far too long to show it. What it
+    leaves out: the experts a
+    token uses (one cost whatever 4 or 8 run, as llama.cpp's one indirect multiply per matrix
+    launches once for all of them), the batch (a cost per pass, so batched decoding spreads
+    it), and the bytes the experts' rows stream below the dense rate."""
+    measured, w, n = d.seconds[rows], d.weight[rows], layers[rows]
+    per_layer = (measured - predicted_seconds(d, u, overlap)[rows]) / n
+    order = np.argsort(per_layer, kind="stable")
+    weights = (w * n / measured)[order]
+    cumulative = np.cumsum(weights)
+    median = float(per_layer[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
+    return float(min(max(median, 0.0), MAX_EXPERT_LAYER_SECONDS))
 
 
 def _merged(g: GroupData, d: Design, machines: Sequence[str]) -> tuple[Design, tuple[str, ...], tuple[str, ...]]:
@@ -403,4 +455,5 @@ def scaled(rates: Rates, decode: float, prefill: float) -> Rates:
                  layer_seconds=rates.layer_seconds / decode, overlap=rates.overlap,
                  attention_flops=None if rates.attention_flops is None else limit(rates.attention_flops * prefill),
                  flash_attention_flops=None if rates.flash_attention_flops is None
-                 else limit(rates.flash_attention_flops * prefill), rows_half=rates.rows_half)
+                 else limit(rates.flash_attention_flops * prefill), rows_half=rates.rows_half,
+                 expert_layer_seconds=rates.expert_layer_seconds / decode)

@@ -83,15 +83,13 @@ def held_out(data: PublicBenchmarks, protocol: str, groups: Sequence[str] | None
     for fold, members in folds.items():
         leave = functools.partial(_in_fold, data, key, fold)
         fits = public.fit_groups(data, leave, groups)
-        ratio = public.expert_ratio(fits)
         offsets = public.machine_offsets(data, fits, {data.rows[i].machine for i in members}, leave)
         for i in members:
-            factors = fits.get(group_of[i])
-            if factors is None:
+            if group_of[i] not in fits:
                 continue
             row = data.rows[i]
             out.append(Prediction(row=i, measured=row.tokens_per_second, predicted=public.predict_row(
-                data, row, factors.rates(ratio), offsets.get(row.machine))))
+                data, row, public.group_rates(fits, group_of[i]), offsets.get(row.machine))))
     return tuple(sorted(out, key=lambda p: p.row))
 
 

@@ -141,6 +141,12 @@ def _predict(d: Design, u: Array, overlap: float) -> Array:
             + u[at.layer_seconds] * d.layers)
 
 
+def predicted_seconds(d: Design, u: Array, overlap: float) -> Array:
+    """Seconds of every point of ``d`` at unknowns ``u`` (``fit_at``'s) and ``overlap``: what a
+    term fitted after the others (``public_fit.moe_layer_seconds``) is fitted against."""
+    return _predict(d, u, overlap)
+
+
 def _columns(d: Design, memory_longer: NDArray[np.bool_], overlap: float, split: tuple[Array, Array]) -> Array:
     """The design matrix, its columns in ``Unknowns`` order (``split``: ``_split(d)``)."""
     a = np.where(memory_longer, 1.0, 1.0 - overlap)[:, None]

@@ -56,6 +56,14 @@ def flop_shares(spec: ModelSpec) -> dict[str, float]:
     return _normalised(done)
 
 
+@functools.lru_cache(maxsize=64)
+def expert_layers(spec: ModelSpec) -> int:
+    """The layers of ``spec`` that hold routed experts: each adds a router, a gather and its
+    experts' kernels to a pass, a fixed cost beside its bytes (0 for a dense model; a model
+    whose first layers are dense, as GLM-4.5's and DeepSeek's, counts only the others)."""
+    return len({t.layer for t in spec.tensors if t.role is Role.EXPERTS})
+
+
 def _normalised(values: dict[str, float]) -> dict[str, float]:
     total = sum(values.values())
     if total <= 0:
@@ -135,7 +143,8 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
     batch = _mixed(rates, "batch_flops", flops, set()) * scale_c if rates.batch_flops else None
     return Efficiency(bandwidth=_factor(bandwidth / b), compute=_factor(prefill / c),
                       decode_compute=_factor(decode / c), kv_read_factor=_factor(bandwidth / cache),
-                      step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers),
+                      step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers
+                                        + rates.expert_layer_seconds * expert_layers(spec)),
                       overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c, attention_compute=attention,
                       flash_attention_compute=flash, batch_compute=None if batch is None else _factor(batch / c),
                       kv_chunks=rates.kv_chunks, **rows_terms(spec, rates, flops))

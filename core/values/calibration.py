@@ -15,7 +15,9 @@ after what it costs:
   flash attention walks the cache once per query head: per pair an exponential and the loop,
   per value a multiply-add), so that a model whose cached heads each serve more query heads
   reads its cache at a lower rate per byte (``Rates.cache_rate``);
-- ``pass_seconds`` + ``layer_seconds`` x layers: the fixed cost of one forward pass;
+- ``pass_seconds`` + ``layer_seconds`` x layers + ``expert_layer_seconds`` x routed-expert
+  layers: the fixed cost of one forward pass (a mixture of experts' layer adds a router, a
+  gather and its experts' kernels, whatever their bytes);
 - ``overlap``: the share of the shorter clock (memory or compute) hidden under the longer;
 - ``attention_flops`` / ``flash_attention_flops``: FLOP/s of a prefill's attention arithmetic
   without and with flash attention;
@@ -116,6 +118,7 @@ class Rates:
     kv_chunks: int = 0                       # threads the engine splits one query's cache over (0: none)
     cache_pair_seconds: float = 0.0          # seconds per (query head, cached token) pair beside the bytes
     cache_value_seconds: float = 0.0         # seconds per value of those pairs (d_k + d_v a pair)
+    expert_layer_seconds: float = 0.0        # fixed seconds a routed-expert layer adds to a pass
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "prefill_flops", "decode_flops"):
@@ -127,6 +130,7 @@ class Rates:
         _positive(self.cache_bandwidth, "cache_bandwidth")
         _seconds(self.pass_seconds, "pass_seconds")
         _seconds(self.layer_seconds, "layer_seconds")
+        _seconds(self.expert_layer_seconds, "expert_layer_seconds")
         for name in ("attention_flops", "flash_attention_flops"):
             if getattr(self, name) is not None:
                 _positive(getattr(self, name), name)
@@ -168,7 +172,8 @@ class Rates:
                 **({"batch_flops": dict(self.batch_flops)} if self.batch_flops else {}),
                 **({"kv_chunks": self.kv_chunks} if self.kv_chunks else {}),
                 **{k: v for k, v in (("cache_pair_seconds", self.cache_pair_seconds),
-                                     ("cache_value_seconds", self.cache_value_seconds)) if v}}
+                                     ("cache_value_seconds", self.cache_value_seconds),
+                                     ("expert_layer_seconds", self.expert_layer_seconds)) if v}}
 
     @classmethod
     def from_dict(cls, data: Any) -> Rates:
@@ -182,7 +187,8 @@ class Rates:
                        flash_attention_flops=data.get("flash_attention_flops"),
                        rows_half=data.get("rows_half", 0.0), batch_flops=data.get("batch_flops") or {},
                        kv_chunks=data.get("kv_chunks", 0), cache_pair_seconds=data.get("cache_pair_seconds", 0.0),
-                       cache_value_seconds=data.get("cache_value_seconds", 0.0))
+                       cache_value_seconds=data.get("cache_value_seconds", 0.0),
+                       expert_layer_seconds=data.get("expert_layer_seconds", 0.0))
         except KeyError as exc:
             raise SpecError(f"calibration rates lack {exc}") from None
 
@@ -258,6 +264,8 @@ class EngineCalibration:
             add("attention per value of those", "s", lambda r: r.cache_value_seconds)
         add("fixed cost per pass", "s", lambda r: r.pass_seconds)
         add("fixed cost per layer", "s", lambda r: r.layer_seconds)
+        if self.central.expert_layer_seconds > 0:
+            add("fixed cost per routed-expert layer", "s", lambda r: r.expert_layer_seconds)
         add("overlap of memory and compute", "", lambda r: r.overlap)
         return rows
 

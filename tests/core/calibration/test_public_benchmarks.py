@@ -234,3 +234,55 @@ def test_each_weight_format_streams_at_its_own_share_where_rows_show_it():
     two = _synthetic({k: MACHINES[k] for k in "ab"}, tests=("tg128", "tg256", "tg512", "pp512"), terms=terms)
     g = public.fit_groups(two)["cuda"]
     assert len(g.class_bandwidth) == 1 and 0.5 < g.bandwidth < 0.95
+
+
+# --- a routed-expert layer's fixed cost ---------------------------------------------------------
+
+MOE_MODELS = (("llama-2-7b", "q4_0"), ("llama-3.1-8b", "q8_0"), ("llama-3.2-1b-q4_k_m", "q4_0"),
+              ("qwen2.5-32b-q4_k_m", "q4_0"), ("qwen3-30b-a3b-q4_k_m", "q4_0"))
+
+
+def test_a_routed_expert_layers_fixed_cost_is_fitted_after_the_shared_terms():
+    """Rows made with 300 us per routed-expert layer in every pass (Qwen3-30B-A3B: 48 of them,
+    14 ms a token beside its bytes; dense models of 16 to 64 layers beside it): the shared
+    terms, fitted to every row, take part of it (the per-layer cost rises), and the MoE decode
+    rows' remainder is the layer's cost, a lower bound of the 300 us (about 220 us here; made
+    with 60 us, the shared terms take nearly all of it) that brings the MoE rows far closer than
+    none. Without MoE decode rows there is nothing to fit it from (None), and a group takes
+    what the others showed."""
+    terms = dataclasses.replace(TERMS, expert_layer_seconds=300e-6)
+    data = _synthetic(MACHINES, tests=("tg128", "tg512", "pp512"), models=MOE_MODELS, terms=terms)
+    f = public.fit_groups(data)["cuda"]
+    assert f.expert_layer_seconds is not None and 150e-6 < f.expert_layer_seconds <= 315e-6
+    moe_tg = [r for r in data.rows if r.model.startswith("qwen3") and r.test.kind == "decode"]
+    with_cost = public.group_rates({"cuda": f}, "cuda")
+    without = dataclasses.replace(with_cost, expert_layer_seconds=0.0)
+
+    def worst(rates: Rates) -> float:
+        return max(abs(public.predict_row(data, r, rates) / r.tokens_per_second - 1) for r in moe_tg)
+
+    assert worst(with_cost) < 0.5 * worst(without) and worst(with_cost) < 0.05
+    dense = public.fit_groups(_synthetic(MACHINES))["cuda"]
+    assert dense.expert_layer_seconds is None
+    assert public.expert_layer_seconds({"cuda": dense, "rocm": f}) == pytest.approx(f.expert_layer_seconds)
+    assert public.group_rates({"cuda": dense, "rocm": f}, "cuda").expert_layer_seconds == pytest.approx(
+        f.expert_layer_seconds)
+
+
+def test_the_expert_layers_cost_is_in_every_pass_of_a_moe_model_only():
+    """The clocks' fixed cost of a pass grows by expert_layer_seconds x the layers that hold
+    routed experts (Qwen3-30B-A3B: 48 of 48), and not at all for a dense model; it is kept in a
+    stored calibration and scaled with the decode offset like the other fixed costs."""
+    from rooflab.core.predict.expected import efficiency_for, expert_layers
+
+    moe = public.model_spec("qwen3-30b-a3b-q4_k_m", "q4_k_m")
+    dense = public.model_spec("llama-2-7b", "q4_0")
+    assert expert_layers(moe) == 48 and expert_layers(dense) == 0
+    machine = public.machine_profile(_machine("m"))
+    base, extra = TERMS.rates(1.0), dataclasses.replace(TERMS, expert_layer_seconds=1e-4).rates(1.0)
+    for spec, added in ((moe, 48 * 1e-4), (dense, 0.0)):
+        step = [efficiency_for(spec, machine, r, dtype="fp16", relative=True).step_overhead for r in (base, extra)]
+        assert step[1] - step[0] == pytest.approx(added)
+    assert Rates.from_dict(extra.to_dict()).expert_layer_seconds == 1e-4
+    assert "expert_layer_seconds" not in base.to_dict()
+    assert public_fit.scaled(extra, 2.0, 1.0).expert_layer_seconds == pytest.approx(5e-5)
