@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -83,3 +84,10 @@ def scenario_ops_chart(sc: Scenario, expected: Expected | None, *, pinned: bool 
     """The operations chart of a scenario, as its calibration (if any) expects them: what the
     Roofline tab's operation view draws (``pinned``: as a pinned series draws it)."""
     return ops_roofline_chart(sc, scenario_operations(sc, expected), pinned=pinned)
+
+
+def not_running(chart: Chart, note: str) -> Chart:
+    """``chart`` with no points, ``note`` over it: a model that does not fit draws nothing as
+    if it ran (``charts.not_running_charts``), operations included."""
+    panels = tuple(replace(p, curves=()) for p in chart.panels)
+    return replace(chart, panels=panels, note=note)

@@ -22,10 +22,11 @@ from rooflab.core.errors import ReportError
 from rooflab.core.predict.ops_clocks import TimedOperation
 from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
 from rooflab.core.report.chart_types import Scenario
+from rooflab.core.report.charts import ROOFLINE
 from rooflab.core.report.expected import expected_csv
 from rooflab.core.report.expected_lines import expected_lines, merged
 from rooflab.core.report.explain import Line, explain
-from rooflab.core.report.ops_chart import ops_roofline_chart
+from rooflab.core.report.ops_chart import not_running, ops_roofline_chart
 from rooflab.core.report.ops_table import ops_csv, scenario_operations
 from rooflab.core.report.serving_chart import AXES, ServingFigures, chart_of
 from rooflab.core.report.serving_table import serving_csv
@@ -168,7 +169,10 @@ def render_operations(frame: Frame, operations: Sequence[TimedOperation], size: 
     plot = RooflinePlot(theme=LIGHT)
     try:
         plot.resize(size)
-        plot.set_charts(ops_roofline_chart(frame.scenario, operations), current_label=frame.scenario.label)
+        chart = ops_roofline_chart(frame.scenario, operations)
+        if not frame.summary.runs:               # nothing drawn as if it ran
+            chart = not_running(chart, frame.charts[ROOFLINE].note)
+        plot.set_charts(chart, current_label=frame.scenario.label)
         return {"roofline-ops": plot.render_image(size)}
     finally:
         plot.deleteLater()

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from rooflab.core.report.chart_types import distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES, ROOFLINE
-from rooflab.core.report.ops_chart import scenario_ops_chart
+from rooflab.core.report.ops_chart import not_running, scenario_ops_chart
 from rooflab.core.report.overlays import expected_label
 from rooflab.core.report.serving_chart import SERVING, SERVING_TITLE
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
@@ -118,7 +118,10 @@ class PlotTabsPanel(QWidget):
         pinned = [PinnedChart(p.pin_id, label, charts[plot.chart_key])
                   for (p, charts), label in zip(frame.pinned, labels[1:], strict=True)]
         if plot is self.roofline and self.roofline.mode == OPERATIONS:    # built only when shown
-            self.roofline.set_operations(scenario_ops_chart(frame.scenario, frame.expected), [
+            ops = scenario_ops_chart(frame.scenario, frame.expected)
+            if not frame.summary.runs:
+                ops = not_running(ops, frame.charts[ROOFLINE].note)
+            self.roofline.set_operations(ops, [
                 PinnedChart(p.pin_id, label, scenario_ops_chart(p.scenario, None, pinned=True))
                 for (p, _), label in zip(frame.pinned, labels[1:], strict=True)])
         plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])

@@ -58,3 +58,25 @@ def test_pinned_series_compare_operation_by_operation(qtbot, window):
     key = "decode:dense:ffn_up"
     # the same operation on two machines: one intensity, each under its own machine's rate
     assert pinned[key].x[0] == current[key].x[0] and pinned[key].y[0] != current[key].y[0]
+
+
+def test_a_model_that_does_not_fit_draws_no_operations(qtbot, window, tmp_path):
+    from PySide6.QtGui import QImage
+
+    from rooflab.core.app.resolve import choice_from
+    from rooflab.core.cli.parser import build_parser
+    from rooflab.core.io import load_model
+    from rooflab.gui.main import main
+
+    argv = ["--model", "llama-3.3-70b-q4_k_m", "--machine", "rtx-4090", "--gpu-layers", "81"]
+    args = build_parser().parse_args(["predict", *argv])
+    plot = window.plot_panel.roofline
+    window.plot_tabs.setCurrentWidget(plot)
+    plot.set_view(OPERATIONS)
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        window.state.set_model(load_model(args.model), ref=args.model)
+        window.state.set_placement(choice_from(args))
+    panel = plot.chart.panel(OPS_PANEL)
+    assert not panel.curves and "NOT fit" in plot.chart.note     # nothing drawn as if it ran
+    assert main(["report", *argv, "--out", str(tmp_path)]) == 0
+    assert not QImage(str(tmp_path / "roofline-ops.png")).isNull()
