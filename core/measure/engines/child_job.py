@@ -12,9 +12,9 @@ the moment it arrives, and returns the child's result with those points. A child
 signal, or one that exits without a result, is one ``EngineCrashed`` line naming the signal and
 how many points were measured before; it holds them.
 
-Child: ``python -m rooflab.core.measure.engines.child_job ENGINE REQUEST`` runs the engine's
-``child_job(request)`` (``CHILD_ENGINES`` names each engine's module) and writes one JSON object
-a line to the parent:
+Child: ``python -m rooflab.core.measure.engines.child_job ENGINE REQUEST`` (REQUEST: the JSON,
+or "@" and a file holding it when it is long) runs the engine's ``child_job(request)``
+(``CHILD_ENGINES`` names each engine's module) and writes one JSON object a line to the parent:
 
 - ``{"progress": {"step", "message", "fraction", "eta_seconds", "point"}}``: a ``Progress``,
   with the point measured just now (``MeasuredPoint.to_dict``) or null;
@@ -32,14 +32,16 @@ see, and to test, what the window and the command line do when the engine dies."
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import signal
 import sys
+import tempfile
 import traceback
 from collections import deque
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from rooflab.core.errors import Cancelled, MeasurementError, ModelFileError, RooflabError, SpecError
@@ -49,9 +51,11 @@ from rooflab.core.measure.engines.child_process import ChildProcess, Line
 from rooflab.core.values.measured import MeasuredPoint
 
 #: Engines that run in a child, and the module whose ``child_job(request)`` runs each there.
-CHILD_ENGINES: dict[str, str] = {"llamacpp": "rooflab.core.measure.engines.llamacpp.in_child"}
+CHILD_ENGINES: dict[str, str] = {"llamacpp": "rooflab.core.measure.engines.llamacpp.in_child",
+                                 "torch": "rooflab.core.measure.engines.torch.in_child"}
 CRASH_ENV = "ROOFLAB_CHILD_CRASH"
-MAX_MESSAGE = 1 << 20           # bytes of one line from the child (a point is a few hundred)
+MAX_MESSAGE = 4 << 20           # bytes of one line from the child (a point is a few hundred)
+MAX_ARGUMENT = 64 << 10         # a longer request goes through a file (Linux caps one argument at 128 KiB)
 _ERRORS: dict[str, type[RooflabError]] = {"MeasurementError": MeasurementError, "SpecError": SpecError,
                                           "Cancelled": Cancelled}
 _HINTS = {"SIGILL": " (an instruction this processor does not have: the engine was built for another one)",
@@ -87,12 +91,12 @@ def run_in_child(engine: str, request: Mapping[str, Any], cancel: CancelFlag, *,
     ``RooflabError`` raised again; ``EngineCrashed`` when it died."""
     if engine not in CHILD_ENGINES:
         raise MeasurementError(f"no engine {engine!r} runs in a child process")
-    argv = [sys.executable, "-m", __name__, engine, json.dumps(dict(request))]
     points: list[MeasuredPoint] = []
     result: dict[str, Any] | None = None
     error: Mapping[str, Any] | None = None
     said: deque[str] = deque(maxlen=20)        # the child's last stderr lines
-    with ChildProcess(argv, max_line=MAX_MESSAGE) as child:
+    with _request_argument(request) as argument, ChildProcess([sys.executable, "-m", __name__, engine, argument],
+                                                              max_line=MAX_MESSAGE) as child:
         for line in child.lines(cancel):
             message = _message(line, said)
             if message is None:
@@ -122,6 +126,28 @@ def run_in_child(engine: str, request: Mapping[str, Any], cancel: CancelFlag, *,
 
 def _kept(measured: int) -> str:
     return f"; the {measured} are kept" if measured > 1 else "; that one is kept" if measured == 1 else ""
+
+
+@contextlib.contextmanager
+def _request_argument(request: Mapping[str, Any]) -> Iterator[str]:
+    """The request as the child's argument: its JSON, or "@" and a file holding it when it is
+    too long for one (removed once the child is done)."""
+    text = json.dumps(dict(request))
+    if len(text) <= MAX_ARGUMENT:
+        yield text
+        return
+    with tempfile.TemporaryDirectory(prefix="rooflab-request-") as folder:
+        path = os.path.join(folder, "request.json")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+        yield "@" + path
+
+
+def _read_request(argument: str) -> Any:
+    if argument.startswith("@"):
+        with open(argument[1:], encoding="utf-8") as file:
+            return json.load(file)
+    return json.loads(argument)
 
 
 def _signal_name(number: int) -> str:
@@ -219,7 +245,7 @@ def child_main(argv: Sequence[str]) -> int:
         crash = crash_after(os.environ.get(CRASH_ENV))
         if len(argv) != 2 or argv[0] not in CHILD_ENGINES:
             raise MeasurementError(f"the measuring process was started with {list(argv)[:1]!r}, not an engine")
-        job = importlib.import_module(CHILD_ENGINES[argv[0]]).child_job(json.loads(argv[1]))
+        job = importlib.import_module(CHILD_ENGINES[argv[0]]).child_job(_read_request(argv[1]))
         measured = 0
         if crash is not None and crash[1] == 0:
             _die(crash[0])

@@ -7,7 +7,8 @@
   tensor table in its weight format (timing does not depend on the weights' values);
 - ``llama-bench``: the user's own build of llama.cpp's ``llama-bench`` (and
   ``llama-batched-bench`` for batches), on the same GGUF;
-- ``torch``: a transformers copy of a Hugging Face model, at fp32/bf16/fp16.
+- ``torch``: a transformers copy of a Hugging Face model, at fp32/bf16/fp16, in a child
+  process too (``torch.in_child``).
 
 Every job returns an ``EngineRun`` whose points carry the engine and its settings and belong to
 the model the user opened (``spec``): measuring never replaces it."""
@@ -182,11 +183,16 @@ def measure_in_llamabench(spec: ModelSpec, ref: object, plan: Any, batched: Any 
 
 def measure_in_torch(ref: object, plan: Any = None, cancel: CancelFlag = None, *,
                      available: float | None = None) -> Generator[Progress, None, EngineRun]:
-    """Time ``ref`` with transformers in torch (``plan``, a ``ModelPlan``); the points belong
-    to the model as it ran (its dtype), not to a quantised file of the same shape."""
-    from rooflab.core.measure.engines.torch.timing import measure_model
+    """Time ``ref`` with transformers in torch (``plan``, a ``ModelPlan``), in a child process;
+    the points belong to the model as it ran (its dtype), not to a quantised file of the same
+    shape. ``EngineCrashed`` when the child dies: its points are not kept (the model as it ran
+    is known only to the child)."""
+    from rooflab.core.measure.engines.torch.in_child import measure_model_in_child
 
-    run, judged = yield from _judging(measure_model(ref, plan, cancel, available))  # type: ignore[arg-type]
+    try:
+        run, judged = yield from _judging(measure_model_in_child(ref, plan, cancel, available))
+    except EngineCrashed as exc:
+        raise EngineCrashed(exc.head, signal_name=exc.signal_name) from exc
     settings = EngineSettings(engine="torch", version=run.torch_version, device=run.device,
                               threads=run.threads, kv_type=run.kv_type, dtype=run.dtype)
     points = tuple(dataclasses.replace(p, settings=settings) for p in _apply(run.points, judged))
