@@ -13,8 +13,8 @@ import numpy as np
 
 from rooflab.core.app.figures import Figures
 from rooflab.core.predict.batching import BatchSweep
-from rooflab.core.predict.offload import placed_batch_sweep, placed_prefill
-from rooflab.core.predict.parallel import Parallel, device_memory, parallel_decode, parallel_prefill
+from rooflab.core.predict.offload import PlacedPass, placed_batch_sweep, placed_prefill
+from rooflab.core.predict.parallel import Parallel, ParallelPass, device_memory, parallel_decode, parallel_prefill
 from rooflab.core.predict.sweep import PrefillSweep, decode_grid, prefill_sweep
 from rooflab.core.predict.work import Array
 
@@ -68,7 +68,7 @@ def tables(figures: Figures, contexts: Sequence[int], batches: Sequence[int], pr
                 for x in contexts]
         used = np.array([[u.used for u in row] for row in uses])
         fits = np.array([[u.fits for u in row] for row in uses])
-        pre = parallel_prefill(spec, machine, workload, on, prompt=n, batch=1)
+        pre: ParallelPass | PlacedPass = parallel_prefill(spec, machine, workload, on, prompt=n, batch=1)
     else:
         sweep = placed_batch_sweep(spec, machine, workload, on, b, context=t).sweep
         step, bound, used, fits = sweep.step_seconds, sweep.compute_bound, sweep.memory, sweep.fits

@@ -162,8 +162,8 @@ def placement_lines(figures: Figures) -> list[str]:
         lines.append("  as placed, prefill turns compute-bound at " + (
             f"n* = {n_star:,.1f} tokens" if math.isfinite(n_star) else "no prompt length") + ", decode " + (
             f"at batch {b_star:,.1f}" if math.isfinite(b_star) else "at no batch") + f" (below {MAX_BATCH:,})")
-    for s in placed.suggestions:
-        lines.append(f"  to fit: {s}")
+    for advice in placed.suggestions:
+        lines.append(f"  to fit: {advice}")
     return lines
 
 
