@@ -16,7 +16,7 @@ from rooflab.core.cli.args import add_engine_options
 from rooflab.core.cli.compare import RowProgress, compare_workload, names
 from rooflab.core.errors import SpecError
 from rooflab.core.report.compare import row_dict
-from rooflab.core.report.fit_table import FORMATS, SORTS, USABLE_TPS, FitRow, fit_words
+from rooflab.core.report.fit_table import FORMATS, SORTS, USABLE_TPS, FitEntry, FitRow, fit_words
 from rooflab.core.report.text import capacity_text
 from rooflab.core.report.units import fmt
 from rooflab.core.values.machine import MachineProfile
@@ -38,6 +38,9 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--sort", choices=SORTS, default="capability",
                    help="within each group: most parameters first (capability, the default), fastest first "
                         "(speed), or longest context first (context)")
+    p.add_argument("--model", action="append", metavar="MODEL",
+                   help="also rank this model among the catalogue's, at its own format: a .gguf, a config.json or "
+                        "folder, an hf: name or a GGUF link (repeat for more); marked * in the table")
     p.add_argument("--context", type=int, default=None, metavar="N",
                    help="tokens already in the conversation (the cache): each model must hold N + prompt + "
                         "answer, and decodes at that depth (default 0)")
@@ -54,7 +57,7 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float,
              sort: str = "capability") -> str:
-    """The ranked table, aligned (GB = 10^9 bytes, ms, tokens/s), under two lines that say
+    """The ranked table, aligned (GB = 10^9 bytes, ms, tokens/s), under three lines that say
     what it is for and how it is ranked."""
     per = " per sequence" if workload.batch > 1 else ""
     second = f"; {machine.offload_name or 'second memory'}: {capacity_text(machine.offload_memory)} at " \
@@ -69,7 +72,8 @@ def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload
               "memory GB", "max context", "flags"]]
     for f in rows:
         r = f.row
-        table.append([str(f.rank), r.model, r.weights, f"{f.capability / 1e9:,.1f}", fit_words(f, machine, min_tps),
+        name = f"{r.model} *" if f.entry.pinned else r.model
+        table.append([str(f.rank), name, r.weights, f"{f.capability / 1e9:,.1f}", fit_words(f, machine, min_tps),
                       rate_text(r.expected_per_sequence),
                       rate_text(r.per_sequence), time_text(r.expected_ttft), time_text(r.ttft),
                       f"{r.device_used / GB:,.1f} of {r.device_capacity / GB:,.1f}" if r.fits else "",
@@ -78,19 +82,22 @@ def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload
     left = (1, 2, 4, len(widths) - 1)
     lines += [("  ".join(c.ljust(w) if i in left else c.rjust(w)
                          for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip() for row in table]
+    if any(f.entry.pinned for f in rows):
+        lines.append("* named with --model, ranked among the catalogue's")
     return "\n".join(lines)
 
 
 def fit_dict(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float,
              formats: Sequence[str], sort: str = "capability") -> dict[str, object]:
-    """The JSON object: what was ranked and how, and per row its rank, catalogue key, the
-    format it opens in (null: its own), its parameters, how it fits and why it stands there,
-    and ``rooflab compare``'s row."""
+    """The JSON object: what was ranked and how, and per row its rank, catalogue key (for a
+    model named with --model: what named it, and ``pinned``), the format it opens in (null: its
+    own), its parameters, how it fits and why it stands there, and ``rooflab compare``'s row."""
     return {"machine": {"key": machine.key, "name": machine.name}, "workload": {
         "prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
         "batch": workload.batch, "kv_type": workload.kv_type}, "min_tokens_per_second": min_tps or None,
         "formats": list(formats), "sort": sort,
-        "rows": [{"rank": f.rank, "catalogue_key": f.entry.key, "weights_format": f.entry.weights,
+        "rows": [{"rank": f.rank, "catalogue_key": f.entry.key, "pinned": f.entry.pinned,
+                  "weights_format": f.entry.weights,
                   "params_total": f.capability, "fit": f.fit, "fast_enough": f.fast_enough,
                   "tokens_per_second": f.speed, "why": fit_words(f, machine, min_tps), **row_dict(f.row)}
                  for f in rows]}
@@ -99,6 +106,7 @@ def fit_dict(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload
 def run_fit(args: argparse.Namespace) -> int:
     """Rank the catalogue on ``--machine`` and print the table (or its JSON)."""
     from rooflab.core.cli.output import print_json
+    from rooflab.core.io import load_model
     from rooflab.core.io.presets import load_machine
     from rooflab.core.jobs import run_job
     from rooflab.core.report.fit_table import fit_table_job
@@ -108,9 +116,10 @@ def run_fit(args: argparse.Namespace) -> int:
     workload = compare_workload(args)
     machine = load_machine(args.machine)
     formats = tuple(f.lower() for f in args.weights) if args.weights else FORMATS
+    pinned = [FitEntry(key=ref, weights=None, spec=load_model(ref), pinned=True) for ref in args.model or ()]
     status = RowProgress(command="rooflab fit")
     rows = run_job(fit_table_job(machine, workload, formats=formats, min_tps=args.min_tps, sort=args.sort,
-                                 expected=None if args.ceiling_only else expected_machine), status)
+                                 expected=None if args.ceiling_only else expected_machine, pinned=pinned), status)
     status.done()
     if args.json:
         print_json(fit_dict(rows, machine, workload, args.min_tps, formats, args.sort))

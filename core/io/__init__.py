@@ -47,7 +47,12 @@ def load_model(ref: str | os.PathLike[str], *, weights: str | None = None,
 
     text = os.fspath(ref)
     if is_remote(text):
-        return run_job(load_model_job(text, weights=weights), on_progress or _status_line)
+        if on_progress is not None:
+            return run_job(load_model_job(text, weights=weights), on_progress)
+        try:
+            return run_job(load_model_job(text, weights=weights), _status_line)
+        finally:
+            _status_line(None)
     path = Path(text).expanduser()
     if not takes_weights(path):
         from rooflab.core.io.gguf import read_gguf
@@ -107,9 +112,9 @@ def _is_gguf(path: Path) -> bool:
         return False
 
 
-def _status_line(progress: Progress) -> None:
+def _status_line(progress: Progress | None) -> None:
     """What a remote read is doing, on one rewritten line of a terminal's stderr (never into a
-    pipe or a log, where it would mix with the output)."""
+    pipe or a log, where it would mix with the output); None wipes the line when it is done."""
     if sys.stderr.isatty():
-        sys.stderr.write(f"\r\033[K{progress.message}")
+        sys.stderr.write("\r\033[K" + (progress.message if progress is not None else ""))
         sys.stderr.flush()

@@ -133,6 +133,11 @@ class FitPanel(QWidget):
                 item.setData(index, Qt.ItemDataRole.UserRole)
                 if title == "Fit" and not row.row.fits:
                     item.setForeground(QColor("#c62828"))
+                if row.entry.pinned:                # the model on screen, not a catalogue entry
+                    font = item.font()
+                    font.setBold(True)
+                    item.setFont(font)
+                    item.setToolTip(f"The model on screen ({row.entry.key}), ranked among the catalogue's")
                 items.append(item)
             self.model.appendRow(items)
         self.table.setSortingEnabled(True)

@@ -7,13 +7,15 @@ import pytest
 from PySide6.QtCore import Qt
 
 from rooflab.core.app.resolve import expected_machine
+from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.report.compare import compare_row
 from rooflab.gui.panels.fit_panel import FitPanel
 from rooflab.gui.plots.compare_plot import columns
 from rooflab.gui.state.fit_rows import FitController
+from tests.factories.gguf_files import tiny_llama
 
-TIMEOUT_MS = 60_000          # the first run reads the catalogue and prices ~50 placements on a worker
+TIMEOUT_MS = 240_000         # the first run reads the catalogue and prices ~300 placements on a worker
 
 
 @pytest.fixture
@@ -92,6 +94,22 @@ def test_double_click_asks_to_open_that_model(qtbot, view):
     with qtbot.waitSignal(view.open_requested) as opened:
         view.table.doubleClicked.emit(index)
     assert opened.args == [fit.entry.key, "q8_0"]
+
+
+def test_the_model_on_screen_is_pinned_when_the_catalogue_lacks_it(qtbot, view, state, tmp_path):
+    """A model opened from a file (or an hf: name, a link) ranks among the catalogue's, in bold,
+    and a double-click opens it again by what it was opened with."""
+    assert not any(f.entry.pinned for f in view.controller.rows)          # a catalogue model on screen
+    path = tiny_llama(tmp_path / "tiny.gguf")
+    with qtbot.waitSignal(view.controller.rows_ranked, timeout=TIMEOUT_MS):
+        state.set_model(load_model(path), str(path))
+    pinned = [f for f in view.controller.rows if f.entry.pinned]
+    assert [(f.entry.key, f.row.model) for f in pinned] == [(str(path), "tiny-llama")]
+    r = next(i for i in range(view.model.rowCount()) if view.row_at(i).entry.pinned)
+    assert view.model.item(r, _column(view, "Model")).font().bold()
+    with qtbot.waitSignal(view.open_requested) as opened:
+        view.table.doubleClicked.emit(view.model.index(r, 1))
+    assert opened.args == [str(path), ""]
 
 
 def test_grab(view):

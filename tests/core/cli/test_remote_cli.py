@@ -40,3 +40,20 @@ def test_inspect_predict_and_compare_take_remote_models(tmp_path, monkeypatch, c
     assert predicted.startswith("tiny-llama on NVIDIA GeForce RTX 4090")
     assert len(rows) == 2 and rows[0]["weight_bytes"] == rows[1]["weight_bytes"]
     assert err == "rooflab: error: hf:org/Tiny-GGUF/Tiny-Q8_0.gguf: Tiny-Q8_0.gguf: not found (404)\n"
+
+
+def test_fit_ranks_a_named_remote_model_among_the_catalogues(tmp_path, monkeypatch, capsys):
+    tiny_llama(hub_file(tmp_path / "hub", "org/Tiny-GGUF", "Tiny-Q4_K_M.gguf"))
+    with serve_files(tmp_path / "hub") as served:
+        monkeypatch.setenv("HF_ENDPOINT", served.url)
+        ref = "hf:org/Tiny-GGUF:Q4_K_M"
+        assert main(["fit", "--machine", "rtx-4090", "--model", ref, "--weights", "q8_0", "--ceiling-only"]) == 0
+        text = capsys.readouterr().out
+        assert main(["fit", "--machine", "rtx-4090", "--model", ref, "--weights", "q8_0", "--ceiling-only",
+                     "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["rows"]
+    pinned = [r for r in rows if r["pinned"]]
+    assert [(r["catalogue_key"], r["model"], r["weights_format"]) for r in pinned] == [(ref, "tiny-llama", None)]
+    assert pinned[0]["params_total"] < min(r["params_total"] for r in rows if not r["pinned"])
+    assert any(line.split()[1:3] == ["tiny-llama", "*"] for line in text.splitlines())
+    assert text.rstrip().endswith("* named with --model, ranked among the catalogue's")
