@@ -140,3 +140,24 @@ def test_the_crash_setting_is_read_strictly() -> None:
     assert crash_after("sigsegv:3") == (crash_after("SIGSEGV:3") or (None,))[:2]
     with pytest.raises(MeasurementError, match="SIGSEGV:3"):
         crash_after("segfault please")
+
+
+def test_a_long_request_reaches_the_child_through_a_file(dense: Path, monkeypatch) -> None:
+    """A request past what one argument may hold (a large config.json, say) goes through a file,
+    removed once the child is done."""
+    import tempfile
+
+    from rooflab.core.measure.engines import child_job
+
+    made: list[str] = []
+
+    class Recorded(tempfile.TemporaryDirectory):  # type: ignore[type-arg]
+        def __enter__(self) -> str:
+            made.append(super().__enter__())
+            return made[-1]
+
+    monkeypatch.setattr(child_job, "MAX_ARGUMENT", 16)
+    monkeypatch.setattr(child_job.tempfile, "TemporaryDirectory", Recorded)
+    plan = LlamaCppPlan(threads=1, prompts=(8,), depths=(0,), gen_tokens=1, repeats=1, experiments=("prefill",))
+    assert [p.test for p in run_job(measure_llamacpp_in_child(dense, plan)).points] == ["pp8"]
+    assert len(made) == 1 and not Path(made[0]).exists()
