@@ -231,7 +231,9 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     except EngineCrashed as exc:
         # the engine died in its own process: one line (exit 2), its points kept unfitted
         status.done()
-        if exc.run is not None and not args.no_save:
+        if exc.points and args.no_save:
+            raise MeasurementError(f"{exc.head}; with --no-save none is kept") from exc
+        if exc.run is not None:
             reason = keep_unfinished(exc.run, machine, source=str(args.model))
             if reason:
                 print(f"rooflab: warning: could not keep the points measured before: {reason}", file=sys.stderr)

@@ -241,9 +241,10 @@ def test_llama_cpp_killed_mid_run_is_one_line_and_exit_2(tmp_path: Path, capsys,
                                      store.machine_key(presets.load_machine("reference-cpu")))
     assert [p.kind for p in run["points"]] == ["prefill", "prefill", "decode"]
     assert run["meta"]["unfinished"].startswith("llama.cpp was killed by SIGABRT")
-    # --no-save keeps nothing, and says the same line
+    # --no-save keeps nothing, and says so
     assert main(["measure", "model", str(gguf), "--no-save", *LLAMA_SWEEP]) == 2
-    assert "killed by SIGABRT after 3 of 6 points" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "rooflab: error: llama.cpp was killed by SIGABRT after 3 of 6 points; with --no-save none is kept")
     assert len(store.load_measurements(store.model_key(load_model(gguf)),
                                        store.machine_key(presets.load_machine("reference-cpu")))) == 1
 
