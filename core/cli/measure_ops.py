@@ -13,7 +13,8 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.files.safe_json import dumps_json
 from rooflab.core.jobs import CancelToken, run_job
 from rooflab.core.measure.engines.torch import backend
-from rooflab.core.measure.engines.torch.ops import GROUPS, MeasuredOperation, OpsMeasurement, OpsPlan, measure_ops
+from rooflab.core.measure.engines.torch.ops import GROUPS, MeasuredOperation, OpsMeasurement, OpsPlan
+from rooflab.core.measure.engines.torch.ops_in_child import measure_ops_in_child
 from rooflab.core.predict.ops_clocks import TimedOperation, timed_operations
 from rooflab.core.report.ops_table import OP_KEYS, op_record
 from rooflab.core.report.text import count
@@ -98,7 +99,7 @@ def run_measure_ops(args: argparse.Namespace, engine: str, source: Any, machine:
                                "add --engine torch")
     plan = OpsPlan(prompts=tuple(args.prompts or (DEFAULT_PROMPT,)), repeats=args.repeats, dtype=args.dtype,
                    device=args.device, threads=args.threads, random_weights=args.random_weights)
-    m = run_job(measure_ops(source, plan, cancel), on_progress)
+    m = run_job(measure_ops_in_child(source, plan, cancel), on_progress)
     rows = compared_rows(m, machine)
     if args.json:
         sys.stdout.write(dumps_json({"model": m.label, "engine": "torch", "device": m.device, "dtype": m.dtype,

@@ -166,3 +166,19 @@ def test_ops_need_the_torch_engine(tmp_path, capsys):
     code = main(["measure", "model", "qwen3-0.6b", "--engine", "llamacpp", "--ops", "--machine", "reference-cpu"])
     _, err = capsys.readouterr()
     assert code == 2 and "--engine torch" in err and len(err.strip().splitlines()) == 1
+
+
+def test_torch_dying_mid_run_is_one_line(tmp_path, capsys, monkeypatch):
+    # the timing runs in a child process: torch killed there (here by ROOFLAB_CHILD_CRASH, as
+    # a segfault in a kernel would) ends the child, and the command says so in one line
+    from rooflab.core.measure.engines.child_job import CRASH_ENV
+
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY), encoding="utf-8")
+    monkeypatch.setenv(CRASH_ENV, "SIGSEGV:0")
+    code = main(["measure", "model", str(folder), "--engine", "torch", "--ops", "--machine", "reference-cpu",
+                 "--prompts", "8", "--repeats", "1"])
+    _, err = capsys.readouterr()
+    lines = [line for line in err.strip().splitlines() if not line.startswith("[")]
+    assert code == 2 and len(lines) == 1 and "SIGSEGV" in lines[0]
