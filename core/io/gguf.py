@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +28,7 @@ from rooflab.core.io.roles import classify, layer_of
 from rooflab.core.io.textfile import printable, shown
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
-__all__ = ["GGUFHeader", "LargeArray", "TensorInfo", "read_gguf", "read_header", "spec_from_headers"]
+__all__ = ["GGUFHeader", "LargeArray", "TensorInfo", "read_gguf", "read_header", "spec_from_headers", "split_names"]
 
 # architectures whose metadata rooflab has checked against llama.cpp's loader
 KNOWN_ARCHITECTURES: frozenset[str] = frozenset({
@@ -36,12 +37,31 @@ KNOWN_ARCHITECTURES: frozenset[str] = frozenset({
     "granite", "granitemoe", "olmo2", "olmoe", "glm4", "glm4moe", "exaone4",
 })
 MAX_LAYERS = 1 << 16
+MAX_PARTS = 1024                # of one split GGUF
+_SPLIT_NAME = re.compile(r"^(?P<stem>.*)-(?P<part>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 
 def read_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     """The model in the GGUF file at ``path``: every tensor's exact bytes and role, and the
-    attention layout that sizes the KV cache. Raises ``ModelFileError`` for any bad file."""
+    attention layout that sizes the KV cache. A part of a split GGUF (``-00002-of-00003.gguf``)
+    whose sibling parts are all beside it is read with them, as llama.cpp loads it. Raises
+    ``ModelFileError`` for any bad file."""
+    names = split_names(Path(path).name)
+    if len(names) > 1:
+        parts = [Path(path).with_name(n) for n in names]
+        if all(p.is_file() for p in parts):
+            return spec_from_headers([read_header(p) for p in parts], source=os.fspath(path))
     return spec_from_headers([read_header(path)])
+
+
+def split_names(name: str) -> list[str]:
+    """The file names of every part of a split GGUF, first part first, given the name of any
+    of them (llama.cpp's ``-00001-of-00003.gguf``); ``[name]`` for any other name."""
+    found = _SPLIT_NAME.match(name)
+    if found is None or not 1 <= int(found["part"]) <= int(found["count"]) <= MAX_PARTS:
+        return [name]
+    count = int(found["count"])
+    return [f"{found['stem']}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
 
 
 def spec_from_headers(headers: list[GGUFHeader], source: str = "") -> ModelSpec:

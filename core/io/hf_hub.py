@@ -23,7 +23,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.files.safe_json import JsonError, parse_json
-from rooflab.core.io.gguf import GGUFHeader, read_header, spec_from_headers
+from rooflab.core.io.gguf import GGUFHeader, read_header, spec_from_headers, split_names
 from rooflab.core.io.gguf_header import HeaderIncomplete, parse_header_prefix
 from rooflab.core.io.hf import config_weights, spec_from_config, spec_from_safetensors_tables
 from rooflab.core.io.remote import NotFound, Remote, is_url, read_head, read_whole
@@ -32,8 +32,7 @@ from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.values.model import ModelSpec
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-MAX_PARTS = 1024                # split GGUFs and safetensors shards of one model
-_SPLIT = re.compile(r"^(?P<stem>.*)-(?P<part>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+MAX_PARTS = 1024                # safetensors shards of one model
 _NAME = re.compile(r"^[A-Za-z0-9][\w.-]*$")
 
 
@@ -127,25 +126,19 @@ def open_remote_job(ref: str, weights: str | None = None,
     if weights:
         raise ModelFileError(ref, "--weights does not apply to a GGUF file (its tensors have their own types)")
     if hub is not None:
-        files = _parts(ref, hub.file)
+        files = _parts(hub.file)
         return (yield from _gguf_job(remote, [(resolve_url(hub, f), hub_cache_file(hub, f)) for f in files], cancel))
     if not urlsplit(ref).path.lower().endswith(".gguf"):
         raise ModelFileError(ref, "a model URL must end in .gguf (or name a Hub repository: hf:OWNER/REPO)")
     head, _, last = ref.rpartition("/")
-    return (yield from _gguf_job(remote, [(f"{head}/{p}", None) for p in _parts(ref, last)], cancel))
+    return (yield from _gguf_job(remote, [(f"{head}/{p}", None) for p in _parts(last)], cancel))
 
 
-def _parts(ref: str, file: str) -> list[str]:
+def _parts(file: str) -> list[str]:
     """Every part of a split GGUF named by one of them, first part first; else ``[file]``."""
     folder, _, last = file.rpartition("/")
-    found = _SPLIT.match(last)
-    if found is None:
-        return [file]
-    count = int(found["count"])
-    if not 1 <= int(found["part"]) <= count <= MAX_PARTS:
-        raise ModelFileError(ref, f"part {found['part']} of {found['count']}: not a split GGUF's name")
     prefix = f"{folder}/" if folder else ""
-    return [f"{prefix}{found['stem']}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
+    return [prefix + name for name in split_names(last)]
 
 
 def _gguf_job(remote: Remote, parts: list[tuple[str, Path | None]],
@@ -265,7 +258,7 @@ def _gguf_files(remote: Remote, hub: HubName, cancel: CancelFlag) -> Generator[P
     siblings = listing.get("siblings") if isinstance(listing, dict) else None
     names = [s.get("rfilename") for s in siblings or [] if isinstance(s, dict)]
     return sorted(n for n in names if isinstance(n, str) and n.lower().endswith(".gguf")
-                  and (_SPLIT.match(n.rsplit("/", 1)[-1]) is None or "-00001-of-" in n))
+                  and split_names(n.rsplit("/", 1)[-1])[0] == n.rsplit("/", 1)[-1])
 
 
 def _pick_quant(remote: Remote, hub: HubName, cancel: CancelFlag) -> Generator[Progress, None, HubName]:

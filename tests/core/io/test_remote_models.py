@@ -17,6 +17,7 @@ from safetensors.numpy import save_file
 from rooflab.core.errors import ModelFileError
 from rooflab.core.files.paths import cache_dir
 from rooflab.core.io import load_model, takes_weights
+from rooflab.core.io.catalogue import get_entry
 from rooflab.core.io.hf import spec_from_folder
 from rooflab.core.values.quant import type_by_name
 from tests.factories.gguf_files import Spec, add_meta, llama_tensors, llm_meta, tiny_llama, write_gguf
@@ -125,6 +126,16 @@ def test_split_gguf_on_the_hub_reads_every_part(tmp_path, monkeypatch):
     assert {path for _, path, _ in served.requests} == {f"/org/Tiny-GGUF/resolve/main/{p.name}" for p in parts}
 
 
+def test_a_split_gguf_on_disk_is_read_whole_from_any_part(tmp_path):
+    whole, parts = write_split(tmp_path)
+    spec = load_model(parts[1])
+    same_model(spec, load_model(whole))
+    assert spec.file_bytes == sum(p.stat().st_size for p in parts) and spec.source == str(parts[1])
+    parts[2].unlink()                       # a part missing: the one named is read alone, and says so
+    alone = load_model(parts[0])
+    assert len(alone.tensors) < len(spec.tensors) and any("one shard of 3" in w for w in alone.warnings)
+
+
 def safetensors_repo(root: Path, repo: str, *, shards: int) -> Path:
     """A transformers repository's files: config.json, the weights in ``shards`` files and,
     for more than one, model.safetensors.index.json. Returns the folder."""
@@ -168,6 +179,41 @@ def test_a_transformers_repository_by_hub_name(tmp_path, monkeypatch, shards):
     assert spec.file_bytes == local.file_bytes and spec.name == "Tiny-Llama" and spec.source == "hf:org/Tiny-Llama"
     assert q4.weights_format == "Q4_K_M" and q4.weight_bytes < 0.6 * spec.weight_bytes   # rows of 64: no Q4_K
     assert takes_weights("hf:org/Tiny-Llama") and not takes_weights("hf:org/Tiny-GGUF/a.gguf")
+
+
+def test_a_32b_transformers_repository_reads_headers_only(tmp_path, monkeypatch):
+    """Two 33 GB safetensors shards of a Qwen3-32B layout (BF16, sparse on disk), one with a 1.5 MB
+    header: the header is read in growing ranges, a few MB of 65 GB in all, and the tensor table
+    equals the folder's on disk."""
+    config = json.loads(json.dumps(get_entry("qwen3-32b-q4_k_m").config))
+    folder = hub_file(tmp_path / "hub", "org/Big", "config.json").parent
+    (folder / "config.json").write_text(json.dumps(config))
+    shapes = [(t.name, tuple(reversed(t.shape))) for t in load_model("qwen3-32b-q4_k_m", weights="bf16").tensors]
+    weight_map = {}
+    for shard in (1, 2):
+        file = f"model-{shard:05d}-of-00002.safetensors"
+        header, offset = {}, 0
+        for name, shape in shapes[shard - 1::2]:
+            nbytes = 2 * int(np.prod(shape))
+            header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+            offset += nbytes
+            weight_map[name] = file
+        if shard == 2:
+            header["__metadata__"] = {"format": "pt", "note": "x" * 1_500_000}
+        raw = json.dumps(header).encode()
+        with open(folder / file, "wb") as handle:
+            handle.write(len(raw).to_bytes(8, "little") + raw)
+            handle.truncate(8 + len(raw) + offset)
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    size = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
+    with serve_files(tmp_path / "hub") as served:
+        monkeypatch.setenv("HF_ENDPOINT", served.url)
+        spec = load_model("hf:org/Big")
+    same_model(spec, spec_from_folder(folder))
+    assert spec.file_bytes == size > 60e9 and spec.weights_format == "safetensors (BF16)"
+    assert served.bytes_sent < 8 * MB and served.bytes_sent < 0.05 * size
+    shard_two = [p for m, p, _ in served.requests if m == "GET" and p.endswith("00002-of-00002.safetensors")]
+    assert len(shard_two) == 2                                  # 1 MB, then the rest of its header
 
 
 def test_a_revision_goes_into_the_resolve_url(tmp_path, monkeypatch):
