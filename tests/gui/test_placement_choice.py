@@ -153,7 +153,7 @@ def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, cap
     panel.interconnect.setCurrentIndex(0)                                  # as the machine states it
     assert window.state.placement.link_bandwidth is None
 
-    # layer split, then back to one device: the card holds the model, the one-memory headline
+    # layer split, then back to one device: the card holds the model, auto-fit's all on the card
     panel.parallel.setCurrentIndex(panel.parallel.findData("layer"))
     frame = _frame_after_edit(qtbot, window)
     layer = _predicted(capsys, QWEN_32B, "--devices", "2", "--parallel", "layer")["request"]
@@ -162,7 +162,7 @@ def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, cap
     assert window.state.placement == PlacementChoice(parallel="layer") and window.state.placement.is_auto
     assert not panel.parallel.isEnabled() and panel.gpu_auto.isEnabled()
     frame = _frame_after_edit(qtbot, window)
-    assert frame.summary.placed is None
+    assert frame.summary.placed.placement == Placement.all_on_device(frame.scenario.model)
 
 
 def test_the_controls_show_the_state_and_apply_only_where_they_mean_something(qtbot, window):
