@@ -72,7 +72,7 @@ def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload
               "memory GB", "max context", "flags"]]
     for f in rows:
         r = f.row
-        name = f"{r.model} *" if f.entry.pinned else r.model
+        name = f"{r.model} *" if f.entry.named else r.model
         table.append([str(f.rank), name, r.weights, f"{f.capability / 1e9:,.1f}", fit_words(f, machine, min_tps),
                       rate_text(r.expected_per_sequence),
                       rate_text(r.per_sequence), time_text(r.expected_ttft), time_text(r.ttft),
@@ -82,7 +82,7 @@ def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload
     left = (1, 2, 4, len(widths) - 1)
     lines += [("  ".join(c.ljust(w) if i in left else c.rjust(w)
                          for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip() for row in table]
-    if any(f.entry.pinned for f in rows):
+    if any(f.entry.named for f in rows):
         lines.append("* named with --model, ranked among the catalogue's")
     return "\n".join(lines)
 
@@ -90,13 +90,13 @@ def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload
 def fit_dict(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float,
              formats: Sequence[str], sort: str = "capability") -> dict[str, object]:
     """The JSON object: what was ranked and how, and per row its rank, catalogue key (for a
-    model named with --model: what named it, and ``pinned``), the format it opens in (null: its
+    model named with --model: what named it, and ``named``), the format it opens in (null: its
     own), its parameters, how it fits and why it stands there, and ``rooflab compare``'s row."""
     return {"machine": {"key": machine.key, "name": machine.name}, "workload": {
         "prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
         "batch": workload.batch, "kv_type": workload.kv_type}, "min_tokens_per_second": min_tps or None,
         "formats": list(formats), "sort": sort,
-        "rows": [{"rank": f.rank, "catalogue_key": f.entry.key, "pinned": f.entry.pinned,
+        "rows": [{"rank": f.rank, "catalogue_key": f.entry.key, "named": f.entry.named,
                   "weights_format": f.entry.weights,
                   "params_total": f.capability, "fit": f.fit, "fast_enough": f.fast_enough,
                   "tokens_per_second": f.speed, "why": fit_words(f, machine, min_tps), **row_dict(f.row)}
@@ -116,10 +116,10 @@ def run_fit(args: argparse.Namespace) -> int:
     workload = compare_workload(args)
     machine = load_machine(args.machine)
     formats = tuple(f.lower() for f in args.weights) if args.weights else FORMATS
-    pinned = [FitEntry(key=ref, weights=None, spec=load_model(ref), pinned=True) for ref in args.model or ()]
+    named = [FitEntry(key=ref, weights=None, spec=load_model(ref), named=True) for ref in args.model or ()]
     status = RowProgress(command="rooflab fit")
     rows = run_job(fit_table_job(machine, workload, formats=formats, min_tps=args.min_tps, sort=args.sort,
-                                 expected=None if args.ceiling_only else expected_machine, pinned=pinned), status)
+                                 expected=None if args.ceiling_only else expected_machine, named=named), status)
     status.done()
     if args.json:
         print_json(fit_dict(rows, machine, workload, args.min_tps, formats, args.sort))

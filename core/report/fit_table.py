@@ -42,13 +42,13 @@ SORTS: tuple[str, ...] = ("capability", "speed", "context")
 class FitEntry:
     """A catalogue model at one weight format: ``weights`` None is the entry's own format
     (its exact file), else the format it is opened with (``load_model(key, weights=...)``).
-    A pinned entry is a model the user named (a file, an ``hf:`` name, a GGUF link; ``key`` is
+    A named entry is a model the user named (a file, an ``hf:`` name, a GGUF link; ``key`` is
     what it was opened by), ranked among the catalogue's at its own format."""
 
     key: str
     weights: str | None
     spec: ModelSpec = field(repr=False)
-    pinned: bool = False
+    named: bool = False              # not a catalogue entry
 
     @property
     def label(self) -> str:
@@ -172,13 +172,13 @@ def ranked(entries: Sequence[FitEntry], rows: Sequence[CompareRow], min_tps: flo
 def fit_table_job(machine: MachineProfile, workload: Workload, *, entries: Sequence[FitEntry] | None = None,
                   formats: Sequence[str] = FORMATS, min_tps: float = USABLE_TPS, sort: str = "capability",
                   expected: ExpectedHook | None = None, depths: Sequence[int] = DEPTHS,
-                  pinned: Sequence[FitEntry] = ()) -> Generator[Progress, None, list[FitRow]]:
+                  named: Sequence[FitEntry] = ()) -> Generator[Progress, None, list[FitRow]]:
     """The ranked table for ``machine`` at ``workload``: ``entries`` (read from the catalogue
-    when None) and the ``pinned`` ones, each row ``report.compare``'s, ranked by ``ranked``. A
+    when None) and the ``named`` ones, each row ``report.compare``'s, ranked by ``ranked``. A
     job: a Progress per model read and per row worked out, so the window runs it off the GUI thread."""
     if entries is None:
         entries = yield from fit_entries_job(formats)
-    entries = [*entries, *pinned]
+    entries = [*entries, *named]
     rows = yield from compare_rows_job([(e.spec, machine, e.label) for e in entries], workload, depths=depths,
                                        expected=expected)
     return ranked(entries, rows, min_tps, sort, machine)

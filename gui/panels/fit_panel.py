@@ -133,7 +133,7 @@ class FitPanel(QWidget):
                 item.setData(index, Qt.ItemDataRole.UserRole)
                 if title == "Fit" and not row.row.fits:
                     item.setForeground(QColor("#c62828"))
-                if row.entry.pinned:                # the model on screen, not a catalogue entry
+                if row.entry.named:                # the model on screen, not a catalogue entry
                     font = item.font()
                     font.setBold(True)
                     item.setFont(font)

@@ -3,7 +3,7 @@ workload on screen (``report.fit_table``, the rows ``rooflab fit`` prints). Read
 catalogue and pricing some fifty placements takes about a second, so the table is a job on a
 worker thread (``JobController``), debounced, and only while the view is on screen; the models
 read on the first run are kept for the next. The model on screen, when it is not a catalogue
-entry (a file, an ``hf:`` name, a GGUF link), is pinned into the list at its own format."""
+entry (a file, an ``hf:`` name, a GGUF link), is ranked among them at its own format."""
 
 from __future__ import annotations
 
@@ -73,14 +73,14 @@ class FitController(QObject):
         self._stale = False
         s = self._state
         self.jobs.start(fit_table_job(s.machine, s.workload, entries=self._entries, min_tps=self.min_tps,
-                                      expected=self._expected, pinned=self.pinned()))
+                                      expected=self._expected, named=self.named()))
 
-    def pinned(self) -> list[FitEntry]:
-        """The model on screen, when the catalogue does not hold it, as a pinned entry."""
+    def named(self) -> list[FitEntry]:
+        """The model on screen, when the catalogue does not hold it, as a named entry."""
         s = self._state
         if s.model.source.startswith("catalogue:"):
             return []
-        return [FitEntry(key=s.model_ref, weights=None, spec=s.model, pinned=True)]
+        return [FitEntry(key=s.model_ref, weights=None, spec=s.model, named=True)]
 
     def shutdown(self) -> None:
         self.jobs.shutdown()
@@ -99,7 +99,7 @@ class FitController(QObject):
 
     def _on_jobs_returned(self, rows: list[FitRow]) -> None:
         if self._entries is None:           # the catalogue as read: the next run prices it again
-            catalogue = (r.entry for r in rows if not r.entry.pinned)
+            catalogue = (r.entry for r in rows if not r.entry.named)
             self._entries = sorted(catalogue, key=lambda e: (e.key, e.weights or ""))
         self.rows = rows
         self.rows_ranked.emit(rows)

@@ -96,16 +96,16 @@ def test_double_click_asks_to_open_that_model(qtbot, view):
     assert opened.args == [fit.entry.key, "q8_0"]
 
 
-def test_the_model_on_screen_is_pinned_when_the_catalogue_lacks_it(qtbot, view, state, tmp_path):
+def test_the_model_on_screen_is_ranked_when_the_catalogue_lacks_it(qtbot, view, state, tmp_path):
     """A model opened from a file (or an hf: name, a link) ranks among the catalogue's, in bold,
     and a double-click opens it again by what it was opened with."""
-    assert not any(f.entry.pinned for f in view.controller.rows)          # a catalogue model on screen
+    assert not any(f.entry.named for f in view.controller.rows)          # a catalogue model on screen
     path = tiny_llama(tmp_path / "tiny.gguf")
     with qtbot.waitSignal(view.controller.rows_ranked, timeout=TIMEOUT_MS):
         state.set_model(load_model(path), str(path))
-    pinned = [f for f in view.controller.rows if f.entry.pinned]
-    assert [(f.entry.key, f.row.model) for f in pinned] == [(str(path), "tiny-llama")]
-    r = next(i for i in range(view.model.rowCount()) if view.row_at(i).entry.pinned)
+    named = [f for f in view.controller.rows if f.entry.named]
+    assert [(f.entry.key, f.row.model) for f in named] == [(str(path), "tiny-llama")]
+    r = next(i for i in range(view.model.rowCount()) if view.row_at(i).entry.named)
     assert view.model.item(r, _column(view, "Model")).font().bold()
     with qtbot.waitSignal(view.open_requested) as opened:
         view.table.doubleClicked.emit(view.model.index(r, 1))

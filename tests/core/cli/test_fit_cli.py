@@ -10,7 +10,7 @@ from rooflab.core.cli.main import main
 from rooflab.core.io.catalogue import catalogue_keys
 from rooflab.core.report.fit_table import FORMATS
 
-EXTRA = ("rank", "catalogue_key", "pinned", "weights_format", "params_total", "fit", "fast_enough", "tokens_per_second",
+EXTRA = ("rank", "catalogue_key", "named", "weights_format", "params_total", "fit", "fast_enough", "tokens_per_second",
          "why")
 
 

@@ -52,8 +52,8 @@ def test_fit_ranks_a_named_remote_model_among_the_catalogues(tmp_path, monkeypat
         assert main(["fit", "--machine", "rtx-4090", "--model", ref, "--weights", "q8_0", "--ceiling-only",
                      "--json"]) == 0
         rows = json.loads(capsys.readouterr().out)["rows"]
-    pinned = [r for r in rows if r["pinned"]]
-    assert [(r["catalogue_key"], r["model"], r["weights_format"]) for r in pinned] == [(ref, "tiny-llama", None)]
-    assert pinned[0]["params_total"] < min(r["params_total"] for r in rows if not r["pinned"])
+    named = [r for r in rows if r["named"]]
+    assert [(r["catalogue_key"], r["model"], r["weights_format"]) for r in named] == [(ref, "tiny-llama", None)]
+    assert named[0]["params_total"] < min(r["params_total"] for r in rows if not r["named"])
     assert any(line.split()[1:3] == ["tiny-llama", "*"] for line in text.splitlines())
     assert text.rstrip().endswith("* named with --model, ranked among the catalogue's")
