@@ -43,6 +43,7 @@ MAX_REDIRECTS = 5
 FIRST_READ = 1 << 20            # bytes asked for first; a GGUF header is usually 1-10 MB
 MAX_HEAD_BYTES = 64 << 20       # the most of one file read for its header
 MAX_SMALL_FILE = 16 << 20       # config.json, model.safetensors.index.json
+MAX_READS = 64                  # range requests for one header
 _CHUNK = 1 << 16
 _RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)$")
 USER_AGENT = "rooflab (header reader; https range requests)"
@@ -113,7 +114,9 @@ class Remote:
                 raise self.fail(f"the server answered {response.status} with Content-Range "
                                 f"{_quoted(response.headers.get('Content-Range'))} to a range request")
             first, last, total = (int(g) for g in found.groups())
-            if first != start or last != min(end, total - 1) or last < first:
+            # fewer bytes than asked for is allowed (some servers cap a range's length): the
+            # reader asks again from where the answer ended
+            if first != start or last > min(end, total - 1) or last < first:
                 raise self.fail(f"the server sent bytes {first}-{last} of {total} when asked for {start}-{end}")
             data = self._body(response, last - first + 1, exact=True)
             return Head(data=data, file_bytes=total, etag=response.headers.get("ETag") or "")
@@ -259,6 +262,8 @@ def _reusable(remote: Remote, url: str) -> Head | None:
         etag, _ = remote.head(url)
     except Unreachable:
         return old
+    except ModelFileError:          # a server that refuses HEAD (405, ...): read the file again
+        return None
     return old if etag == old.etag else None
 
 
@@ -279,13 +284,14 @@ def read_head(remote: Remote, url: str, parse: Callable[[bytes, int], T], *, wha
         raise remote.fail(f"{_file_name(url)} is not in the cache and HF_HUB_OFFLINE is set")
     yield Progress(step="open", message=f"Reading the header of {_file_name(url)}…")
     head = remote.read_range(url, 0, FIRST_READ - 1)
-    while True:
+    for _ in range(MAX_READS):
         try:
             result = parse(head.data, head.file_bytes)
         except HeaderIncomplete as more:
             want = min(max(more.needed, 2 * len(head.data)), head.file_bytes)
             if want > MAX_HEAD_BYTES:
                 raise remote.fail(f"{what} header is more than {MAX_HEAD_BYTES >> 20} MB") from None
+            want = max(want, len(head.data) + 1)
             check_cancel(cancel)
             yield Progress(step="open", message=f"Reading the header of {_file_name(url)}: "
                                                 f"{len(head.data) / 1e6:,.1f} MB of {head.file_bytes / 1e9:,.2f} GB…")
@@ -296,6 +302,7 @@ def read_head(remote: Remote, url: str, parse: Callable[[bytes, int], T], *, wha
             continue
         keep(url, head)
         return result
+    raise remote.fail(f"{_file_name(url)}: the header was not whole after {MAX_READS} range requests")
 
 
 def read_whole(remote: Remote, url: str, cancel: CancelFlag = None) -> Generator[Progress, None, bytes]:

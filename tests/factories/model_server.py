@@ -60,6 +60,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._status(401)
         if path.startswith("/endless/"):
             return self._endless(path, body)
+        if path.startswith("/nohead/") and self.command == "HEAD":
+            return self._status(405)
         hub = re.match(r"^/api/models/([^/]+/[^/]+)/revision/([^/]+)$", path)
         if hub:
             return self._listing(hub[1], hub[2])
@@ -75,6 +77,8 @@ class _Handler(BaseHTTPRequestHandler):
         first, last = int(wanted[1]), min(int(wanted[2] or size - 1), size - 1)
         if path.startswith("/wrong-range/"):
             first, last = first + 1, last
+        if path.startswith("/capped/"):                 # a CDN that sends at most 256 KiB a range
+            last = min(last, first + (256 << 10) - 1)
         if path.startswith("/short/"):
             return self._short(file, first, last, size, etag)
         return self._send(file, first, last, size, etag, 206, body)

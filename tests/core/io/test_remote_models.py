@@ -283,6 +283,18 @@ def test_a_quant_tag_picks_the_file_and_a_gguf_repository_says_how_to_name_one(t
             load_model("hf:org/Tiny-GGUF:IQ2_XXS")
 
 
+def test_a_server_that_caps_ranges_or_refuses_head_still_serves(tmp_path):
+    """Fewer bytes than asked for are taken and the rest asked for again; a server that refuses
+    HEAD has its header read again on the second look instead of checked."""
+    path = qwen3_32b_layout(tmp_path / "files" / "big.gguf")
+    with serve_files(tmp_path / "files") as served:
+        same_model(load_model(f"{served.url}/capped/big.gguf"), load_model(path))
+        assert served.bytes_sent < 16 * MB and len(served.requests) > 8
+        for _ in range(2):
+            same_model(load_model(f"{served.url}/nohead/big.gguf"), load_model(path))
+    assert [m for m, p, _ in served.requests if p.startswith("/nohead/")].count("HEAD") == 1
+
+
 @pytest.mark.parametrize("prefix, words", [
     ("wrong-range", "the server sent bytes 1-1048575"),
     ("short", "bytes for a range of 1,048,576"),
