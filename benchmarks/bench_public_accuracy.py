@@ -136,6 +136,9 @@ def main() -> None:
             print(f"  {g} by weight format: " + "; ".join(shown))
     print(f"routed experts without rows of their own: {public.expert_ratio(fits):.3f} x the dense rate, "
           f"{public.expert_layer_seconds(fits) * 1e6:.1f} us a routed-expert layer")
+    ratio = public.attention_ratio(fits)
+    if ratio is not None:
+        print(f"a prompt's attention without rows of its own: {ratio:.3f} x the dense rate")
     offsets = public.machine_offsets(data, fits, {data.rows[i].machine for i in public.row_groups(data)})
     tg, pp = (np.array([o[k] for o in offsets.values()]) for k in (0, 1))
     print(f"machines' own offsets ({len(offsets)} machines): generation x{np.min(tg):.2f} .. x{np.max(tg):.2f}, "

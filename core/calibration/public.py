@@ -171,10 +171,21 @@ def expert_layer_seconds(fits: dict[str, public_fit.Factors]) -> float:
     return float(np.median(seen)) if seen else 0.0
 
 
+def attention_ratio(fits: dict[str, public_fit.Factors]) -> float | None:
+    """A prompt's attention rate (without flash attention) as a share of the dense rate, the
+    median over the GPU groups whose rows showed it: what a GPU group without such rows is
+    assumed to reach (None without any). A CPU is left at its dense rate: its attention runs
+    on the cores its multiplies run on, not through a GPU's separate kernel."""
+    ratios = [f.attention / f.dense for g, f in fits.items()
+              if g != "cpu" and f.attention is not None and f.dense > 0]
+    return float(np.median(ratios)) if ratios else None
+
+
 def group_rates(fits: dict[str, public_fit.Factors], group: str) -> Rates:
     """``group``'s factors as ``Rates``, a term its rows did not show taken from the other
-    groups (``expert_ratio``, ``expert_layer_seconds``)."""
-    return fits[group].rates(expert_ratio(fits), expert_layer_seconds(fits))
+    groups (``expert_ratio``, ``expert_layer_seconds``, ``attention_ratio`` for a GPU group)."""
+    return fits[group].rates(expert_ratio(fits), expert_layer_seconds(fits),
+                             None if group == "cpu" else attention_ratio(fits))
 
 
 def predict_row(data: PublicBenchmarks, row: PublicRow, rates: Rates, offset: Offset | None = None) -> float:

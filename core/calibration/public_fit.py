@@ -280,21 +280,29 @@ class Factors:
     class_dense: Mapping[str, float] = field(default_factory=dict)
     expert_layer_seconds: float | None = None   # a routed-expert layer's fixed cost; None: no MoE decode row
 
-    def rates(self, expert_ratio: float, expert_layer_seconds: float = 0.0) -> Rates:
+    def rates(self, expert_ratio: float, expert_layer_seconds: float = 0.0,
+              attention_ratio: float | None = None) -> Rates:
         """As the calibration form's ``Rates`` of factors: each format class with rows of its
         own at its bandwidth and dense rate, the others at the group's (``bandwidth``,
         ``dense``: its most common class's), routed experts at their own (without rows of them,
-        at ``expert_ratio`` times the dense rate, the ratio other groups showed), and a
+        at ``expert_ratio`` times the dense rate, the ratio other groups showed), a
         routed-expert layer's fixed cost its own (without MoE decode rows,
-        ``expert_layer_seconds``, what other groups showed)."""
+        ``expert_layer_seconds``, what other groups showed), and a prompt's attention at its
+        own rate (without rows that spend enough on attention, with or without flash
+        attention, at ``attention_ratio`` times the dense rate where given: a deep prompt's
+        attention is not the dense multiplies' kernel, and pricing it at their rate made deep
+        prompts on back ends without deep rows several times too fast)."""
         experts = self.experts if self.experts is not None else self.dense * expert_ratio
+        attention = self.attention
+        if attention is None and self.flash_attention is None and attention_ratio is not None:
+            attention = min(MAX_FACTOR, self.dense * attention_ratio)
         moe_layer = self.expert_layer_seconds if self.expert_layer_seconds is not None else expert_layer_seconds
         every = dict.fromkeys(FORMAT_CLASSES, 0.0)
         return Rates(bandwidth={k: self.class_bandwidth.get(k, self.bandwidth) for k in every},
                      prefill_flops={**{k: self.class_dense.get(k, self.dense) for k in every}, EXPERTS: experts},
                      decode_flops={**{k: self.decode for k in every}, EXPERTS: self.decode},
                      cache_bandwidth=self.cache, pass_seconds=self.pass_seconds,
-                     layer_seconds=self.layer_seconds, overlap=self.overlap, attention_flops=self.attention,
+                     layer_seconds=self.layer_seconds, overlap=self.overlap, attention_flops=attention,
                      flash_attention_flops=self.flash_attention, rows_half=self.rows_half,
                      expert_layer_seconds=moe_layer)
 

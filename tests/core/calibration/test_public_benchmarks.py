@@ -286,3 +286,24 @@ def test_the_expert_layers_cost_is_in_every_pass_of_a_moe_model_only():
     assert Rates.from_dict(extra.to_dict()).expert_layer_seconds == 1e-4
     assert "expert_layer_seconds" not in base.to_dict()
     assert public_fit.scaled(extra, 2.0, 1.0).expert_layer_seconds == pytest.approx(5e-5)
+
+
+def test_a_gpu_group_without_deep_rows_prices_attention_as_the_others_showed():
+    """A group whose rows never spent enough on attention to show its rate took the dense
+    multiplies' rate for it; now a GPU group takes the attention / dense ratio the GPU groups
+    with such rows showed (a CPU keeps its dense rate), so a prompt at 32k depth on it is
+    priced slower, a short one nearly alike."""
+    seen = dataclasses.replace(TERMS, attention=0.09, dense=0.45)          # ratio 0.2
+    blind = dataclasses.replace(TERMS, dense=0.3)
+    fits = {"rocm": seen, "vulkan-intel": blind, "cpu": blind}
+    assert public.attention_ratio(fits) == pytest.approx(0.2)
+    assert public.group_rates(fits, "vulkan-intel").attention_flops == pytest.approx(0.06)
+    assert public.group_rates(fits, "cpu").attention_flops is None
+    assert public.group_rates(fits, "rocm").attention_flops == pytest.approx(0.09)
+    data = _synthetic({"a": MACHINES["a"]}, tests=("pp512",))
+    row = next(r for r in data.rows if r.model == "llama-3.1-8b")
+    deep = dataclasses.replace(row, source=dataclasses.replace(row.source, depth=32768))
+    for r, slower in ((deep, 2.0), (row, 1.0)):
+        before = public.predict_row(data, r, blind.rates(1.0))
+        after = public.predict_row(data, r, public.group_rates(fits, "vulkan-intel"))
+        assert before / after > slower if slower > 1 else before / after == pytest.approx(1.0, rel=0.15)
