@@ -18,6 +18,7 @@ settings. No measurement, no GPU; a few tens of seconds.
 
     python benchmarks/bench_public_accuracy.py
     python benchmarks/bench_public_accuracy.py --write-fit    # also refresh the shipped fit
+    python benchmarks/bench_public_accuracy.py --protocols machine    # one protocol: a third of the time
 
 Targets (issue 16): generation median <= 10 %, prompt processing <= 20 %, no cell with 3+ rows
 worse than 35 %, coverage 60-80 %.
