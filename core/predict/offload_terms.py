@@ -26,7 +26,7 @@ from rooflab.core.values.model import ModelSpec, Role
 CROSSING_SECONDS = 25e-6
 # Share of the host's fitted CPU bandwidth factor that batch-1 routed-expert GEMVs reach behind a
 # GPU: small matrices, one per expert used, on threads that also drive the GPU. Fitted.
-HOST_EXPERT_DECODE_SHARE = 0.82
+HOST_EXPERT_DECODE_SHARE = 0.78
 # Share of the PCIe link a prompt's host weights cross at: llama.cpp copies them from mmap'd,
 # pageable host memory, which CUDA stages through a pinned buffer. Fitted.
 PCIE_STREAM_SHARE = 0.70
