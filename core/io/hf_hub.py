@@ -26,7 +26,7 @@ from rooflab.core.files.safe_json import JsonError, parse_json
 from rooflab.core.io.gguf import GGUFHeader, read_header, spec_from_headers, split_names
 from rooflab.core.io.gguf_header import HeaderIncomplete, parse_header_prefix
 from rooflab.core.io.hf import config_weights, spec_from_config, spec_from_safetensors_tables
-from rooflab.core.io.remote import NotFound, Remote, is_url, read_head, read_whole
+from rooflab.core.io.remote import NotFound, Remote, read_head, read_whole
 from rooflab.core.io.safetensors import StoredTensor, header_length, parse_safetensors_header, read_safetensors
 from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.values.model import ModelSpec
@@ -44,11 +44,6 @@ class HubName:
     file: str = ""              # a path in the repository; "" for a transformers repository
     revision: str = "main"
     quant: str = ""             # hf:OWNER/REPO:Q4_K_M picks the GGUF file with that type
-
-
-def is_remote(ref: str) -> bool:
-    """Whether ``ref`` names a model on a server (``hf:`` or an http(s) URL)."""
-    return ref.startswith("hf:") or is_url(ref)
 
 
 def remote_takes_weights(ref: str) -> bool:

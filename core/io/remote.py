@@ -49,11 +49,6 @@ _RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)$")
 USER_AGENT = "rooflab (header reader; https range requests)"
 
 
-def is_url(text: str) -> bool:
-    """Whether ``text`` is an http(s) URL."""
-    return text.startswith(("https://", "http://"))
-
-
 def offline() -> bool:
     """huggingface_hub's switch: no network at all, the cache only."""
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
