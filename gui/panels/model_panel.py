@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QProgressBar,
     QPushButton,
@@ -36,6 +37,8 @@ from rooflab.gui.state.app_state import AppState
 
 WEIGHT_FORMATS: tuple[str, ...] = ("", *RECIPES)        # "" = the model's own; then every --weights format
 MODEL_FILTER = "Models (*.gguf config.json *.json);;GGUF files (*.gguf);;config.json (*.json);;All files (*)"
+URL_PROMPT = ("A Hugging Face name (hf:OWNER/REPO, hf:OWNER/REPO/FILE.gguf, hf:OWNER/REPO:Q4_K_M)\n"
+              "or a link to a .gguf file. Only its header is read, never the whole file.")
 # the two byte columns first after the name and type, so they show in the tab's default width
 _COLUMNS = ("Tensor", "Type", "In file", "Per token", "Parameters", "Shape")
 FILE_BYTES, READ_BYTES, PARAMS, SHAPE = 2, 3, 4, 5
@@ -70,6 +73,8 @@ class ModelPanel(QWidget):
         self.open_file_button = QPushButton("Open file…")
         self.open_file_button.setToolTip("Open a .gguf file or a config.json (Ctrl+O). You can also drop "
                                           "a file or model folder anywhere on the window.")
+        self.open_url_button = QPushButton("Open URL…")
+        self.open_url_button.setToolTip("A Hugging Face name or a GGUF link (Ctrl+L): only its header is read.")
         self.open_folder_button = QPushButton("Open folder…")
         self.open_folder_button.setToolTip("Open a Hugging Face model folder (config.json with or without "
                                            "*.safetensors: their headers give exact bytes).")
@@ -112,6 +117,7 @@ class ModelPanel(QWidget):
         buttons = QHBoxLayout()
         buttons.addWidget(self.open_file_button)
         buttons.addWidget(self.open_folder_button)
+        buttons.addWidget(self.open_url_button)
         form = QFormLayout()
         form.addRow("Catalogue", self.catalogue)
         form.addRow("Weights", self.weights)
@@ -138,6 +144,7 @@ class ModelPanel(QWidget):
         layout.addWidget(self.tree, 1)
         self.open_file_button.clicked.connect(self._on_open_file_button_clicked)
         self.open_folder_button.clicked.connect(self._on_open_folder_button_clicked)
+        self.open_url_button.clicked.connect(self._on_open_url_button_clicked)
         self.catalogue.activated.connect(self._on_catalogue_activated)
         self.weights.activated.connect(self._on_weights_activated)
         self.recent.activated.connect(self._on_recent_activated)
@@ -252,6 +259,11 @@ class ModelPanel(QWidget):
         path = QFileDialog.getExistingDirectory(self, "Open model folder")
         if path:
             self.open_requested.emit(path, self._weights())
+
+    def _on_open_url_button_clicked(self) -> None:
+        text, ok = QInputDialog.getText(self, "Open URL", URL_PROMPT)
+        if ok and text.strip():
+            self.open_requested.emit(text.strip(), self._weights())
 
     def _on_catalogue_activated(self, index: int) -> None:
         key = str(self.catalogue.itemData(index) or "")

@@ -15,16 +15,13 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QMenu, QSt
 from rooflab.core.errors import RooflabError
 from rooflab.gui.controllers.guide_controller import GuideController
 from rooflab.gui.export.report import ReportFiles, choose_report_folder
-from rooflab.gui.panels.model_panel import MODEL_FILTER
+from rooflab.gui.panels.model_panel import MODEL_FILTER, URL_PROMPT
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.shell import about
 from rooflab.gui.state.app_state import AppState
 from rooflab.gui.state.settings import Settings
 from rooflab.gui.widgets.controls import MessageBar
 from rooflab.gui.widgets.theme import THEME_MODES
-
-URL_PROMPT = ("A Hugging Face name (hf:OWNER/REPO, hf:OWNER/REPO/FILE.gguf, hf:OWNER/REPO:Q4_K_M)\n"
-              "or a link to a .gguf file. Only its header is read, never the whole file.")
 
 
 class MenuHost(Protocol):

@@ -36,6 +36,15 @@ def test_open_url_reads_a_hub_model_on_the_worker(qtbot, window, hub, monkeypatc
     assert ("GET", "/org/Tiny-GGUF/resolve/main/Tiny-Q4_K_M.gguf") in [(m, p) for m, p, _ in hub.requests]
 
 
+def test_the_model_tabs_open_url_button_opens_a_link(qtbot, window, hub, monkeypatch):
+    url = f"{hub.url}/org/Tiny-GGUF/resolve/main/Tiny-Q4_K_M.gguf"
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (url, True))
+    with qtbot.waitSignal(window.model_loaded, timeout=WAIT_MS) as blocker:
+        window.model_panel.open_url_button.click()
+    assert blocker.args[0].source == url and blocker.args[0].file_bytes > 0
+    qtbot.waitUntil(lambda: window.state.model_ref == url, timeout=WAIT_MS)
+
+
 def test_a_dropped_link_opens_and_a_missing_one_keeps_the_model(qtbot, window, hub):
     mime = QMimeData()
     mime.setUrls([QUrl(f"{hub.url}/org/Tiny-GGUF/resolve/main/Tiny-Q4_K_M.gguf")])
