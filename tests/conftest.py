@@ -124,7 +124,7 @@ def steady_load(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests time real models while the suite's other workers load the same cores, so the load
     average can rise by more than ``trust.LOAD_RISE_LIMIT`` during any run and mark every point
     disturbed. What a test checks must not depend on that: the load reads steady. The judge is
-    tested in tests/core/measure/test_trust.py, and a run that the load does disturb in
+    tested in tests/core/measure/machine/test_trust.py, and a run that the load does disturb in
     tests/gui/test_measure_panel.py."""
     from rooflab.core.measure.engines import engine
 
@@ -136,7 +136,7 @@ def steady_timings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every measured point reads as trusted: on a shared machine the other work spreads a
     tiny model's repeats past ``trust.SPREAD_LIMIT`` (at a load of 5-8, every point), so a test
     of what a run does with its points (fit, keep, print) must not ask the real clock whether
-    they agreed. The judge itself is tested on given timings in tests/core/measure/test_trust.py."""
+    they agreed. The judge itself is tested on given timings in tests/core/measure/machine/test_trust.py."""
     from rooflab.core.measure.engines import engine
 
     monkeypatch.setattr(engine, "judge", lambda point, load_at_start, load_now: point)

@@ -88,7 +88,7 @@ def test_the_torch_sweep_is_quick_by_default_and_says_how_long_before_it_starts(
     from rooflab.gui.shell.main_window import MainWindow
     from rooflab.gui.state.app_state import AppState
     from rooflab.gui.state.settings import Settings
-    from tests.core.measure.test_model_estimate import GEMMA_270M
+    from tests.core.measure.engines.test_model_estimate import GEMMA_270M
 
     config = tmp_path / "gemma" / "config.json"
     config.parent.mkdir()

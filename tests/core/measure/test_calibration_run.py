@@ -88,7 +88,7 @@ def test_the_machine_is_measured_before_and_after_the_timings_and_the_faster_run
     calibration's machine, the kept "measured" profile and its notes agree."""
     from rooflab.core.io import presets
     from rooflab.core.jobs import Progress
-    from tests.core.measure.test_machine_checks import quiet_run, slowed_run
+    from tests.core.measure.machine.test_machine_checks import quiet_run, slowed_run
 
     monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
     monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _plan)
@@ -118,7 +118,7 @@ def test_a_calibration_whose_every_machine_measurement_fails_keeps_nothing(monke
     from rooflab.core.errors import MeasurementError
     from rooflab.core.io import presets
     from rooflab.core.jobs import Progress
-    from tests.core.measure.test_machine_checks import quiet_run
+    from tests.core.measure.machine.test_machine_checks import quiet_run
 
     monkeypatch.setattr(calibration_run, "calibration_models", lambda engine: TINY)
     monkeypatch.setattr(calibration_run.CalibrationPlan, "engine_plan", _plan)
