@@ -12,7 +12,7 @@ from typing import Any
 
 from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.errors import SpecError
-from rooflab.core.predict.choice import PlacementChoice
+from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.parallel import engine_of
 from rooflab.core.values.machine import MachineProfile
@@ -119,10 +119,11 @@ def expected_for(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoi
     return expected_on(spec, machine, dtype=dtype, engine=engine_for(choice))
 
 
-def expected_machine(spec: ModelSpec, machine: MachineProfile) -> MachineProfile | None:
+def expected_machine(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoice = AUTO) -> MachineProfile | None:
     """The hook ``report.compare`` asks for expected figures: ``machine`` as the calibration that
-    applies to it (timed here, or published for its back end) expects it to run ``spec``."""
-    found = expected_on(spec, machine)
+    applies to it (timed here, or published for its back end) expects it to run ``spec`` placed
+    as ``choice`` asks (its engine: ``engine_for``; a pinned row in tensor parallel is vLLM's)."""
+    found = expected_for(spec, machine, choice)
     return None if found is None else found.machine
 
 

@@ -34,7 +34,7 @@ from rooflab.core.predict.placement import Placement, describe
 from rooflab.core.predict.request import RequestEstimate
 from rooflab.core.report.chart_types import Description, devices_text, without_format
 from rooflab.core.report.chart_types import distinguishing_labels as chart_labels
-from rooflab.core.report.placed import PlacedSummary, placed_as_chosen
+from rooflab.core.report.placed import PlacedSummary, machine_as_placed, on_link, placed_as_chosen
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
@@ -74,16 +74,18 @@ class CompareRow:
 
 
 def expected_request(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement | Parallel,
-                     expected: ExpectedHook | None) -> RequestEstimate | None:
+                     expected: ExpectedHook | None, link: Parallel | None = None) -> RequestEstimate | None:
     """The request a calibration expects for ``placement`` (or on ``Parallel``'s devices, each
     at the calibrated rates and the link as stated): the same request on the machine
-    ``expected`` returns; None without a hook or a calibration."""
+    ``expected`` returns (with ``link`` between the devices of a layer split with host memory,
+    as the placement is priced: ``placed.machine_as_placed``); None without a hook or a
+    calibration."""
     calibrated = expected(spec, machine) if expected is not None else None
     if calibrated is None:
         return None
     if isinstance(placement, Parallel):
         return parallel_estimate(spec, calibrated, workload, placement)
-    return placed_request(spec, calibrated, workload, placement)
+    return placed_request(spec, calibrated if link is None else on_link(calibrated, link), workload, placement)
 
 
 def offload_kind(spec: ModelSpec, placement: Placement) -> str:
@@ -112,15 +114,18 @@ def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
     the window's headline for that choice: the placement given, fitting or not, or the devices'
     estimate and each device's memory)."""
     s = _placed(spec, machine, workload, choice)
-    if s.parallel is not None:
+    if s.parallel is not None and s.fit.placement.devices == 1:        # the devices share every layer
         return _parallel_row(spec, machine, workload, s.parallel, s.estimate, weights=weights, depths=depths,
                              expected=expected)
+    # one device, or a layer split with host memory priced on the link between its devices
+    link = None if s.parallel is None else s.parallel.parallel
     fit, est = s.fit, s.estimate
     plan = fit.memory
     ok = fit.fits
-    steps = np.atleast_1d(placed_decode(spec, machine, workload, fit.placement, context=list(depths), batch=1).seconds)
+    priced = machine_as_placed(machine, s)
+    steps = np.atleast_1d(placed_decode(spec, priced, workload, fit.placement, context=list(depths), batch=1).seconds)
     rates = [(int(d), 1.0 / float(s) if ok else None) for d, s in zip(depths, steps, strict=True)]
-    exp = expected_request(spec, machine, workload, fit.placement, expected) if ok else None
+    exp = expected_request(spec, machine, workload, fit.placement, expected, link) if ok else None
     length = workload.context + workload.prompt + workload.answer
     by_hand = s.how == "manual"
     if ok:

@@ -8,15 +8,22 @@ A row prices a placement search (a few ms to tens of ms): rows are worked out on
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from PySide6.QtCore import QObject, Signal
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.report.chart_types import Scenario, distinguishing_labels
-from rooflab.core.report.compare import CompareRow, ExpectedHook, compare_row
+from rooflab.core.report.compare import CompareRow, compare_row
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.gui.state.app_state import AppState, Pinned
+
+#: (model, machine, choice=) -> the machine as the calibration for the engine that runs ``choice``
+#: expects it (``app.resolve.expected_machine``), None without one
+PinExpectedHook = Callable[..., MachineProfile | None]
 
 
 class CompareController(QObject):
@@ -28,7 +35,7 @@ class CompareController(QObject):
     failed = Signal(str)
 
     def __init__(self, state: AppState, parent: QObject | None = None,
-                 expected: ExpectedHook | None = None) -> None:
+                 expected: PinExpectedHook | None = None) -> None:
         super().__init__(parent)
         self._state = state
         self._expected = expected
@@ -88,7 +95,9 @@ class CompareController(QObject):
         if done is not None:
             return done
         sc = pin.scenario
-        return compare_row(sc.model, sc.machine, sc.workload, expected=self._expected, choice=sc.placement)
+        # the calibration for the engine that runs the pin (tensor parallel is vLLM's: app.resolve.engine_for)
+        hook = None if self._expected is None else functools.partial(self._expected, choice=sc.placement)
+        return compare_row(sc.model, sc.machine, sc.workload, expected=hook, choice=sc.placement)
 
     def _on_state_pinned_changed(self) -> None:
         if self.active:

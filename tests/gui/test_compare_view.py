@@ -24,7 +24,7 @@ from rooflab.gui.widgets.theme import DARK, LIGHT
 def panel(qtbot, state):
     machines = [load_machine(k) for k in ("rtx-4090", "h100-sxm", "desktop-ddr5")]
     view = CompareTablePanel(state, machines=machines,
-                             controller=CompareController(state, expected=lambda spec, machine: None))
+                             controller=CompareController(state, expected=lambda spec, machine, choice=None: None))
     qtbot.addWidget(view)
     view.resize(1200, 700)
     view.show()

@@ -88,6 +88,14 @@ def test_panel_pin_report_and_predict_agree(qtbot, window, capsys, tmp_path, cas
         assert float(reported[key]) == pytest.approx(value, rel=1e-9), key   # the report
         assert getattr(row, key) == pytest.approx(value, rel=1e-9), key     # the pinned row
         assert numbers.value_text(key) == units.fmt(value, "s"), key        # the panel
+    # the expected figure: the calibration for the engine that runs it (tensor parallel is vLLM's,
+    # which no preset has: none anywhere), on the placement
+    expected = request.get("expected_tpot_seconds")
+    shown = [line.value for line in numbers.lines if line.key == "expected_tpot"]
+    if expected is None:
+        assert shown == [] and row.expected_tpot is None
+    else:
+        assert shown == [units.fmt(expected, "s")] and row.expected_tpot == pytest.approx(expected, rel=1e-9)
     # the charts of the series on screen and of its pin draw the same step
     for charts in (frame.charts, pinned_charts):
         assert charts["decode"].panel("step").curve("tpot").y[0] == pytest.approx(request["tpot_seconds"])
