@@ -24,8 +24,7 @@ from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, ten
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.charts import ROOFLINE
 from rooflab.core.report.expected import expected_csv
-from rooflab.core.report.expected_lines import expected_lines, merged
-from rooflab.core.report.explain import Line, explain
+from rooflab.core.report.explain import Line
 from rooflab.core.report.ops_chart import not_running, ops_roofline_chart
 from rooflab.core.report.ops_table import ops_csv, scenario_operations
 from rooflab.core.report.serving_chart import AXES, ServingFigures, chart_of
@@ -295,10 +294,7 @@ NUMBERS_PX, NUMBERS_LINE, NUMBERS_GAP = 20, 26, 12     # the sheet's numbers: fo
 
 
 def _numbers_lines(frame: Frame) -> list[Line]:
-    lines = explain(frame.scenario, frame.summary)
-    if frame.expected_figures is not None:
-        lines = merged(lines, expected_lines(frame.scenario, frame.expected_figures, frame.stands_on))
-    return lines
+    return frame.lines          # the numbers panel's rows, read from the same answer (``Figures.lines``)
 
 
 def _sentence_rect(line: Line, left: int, top: int, width: int) -> tuple[str, QRect]:
