@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 
 from rooflab.core.report import units
 from rooflab.core.report.chart_types import Curve, Panel
@@ -337,6 +338,8 @@ class PanelView:
         if self._placing:
             self._again = True
             return
+        if not self._alive():
+            return
         self._placing = True
         try:
             for _ in range(3):               # settles at once; the bound only guards a loop
@@ -348,6 +351,13 @@ class PanelView:
         finally:
             self._placing = False
 
+    def _alive(self) -> bool:
+        """Whether the plot's C++ items still exist: a view box being torn down with its window
+        still emits sigResized, and placing labels then touched its deleted child group (a
+        segfault of the test process once, between two window tests)."""
+        box = self.plot.getViewBox()
+        return shiboken6.isValid(self.plot) and shiboken6.isValid(box) and shiboken6.isValid(box.childGroup)
+
     def shown_labels(self) -> list[tuple[Drawn, str, tuple[float, float, float, float]]]:
         """Each label on show, with its curve and its box (left, top, width, height) in the plot
         box's pixels: what tests check for overlaps."""
@@ -358,6 +368,8 @@ class PanelView:
         return label_layout.pixels(self, curve)
 
     def _on_view_transform_changed(self, *_args: object) -> None:
+        if not self._alive():
+            return
         if self.note.isVisible():
             self.note.place()
         if not self._framing:
