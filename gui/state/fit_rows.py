@@ -37,6 +37,7 @@ class FitController(QObject):
         self._entries: list[FitEntry] | None = list(entries) if entries is not None else None
         self.min_tps = USABLE_TPS         # what fits at a usable speed first, as rooflab fit
         self.rows: list[FitRow] = []
+        self._ranked_named: list[tuple[str, object]] = []       # the named models of the last run
         self.active = False                 # off screen until shown: nothing is worked out
         self._stale = True
         self.jobs = JobController(self)
@@ -49,7 +50,7 @@ class FitController(QObject):
         self._timer.timeout.connect(self._on_timer_timeout)
         state.machine_changed.connect(self._on_state_changed)
         state.workload_changed.connect(self._on_state_changed)
-        state.model_changed.connect(self._on_state_changed)
+        state.model_changed.connect(self._on_state_model_changed)
 
     @property
     def busy(self) -> bool:
@@ -72,8 +73,10 @@ class FitController(QObject):
         self._timer.stop()
         self._stale = False
         s = self._state
+        named = self.named()
+        self._ranked_named = [(e.key, e.spec) for e in named]
         self.jobs.start(fit_table_job(s.machine, s.workload, entries=self._entries, min_tps=self.min_tps,
-                                      expected=self._expected, named=self.named()))
+                                      expected=self._expected, named=named))
 
     def named(self) -> list[FitEntry]:
         """The model on screen, when the catalogue does not hold it, as a named entry."""
@@ -83,6 +86,8 @@ class FitController(QObject):
         return [FitEntry(key=s.model_ref, weights=None, spec=s.model, named=True)]
 
     def shutdown(self) -> None:
+        self._timer.stop()              # a debounced run must not start after the window closed
+        self.active = False
         self.jobs.shutdown()
 
     def _on_state_changed(self, _value: object) -> None:
@@ -90,6 +95,11 @@ class FitController(QObject):
             self._timer.start()
         else:
             self._stale = True
+
+    def _on_state_model_changed(self, _model: object) -> None:
+        # only a model the catalogue lacks changes the table: re-rank when the named one changes
+        if [(e.key, e.spec) for e in self.named()] != self._ranked_named:
+            self._on_state_changed(None)
 
     def _on_timer_timeout(self) -> None:
         self.rank_now()
