@@ -100,7 +100,7 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     nkvo = _predicted(capsys, GPT_OSS, "--no-kv-offload")
     assert frame.summary.placed.fits and frame.summary.placed.how == "auto"
     assert frame.summary.placed.placement.flags() == nkvo["placement"]["flags"] == \
-        "-ngl 37 --n-cpu-moe 23 -ot blk.23.ffn_down=CPU --no-kv-offload"
+        "-ngl 37 --n-cpu-moe 22 -ot 'blk.22.ffn_(gate|up|down)=CPU' --no-kv-offload"
     assert frame.summary.estimate.tpot == nkvo["request"]["tpot_seconds"]
 
     # and with nothing set, auto-fit chooses again, as predict does without flags
@@ -134,16 +134,16 @@ def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, cap
     assert frame.summary.estimate.tpot == predicted["request"]["tpot_seconds"]
     assert frame.summary.estimate.ttft == predicted["request"]["ttft_seconds"]
     assert predicted["parallel"]["mode"] == "tensor" and predicted["parallel"]["devices"] == 2
-    # the numbers panel says two devices and each one's memory, and the expected figures are the
-    # devices' too (each at the calibrated rates, the link as stated), as predict prints them
+    # the numbers panel says two devices and each one's memory; tensor parallel is vLLM's, and with
+    # no vLLM calibration of this machine there is no expected figure (the ceiling is not one),
+    # in the window as in predict
     assert window.numbers.value_text("placement") == "2 × tensor parallel"
     assert window.numbers.value_text("memory").endswith("per device")
     (memory,) = [line for line in window.numbers.lines if line.key == "memory"]
     assert "Each of the 2 devices holds" in memory.sentence and "it fits." in memory.sentence
     request = predicted["request"]
-    assert window.numbers.value_text("expected_tpot") == fmt(request["expected_tpot_seconds"], "s")
-    one = _predicted(capsys, QWEN_32B)["request"]
-    assert request["tpot_seconds"] <= request["expected_tpot_seconds"] < one["expected_tpot_seconds"]
+    assert "expected_tpot_seconds" not in request and predicted.get("expected") is None
+    assert "expected_tpot" not in {line.key for line in window.numbers.lines}
     # another link from the presets' (NVLink 4, 450 GB/s a direction): predict --interconnect 450
     panel.interconnect.setCurrentIndex(panel.interconnect.findData(450e9))
     assert window.state.placement == PlacementChoice(devices=2, parallel="tensor", link_bandwidth=450e9)
