@@ -13,7 +13,7 @@ import numpy as np
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.ops_clocks import TimedOperation
 from rooflab.core.predict.roofline import attainable, balance
-from rooflab.core.report.chart_parts import ROOFLINE, axes, x_marker
+from rooflab.core.report.chart_parts import ROOFLINE, axes, pts, x_marker
 from rooflab.core.report.chart_types import Chart, Curve, CurveRole, Panel, Scenario
 from rooflab.core.report.ops_table import scenario_operations
 
@@ -32,8 +32,8 @@ def _plotted(t: TimedOperation) -> bool:
 
 def _point(key: str, label: str, t: TimedOperation, seconds: float, role: CurveRole) -> Curve:
     ax = axes("intensity", "FLOP/byte", "attained", "FLOP/s")
-    return Curve(key=key, label=label, x=[t.op.intensity], y=[t.op.flops / seconds], kind="points", role=role,
-                 extras={SECONDS: [seconds], SHARE: [t.share]}, **ax)
+    return Curve(key=key, label=label, x=pts(t.op.intensity), y=pts(t.op.flops / seconds), kind="points",
+                 role=role, extras={SECONDS: pts(seconds), SHARE: pts(t.share)}, **ax)
 
 
 def op_label(t: TimedOperation) -> str:

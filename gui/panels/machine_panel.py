@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -293,7 +294,8 @@ class MachinePanel(QWidget):
         if widget is self.offload_flops:
             return {"offload_flops": self.offload_flops.value() * 1e12}
         if widget in eff:
-            return {"efficiency": dataclasses.replace(m.efficiency, **{eff[widget]: widget.value()})}
+            changed: dict[str, Any] = {eff[widget]: widget.value()}
+            return {"efficiency": dataclasses.replace(m.efficiency, **changed)}
         if widget is self.step_overhead:
             return {"efficiency": dataclasses.replace(m.efficiency, step_overhead=self.step_overhead.value() / 1e3)}
         for dtype, box in self.flops.items():

@@ -70,7 +70,7 @@ class LayersSpin(QSpinBox):
         text = text.strip().lower()
         return self.all_layers if not text or "all".startswith(text) else int(text)
 
-    def validate(self, text: str, pos: int) -> object:
+    def validate(self, text: str, pos: int) -> object:  # type: ignore[override]  # PySide6 takes the state alone too
         t = text.strip().lower()
         if t == "all" or t.isdigit():
             return QValidator.State.Acceptable, text, pos
@@ -219,7 +219,8 @@ class PlacementPanel(QGroupBox):
         machine, model = self._state.machine, self._state.model
         gpu = machine.kind != "cpu"
         for row in (self.gpu_auto.parentWidget(), self.cpu_moe.parentWidget(), self.kv_on_device):
-            self._form.setRowVisible(row, gpu)
+            if row is not None:
+                self._form.setRowVisible(row, gpu)
         self.gpu_auto.setEnabled(one)
         self.gpu_layers.setEnabled(one and not self.gpu_auto.isChecked())
         self.cpu_moe_auto.setEnabled(one and model.is_moe and self.gpu_auto.isChecked())

@@ -77,7 +77,7 @@ PLOTTABLE = ("tok/s per seq", "Expected tok/s per seq", "tok/s total", "Expected
              "Expected TPOT", "TTFT", "Max context", "Weights GB")
 
 
-class CompareRowsPlot(pg.PlotWidget):
+class CompareRowsPlot(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph is untyped
     """One value per row against the rows' names; ``shown`` holds what was drawn (names,
     values) for tests and exports."""
 
@@ -190,7 +190,7 @@ def write_compare_png(path: str | Path, rows: Sequence[CompareRow], heading: Seq
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     image = compare_image(rows, column=column, log=log, heading=heading, labels=labels, colours=colours)
-    if not image.save(buffer, "PNG"):
+    if not image.save(buffer, b"PNG"):
         raise ReportError(f"{target}: could not encode the comparison as PNG")
     try:
         return write_atomic(target, bytes(buffer.data().data()))

@@ -168,8 +168,9 @@ class RecomputeController(QObject):
         key = (sc.model, machine, engine_for(sc.placement), sc.workload.compute_dtype)
         last = self._last_expected
         if last is None or last[0][0] is not sc.model or last[0][1] != machine or last[0][2:] != key[2:]:
-            self._last_expected = (key, expected_for(sc.model, machine, sc.placement, sc.workload.compute_dtype))
-        return self._last_expected[1]
+            last = (key, expected_for(sc.model, machine, sc.placement, sc.workload.compute_dtype))
+            self._last_expected = last
+        return last[1]
 
     @property
     def pending(self) -> bool:

@@ -1,4 +1,4 @@
-"""mypy --strict over rooflab.core, as installed (``rooflab.core`` lives in core/).
+"""mypy --strict over rooflab.core and rooflab.gui, as installed (they live in core/ and gui/).
 
 mypy cannot follow the editable install's import hook, so ``mypy core`` alone sees every
 ``rooflab.*`` import as Any and checks little across modules. This stages the package the way
@@ -35,8 +35,8 @@ def _workdir(fallback: Path) -> Path:
 
 
 def _stage(package: Path) -> None:
-    """Link core/ and resources/ into ``package`` (re-linked if a stale link points elsewhere)."""
-    for name in ("core", "resources"):
+    """Link core/, gui/ and resources/ into ``package`` (re-linked if a stale link points elsewhere)."""
+    for name in ("core", "gui", "resources"):
         link = package / name
         if link.is_symlink() and Path(os.readlink(link)) == ROOT / name:
             continue
@@ -47,11 +47,11 @@ def _stage(package: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("mypy") is None and not (Path(sys.executable).parent / "mypy").exists(),
                     reason="mypy is not installed")
-def test_core_is_mypy_strict_clean(tmp_path):
+def test_core_and_gui_are_mypy_strict_clean(tmp_path):
     work = _workdir(tmp_path)
     _stage(work / "rooflab")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--explicit-package-bases",
-         "--namespace-packages", "--cache-dir", str(work / "cache"), "-p", "rooflab.core"],
+         "--namespace-packages", "--cache-dir", str(work / "cache"), "-p", "rooflab.core", "-p", "rooflab.gui"],
         cwd=work, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

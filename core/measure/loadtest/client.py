@@ -50,6 +50,11 @@ def client_errors() -> tuple[type[BaseException], ...]:
     return aiohttp.ClientError, HttpProcessingError, ValueError, OSError
 
 
+def request_errors() -> tuple[type[BaseException], ...]:
+    """``client_errors`` with a stream's own and a time-out: what ends one request quietly."""
+    return (StreamError, TimeoutError, *client_errors())
+
+
 class Client:
     """Requests to ``plan``'s server inside the event loop (``session``: its aiohttp session)."""
 
@@ -193,7 +198,7 @@ class Client:
                                         allow_redirects=False)
             async with call as resp:
                 return await read_json(resp.content) if resp.status < 300 else None
-        except (StreamError, TimeoutError, *client_errors()):
+        except request_errors():
             return None
 
     async def preflight(self) -> None:
@@ -243,7 +248,7 @@ class Client:
                 if resp.status >= 300:
                     return {}
                 text = (await read_body(resp.content, 1 << 20, cut=True)).decode("utf-8", errors="replace")
-        except (StreamError, TimeoutError, *client_errors()):
+        except request_errors():
             return {}
         return {self.clean(k, 200): v for k, v in prometheus_samples(text, METRICS_KEPT).items()}
 

@@ -31,10 +31,11 @@ from typing import Any
 
 from rooflab.core.errors import MeasurementError, RooflabError
 from rooflab.core.jobs import CancelFlag, Progress, run_job
-from rooflab.core.measure.loadtest.client import PREFLIGHT_SECONDS, Client, client_errors, first_line
+from rooflab.core.measure.loadtest.client import Client, client_errors, first_line
 from rooflab.core.measure.loadtest.plan import (
     CALIBRATION_SECONDS,
     MAX_IN_FLIGHT,
+    PREFLIGHT_SECONDS,
     RequestRecord,
     ServerLevel,
     ServerMeasurement,
@@ -285,9 +286,10 @@ def measure_server(plan: ServerPlan, cancel: CancelFlag = None, *,
     outcome: dict[str, Any] = {}
 
     def loop() -> None:
+        outside: tuple[type[BaseException], ...] = (StreamError, *client_errors())   # the client or the address
         try:
             outcome["result"] = asyncio.run(_Run(plan, inbox.put, stop, api_key).main())
-        except (StreamError, *client_errors()) as exc:    # the client or the address, outside any request
+        except outside as exc:
             if isinstance(exc, RooflabError):
                 outcome["error"] = exc
             else:
