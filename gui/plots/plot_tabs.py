@@ -20,7 +20,7 @@ from rooflab.gui.plots.roofline import OPERATIONS, RooflinePlot
 from rooflab.gui.plots.serving import ServingPlot
 from rooflab.gui.plots.style import EXPECTED_INDEX
 from rooflab.gui.state.recompute import Frame
-from rooflab.gui.state.serving import serving_chart_of
+from rooflab.gui.state.serving import pinned_serving_chart, serving_chart_of
 from rooflab.gui.widgets.theme import Theme
 
 EXPECTED_LAYER = "expected"
@@ -153,8 +153,15 @@ class PlotTabsPanel(QWidget):
             return
         self._stale.discard(SERVING)
         chart = serving_chart_of(frame, self.serving.axis)
-        if chart is not None:
-            self.serving.set_charts(chart)
+        if chart is None:
+            return
+        # every pin on every chart: each pinned series simulated on its own placement
+        labels = distinguishing_labels([frame.scenario.description,
+                                        *(p.scenario.description for p, _ in frame.pinned)])
+        pinned = [PinnedChart(p.pin_id, label, drawn)
+                  for (p, _), answer, label in zip(frame.pinned, frame.pinned_figures, labels[1:], strict=True)
+                  if (drawn := pinned_serving_chart(answer, self.serving.axis)) is not None]
+        self.serving.set_charts(chart, pinned, current_label=labels[0] if pinned else "current")
 
     def redraw_serving(self, _measured: object = None) -> None:
         """Draw the Serving tab again (``_measured``: a server measurement just kept): now if it

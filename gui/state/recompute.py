@@ -38,6 +38,7 @@ class Frame:
     charts: dict[str, Chart]
     pinned: tuple[tuple[Pinned, dict[str, Chart]], ...]
     expected_curves: Overlay | None = None
+    pinned_figures: tuple[Figures, ...] = ()      # each pinned series' one answer, as ``pinned``
 
     @property
     def scenario(self) -> Scenario:
@@ -90,6 +91,7 @@ class RecomputeController(QObject):
         self._band_timer.setInterval(BAND_DELAY_MS)
         self._band_timer.timeout.connect(self._on_band_timer_timeout)
         self._pinned_charts: dict[int, dict[str, Chart]] = {}
+        self._pinned_figures: dict[int, Figures] = {}
         self._last_expected: tuple[tuple[object, ...], Expected | None] | None = None
         self.frame: Frame | None = None
         state.changed.connect(self._on_state_changed)
@@ -117,14 +119,17 @@ class RecomputeController(QObject):
             pinned = []
             for p in state.pinned:
                 if p.pin_id not in self._pinned_charts:
-                    self._pinned_charts[p.pin_id] = figures(p.scenario).charts()
+                    self._pinned_figures[p.pin_id] = figures(p.scenario)
+                    self._pinned_charts[p.pin_id] = self._pinned_figures[p.pin_id].charts()
                 pinned.append((p, self._pinned_charts[p.pin_id]))
         except RooflabError as exc:
             self.failed.emit(str(exc))
             return None
         live = {p.pin_id for p in state.pinned}
         self._pinned_charts = {k: v for k, v in self._pinned_charts.items() if k in live}
-        self.frame = Frame(figures=answer, charts=charts, pinned=tuple(pinned), expected_curves=curves)
+        self._pinned_figures = {k: v for k, v in self._pinned_figures.items() if k in live}
+        self.frame = Frame(figures=answer, charts=charts, pinned=tuple(pinned), expected_curves=curves,
+                           pinned_figures=tuple(self._pinned_figures[p.pin_id] for p, _ in pinned))
         self.recomputed.emit(self.frame)
         if expected is not None:
             self._band_timer.start()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from rooflab.core.app.figures import Figures
 from rooflab.core.calibration import store
 from rooflab.core.errors import RooflabError
 from rooflab.core.measure.loadtest.plan import latest_measured
@@ -32,6 +33,19 @@ def serving_figures_of(frame: Frame, axis: str = "concurrency") -> ServingFigure
     except RooflabError as exc:
         log.warning("no serving chart: %s", exc)
         return None
+
+
+def pinned_serving_chart(answer: Figures, axis: str = "concurrency") -> Chart | None:
+    """A pinned series' Serving chart (its own simulation; the measured levels and the expected
+    curves are the current series' alone, as on every other chart); None when it cannot run."""
+    if not answer.summary.runs:
+        return None
+    try:
+        figures = serving_figures(answer.scenario, answer.stands_on, expected=None, axis=axis)
+    except RooflabError as exc:
+        log.warning("no serving chart for a pinned series: %s", exc)
+        return None
+    return chart_of(figures, answer.scenario.workload.batch)
 
 
 def serving_chart_of(frame: Frame, axis: str = "concurrency") -> Chart | None:

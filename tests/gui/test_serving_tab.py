@@ -73,3 +73,25 @@ def test_a_report_holds_the_serving_charts_and_their_table(qtbot, window, tmp_pa
     assert not QImage(str(tmp_path / "report" / "serving.png")).isNull()
     text = (tmp_path / "report" / "serving.csv").read_text()
     assert "ceiling,ceiling,concurrency,1," in text and ",rate," in text and "ttft_p99_seconds" in text
+
+
+def test_every_pin_is_on_the_serving_tab_too(qtbot, window):
+    # the Compare tab promises every pin on every chart; the Serving tab drew the current series alone
+    from rooflab.core.io.presets import load_machine
+
+    window.state.pin_current()                                             # Qwen3-8B on the RTX 4090
+    window.state.set_machine(load_machine("m4-max"))
+    frame = window.recompute.frame
+    qtbot.waitUntil(lambda: window.recompute.frame is not frame and len(window.recompute.frame.pinned) == 1,
+                    timeout=WAIT_MS)
+    plot = _show_serving(qtbot, window)
+    (pinned,) = plot._pinned_charts
+    assert pinned.chart.key == SERVING and "RTX 4090" in pinned.label
+    # the pin's own simulation: the 4090 serves the same request faster than the M4 Max
+    ttft_pin = next(c for c in pinned.chart.panels[0].curves if c.key == "ttft_p50")
+    assert ttft_pin.y[0] < plot.curve("latency", "ttft_p50").y[0]
+    window.state.unpin(pinned.pin_id)
+    frame = window.recompute.frame
+    qtbot.waitUntil(lambda: window.recompute.frame is not frame, timeout=WAIT_MS)
+    plot = _show_serving(qtbot, window)
+    qtbot.waitUntil(lambda: plot._pinned_charts == (), timeout=WAIT_MS)  # a pin removed leaves the tab
