@@ -197,7 +197,7 @@ pip_install_quiet_download() {
 build_tools() {
     local source=$1 build=$2
     shift 2
-    cmake -S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    cmake -S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
         -DLLAMA_BUILD_EXAMPLES=OFF "$@" >"$build.log" 2>&1 &&
         cmake --build "$build" --target llama-bench llama-batched-bench llama-server -j "$(nproc)" >>"$build.log" 2>&1 ||
         { tail -n 20 "$build.log" >&2; return 1; }
