@@ -43,18 +43,15 @@ def settled(runs: tuple[float, ...], median: float, spread: float) -> float:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BandwidthResult:
-    """One streaming kernel: bytes it moves per call and the rates reached (bytes/s)."""
+class RepeatedRate:
+    """A rate timed several times over one measurement (bytes/s or FLOP/s)."""
 
-    kernel: str               # "read", "copy", "triad"
     device: str
-    buffer_bytes: int
-    bytes_per_call: float
-    best: float               # bytes/s, fastest run
-    median: float             # bytes/s, of all runs (the profile takes ``figure``)
+    best: float               # the fastest run
+    median: float             # of all runs (the profile takes ``figure``)
     repeats: int
     threads: int
-    runs: tuple[float, ...] = ()     # bytes/s of each run, in the order they ran
+    runs: tuple[float, ...] = ()     # each run's rate, in the order they ran
 
     @property
     def spread(self) -> float:
@@ -67,26 +64,20 @@ class BandwidthResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MatmulResult:
+class BandwidthResult(RepeatedRate):
+    """One streaming kernel: bytes it moves per call and the rates reached (bytes/s)."""
+
+    kernel: str               # "read", "copy", "triad"
+    buffer_bytes: int
+    bytes_per_call: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatmulResult(RepeatedRate):
     """An n x n x n multiply in one dtype (FLOP/s)."""
 
     dtype: str
-    device: str
     size: int
-    best: float               # FLOP/s, fastest run
-    median: float             # FLOP/s, of all runs (the profile takes ``figure``)
-    repeats: int
-    threads: int
-    runs: tuple[float, ...] = ()     # FLOP/s of each run, in the order they ran
-
-    @property
-    def spread(self) -> float:
-        return run_spread(self.runs, self.best, self.median)
-
-    @property
-    def figure(self) -> float:
-        """The rate a profile takes (``settled``)."""
-        return settled(self.runs, self.median, self.spread)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
