@@ -32,10 +32,12 @@ see, and to test, what the window and the command line do when the engine dies."
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib
 import json
 import os
+import pickle
 import signal
 import sys
 import tempfile
@@ -274,3 +276,20 @@ def child_main(argv: Sequence[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(child_main(sys.argv[1:]))
+
+
+def packed(value: object) -> str:
+    """``value`` pickled into one JSON-safe string, to cross to or from the measuring process
+    (a torch model source, a plan, a measurement: objects only our own processes read)."""
+    return base64.b64encode(pickle.dumps(value)).decode("ascii")
+
+
+def unpacked(text: object, kind: type) -> Any:
+    """What ``packed`` made of a ``kind``; MeasurementError (one line) for anything else."""
+    try:
+        value = pickle.loads(base64.b64decode(str(text)))       # noqa: S301  (our own child's, or parent's)
+    except Exception as exc:  # noqa: BLE001  (any failure to read it back is one malformed message)
+        raise MeasurementError(f"the measuring process sent a malformed {kind.__name__}") from exc
+    if not isinstance(value, kind):
+        raise MeasurementError(f"the measuring process sent a malformed {kind.__name__}")
+    return value

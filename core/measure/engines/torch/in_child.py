@@ -10,31 +10,14 @@ holds more than the protocol's plain fields. The points stream back as they are 
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import pickle
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, Progress
-from rooflab.core.measure.engines.child_job import run_in_child
+from rooflab.core.measure.engines.child_job import packed, run_in_child, unpacked
 from rooflab.core.measure.engines.torch.models import ModelSource, resolve_source
 from rooflab.core.measure.engines.torch.timing import ModelMeasurement, ModelPlan, measure_model
-
-
-def _packed(value: object) -> str:
-    return base64.b64encode(pickle.dumps(value)).decode("ascii")
-
-
-def _unpacked(text: object, kind: type) -> Any:
-    try:
-        value = pickle.loads(base64.b64decode(str(text)))       # noqa: S301  (our own child's, or parent's)
-    except Exception as exc:  # noqa: BLE001  (any failure to read it back is one malformed message)
-        raise MeasurementError(f"the measuring process sent a malformed {kind.__name__}") from exc
-    if not isinstance(value, kind):
-        raise MeasurementError(f"the measuring process sent a malformed {kind.__name__}")
-    return value
 
 
 def planned_points(plan: ModelPlan) -> int:
@@ -47,10 +30,10 @@ def planned_points(plan: ModelPlan) -> int:
 def child_job(request: Mapping[str, Any]) -> Generator[Progress, None, dict[str, Any]]:
     """In the child: ``measure_model`` of the request's source and plan; returns the
     measurement less its points (the parent has them, as they were sent)."""
-    source, plan = _unpacked(request["source"], ModelSource), _unpacked(request["plan"], ModelPlan)
+    source, plan = unpacked(request["source"], ModelSource), unpacked(request["plan"], ModelPlan)
     available = request.get("available")
     run = yield from measure_model(source, plan, None, float(available) if available is not None else None)
-    return {"measurement": _packed(dataclasses.replace(run, points=()))}
+    return {"measurement": packed(dataclasses.replace(run, points=()))}
 
 
 def measure_model_in_child(ref: Any, plan: ModelPlan | None = None, cancel: CancelFlag = None,
@@ -61,7 +44,7 @@ def measure_model_in_child(ref: Any, plan: ModelPlan | None = None, cancel: Canc
     plan = plan or ModelPlan()
     yield Progress(step="prepare", message="starting torch in a process of its own", fraction=0.0)
     source = ref if isinstance(ref, ModelSource) else resolve_source(ref, random_weights=plan.random_weights)
-    request = {"source": _packed(source), "plan": _packed(plan), "available": available}
+    request = {"source": packed(source), "plan": packed(plan), "available": available}
     result, points = yield from run_in_child("torch", request, cancel, name="torch", planned=planned_points(plan))
-    run = _unpacked(result.get("measurement"), ModelMeasurement)
+    run = unpacked(result.get("measurement"), ModelMeasurement)
     return dataclasses.replace(run, points=points)

@@ -5,39 +5,22 @@ measurement cross as pickles inside the JSON lines (both ends are this program).
 
 from __future__ import annotations
 
-import base64
-import pickle
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from rooflab.core.errors import MeasurementError
 from rooflab.core.jobs import CancelFlag, Progress
-from rooflab.core.measure.engines.child_job import run_in_child
+from rooflab.core.measure.engines.child_job import packed, run_in_child, unpacked
 from rooflab.core.measure.engines.torch.models import ModelSource, resolve_source
 from rooflab.core.measure.engines.torch.ops import OpsMeasurement, OpsPlan, measure_ops
 
 ENGINE = "torch-ops"        # its name among child_job.CHILD_ENGINES
 
 
-def _packed(value: object) -> str:
-    return base64.b64encode(pickle.dumps(value)).decode("ascii")
-
-
-def _unpacked(text: object, kind: type) -> Any:
-    try:
-        value = pickle.loads(base64.b64decode(str(text)))       # noqa: S301  (our own child's, or parent's)
-    except Exception as exc:  # noqa: BLE001  (any failure to read it back is one malformed message)
-        raise MeasurementError(f"the measuring process sent a malformed {kind.__name__}") from exc
-    if not isinstance(value, kind):
-        raise MeasurementError(f"the measuring process sent a malformed {kind.__name__}")
-    return value
-
-
 def child_job(request: Mapping[str, Any]) -> Generator[Progress, None, dict[str, Any]]:
     """In the child: ``measure_ops`` of the request's source and plan."""
-    source, plan = _unpacked(request["source"], ModelSource), _unpacked(request["plan"], OpsPlan)
+    source, plan = unpacked(request["source"], ModelSource), unpacked(request["plan"], OpsPlan)
     run = yield from measure_ops(source, plan, None)
-    return {"measurement": _packed(run)}
+    return {"measurement": packed(run)}
 
 
 def measure_ops_in_child(ref: Any, plan: OpsPlan | None = None,
@@ -47,7 +30,7 @@ def measure_ops_in_child(ref: Any, plan: OpsPlan | None = None,
     plan = plan or OpsPlan()
     yield Progress(step="prepare", message="starting torch in a process of its own", fraction=0.0)
     source = ref if isinstance(ref, ModelSource) else resolve_source(ref, random_weights=plan.random_weights)
-    request = {"source": _packed(source), "plan": _packed(plan)}
+    request = {"source": packed(source), "plan": packed(plan)}
     result, _ = yield from run_in_child(ENGINE, request, cancel, name="torch", planned=0)
-    run: OpsMeasurement = _unpacked(result.get("measurement"), OpsMeasurement)
+    run: OpsMeasurement = unpacked(result.get("measurement"), OpsMeasurement)
     return run
