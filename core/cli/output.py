@@ -26,9 +26,17 @@ from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
 GB = 1e9
 
 
+PRETTY_JSON_BYTES = 1 << 20    # larger documents are written compact: indenting runs in pure Python
+
+
 def print_json(obj: Any) -> None:
-    """``obj`` as strict JSON on stdout: a non-finite number (which JSON cannot hold) is null."""
-    sys.stdout.write(dumps_json(obj, indent=2) + "\n")
+    """``obj`` as strict JSON on stdout: a non-finite number (which JSON cannot hold) is null.
+    Indented for a person, unless it is over ``PRETTY_JSON_BYTES`` compact (a 100,000-row grid
+    took a minute to indent; a program reads it the same either way)."""
+    text = dumps_json(obj)
+    if len(text) <= PRETTY_JSON_BYTES:
+        text = dumps_json(obj, indent=2)
+    sys.stdout.write(text + "\n")
 
 
 def _num(x: float) -> float | None:

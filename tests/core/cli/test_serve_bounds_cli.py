@@ -6,6 +6,7 @@ clock, so the tests do not depend on the machine's speed."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -83,3 +84,21 @@ def test_steps_past_the_budget_stop_the_simulation():
     assert 100 < full.iterations < MAX_LOOPS
     assert simulated_requests(plan, (Load(mode="rate", level=1.0),)) == 64 + 64
     assert serve(spec, machine, workload, plan, (Load(mode="rate", level=1.0),)).levels[0].completed == 64
+
+
+def test_a_large_grid_is_written_compact_and_whole(capsys):
+    # predict --json priced its expected rows per row over whole grids (quadratic) and indented
+    # them in pure Python: 100,000 rows ran past 200 s. Past a megabyte the JSON is compact; the
+    # speed itself is benchmarks/bench_predict_grid.py's to print
+    contexts = ",".join(str(64 * i) for i in range(60))
+    batches = ",".join(str(b) for b in range(1, 51))
+    assert main(["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--contexts", contexts,
+                 "--batches", batches, "--json"]) == 0
+    out = capsys.readouterr().out
+    document = json.loads(out)
+    assert len(document["decode"]) == 3000 and out.count("\n") == 1          # one line: compact
+    first, last = document["decode"][0], document["decode"][-1]
+    assert (first["context"], first["batch"], last["context"], last["batch"]) == (0, 1, 64 * 59, 50)
+    assert last["expected_seconds_low"] <= last["expected_seconds"] <= last["expected_seconds_high"]
+    assert main(["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--json"]) == 0
+    assert capsys.readouterr().out.startswith("{\n  ")                         # a small one stays indented
