@@ -84,7 +84,7 @@ def expected_decode_rows(spec: ModelSpec, ex: Expected, workload: Workload, cont
     grids = (("expected_seconds", central, low, high),
              ("expected_tokens_per_second_per_sequence", 1 / central, 1 / high, 1 / low),
              ("expected_tokens_per_second_total", b / central, b / high, b / low))
-    return [{key: value for name, *arrays in grids for key, value in _banded(name, *arrays, (i, j)).items()}
+    return [{key: value for name, mid, lo, hi in grids for key, value in _banded(name, mid, lo, hi, (i, j)).items()}
             for i in range(len(contexts)) for j in range(len(batches))]
 
 

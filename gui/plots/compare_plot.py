@@ -190,7 +190,7 @@ def write_compare_png(path: str | Path, rows: Sequence[CompareRow], heading: Seq
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     image = compare_image(rows, column=column, log=log, heading=heading, labels=labels, colours=colours)
-    if not image.save(buffer, b"PNG"):
+    if not image.save(buffer, "PNG"):  # type: ignore[call-overload]  # the stubs say bytes; PySide6 takes str
         raise ReportError(f"{target}: could not encode the comparison as PNG")
     try:
         return write_atomic(target, bytes(buffer.data().data()))

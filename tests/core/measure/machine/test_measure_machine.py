@@ -15,6 +15,7 @@ from rooflab.core.jobs import CancelToken, Progress
 from rooflab.core.measure.machine import benchmark as machine_module
 from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine, measure_machine_blocking
 from rooflab.core.values.machine_run import (
+    STEADY_SPREAD,
     BandwidthResult,
     MachineMeasurement,
     MatmulResult,
@@ -100,9 +101,12 @@ def test_profile_is_spec_free_and_documented(run):
     result, _ = run
     profile = result.profile()
     assert profile.key == "measured"
-    # the figures are medians of runs, not the luckiest run
-    assert profile.bandwidth == max(r.median for r in result.bandwidth)
-    assert profile.peak_flops["fp32"] == result.matmul[0].median
+    # the figures are medians of runs (of the faster half where the runs disagree, as on a busy
+    # machine: values.machine_run.settled), never an arbitrary run
+    assert profile.bandwidth == max(r.figure for r in result.bandwidth)
+    assert profile.peak_flops["fp32"] == result.matmul[0].figure
+    for r in (*result.bandwidth, *result.matmul):
+        assert r.figure == r.median if r.spread <= STEADY_SPREAD else r.median <= r.figure <= r.best
     assert profile.efficiency.is_identity
     assert profile.kind == "cpu"
     for key in ("bandwidth", "date", "torch", "threads", "peak_flops.fp32"):
