@@ -547,8 +547,15 @@ if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
     mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0
 fi
 if [ "$1" = "-c" ]; then exit 1; fi                       # import torch: not yet
-if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then sleep "$ROOFLAB_STAND_IN_PIP_S"; exit 0; fi
-exit 0                                                      # pytest: a suite that passes
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
+    sleep "$ROOFLAB_STAND_IN_PIP_S"
+    while [ $# -gt 0 ]; do                                  # pip wheel -w DIR: a wheel in DIR
+        if [ "$1" = "-w" ]; then mkdir -p "$2" && : > "$2/llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl"; fi
+        shift
+    done
+    exit 0
+fi
+exit 0                                                      # the probe, pytest: they pass
 """
 
 
@@ -558,7 +565,7 @@ def _dev_sh(tmp_path: Path, *args: str, pip_s: str = "0") -> subprocess.Complete
     python.chmod(0o755)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": str(python),
            "ROOFLAB_VENV": str(tmp_path / "venv"), "ROOFLAB_STAND_IN_LOG": str(tmp_path / "log"),
-           "ROOFLAB_STAND_IN_PIP_S": pip_s, "ROOFLAB_PROGRESS_S": "0.4"}
+           "ROOFLAB_STAND_IN_PIP_S": pip_s, "ROOFLAB_PROGRESS_S": "0.4", "ROOFLAB_SKIP_TOOLS": "1"}
     return subprocess.run(["bash", str(ROOT / "packaging" / "dev.sh"), *args], env=env, capture_output=True,
                           text=True, timeout=60)
 
@@ -575,6 +582,11 @@ def test_a_first_set_up_says_what_it_does_while_pip_works(tmp_path):
     # no extra index unless asked: a machine that reaches only PyPI (CI) would wait on it
     assert "--extra-index-url" not in pips[0]
     assert any(".[llamacpp,test]" in c for c in pips) and calls[-1].endswith("-m pytest -q")
+    # llama.cpp is built for named instruction sets, bypassing pip's wheel cache, then probed
+    (build,) = [c for c in calls if " -m pip wheel" in c]
+    assert "--no-cache-dir" in build and "llama-cpp-python==0.3.36" in build
+    assert any(c.endswith("packaging/probe_llamacpp.py") for c in calls)
+    assert "a tiny model ran on this processor" in said
     again = _dev_sh(tmp_path, "test")
     assert again.returncode == 0 and "first set-up" not in again.stderr, "a set-up already made stays quiet"
 
