@@ -74,8 +74,9 @@ def _placed_why(sc: Scenario, s: Summary) -> tuple[str, str]:
                 f"{fmt(par.prefill_communication_seconds, 's')} to the prefill.",
                 f"On {par.devices} devices ({mode}): the link adds "
                 f"{fmt(par.communication_seconds_per_step, 's')} to each step.")
-    how = "Placed by hand" if placed.how == "manual" else "Placed as llama.cpp would place it"
-    head = f"{how} ({placed.placement.flags()}), each part runs at its own memory's bandwidth and FLOP/s"
+    # the flags are the placement line's: here only what each part costs
+    how = "Placed by hand" if placed.how == "manual" else "As auto-fit placed it"
+    head = f"{how}, each part at its own memory's bandwidth and FLOP/s"
     pre, dec = s.placed_prefill, s.placed_decode
     if pre is None or dec is None:          # pragma: no cover - a placement that runs has its parts
         return f"{head}, one after the other.", f"{head}, one after the other."

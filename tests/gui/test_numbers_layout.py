@@ -40,7 +40,7 @@ def test_sentences_keep_most_of_the_numbers_panel(qtbot, window, size, case, mod
         assert sentence.height() >= sentence.heightForWidth(sentence.width()), key  # every line shown
     wide = {"auto-fit": "placement", "tensor parallel": "memory"}[case]
     assert panel.value_text(wide) in ("-ngl 37 --n-cpu-moe 23 -ot …",
-                                      "12.3 GB of 25.8 GB (24 GiB) per device")
+                                      "13.1 GB of 25.8 GB (24 GiB) per device")
     assert panel.stacked == (size[0] == 1280)             # a narrow panel puts each sentence under its row
 
 

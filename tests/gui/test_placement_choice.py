@@ -58,7 +58,7 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     (line,) = [x for x in window.numbers.lines if x.key == "placement"]
     assert "as set in the Workload tab" in line.tooltip and "fit does" not in line.tooltip
     assert [x for x in window.numbers.lines if x.key == "tpot"][0].sentence.startswith(
-        "Decode is bandwidth-bound. Placed by hand (-ngl 37")
+        "Decode is bandwidth-bound. Placed by hand, each part at its own memory")
     assert window.numbers.value_text("expected_tpot") == fmt(request["expected_tpot_seconds"], "s")
     # the placement is where the weights sit: no share of its own beside it
     assert "offload" not in window.workload_panel.fields
