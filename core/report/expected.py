@@ -15,6 +15,7 @@ from rooflab.core.predict.parallel import Parallel, parallel_decode, parallel_es
 from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
+from rooflab.core.report.units import fmt
 from rooflab.core.values.calibration import EngineCalibration, band
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -151,10 +152,11 @@ def expected_text(spec: ModelSpec, ex: Expected, workload: Workload, placement: 
     origin = {"public": "published benchmarks of the back end", "none": "no calibration: the ceiling"}.get(
         cal.source, f"calibrated {cal.date[:10]}")
     lines = [f"expected with {cal.engine_label} ({origin}):"]
-    for label, key, scale, unit in (("time to first token", "expected_ttft_seconds", 1e3, "ms"),
-                                    ("time per output token", "expected_tpot_seconds", 1e3, "ms")):
-        lines.append(f"  {label:<22} {r[key] * scale:10.2f} {unit}  (band {r[key + '_low'] * scale:.2f} .. "
-                     f"{r[key + '_high'] * scale:.2f})")
+    for label, key in (("time to first token", "expected_ttft_seconds"),
+                       ("time per output token", "expected_tpot_seconds")):
+        # in a person's units, as every other figure ("7.62 s", not "7622.65 ms")
+        lines.append(f"  {label:<22} {fmt(r[key], 's'):>10}  (band {fmt(r[key + '_low'], 's')} to "
+                     f"{fmt(r[key + '_high'], 's')})")
     for phase, label in (("prefill", "prompt processing"), ("decode", "generation"), ("batch", "batched decode")):
         phrase = accuracy_phrase(cal, phase)
         if phrase:
