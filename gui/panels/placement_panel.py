@@ -145,10 +145,12 @@ class PlacementPanel(QGroupBox):
 
     # -- state -> controls ------------------------------------------------------------------
     def _fit_ranges(self, model: ModelSpec) -> None:
-        """-ngl 0 .. "all" (layers + 1, the output layer; more is read as all), --n-cpu-moe 0 .. layers."""
+        """-ngl 0 .. "all" (layers + 1, the output layer; more is read as all). --n-cpu-moe takes
+        what llama.cpp takes (99 means every layer's experts): a range capped at the model's
+        layers turned a typed 99 into 9 without a word."""
         self.gpu_layers.all_layers = model.layers + 1
         self.cpu_moe.blockSignals(True)
-        self.cpu_moe.setRange(0, model.layers)
+        self.cpu_moe.setRange(0, MAX_LAYERS)
         self.cpu_moe.blockSignals(False)
 
     def _fill_links(self, machine: MachineProfile) -> None:

@@ -41,7 +41,7 @@ def test_gpt_oss_placed_by_hand_gives_what_predict_gives(qtbot, window, capsys):
     open_placed(qtbot, window, GPT_OSS)
     panel = window.workload_panel.placement
     assert not panel.cpu_moe.isEnabled() and not panel.gpu_layers.isEnabled()  # auto: the spins wait
-    assert panel.gpu_layers.all_layers == 37 and panel.cpu_moe.maximum() == 36  # layers + 1, layers
+    assert panel.gpu_layers.all_layers == 37                                    # layers + 1
     panel.gpu_auto.setChecked(False)
     assert panel.gpu_layers.isEnabled() and panel.cpu_moe.isEnabled() and not panel.cpu_moe_auto.isChecked()
     panel.gpu_layers.setValue(37)
@@ -163,6 +163,24 @@ def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, cap
     assert not panel.parallel.isEnabled() and panel.gpu_auto.isEnabled()
     frame = _frame_after_edit(qtbot, window)
     assert frame.summary.placed.placement == Placement.all_on_device(frame.scenario.model)
+
+
+def test_typing_99_experts_on_the_cpu_means_all_as_in_llama_cpp(qtbot, window, capsys):
+    # the box's range stopped at the model's 36 layers: a typed 99 became 9, without a word
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    open_placed(qtbot, window, GPT_OSS)
+    panel = window.workload_panel.placement
+    panel.gpu_auto.setChecked(False)
+    panel.cpu_moe.lineEdit().selectAll()
+    QTest.keyClicks(panel.cpu_moe, "99")
+    QTest.keyClick(panel.cpu_moe, Qt.Key.Key_Return)
+    frame = _frame_after_edit(qtbot, window)
+    assert panel.cpu_moe.value() == 36                                         # 99 read as every layer, shown so
+    flags = _predicted(capsys, GPT_OSS, "--gpu-layers", str(panel.gpu_layers.value()), "--cpu-moe", "99")
+    assert frame.summary.placed.placement.flags() == flags["placement"]["flags"]
+    assert "--n-cpu-moe 36" in flags["placement"]["flags"]                     # every layer's experts
 
 
 def test_the_controls_show_the_state_and_apply_only_where_they_mean_something(qtbot, window):
