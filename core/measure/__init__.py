@@ -19,7 +19,7 @@ from rooflab.core.measure.engines.torch.timing import (
     measure_model_blocking,
 )
 from rooflab.core.measure.machine.benchmark import MachinePlan, measure_machine, measure_machine_blocking
-from rooflab.core.report.gaps import Gap, explain
+from rooflab.core.report.gaps import Gap, explain_gaps
 from rooflab.core.values.machine_run import (
     BandwidthResult,
     MachineMeasurement,
@@ -29,6 +29,6 @@ from rooflab.core.values.machine_run import (
 
 __all__ = [
     "BandwidthResult", "CancelFlag", "CancelToken", "Gap", "MachineMeasurement", "MachinePlan", "MatmulResult",
-    "MemoryEstimate", "ModelMeasurement", "ModelPlan", "Progress", "RooflineSample", "explain",
+    "MemoryEstimate", "ModelMeasurement", "ModelPlan", "Progress", "RooflineSample", "explain_gaps",
     "measure_machine", "measure_machine_blocking", "measure_model", "measure_model_blocking", "run_job",
 ]

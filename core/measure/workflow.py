@@ -23,7 +23,7 @@ from rooflab.core.io import presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure.engines.engine import EngineRun
 from rooflab.core.measure.machine.checks import headline, judge_machine, short_of
-from rooflab.core.report.gaps import Gap, explain
+from rooflab.core.report.gaps import Gap, explain_gaps
 from rooflab.core.values.calibration import Accuracy, EngineCalibration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.machine_run import MachineMeasurement
@@ -121,7 +121,7 @@ def calibrate_and_keep(spec: ModelSpec, machine: MachineProfile, points: Sequenc
         except OSError as exc:
             error = str(exc)
     engine_cal, accuracy = _scored_by_engine_calibration(spec, machine, cal)
-    return Calibrated(spec=spec, machine=machine, calibration=cal, gaps=tuple(explain(spec, cal)), model_key=key,
+    return Calibrated(spec=spec, machine=machine, calibration=cal, gaps=tuple(explain_gaps(spec, cal)), model_key=key,
                       machine_key=mkey, notes=tuple(notes), kept=kept, keep_error=error, accuracy=accuracy,
                       engine_calibration=engine_cal)
 

@@ -31,7 +31,7 @@ PERCENTILES = (50.0, 90.0, 99.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Summary:
+class Percentiles:
     """Mean and percentiles of one latency, seconds (NaN when there was nothing to summarise)."""
 
     mean: float
@@ -40,7 +40,7 @@ class Summary:
     p99: float
 
     @classmethod
-    def empty(cls) -> Summary:
+    def empty(cls) -> Percentiles:
         nan = math.nan
         return cls(mean=nan, p50=nan, p90=nan, p99=nan)
 
@@ -48,7 +48,7 @@ class Summary:
         return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p99": self.p99}
 
 
-def summarize(values: ArrayLike, weights: ArrayLike | None = None) -> Summary:
+def summarize(values: ArrayLike, weights: ArrayLike | None = None) -> Percentiles:
     """Mean, p50, p90, p99 of ``values``. With ``weights`` (how many times each value occurs,
     say a step's duration and the sequences that waited on it) the mean and the percentiles are
     weighted: the percentile interpolates on the cumulative weight, which for unit weights is
@@ -56,14 +56,14 @@ def summarize(values: ArrayLike, weights: ArrayLike | None = None) -> Summary:
     v = np.asarray(values, dtype=np.float64).ravel()
     if weights is None:
         if v.size == 0:
-            return Summary.empty()
+            return Percentiles.empty()
         p50, p90, p99 = np.percentile(v, PERCENTILES)
-        return Summary(mean=float(v.mean()), p50=float(p50), p90=float(p90), p99=float(p99))
+        return Percentiles(mean=float(v.mean()), p50=float(p50), p90=float(p90), p99=float(p99))
     w = np.asarray(weights, dtype=np.float64).ravel()
     keep = w > 0
     v, w = v[keep], w[keep]
     if v.size == 0:
-        return Summary.empty()
+        return Percentiles.empty()
     order = np.argsort(v, kind="stable")
     v, w = v[order], w[order]
     # rank of each value's first copy among all copies: numpy's linear rule on the expanded list
@@ -83,7 +83,7 @@ def summarize(values: ArrayLike, weights: ArrayLike | None = None) -> Summary:
         return float(v[i - 1] + share * (v[i] - v[i - 1]))
 
     mean = float(np.dot(v, w) / total)
-    return Summary(mean=mean, p50=at(50.0), p90=at(90.0), p99=at(99.0))
+    return Percentiles(mean=mean, p50=at(50.0), p90=at(90.0), p99=at(99.0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,10 +125,10 @@ class ServingLevel:
     level: float
     completed: int
     duration: float
-    ttft: Summary
-    tpot: Summary
-    itl: Summary
-    e2e: Summary
+    ttft: Percentiles
+    tpot: Percentiles
+    itl: Percentiles
+    e2e: Percentiles
     requests_per_second: float
     output_tokens_per_second: float
     tokens_per_second_per_sequence: float
@@ -142,7 +142,7 @@ class ServingLevel:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            out[f.name] = value.to_dict() if isinstance(value, Summary) else value
+            out[f.name] = value.to_dict() if isinstance(value, Percentiles) else value
         return out
 
     @classmethod
@@ -166,7 +166,7 @@ class ServingLevel:
             elif f.name in ("ttft", "tpot", "itl", "e2e"):
                 if not isinstance(value, Mapping):
                     raise TypeError(f"{f.name} must be an object of mean, p50, p90, p99")
-                out[f.name] = Summary(**{q: number(value[q]) for q in ("mean", "p50", "p90", "p99")})
+                out[f.name] = Percentiles(**{q: number(value[q]) for q in ("mean", "p50", "p90", "p99")})
             elif f.name in ("goodput", "goodput_share"):
                 out[f.name] = None if value is None else number(value)
             else:

@@ -68,7 +68,7 @@ def _reference(points: Sequence[MeasuredPoint]) -> int | None:
     return best[1] if best else None
 
 
-def explain(spec: ModelSpec, cal: Calibration, machine_run: MachineMeasurement | None = None) -> list[Gap]:
+def explain_gaps(spec: ModelSpec, cal: Calibration, machine_run: MachineMeasurement | None = None) -> list[Gap]:
     """The contributors, largest explained share first; those without evidence last."""
     eff = cal.efficiency
     b = cal.bandwidth

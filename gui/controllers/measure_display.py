@@ -106,7 +106,7 @@ class MeasureDisplayController(QObject):
     def load_stored(self) -> None:
         """Earlier measurements of the model on screen, on this machine, drawn again: the newest
         run of each engine and settings, and the fit of the newest of them."""
-        from rooflab.core.report.gaps import explain
+        from rooflab.core.report.gaps import explain_gaps
 
         spec, machine = self._state.model, self._state.machine
         key, mkey = store.model_key(spec), store.machine_key(machine)
@@ -117,7 +117,7 @@ class MeasureDisplayController(QObject):
         self.samples, self.measured_name = measure_jobs.stored_machine_samples(self.samples)
         if record is not None:
             settings = series[0].settings
-            self.set_calibration(record, html=results_html(record, explain(spec, record), (),
+            self.set_calibration(record, html=results_html(record, explain_gaps(spec, record), (),
                                                            settings.label if settings else ""))
         else:
             self.calibration = None

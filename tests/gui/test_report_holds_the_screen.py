@@ -8,7 +8,7 @@ import csv
 import stat
 
 from rooflab.core.calibration.calibrate import calibrate
-from rooflab.core.report.gaps import explain
+from rooflab.core.report.gaps import explain_gaps
 from rooflab.core.values.measured import EngineSettings, MeasuredPoint
 from rooflab.gui.controllers.measure_text import results_html
 from rooflab.gui.export.report import FIT_FILE, plain_text
@@ -35,7 +35,7 @@ def test_a_report_holds_the_fit_the_gaps_and_the_distrusted_points(qtbot, window
     state, display = window.state, window.measure.display
     points = _points()
     cal = calibrate(state.model, state.machine, points)
-    html = results_html(cal, explain(state.model, cal), (), SETTINGS.label)
+    html = results_html(cal, explain_gaps(state.model, cal), (), SETTINGS.label)
     display.keep(points)
     display.set_calibration(cal, html=html)
     window.state.pin_current()                      # so compare.* are written too

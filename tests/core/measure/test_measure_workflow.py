@@ -13,7 +13,7 @@ from rooflab.core.calibration.calibrate import calibrate, predict_points
 from rooflab.core.io import load_model, presets
 from rooflab.core.io.llamabench import BenchImport
 from rooflab.core.measure import workflow
-from rooflab.core.report.gaps import explain
+from rooflab.core.report.gaps import explain_gaps
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.machine_run import BandwidthResult, MachineMeasurement, MatmulResult
@@ -46,7 +46,7 @@ def test_calibrates_keeps_and_explains(data, measured):
                                        notes=["a note"])
     expected = calibrate(spec, MACHINE, points, kv_type="f32", dtype="fp32", overhead=0.012)
     assert done.calibration.efficiency == expected.efficiency                 # the one fit
-    assert done.gaps == tuple(explain(spec, expected))                        # the one explanation
+    assert done.gaps == tuple(explain_gaps(spec, expected))                        # the one explanation
     assert (done.model_key, done.machine_key) == (store.model_key(spec), store.machine_key(MACHINE))
     assert done.kept and not done.keep_error and done.notes == ("a note",)
     runs = store.load_measurements(done.model_key, done.machine_key)

@@ -10,7 +10,7 @@ import pytest
 
 from rooflab.core.calibration.calibrate import calibrate, predict_points
 from rooflab.core.io import load_model
-from rooflab.core.report.gaps import Gap, explain
+from rooflab.core.report.gaps import Gap, explain_gaps
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
@@ -32,7 +32,7 @@ def _gaps(spec, efficiency: Efficiency, prompts=(1, 64, 512), tweak=None) -> lis
     pts = [dataclasses.replace(p, seconds=float(s), median=float(s) * 1.02) for p, s in zip(pts, seconds, strict=True)]
     if tweak:
         pts = [tweak(p) for p in pts]
-    return explain(spec, calibrate(spec, MACHINE, pts, kv_type="f32", dtype="fp32",
+    return explain_gaps(spec, calibrate(spec, MACHINE, pts, kv_type="f32", dtype="fp32",
                                    overhead=efficiency.step_overhead or None))
 
 

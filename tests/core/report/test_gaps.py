@@ -9,7 +9,7 @@ import pytest
 
 from rooflab.core.calibration.calibrate import calibrate, predict_points
 from rooflab.core.io import load_model
-from rooflab.core.report.gaps import explain
+from rooflab.core.report.gaps import explain_gaps
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.measured import MeasuredPoint
@@ -32,7 +32,7 @@ def calibration():
 
 def test_decomposition_adds_up(calibration):
     spec, cal = calibration
-    gaps = {g.contributor: g for g in explain(spec, cal)}
+    gaps = {g.contributor: g for g in explain_gaps(spec, cal)}
     bandwidth = gaps["Bandwidth below the profile's figure"]
     cache = gaps["Engine moves more cache bytes than attention reads"]
     overhead = gaps["Fixed cost per pass (per-layer overhead)"]
@@ -48,11 +48,11 @@ def test_decomposition_adds_up(calibration):
 
 def test_compute_side_contributors(calibration):
     spec, cal = calibration
-    gaps = {g.contributor: g for g in explain(spec, cal)}
+    gaps = {g.contributor: g for g in explain_gaps(spec, cal)}
     kernels = gaps["Kernels and dequantisation"]
     assert kernels.applies and "60%" in kernels.evidence
     assert not gaps["Weights split across two memories"].applies
-    ordered = explain(spec, cal)
+    ordered = explain_gaps(spec, cal)
     assert [g.applies for g in ordered] == sorted((g.applies for g in ordered), reverse=True)
 
 
@@ -69,7 +69,7 @@ def test_a_step_at_its_ceiling_shares_out_no_gap():
     ceiling = predict_points(spec, machine, pts)
     pts = [dataclasses.replace(pts[0], seconds=float(ceiling[0]) * 0.99),
            dataclasses.replace(pts[1], seconds=float(ceiling[0]) * 0.98)]
-    gaps = {g.contributor: g for g in explain(spec, calibrate(spec, machine, pts))}
+    gaps = {g.contributor: g for g in explain_gaps(spec, calibrate(spec, machine, pts))}
     assert all(abs(g.share) <= 1.0 for g in gaps.values())
     cache = gaps["Engine moves more cache bytes than attention reads"].evidence
     assert "shrank by" in cache and "torch.cat" not in cache
@@ -92,7 +92,7 @@ def test_points_that_beat_the_ceiling_say_the_machine_profile_is_wrong():
     1487 % efficiency. Points faster than the ceiling by more than the band put the profile first,
     and nothing blames the kernels for running faster than the machine allows."""
     spec, cal = _measured_at(Efficiency(bandwidth=8.0, compute=14.87), quantised=True)
-    gaps = explain(spec, cal)
+    gaps = explain_gaps(spec, cal)
     assert gaps[0].contributor == "The machine profile is wrong" and gaps[0].applies
     assert "5 of 5 points ran faster than the ceiling" in gaps[0].evidence
     kernels = next(g for g in gaps if g.contributor == "Kernels and dequantisation")
@@ -103,7 +103,7 @@ def test_points_that_beat_the_ceiling_say_the_machine_profile_is_wrong():
 def test_points_within_the_band_of_the_ceiling_are_not_a_wrong_profile():
     spec, cal = _measured_at(Efficiency(bandwidth=1.05, compute=1.05))
     assert cal.beating_ceiling() == [] and cal.refusal == ""
-    assert all(g.contributor != "The machine profile is wrong" for g in explain(spec, cal))
+    assert all(g.contributor != "The machine profile is wrong" for g in explain_gaps(spec, cal))
 
 
 def test_a_fit_on_fewer_points_than_its_unknowns_is_not_offered():
