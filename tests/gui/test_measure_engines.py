@@ -22,6 +22,7 @@ from rooflab.core.values.measured import MeasuredPoint
 from rooflab.gui.panels.measure_panel import SWEEPS
 from rooflab.gui.plots.measure_overlays import measured_layer
 from tests.factories import needs
+from tests.factories.processes import children
 from tests.factories.spies import spy
 from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import save_this_machine
@@ -68,21 +69,6 @@ def on_measure_tab(qtbot, window) -> None:
     window.show()
     window.left_tabs.setCurrentIndex(window.left_tabs.count() - 1)
     qtbot.waitUntil(window.measure_panel.isVisible, timeout=WAIT_MS)
-
-
-def children() -> set[int]:
-    """Processes whose parent is this one (Linux's /proc; elsewhere, none are seen)."""
-    found: set[int] = set()
-    if not os.path.isdir("/proc/self"):
-        return found
-    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
-            found.add(int(entry))
-    return found
 
 
 def legend_texts(plot) -> list[str]:

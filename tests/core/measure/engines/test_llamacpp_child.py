@@ -30,6 +30,7 @@ from rooflab.core.measure.engines.llamacpp.in_child import (  # noqa: E402
 from rooflab.core.measure.engines.llamacpp.plan import LlamaCppPlan  # noqa: E402
 from tests.factories.gguf_files import tiny_llama  # noqa: E402
 from tests.factories.llm_configs import llama_config, random_gguf  # noqa: E402
+from tests.factories.processes import children  # noqa: E402
 
 # six points (two prompts, two depths, two batches) of a second or so on one thread
 PLAN = LlamaCppPlan(threads=1, prompts=(8, 32), depths=(0, 32), gen_tokens=2, contexts=(16,), batches=(1, 2),
@@ -39,22 +40,6 @@ PLAN = LlamaCppPlan(threads=1, prompts=(8, 32), depths=(0, 32), gen_tokens=2, co
 @pytest.fixture(scope="module")
 def dense(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return random_gguf(tmp_path_factory.mktemp("dense") / "dense-q8_0.gguf", llama_config(), "q8_0")
-
-
-def _children() -> set[int]:
-    """Processes whose parent is this one (Linux's /proc; elsewhere, none are seen)."""
-    found: set[int] = set()
-    if not os.path.isdir("/proc/self"):
-        return found
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
-                found.add(int(entry))
-    return found
 
 
 def test_the_plan_crosses_to_the_child_unchanged() -> None:
@@ -81,7 +66,7 @@ def test_points_stream_from_the_child_as_measured(dense: Path) -> None:
     assert result.record()["points"] == [p.to_dict() for p in result.points]
     fractions = [p.fraction for p in seen if p.fraction is not None]
     assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
-    assert not _children()
+    assert not children()
 
 
 def test_the_childs_errors_are_the_same_one_line(dense: Path, tmp_path: Path) -> None:
@@ -116,7 +101,7 @@ def test_llama_cpp_killed_mid_run_is_one_line_and_keeps_its_points(dense: Path, 
         assert run.settings == live[0].settings and run.notes == (text,)
     else:
         assert run is None
-    assert not _children()
+    assert not children()
 
 
 def test_cancel_mid_run_ends_the_child(dense: Path) -> None:
@@ -129,10 +114,10 @@ def test_cancel_mid_run_ends_the_child(dense: Path) -> None:
     with pytest.raises(Cancelled):
         for progress in job:
             if progress.sample is not None:
-                running = _children()
+                running = children()
                 cancel.set()
     assert len(running) == os.path.isdir("/proc/self")   # the child was measuring
-    assert not _children()              # and is gone (its group ended, the child reaped)
+    assert not children()              # and is gone (its group ended, the child reaped)
 
 
 def test_the_crash_setting_is_read_strictly() -> None:
