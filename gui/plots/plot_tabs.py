@@ -10,7 +10,8 @@ from typing import cast
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
-from rooflab.core.report.chart_types import distinguishing_labels
+from rooflab.core.app.figures import Figures
+from rooflab.core.report.chart_types import Chart, distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES, ROOFLINE
 from rooflab.core.report.ops_chart import not_running, scenario_ops_chart
 from rooflab.core.report.overlays import expected_label
@@ -60,6 +61,9 @@ class PlotTabsPanel(QWidget):
         self._frame: Frame | None = None
         self._stale: set[str] = set()
         self._expected_shapes: dict[str, ExpectedShape] = {}
+        # a pin's Serving chart by (pin, axis), with the answer it was simulated from: a pin does
+        # not change while pinned, so it is simulated once, not at every frame of the current series
+        self._pinned_serving: dict[tuple[int, str], tuple[Figures, Chart | None]] = {}
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.roofline.view_changed.connect(self._on_roofline_view_changed)
 
@@ -160,8 +164,19 @@ class PlotTabsPanel(QWidget):
                                         *(p.scenario.description for p, _ in frame.pinned)])
         pinned = [PinnedChart(p.pin_id, label, drawn)
                   for (p, _), answer, label in zip(frame.pinned, frame.pinned_figures, labels[1:], strict=True)
-                  if (drawn := pinned_serving_chart(answer, self.serving.axis)) is not None]
+                  if (drawn := self._pin_serving(p.pin_id, answer)) is not None]
+        live = {p.pin_id for p, _ in frame.pinned}
+        self._pinned_serving = {k: v for k, v in self._pinned_serving.items() if k[0] in live}
         self.serving.set_charts(chart, pinned, current_label=labels[0] if pinned else "current")
+
+    def _pin_serving(self, pin_id: int, answer: Figures) -> Chart | None:
+        """The Serving chart of a pin's ``answer`` on the axis shown, simulated once per pin."""
+        key = (pin_id, self.serving.axis)
+        kept = self._pinned_serving.get(key)
+        if kept is None or kept[0] is not answer:
+            kept = (answer, pinned_serving_chart(answer, self.serving.axis))
+            self._pinned_serving[key] = kept
+        return kept[1]
 
     def redraw_serving(self, _measured: object = None) -> None:
         """Draw the Serving tab again (``_measured``: a server measurement just kept): now if it

@@ -90,6 +90,12 @@ def test_every_pin_is_on_the_serving_tab_too(qtbot, window):
     # the pin's own simulation: the 4090 serves the same request faster than the M4 Max
     ttft_pin = next(c for c in pinned.chart.panels[0].curves if c.key == "ttft_p50")
     assert ttft_pin.y[0] < plot.curve("latency", "ttft_p50").y[0]
+    # a pin does not change while pinned: a new frame of the current series draws its chart again
+    frame = window.recompute.frame
+    window.state.update_workload(answer=300)
+    qtbot.waitUntil(lambda: window.recompute.frame is not frame, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: SERVING not in window.plot_panel._stale, timeout=WAIT_MS)   # drawn again
+    assert plot._pinned_charts[0].chart is pinned.chart
     window.state.unpin(pinned.pin_id)
     frame = window.recompute.frame
     qtbot.waitUntil(lambda: window.recompute.frame is not frame, timeout=WAIT_MS)
