@@ -29,7 +29,7 @@ from rooflab.core.report import units
 from rooflab.core.report.chart_types import Chart, Curve, Panel
 from rooflab.core.report.text import significant
 from rooflab.gui.plots import grid
-from rooflab.gui.plots.axis import log_position
+from rooflab.gui.plots.axis import UnitAxis, log_position
 from rooflab.gui.plots.drawn import Drawn
 from rooflab.gui.plots.panel_view import PanelView
 from rooflab.gui.plots.style import Layer, LayerKind
@@ -304,6 +304,17 @@ class ChartPlot(QWidget):
                 if (view.panel.x_unit, view.panel.log_x) == (first.panel.x_unit, first.panel.log_x):
                     view.plot.setXLink(first.plot)
             self._lay_out(force=True)
+
+    def unlink(self) -> None:
+        """Undo the links between this plot's panels (shared x ranges, left axes' widths), as its
+        window closes: torn down, a view box still told its linked peer of a resize, and the
+        peer's deleted items ended the process (a segfault in the suite, between window tests)."""
+        for view in self._panels.values():
+            view.plot.setXLink(None)
+            axis = view.plot.getAxis("left")
+            if isinstance(axis, UnitAxis):
+                axis.peers = []
+        self._order = []            # a later _arrange links them again
 
     def columns(self) -> int:
         """Panels side by side now (``grid.columns_for`` this plot's size)."""

@@ -307,4 +307,6 @@ class MainWindow(QMainWindow):
         self.fit_view.controller.shutdown()
         self.remember()
         self.drops.uninstall()
+        for plot in (*self.plots.values(), self.plot_panel.serving):
+            plot.unlink()
         super().closeEvent(event)
