@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QFont, QFontMetricsF
 
 from rooflab.core.report import units
 
@@ -89,21 +90,41 @@ class UnitAxis(pg.AxisItem):  # type: ignore[misc]  # pyqtgraph is untyped
         return out
 
     def logTickStrings(self, values: list[float], scale: float, spacing: float | None) -> list[str]:  # noqa: N802
-        """Label 1, 2 and 5 x 10^k (only the decades when the axis spans many of them)."""
-        try:
-            span = max(values) - min(values) if values else 0.0
-        except (TypeError, ValueError):
-            span = 0.0
-        shown = (1,) if span > 5 else (1, 2, 5) if span > 1 else tuple(range(1, 10))
-        out = []
-        for v in values:
+        """Label 1, 2 and 5 x 10^k, or every mantissa, or only the decades: the finest of these
+        whose labels keep apart at the axis's length (all nine over less than a decade ran
+        together: "0.050.060.0700.80.91" on a rate axis 300 px wide)."""
+        out: dict[int, tuple[float, str]] = {}
+        mantissas: list[int] = []
+        for i, v in enumerate(values):
             try:
                 value = 10.0 ** float(v)
-                mantissa = round(value / 10.0 ** math.floor(math.log10(value) + 1e-9))
-                out.append(units.tick(value, self._unit) if mantissa in shown else "")
+                mantissas.append(round(value / 10.0 ** math.floor(math.log10(value) + 1e-9)))
+                out[i] = (float(v), units.tick(value, self._unit))
             except (TypeError, ValueError, OverflowError):
-                out.append("")
-        return out
+                mantissas.append(0)
+        shown = self._shown_mantissas([(pos, text, m) for (pos, text), m in
+                                       ((out[i], mantissas[i]) for i in out)])
+        return [out[i][1] if i in out and mantissas[i] in shown else "" for i in range(len(values))]
+
+    def _shown_mantissas(self, ticks: list[tuple[float, str, int]]) -> tuple[int, ...]:
+        """The finest of every mantissa, (1, 2, 5) and (1,) whose labels (log10 position, text,
+        mantissa) stand at least their own size apart on this axis (by the old span rule while
+        the axis has no length yet)."""
+        horizontal = self.orientation in ("bottom", "top")
+        length = float(self.width() if horizontal else self.height())
+        low, high = (float(r) for r in self.range)
+        if length <= 0 or not high > low:
+            span = max(p for p, _, _ in ticks) - min(p for p, _, _ in ticks) if ticks else 0.0
+            return (1,) if span > 5 else (1, 2, 5) if span > 1 else tuple(range(1, 10))
+        per_decade = length / (high - low)
+        metrics = QFontMetricsF(self.style.get("tickFont") or QFont())
+        for shown in (tuple(range(1, 10)), (1, 2, 5), (1,)):
+            kept = sorted((p, t) for p, t, m in ticks if m in shown)
+            sizes = [metrics.horizontalAdvance(t) if horizontal else metrics.height() for _, t in kept]
+            if all((b[0] - a[0]) * per_decade >= (sa + sb) / 2 + 6
+                   for a, b, sa, sb in zip(kept, kept[1:], sizes, sizes[1:], strict=False)):
+                return shown
+        return (1,)
 
 
 def log_position(value: float, log: bool) -> float:

@@ -219,12 +219,14 @@ class PanelView:
 
     def _twin_role(self, layer: Layer, curve: Curve) -> str:
         """A calibrated curve's prediction's role ("secondary" for the total rate), so each
-        calibrated line takes its prediction's colour: two drawn alike shared one swatch."""
-        if layer.kind != "calibrated":
+        calibrated line takes its prediction's colour: two drawn alike shared one swatch. A
+        series' own expected curves (the Serving chart's four latencies) take their ceiling
+        twin's in that series: the four were drawn alike, in one dotted pen."""
+        if layer.kind != "calibrated" and curve.role != "calibrated":
             return ""
         base = curve.key.removeprefix("calibrated_").removeprefix("expected_")
-        twin = self.drawn.get(("current", base))
-        return twin.curve.role if twin is not None else ""
+        twin = self.drawn.get(("current" if layer.kind == "calibrated" else layer.key, base))
+        return twin.curve.role if twin is not None and twin.curve is not curve else ""
 
     def _point_ordinal(self, layer: Layer, curve: Curve) -> int:
         """Position of ``curve`` among this layer's point series on this panel (first drawn: 0)."""

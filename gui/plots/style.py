@@ -68,7 +68,7 @@ def line_pen(layer: Layer, curve: Curve, theme: Theme, twin_role: str = "") -> A
     """The pen of a line. ``twin_role``: for a calibrated curve, the role of the prediction it
     calibrates; the dotted line takes that prediction's colour (the total rate's, say)."""
     role = "calibrated" if layer.kind == "calibrated" else curve.role
-    colour = layer.colour(theme, twin_role if layer.kind == "calibrated" and twin_role else role)
+    colour = layer.colour(theme, twin_role if role == "calibrated" and twin_role else role)
     style = _DASH.get(role, Qt.PenStyle.SolidLine)
     if layer.kind == "pinned" and curve.role == "secondary":
         style = Qt.PenStyle.DashLine

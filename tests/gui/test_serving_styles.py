@@ -1,0 +1,62 @@
+"""The Serving chart's curves can be told apart: each expected latency is drawn in its own
+colour (its ceiling twin's, dotted) with its own legend entry (the four were one dotted blue
+pen), and a log axis labels only the ticks whose labels keep apart (a rate axis under a decade
+wide ran "0.050.060.0700.80.91" together)."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtGui import QFont, QFontMetricsF
+
+from rooflab.core.report.serving_chart import SERVING
+from rooflab.gui.plots.axis import UnitAxis
+from tests.factories.waits import WAIT_MS
+
+LATENCIES = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50")
+
+
+def _pen(plot, key: str):
+    pen = plot.items("latency", key)[0].opts["pen"]
+    return pen.color().name(), pen.style()
+
+
+def test_the_four_expected_latencies_are_drawn_apart(qtbot, window):
+    panel = window.plot_panel
+    panel.tabs.setCurrentWidget(panel.serving)
+    plot = panel.serving
+    qtbot.waitUntil(lambda: plot.chart is not None and plot.chart.key == SERVING, timeout=WAIT_MS)
+    assert window.recompute.frame.expected_figures is not None          # rtx-4090: published factors
+    expected = [_pen(plot, "expected_" + key) for key in LATENCIES]
+    assert len(set(expected)) == 4, expected
+    for key, pen in zip(LATENCIES, expected, strict=True):
+        ceiling = _pen(plot, key)
+        assert pen[0] == ceiling[0] and pen != ceiling       # its ceiling's colour, its own line style
+    names = {label.text.replace("<br>", " ") for _sample, label in plot.panel_view("latency").legend.items}
+    assert sum("expected" in n for n in names) == 4, names   # one legend entry each
+
+
+def _labels(axis: UnitAxis, low: float, high: float) -> list[tuple[float, str]]:
+    axis.setRange(math.log10(low), math.log10(high))
+    out = []
+    for spacing, values in axis.tickValues(math.log10(low), math.log10(high), axis.width()):
+        out += [(v, t) for v, t in zip(values, axis.tickStrings(values, 1.0, spacing or 1.0), strict=True) if t]
+    return sorted(out)
+
+
+def test_log_axis_labels_keep_apart(qtbot):
+    font = QFontMetricsF(QFont())
+    for low, high, width in ((0.05, 0.3, 330), (0.3, 0.9, 300), (0.045, 1.1, 330), (0.0015, 0.035, 300)):
+        axis = UnitAxis("bottom", "Request rate", "requests/s")
+        axis.setLogMode(True)
+        axis.resize(width, 30)
+        labels = _labels(axis, low, high)
+        assert labels, (low, high)
+        per_decade = width / (math.log10(high) - math.log10(low))
+        for (a, ta), (b, tb) in zip(labels, labels[1:], strict=False):
+            room = (b - a) * per_decade
+            assert room >= (font.horizontalAdvance(ta) + font.horizontalAdvance(tb)) / 2, (low, high, ta, tb, room)
+    wide = UnitAxis("bottom", "Request rate", "requests/s")
+    wide.setLogMode(True)
+    wide.resize(1600, 30)
+    assert len(_labels(wide, 0.3, 0.9)) == 6                         # room enough: every mantissa
