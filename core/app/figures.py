@@ -12,6 +12,7 @@ on the GPU."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -22,13 +23,16 @@ from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.offload import placed_decode, placed_prefill
+from rooflab.core.predict.ops_clocks import TimedOperation
 from rooflab.core.predict.placement import Placement, has_host_tier
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import speculative
+from rooflab.core.predict.step_parts import StepParts, decode_parts, prefill_parts
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.expected import StandsOn
 from rooflab.core.report.expected_lines import expected_lines, merged
-from rooflab.core.report.explain import Line, explain
+from rooflab.core.report.explain import Line, explain, parts_lines, wholly_on_device, with_parts
+from rooflab.core.report.ops_table import scenario_operations
 from rooflab.core.report.passes import largest_batch_on
 from rooflab.core.report.placed import PlacedSummary, placed_as_chosen, placed_crossovers
 from rooflab.core.report.summary import Clocks, PartClocks, Summary, headline_charts
@@ -111,20 +115,51 @@ class Figures:
 
     def lines(self) -> list[Line]:
         """The numbers panel's rows: each headline figure, the clock bounding it and why, with
-        the expected figures under the ceilings they sit below."""
+        the expected figures under the ceilings they sit below and, off one device, where the
+        prompt's and a token's time go."""
         lines = explain(self.scenario, self.summary)
         ex = self.expected_figures
-        return lines if ex is None else merged(lines, expected_lines(self.scenario, ex, self.stands_on))
+        lines = lines if ex is None else merged(lines, expected_lines(self.scenario, ex, self.stands_on))
+        return with_parts(lines, self.parts_lines())
 
     def why_text(self) -> str:
         """``explain``'s sentences as plain text, one per figure: ``rooflab predict``'s "why"
         block, the words the numbers panel shows for the same figures."""
-        rows = explain(self.scenario, self.summary)
+        rows = with_parts(explain(self.scenario, self.summary), self.parts_lines())
         return "\n".join(["why:", *(f"  {row.label} ({row.value}): {row.sentence}" for row in rows)])
+
+    @functools.cached_property
+    def parts(self) -> tuple[StepParts, StepParts, str] | None:
+        """(prefill, the first answer token's decode step, whose figures) split into named parts
+        (``step_parts``) where the headline runs off one device: the expected figures' when
+        there are any (the round trips are an engine's, 0 in a ceiling), else the ceiling's.
+        None when it runs wholly on one device or does not run."""
+        on, sc = self.stands_on, self.scenario
+        if on is None or wholly_on_device(self.summary):
+            return None
+        ex = self.expected_figures
+        machine, origin = (sc.machine, "the ceiling") if ex is None else (
+            ex.machine, f"expected with {ex.calibration.engine_label}")
+        w = sc.workload
+        return (prefill_parts(sc.model, machine, w, on),
+                decode_parts(sc.model, machine, w, on, context=w.context + w.prompt), origin)
+
+    def parts_lines(self) -> list[Line]:
+        """The part-by-part rows (``explain.parts_lines``) of ``parts``; none when it is None."""
+        found = self.parts
+        return [] if found is None else parts_lines(self.scenario, found[1], found[0], found[2])
 
     def charts(self) -> dict[str, Chart]:
         """Every chart, standing where the headline does (``headline_charts``)."""
         return headline_charts(self.scenario, self.summary)
+
+    @functools.cached_property
+    def operations(self) -> tuple[TimedOperation, ...]:
+        """Every operation of the prefill and the decode step on its clocks, as the calibration
+        that applies expects them (``report.ops_table.scenario_operations``): the Roofline tab's
+        operation view and its "where the time goes" bar. Made when first asked (a slider's
+        frame pays for it only while that view is shown), then kept."""
+        return scenario_operations(self.scenario, self.expected_figures)
 
 
 def figures(sc: Scenario, *, expected: Expected | None = None) -> Figures:

@@ -10,12 +10,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.ops_clocks import TimedOperation
 from rooflab.core.predict.roofline import attainable, balance
 from rooflab.core.report.chart_parts import ROOFLINE, axes, pts, x_marker
 from rooflab.core.report.chart_types import Chart, Curve, CurveRole, Panel, Scenario
-from rooflab.core.report.ops_table import scenario_operations
 
 OPS_PANEL = "operations"
 SECONDS, SHARE = "seconds", "share of the pass"
@@ -78,12 +76,6 @@ def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: 
         "RoPE, the activation, sampling). A point on the roof runs at its ceiling; below it, as expected or "
         "measured; hover over a point to name it. Lookups (no FLOPs) and a fused "
         "softmax (no bytes) have no place on a log-log roofline and are left out."))
-
-
-def scenario_ops_chart(sc: Scenario, expected: Expected | None, *, pinned: bool = False) -> Chart:
-    """The operations chart of a scenario, as its calibration (if any) expects them: what the
-    Roofline tab's operation view draws (``pinned``: as a pinned series draws it)."""
-    return ops_roofline_chart(sc, scenario_operations(sc, expected), pinned=pinned)
 
 
 def not_running(chart: Chart, note: str) -> Chart:

@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 from rooflab.core.app.figures import Figures
 from rooflab.core.report.chart_types import Chart, distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES, ROOFLINE
-from rooflab.core.report.ops_chart import not_running, scenario_ops_chart
+from rooflab.core.report.ops_bar import time_bars
+from rooflab.core.report.ops_chart import not_running, ops_roofline_chart
 from rooflab.core.report.overlays import expected_label
 from rooflab.core.report.serving_chart import SERVING, SERVING_TITLE
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
@@ -122,14 +123,24 @@ class PlotTabsPanel(QWidget):
         pinned = [PinnedChart(p.pin_id, label, charts[plot.chart_key])
                   for (p, charts), label in zip(frame.pinned, labels[1:], strict=True)]
         if plot is self.roofline and self.roofline.mode == OPERATIONS:    # built only when shown
-            ops = scenario_ops_chart(frame.scenario, frame.expected)
-            if not frame.summary.runs:
-                ops = not_running(ops, frame.charts[ROOFLINE].note)
-            self.roofline.set_operations(ops, [
-                PinnedChart(p.pin_id, label, scenario_ops_chart(p.scenario, None, pinned=True))
-                for (p, _), label in zip(frame.pinned, labels[1:], strict=True)])
+            self._hand_operations(frame, labels)
         plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])
         self._draw_expected(plot, frame, labels[0] if pinned else "")
+
+    def _hand_operations(self, frame: Frame, labels: list[str]) -> None:
+        """The operation view's chart and "where the time goes" bars, the current series' and
+        each pin's, from each one's answer (``Figures.operations``: made once, when first shown)."""
+        runs = frame.summary.runs
+        ops = ops_roofline_chart(frame.scenario, frame.figures.operations)
+        if not runs:
+            ops = not_running(ops, frame.charts[ROOFLINE].note)
+        pins = list(zip(frame.pinned, frame.pinned_figures, labels[1:], strict=True))
+        bars = [*time_bars(frame.figures.operations if runs else (), labels[0] if pins else "current")]
+        for _, answer, label in pins:
+            bars += time_bars(answer.operations if answer.summary.runs else (), label)
+        self.roofline.set_operations(ops, [
+            PinnedChart(p.pin_id, label, ops_roofline_chart(p.scenario, answer.operations, pinned=True))
+            for (p, _), answer, label in pins], bars, [None, *(p.pin_id for (p, _), _, _ in pins)])
 
     def _draw_expected(self, plot: ChartPlot, frame: Frame, whose: str) -> None:
         key = plot.chart_key

@@ -1,5 +1,6 @@
 """attainable FLOP/s against arithmetic intensity, with this workload's prefill and decode placed on it; or,
-in the operation view, every operation of both passes (``core.report.ops_chart``)."""
+in the operation view, every operation of both passes (``core.report.ops_chart``) and, under
+them, where the time goes: each pass as a bar cut into its operations (``plots.ops_bar``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from PySide6.QtWidgets import QComboBox, QWidget
 
 from rooflab.core.report.chart_types import Chart
 from rooflab.core.report.charts import ROOFLINE
+from rooflab.core.report.ops_bar import TimeBar
 from rooflab.core.report.ops_chart import OPS_PANEL
 from rooflab.gui.plots.base import ChartPlot, PinnedChart
+from rooflab.gui.plots.ops_bar import TimeBarPlot
 from rooflab.gui.widgets.theme import LIGHT, Theme
 
 PASSES, OPERATIONS = "passes", "operations"
@@ -35,6 +38,12 @@ class RooflinePlot(ChartPlot):
         layout = self.bar.layout()
         if layout is not None:
             layout.addWidget(self.view_box)
+        self.time_bar = TimeBarPlot(theme)           # the operation view's "where the time goes"
+        self.time_bar.hide()
+        self.time_bar.hovered.connect(self._on_time_bar_hovered)
+        outer = self.layout()
+        if outer is not None:
+            outer.insertWidget(outer.indexOf(self.bar), self.time_bar)
         self._passes: tuple[Chart, tuple[PinnedChart, ...], str] | None = None
         self._operations: Chart | None = None
         self._pinned_operations: tuple[PinnedChart, ...] = ()
@@ -61,12 +70,20 @@ class RooflinePlot(ChartPlot):
         else:
             super().set_charts(current, pinned, current_label)
 
-    def set_operations(self, chart: Chart | None, pinned: Sequence[PinnedChart] = ()) -> None:
+    def set_operations(self, chart: Chart | None, pinned: Sequence[PinnedChart] = (),
+                       bars: Sequence[TimeBar] = (), pins: Sequence[int | None] = ()) -> None:
         """The current scenario's operations chart (None: none yet) and each pinned series' (so
         they compare operation by operation), drawn in the operation view from the next
-        ``set_charts`` on (hand them over first: one drawing, not two)."""
+        ``set_charts`` on (hand them over first: one drawing, not two); ``bars``: where the time
+        goes, each series' prefill and decode bars (the current series' first), drawn now, each
+        series' swatch in the colour of its pin (``pins``: None for the current series)."""
         self._operations = chart
         self._pinned_operations = tuple(pinned)
+        self.time_bar.set_bars(bars, pins)
+
+    def apply_theme(self, theme: Theme) -> None:
+        super().apply_theme(theme)
+        self.time_bar.apply_theme(theme)
 
     def replay_on(self, other: ChartPlot) -> None:
         """A report's twin draws the passes whatever the view (the operations have their own
@@ -78,7 +95,11 @@ class RooflinePlot(ChartPlot):
             other._extras[key] = (layer, dict(by_panel))
         other.set_charts(*self._passes)
 
+    def _on_time_bar_hovered(self, text: str) -> None:
+        self.readout.setText(text)
+
     def _on_view_box_current_index_changed(self, _index: int) -> None:
+        self.time_bar.setVisible(self.mode == OPERATIONS)
         if self.mode == PASSES and self._passes is not None:
             super().set_charts(*self._passes)
         elif self.mode == OPERATIONS and self._operations is not None:
