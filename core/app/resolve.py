@@ -17,7 +17,7 @@ from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.parallel import engine_of
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
+from rooflab.core.values.workload import Workload, runnable
 
 GB = 1e9
 SMALLER_WEIGHTS: tuple[str, ...] = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
@@ -71,9 +71,9 @@ def with_engine_options(args: argparse.Namespace, workload: Workload) -> Workloa
     given)."""
     flash = getattr(args, "flash_attention", None)
     ubatch, threads = getattr(args, "ubatch", None), getattr(args, "threads", None)
-    return dataclasses.replace(workload, ubatch=workload.ubatch if ubatch is None else ubatch,
-                               flash_attention=workload.flash_attention if flash is None else flash == "on",
-                               threads=workload.threads if threads is None else threads)
+    return runnable(dataclasses.replace(workload, ubatch=workload.ubatch if ubatch is None else ubatch,
+                                        flash_attention=workload.flash_attention if flash is None else flash == "on",
+                                        threads=workload.threads if threads is None else threads))
 
 
 def resolve_workload(args: argparse.Namespace) -> Workload:

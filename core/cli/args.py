@@ -76,8 +76,10 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
                         "get N x used / count each); host-resident weights stream to the GPU once per pass "
                         "(default 512)")
     p.add_argument("--flash-attention", "-fa", choices=("on", "off"), default=None,
-                   help="llama.cpp's -fa: prices a prompt's attention at the flash-attention kernel's fitted rate "
-                        "or the other one (default on, as llama.cpp's auto does where it runs)")
+                   help="llama.cpp's -fa: off, the compute buffer holds the attention scores (more memory) and a "
+                        "prompt's attention takes the other kernel's fitted rate where a calibration timed both; a "
+                        "quantized KV cache needs it on, as llama.cpp does (default on, as llama.cpp's auto does "
+                        "where it runs)")
     p.add_argument("--threads", "-t", type=int, default=None, metavar="N",
                    help="llama.cpp's -t on a CPU: compute scales with min(N, cores) / cores (default: the "
                         "physical cores, llama.cpp's own default)")

@@ -15,7 +15,7 @@ from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.io import presets
 from rooflab.core.jobs import CancelToken, Progress
 from rooflab.core.values.measured import ALL_LAYERS, MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS
-from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload, runnable
 
 if TYPE_CHECKING:
     from rooflab.core.measure.workflow import Calibrated
@@ -217,6 +217,8 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     from rooflab.core.measure.workflow import after_engine_run, keep_unfinished
 
     engine = args.engine or default_engine(args.model)
+    if engine != "torch" and args.flash_attention == "off":
+        runnable(Workload(kv_type=args.kv_type, flash_attention=False))   # what llama.cpp would refuse, said first
     model = _model_to_time(engine, args)          # a file that is not there is said before any timing
     machine = _reference_machine(args.machine, args.device, cancel)
     status = _Status()

@@ -185,7 +185,7 @@ def fill_split(spec: ModelSpec, machine: MachineProfile, workload: Workload, pla
     length = workload.context + workload.prompt + workload.answer if context_length is None else context_length
     b = workload.batch if batch is None else batch
     room = machine.memory - runtime_reserve(machine) - fit_margin(machine) - float(
-        compute_buffer_bytes(spec, workload.ubatch, b * padded(length), attention_scores=False))
+        compute_buffer_bytes(spec, workload.ubatch, b * padded(length), attention_scores=not workload.flash_attention))
     counts = [0] * placement.devices
     device, held = 0, 0.0
     for unit in layer_units(spec, placement, embedding_on_host=input_on_host(machine)):

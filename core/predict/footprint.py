@@ -244,17 +244,19 @@ def _host_runs(bill: Bill, mapped: bool) -> Flags:
 
 def plan_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
                 context_length: int | None = None, batch: int | None = None,
-                flash_attention: bool = True) -> MemoryPlan:
+                flash_attention: bool | None = None) -> MemoryPlan:
     """Each memory's bill for ``placement`` with ``batch`` sequences of ``context_length`` tokens
     (default: the workload's context + prompt + answer, and its batch). The compute buffer is
-    llama.cpp's for the workload's ubatch (flash attention on), on each memory that computes
+    llama.cpp's for the workload's ubatch (and its flash attention, unless ``flash_attention``
+    says otherwise: without it the buffer holds the attention scores), on each memory that computes
     a layer; the KV cache of each layer where its layer's cache sits, held as llama.cpp
     allocates it (``work.kv_bytes_held``); on several devices, each device's layers
     (``layer_split``)."""
     length = workload.context + workload.prompt + workload.answer if context_length is None else context_length
     b = workload.batch if batch is None else batch
     s = split(spec, placement, embedding_on_host=input_on_host(machine))
-    devices, host = _bills(spec, machine, workload, s.placement, length, b, flash_attention)
+    flash = workload.flash_attention if flash_attention is None else flash_attention
+    devices, host = _bills(spec, machine, workload, s.placement, length, b, flash)
 
     def use(name: str, bill: Bill, mapped: bool = False) -> MemoryUse:
         return MemoryUse(name=name, weights=float(bill["weights"]), kv=float(bill["kv"]),
@@ -273,7 +275,8 @@ def memory_grid(spec: ModelSpec, machine: MachineProfile, workload: Workload, pl
     """(device bytes used, host bytes used, fits) for every (length, batch), broadcast: the
     bills of ``plan_memory`` over a grid in one call (on several devices, the fullest device's
     bytes, and whether every device fits)."""
-    devices, host = _bills(spec, machine, workload, placement.clamp(spec), lengths, batches, True)
+    devices, host = _bills(spec, machine, workload, placement.clamp(spec), lengths, batches,
+                           workload.flash_attention)
     used = [_used(bill) for bill in devices]
     fits = np.logical_and.reduce([u <= bill["capacity"] for u, bill in zip(used, devices, strict=True)])
     return np.maximum.reduce(used), _used(host), fits & _host_runs(host, weights_mapped(machine))

@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rooflab.core.predict.footprint import compute_buffer_bytes
 from rooflab.core.predict.offload import OP_OFFLOAD_MIN_TOKENS
 from rooflab.core.predict.parallel import ParallelEstimate, mode_text
 from rooflab.core.predict.placement import brief_flags, memory_words
+from rooflab.core.predict.work import padded
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.summary import Clocks, PartClocks, Summary
@@ -41,7 +43,9 @@ def _unplaced_why(sc: Scenario, s: Summary) -> tuple[str, str]:
     m, w = sc.machine, sc.workload
     e, pre, dec = s.estimate, s.prefill, s.decode
     bandwidth = fmt(m.effective_bandwidth, "B/s")
-    compute = fmt(m.effective_flops(w.compute_dtype), "FLOP/s")
+    compute = fmt(m.effective_flops(w.compute_dtype) * m.thread_share(w.threads), "FLOP/s")
+    if m.thread_share(w.threads) < 1 and w.threads is not None:     # the rate the clock used, named
+        compute += f" ({w.threads:,} of {count(f'{m.cores:,}', 'core')}, -t {w.threads:,})"
     prompts = f"{w.batch:,} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
     needs = "need" if w.batch > 1 else "needs"
     if pre.bound == "compute":
@@ -131,10 +135,27 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     # auto-fit putting it all on the device needs no row of its own: the memory row says where
     lines = [] if whole and placed.how == "auto" else [_placement_line(placed, where)]
     # the request's own bounds (a placement's: the slower of its parts' summed clocks)
-    lines += _timing_lines(sc, s, f"Prefill is {_bound_phrase(e.prefill_bound)}. {ttft_why}",
+    lines += _timing_lines(sc, s, f"Prefill is {_bound_phrase(e.prefill_bound)}. {ttft_why}{flash_sentence(sc)}",
                            f"Decode is {_bound_phrase(e.decode_bound)}. {tpot_why}")
     lines += _crossover_lines(sc, s)
     return lines + _memory_lines(sc, s)
+
+
+def flash_sentence(sc: Scenario) -> str:
+    """What turning llama.cpp's flash attention off moves (" ..." to follow a sentence; "" with
+    it on): the compute buffer holds the attention scores (``footprint.compute_buffer_bytes``),
+    and the prompt's n² arithmetic takes the other kernel's rate where a calibration timed both,
+    the ceiling's own rate where none did (the toggle then moves the time not at all)."""
+    w, spec, eff = sc.workload, sc.model, sc.machine.efficiency
+    if w.flash_attention:
+        return ""
+    cells = w.batch * padded(w.context + w.prompt + w.answer)
+    more = float(compute_buffer_bytes(spec, w.ubatch, cells, attention_scores=True)
+                 - compute_buffer_bytes(spec, w.ubatch, cells, attention_scores=False))
+    rate = ("at the non-flash kernel's fitted rate" if eff.attention_factor(False) != eff.attention_factor(True)
+            else "at the same rate as with it: nothing calibrated here tells the two kernels apart")
+    return (f" Flash attention off (-fa off): llama.cpp's compute buffer holds the attention scores, "
+            f"{fmt(max(more, 0.0), 'B')} more memory; the prompt's attention arithmetic is priced {rate}.")
 
 
 def _timing_lines(sc: Scenario, s: Summary, ttft_sentence: str, tpot_sentence: str) -> list[Line]:

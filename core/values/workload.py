@@ -67,3 +67,19 @@ class Workload:
             if not (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
                     and 0.0 <= fraction <= limit):
                 raise SpecError(f"workload.{name} must be in [0, {limit}], got {fraction!r:.40}")
+
+
+#: cache types a V cache holds unquantized: llama.cpp runs them with or without flash attention
+UNQUANTIZED_KV = ("f32", "f16", "bf16")
+
+
+def runnable(workload: Workload) -> Workload:
+    """``workload`` when llama.cpp would run its settings, else SpecError saying why: a quantized
+    V cache needs flash attention (llama.cpp's context creation refuses ``-ctv q8_0 -fa off``:
+    "quantized V cache requires flash_attn"; a quantized K cache alone runs, but ``kv_type`` is
+    both). The front ends call it on what the user asks for; records of runs that did run are
+    not second-guessed."""
+    if not workload.flash_attention and workload.kv_type.lower() not in UNQUANTIZED_KV:
+        raise SpecError(f"a {workload.kv_type.lower()} KV cache needs flash attention: llama.cpp refuses a "
+                        f"quantized V cache with -fa off (turn flash attention on, or use an f16 cache)")
+    return workload

@@ -41,8 +41,11 @@ _TIPS = {
     "ubatch": "llama.cpp's -ub: a prompt runs in passes of this many tokens, and each multiply of a pass gets "
               "that many rows (a routed expert about -ub × used / count of them): a multiply of r rows runs at "
               "r / (r + r0) of its rate, so a small -ub slows prompts, a large one speeds up MoE prompts.",
-    "flash_attention": "llama.cpp's -fa: a prompt's attention (its n² term) at the flash-attention kernel's "
-                       "fitted rate, or the other one's. llama.cpp turns it on where it runs by default.",
+    "flash_attention": "llama.cpp's -fa. Off, its compute buffer holds the attention scores (more memory, "
+                       "growing with the context), and a prompt's attention (its n² term) takes the other "
+                       "kernel's rate where a calibration timed both (none: the same time either way). A "
+                       "quantized KV cache needs it on: llama.cpp refuses a q8_0 V cache with -fa off. llama.cpp "
+                       "turns it on where it runs by default.",
     "threads": "llama.cpp's -t on a CPU: its matrix kernels scale with min(threads, cores) / cores of the "
                "peak. 0: llama.cpp's default, the physical cores.",
 }
@@ -93,9 +96,9 @@ class WorkloadPanel(QWidget):
         self.placement = PlacementPanel(state)
 
         layout = QVBoxLayout(self)
-        for box in (request, engine, spec, self.placement):
+        # the error under the controls it is about, not under the placement (below the fold at 720p)
+        for box in (request, engine, self.error, spec, self.placement):
             layout.addWidget(box)
-        layout.addWidget(self.error)
         layout.addStretch(1)
 
         for key, field in self.fields.items():
@@ -117,14 +120,18 @@ class WorkloadPanel(QWidget):
                   "ubatch": w.ubatch, "threads": w.threads or 0}
         for key, value in values.items():
             self.fields[key].set_value(value)
+        self._show_switches(w)
+        for key in ("acceptance", "draft_cost"):
+            self.fields[key].setEnabled(w.draft_tokens > 0)
+
+    def _show_switches(self, w: Workload) -> None:
+        """The KV-cache type and flash attention as ``w`` has them (typed numbers stay as typed)."""
         self.kv_type.blockSignals(True)
         self.kv_type.setCurrentText(w.kv_type.lower())
         self.kv_type.blockSignals(False)
         self.flash_attention.blockSignals(True)
         self.flash_attention.setChecked(w.flash_attention)
         self.flash_attention.blockSignals(False)
-        for key in ("acceptance", "draft_cost"):
-            self.fields[key].setEnabled(w.draft_tokens > 0)
 
     def _bound_sliders(self, model: ModelSpec) -> None:
         """The prompt, answer and context sliders reach the model's trained context (a drag across
@@ -164,6 +171,7 @@ class WorkloadPanel(QWidget):
         except RooflabError as exc:
             self.error.setText(str(exc))
             self.error.show()
+            self._show_switches(self._state.workload)     # a refused switch goes back to what runs
             return
         self.error.hide()
         for key in ("acceptance", "draft_cost"):

@@ -15,7 +15,7 @@ from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import Workload
+from rooflab.core.values.workload import Workload, runnable
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +107,9 @@ class AppState(QObject):
         self.changed.emit()
 
     def update_workload(self, **changes: object) -> None:
-        """Change workload fields; raises SpecError (naming the field) for a bad value."""
-        self.set_workload(dataclasses.replace(self._workload, **changes))  # type: ignore[arg-type]
+        """Change workload fields; raises SpecError (naming the field) for a bad value, or for
+        settings llama.cpp refuses (``values.workload.runnable``)."""
+        self.set_workload(runnable(dataclasses.replace(self._workload, **changes)))  # type: ignore[arg-type]
 
     def set_placement(self, choice: PlacementChoice) -> None:
         """Place the model by hand (llama.cpp's flags) or on several devices; ``AUTO``: rooflab
