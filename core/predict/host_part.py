@@ -40,6 +40,8 @@ arithmetic of the last."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -77,6 +79,15 @@ def host_link_bandwidth(machine: MachineProfile) -> float:
     return min(link, machine.offload_bandwidth) if link > 0 else machine.offload_bandwidth
 
 
+@dataclass(frozen=True, slots=True)
+class HostPass(Pass):
+    """The host part's clocks (``Pass``) and, of its seconds, those its weights spend crossing
+    the PCIe host link in the ubatches that stream to the GPU (0 where none streams): the
+    prompt's streaming term, shown apart by ``step_parts``."""
+
+    link_seconds: Array
+
+
 def ubatches(tokens: Array, ubatch: int) -> tuple[Array, Array]:
     """(whole ubatches, tokens of the last, shorter one) that llama.cpp splits ``tokens`` into."""
     n = np.asarray(tokens, dtype=np.float64)
@@ -85,8 +96,8 @@ def ubatches(tokens: Array, ubatch: int) -> tuple[Array, Array]:
 
 
 def _one(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, cache: Array, flops: Array,
-         n: Array, k: Array, *, decode: bool, attention: Array) -> tuple[Array, Array, Array, Array]:
-    """(bytes moved, memory seconds, compute seconds, seconds) of one ubatch of ``k`` of the
+         n: Array, k: Array, *, decode: bool, attention: Array) -> tuple[Array, Array, Array, Array, Array]:
+    """(bytes moved, memory seconds, compute seconds, seconds, seconds on the link) of one ubatch of ``k`` of the
     pass's ``n`` tokens, computed by the host or streamed to the GPU, whichever is faster.
     ``attention``: the pass's attention FLOPs over the host's cache, which stay on the host when
     the rest streams (llama.cpp offloads an op for its host *weights*; the cache is none)."""
@@ -105,6 +116,7 @@ def _one(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, cac
     host_rate = host_flops(machine, workload.compute_dtype) * host_c
     comp = f / host_rate
     seconds = combined_seconds(mem, comp, eff.overlap)
+    on_link = np.zeros_like(seconds)
     if machine.kind == "gpu":
         resident = streamed_weight_bytes(machine, sub, k) if sub is not None else np.zeros_like(k)
         link = resident / (host_link_bandwidth(machine) * link_share(machine))
@@ -119,12 +131,14 @@ def _one(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, cac
         mem = np.where(streamed, link + c / (machine.offload_bandwidth * host_b), mem)
         comp = np.where(streamed, on_gpu + att / host_rate, comp)
         seconds = np.where(streamed, streamed_seconds, seconds)
+        # of the streamed seconds, the copy's (a ceiling overlaps it with the arithmetic: at most the part)
+        on_link = np.where(streamed, np.minimum(link, gpu_part), 0.0)
     used = k > 0
-    return tuple(np.where(used, x, 0.0) for x in (nbytes, mem, comp, seconds))  # type: ignore[return-value]
+    return tuple(np.where(used, x, 0.0) for x in (nbytes, mem, comp, seconds, on_link))  # type: ignore[return-value]
 
 
 def host_clock(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, weights: Array, cache: Array,
-               flops: Array, tokens: Array, *, decode: bool, attention: ArrayLike = 0.0) -> Pass:
+               flops: Array, tokens: Array, *, decode: bool, attention: ArrayLike = 0.0) -> HostPass:
     """The host part's clocks for a pass over ``tokens`` tokens (all sequences), ubatch by
     ubatch as the module docstring says. ``sub``: the host's sub-model; ``weights``, ``cache``,
     ``flops``: what the whole pass reads and computes there (``weights`` only says whether
@@ -134,7 +148,7 @@ def host_clock(machine: MachineProfile, workload: Workload, sub: ModelSpec | Non
     n = np.asarray(tokens, dtype=np.float64)
     if not bool(np.any(weights + cache + flops > 0)):
         zero = np.zeros(np.broadcast(weights, cache, flops, n).shape)
-        return Pass(zero, zero, zero, zero, zero, zero)
+        return HostPass(zero, zero, zero, zero, zero, zero, zero)
     if not has_host_tier(machine):
         raise SpecError(f"{machine.name}: no host memory is stated, so every layer must be on the device")
     whole, rest = ubatches(n, workload.ubatch)
@@ -142,7 +156,7 @@ def host_clock(machine: MachineProfile, workload: Workload, sub: ModelSpec | Non
     full = _one(machine, workload, sub, cache, flops, n, np.full_like(n, float(workload.ubatch)), decode=decode,
                 attention=att)
     last = _one(machine, workload, sub, cache, flops, n, rest, decode=decode, attention=att)
-    nbytes, mem, comp, seconds = (whole * a + b for a, b in zip(full, last, strict=True))
+    nbytes, mem, comp, seconds, on_link = (whole * a + b for a, b in zip(full, last, strict=True))
     c, f = np.broadcast_arrays(cache + 0 * n, flops + 0 * n)
-    w, c, f, m, k, s = np.broadcast_arrays(np.maximum(nbytes - c, 0.0), c, f, mem, comp, seconds)
-    return Pass(w, c, f, m, k, s)
+    w, c, f, m, k, s, li = np.broadcast_arrays(np.maximum(nbytes - c, 0.0), c, f, mem, comp, seconds, on_link)
+    return HostPass(w, c, f, m, k, s, li)

@@ -35,6 +35,7 @@ from rooflab.core.predict.footprint import memory_grid
 from rooflab.core.predict.host_part import (
     DEFAULT_HOST_FLOPS,
     OP_OFFLOAD_MIN_TOKENS,
+    HostPass,
     host_clock,
     host_flops,
     host_link_bandwidth,
@@ -65,9 +66,10 @@ class PlacedPass(Clocked):
     from the sums (``clocks.Clocked``)."""
 
     device: Pass
-    host: Pass
+    host: HostPass
     seconds: Array
     communication: Array         # seconds the hidden state spends between devices (0 on one)
+    round_trips: Array = 0.0     # of ``communication``, the GPU <-> host crossings' (``offload_terms``)
 
     @property
     def weight_bytes(self) -> Array:
@@ -125,11 +127,13 @@ def _placed(machine: MachineProfile, spec: ModelSpec, placement: Placement, devi
     """The parts' sum, with the hops between devices and the ``passes`` graph passes' crossings
     between GPU and host (``offload_terms.crossing_seconds``, 0 in a ceiling) as communication."""
     comm = np.zeros_like(device.seconds + host.seconds)
+    trips = comm
     if placement.devices > 1:
         comm = comm + communication_seconds(spec, layer_link(machine, placement.devices), tokens)
     if bool(np.any(host.seconds > 0)):
-        comm = comm + np.where(host.seconds > 0, crossing_seconds(machine, spec, placement, passes), 0.0)
-    return PlacedPass(device=device, host=host, communication=comm,
+        trips = np.where(host.seconds > 0, crossing_seconds(machine, spec, placement, passes), 0.0)
+        comm = comm + trips
+    return PlacedPass(device=device, host=host, communication=comm, round_trips=trips,
                       seconds=device.seconds + host.seconds + comm + machine.efficiency.step_overhead)
 
 
@@ -197,7 +201,7 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
                            kept=1.0 if is_ceiling(machine) else layer_split.PIPELINE_KEPT)
     on_devices = dataclasses.replace(placed.device, seconds=placed.device.seconds * share)
     comm = placed.communication * share
-    return PlacedPass(device=on_devices, host=placed.host, communication=comm,
+    return PlacedPass(device=on_devices, host=placed.host, communication=comm, round_trips=placed.round_trips * share,
                       seconds=on_devices.seconds + placed.host.seconds + comm + machine.efficiency.step_overhead)
 
 

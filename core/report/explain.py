@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from rooflab.core.predict.footprint import compute_buffer_bytes
 from rooflab.core.predict.offload import OP_OFFLOAD_MIN_TOKENS
+from rooflab.core.predict.offload_terms import CROSSING_SECONDS
 from rooflab.core.predict.parallel import ParallelEstimate, mode_text
 from rooflab.core.predict.placement import brief_flags, memory_words
+from rooflab.core.predict.step_parts import StepPart, StepParts
 from rooflab.core.predict.work import padded
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.placed import PlacedSummary
@@ -102,7 +104,7 @@ def _parts(sc: Scenario, p: PartClocks) -> str:
     return text + (f", and the link {fmt(p.communication, 's')}" if p.communication > 0 else "")
 
 
-def _wholly_on_device(s: Summary) -> bool:
+def wholly_on_device(s: Summary) -> bool:
     """Whether the placement runs with every layer on one device (its figures are then the
     one-memory model's, ``offload.placed_request``), so the lessons' sentences explain it."""
     parts = s.placed_decode
@@ -130,7 +132,7 @@ def explain(sc: Scenario, s: Summary) -> list[Line]:
     where = placed.headline(sc.model, sc.machine)
     if not placed.fits:
         return _not_fitting(sc, s, placed, where)
-    whole = _wholly_on_device(s)
+    whole = wholly_on_device(s)
     ttft_why, tpot_why = _unplaced_why(sc, s) if whole else _placed_why(sc, s)
     # auto-fit putting it all on the device needs no row of its own: the memory row says where
     lines = [] if whole and placed.how == "auto" else [_placement_line(placed, where)]
@@ -192,7 +194,7 @@ def _crossover_lines(sc: Scenario, s: Summary) -> list[Line]:
     """n* and b*: where prefill and decode turn compute-bound."""
     w = sc.workload
     pre_bound = s.estimate.prefill_bound
-    one_memory = _wholly_on_device(s)
+    one_memory = wholly_on_device(s)
     lines = []
     ncross = s.headline_prefill_crossover
     if math.isfinite(ncross):
@@ -256,6 +258,50 @@ def _placement_line(placed: PlacedSummary, where: str) -> Line:
               "offload": "from the Workload tab's share of the weights offloaded."}[placed.how]
     return Line("placement", "Placement", brief_flags(placed.placement), "", f"{where[0].upper()}{where[1:]}.",
                 f"Layers on the GPU (-ngl) and routed experts kept on the host (--n-cpu-moe), {chosen}")
+
+
+def parts_sentence(parts: StepParts) -> str:
+    """Where a pass's time goes, in words, the parts summing to its seconds: "1.66 ms weights on
+    the GPU (9 %), 12.9 ms experts on the CPU (68 %), 1.5 ms round trips (7.9 %; 60
+    crossings × 25 µs), ...". The one text of ``step_parts`` for the why, the numbers panel, the report and
+    the Placement group."""
+    def one(part: StepPart) -> str:
+        how = ""
+        if part.key == "round_trips" and parts.crossings:
+            times = f" × {count(f'{parts.passes:,.0f}', 'ubatch', 'ubatches')}" if round(parts.passes) > 1 else ""
+            how = f"; {parts.crossings:,} crossings × {fmt(CROSSING_SECONDS, 's')}{times}"
+        return f"{fmt(part.seconds, 's')} {part.label} ({significant(100 * parts.share(part), 2)} %{how})"
+
+    return ", ".join(one(p) for p in parts.parts)
+
+
+def parts_lines(sc: Scenario, decode: StepParts, prefill: StepParts, origin: str) -> list[Line]:
+    """The numbers panel's rows of where the first answer token's step and the prompt's time go
+    (``step_parts``), priced on ``origin``'s machine ("expected with llama.cpp CUDA", "the
+    ceiling")."""
+    start = sc.workload.context + sc.workload.prompt
+    tip = ("The pass split into named parts that sum to it: each memory's bytes (weights, cache) or "
+           "arithmetic, the host's weights streamed over PCIe to the GPU for a prompt, the GPU <-> host "
+           "round trips (crossings per graph pass × the seconds one costs × graph passes), the link between "
+           "devices and the engine's fixed cost per step.")
+    return [Line("prompt_parts", "Prompt, part by part", fmt(prefill.seconds, "s"), "",
+                 f"{origin[0].upper()}{origin[1:]}: {parts_sentence(prefill)}.", tip),
+            Line("token_parts", "Token, part by part", fmt(decode.seconds, "s"), "",
+                 f"{origin[0].upper()}{origin[1:]}, a step at {start:,} tokens of context: "
+                 f"{parts_sentence(decode)}.", tip)]
+
+
+_PARTS_AFTER = {"prompt_parts": ("ttft", "expected_ttft"), "token_parts": ("tpot", "expected_tpot")}
+
+
+def with_parts(lines: list[Line], parts: list[Line]) -> list[Line]:
+    """``lines`` with each part-by-part row under the figure it splits (its expected twin when
+    shown, else the ceiling's)."""
+    out = list(lines)
+    for row in parts:
+        keys = [i for i, line in enumerate(out) if line.key in _PARTS_AFTER.get(row.key, ())]
+        out.insert(max(keys) + 1 if keys else len(out), row)
+    return out
 
 
 def per_sequence(rate: str, batch: int) -> str:

@@ -323,8 +323,16 @@ def _row(check: QCheckBox, spin: QSpinBox) -> QWidget:
 
 
 def _where_text(frame: Frame) -> str:
-    """"Auto placed -ngl 37 --n-cpu-moe 23: weights 21.3 GB on the GPU, 44.5 GB in host memory"
-    (what the headline stands on; "" when the device holds the model whole)."""
+    """"Auto placed -ngl 37 --n-cpu-moe 23: weights 21.3 GB on the GPU, 44.5 GB in host memory",
+    then where the prompt's and a token's time go (``Figures.parts_lines``: the numbers panel's
+    and ``rooflab predict``'s words); "" when the device holds the model whole."""
+    where = _weights_text(frame)
+    parts = [f"{line.label} ({line.value}): {line.sentence}" for line in frame.figures.parts_lines()]
+    return "\n".join([where, *parts]) if where else ""
+
+
+def _weights_text(frame: Frame) -> str:
+    """Where the weights sit, one sentence ("" when the device holds the model whole)."""
     placed = frame.summary.placed
     if placed is None or not placed.fits:
         return ""
