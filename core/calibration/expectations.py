@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from rooflab.core.calibration import store
+from rooflab.core.calibration.host_experts import load_host_experts, with_host_experts
 from rooflab.core.errors import ResourceError, RooflabError
 from rooflab.core.files.paths import cache_dir
 from rooflab.core.files.records import load_record, write_record
@@ -263,7 +264,11 @@ def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None =
     ``engine`` "vllm" (tensor parallel): a vLLM calibration of the machine, else None: a ceiling
     is never labelled expected (``missing_expected`` says why there is none)."""
     cal = calibration_for(machine, engine)
-    return None if cal is None else expected_for(spec, machine, cal, dtype=dtype, host=host_rates(machine))
+    if cal is None:
+        return None
+    # the host's routed experts as this machine's CPU back end read them, where that was measured
+    return with_host_experts(spec, machine, expected_for(spec, machine, cal, dtype=dtype, host=host_rates(machine)),
+                             load_host_experts() if machine.kind == "gpu" and spec.is_moe else None)
 
 
 def missing_expected(machine: MachineProfile, engine: str | None) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rooflab.core.cli.args import int_in, int_list
 from rooflab.core.cli.calibrate import add_calibrate_parser, run_calibrate
+from rooflab.core.cli.host_experts import add_host_experts_parser, run_host_experts
 from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.io import presets
 from rooflab.core.jobs import CancelToken, Progress
@@ -26,7 +27,7 @@ GB = 1e9
 def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``measure machine``, ``measure model`` and ``measure import`` to ``subparsers``."""
     measure = subparsers.add_parser("measure", help="measure this machine or time a model, then calibrate")
-    sub = measure.add_subparsers(dest="measure_command", metavar="{machine,model,calibrate,import,server}")
+    sub = measure.add_subparsers(dest="measure_command", metavar="{machine,model,calibrate,import,server,host-experts}")
     sub.required = True
 
     p = sub.add_parser("machine", help="memory bandwidth, matmul peaks and an empirical roofline")
@@ -89,6 +90,7 @@ def add_measure_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "beside the prediction of each (nothing is kept)")
 
     add_calibrate_parser(sub)
+    add_host_experts_parser(sub)
     from rooflab.core.cli.server import add_server_parser
 
     add_server_parser(sub)
@@ -106,9 +108,9 @@ def run_measure(args: argparse.Namespace) -> int:
     """Run the ``measure`` subcommand in ``args``; returns the exit status."""
     command = getattr(args, "measure_command", None)
     handler = {"machine": _machine, "model": _model, "import": _import, "calibrate": _calibrate,
-               "server": _server}.get(command or "")
+               "server": _server, "host-experts": _host_experts}.get(command or "")
     if handler is None:
-        raise MeasurementError("measure needs a subcommand: machine, model, calibrate, import or server")
+        raise MeasurementError("measure needs a subcommand: machine, model, calibrate, import, server or host-experts")
     cancel = CancelToken()
     try:
         return handler(args, cancel)
@@ -208,6 +210,15 @@ def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> An
                                    cancel, on_progress=status)
     status.done()
     return keep_machine_run(run)
+
+
+def _host_experts(args: argparse.Namespace, cancel: CancelToken) -> int:
+    """``measure host-experts`` against this machine as measured (measured first if it is not)."""
+    status = _Status()
+    try:
+        return run_host_experts(args, _reference_machine(None, "cpu", cancel), cancel, on_progress=status)
+    finally:
+        status.done()
 
 
 def _model(args: argparse.Namespace, cancel: CancelToken) -> int:

@@ -69,7 +69,7 @@ class PlacedPass(Clocked):
     host: HostPass
     seconds: Array
     communication: Array         # seconds the hidden state spends between devices (0 on one)
-    round_trips: Array = 0.0     # of ``communication``, the GPU <-> host crossings' (``offload_terms``)
+    round_trips: Array           # of ``communication``, the GPU <-> host crossings' (``offload_terms``)
 
     @property
     def weight_bytes(self) -> Array:
@@ -122,7 +122,7 @@ def layer_link(machine: MachineProfile, devices: int) -> Parallel:
                     link_name=machine.host_link.name)
 
 
-def _placed(machine: MachineProfile, spec: ModelSpec, placement: Placement, device: Pass, host: Pass,
+def _placed(machine: MachineProfile, spec: ModelSpec, placement: Placement, device: Pass, host: HostPass,
             tokens: Array, passes: ArrayLike = 1.0) -> PlacedPass:
     """The parts' sum, with the hops between devices and the ``passes`` graph passes' crossings
     between GPU and host (``offload_terms.crossing_seconds``, 0 in a ceiling) as communication."""

@@ -72,13 +72,19 @@ def crossing_seconds(machine: MachineProfile, spec: ModelSpec, placement: Placem
 
 
 def host_decode_share(machine: MachineProfile, sub: ModelSpec | None) -> float:
-    """The share of the host's bandwidth factor its decode reaches: ``HOST_EXPERT_DECODE_SHARE``
-    when the host part holds routed experts behind a GPU (an expected figure), else 1. Left
-    out: how the share moves with threads, CPU generation and weight format."""
+    """The share of the host's bandwidth factor its decode reaches: when the host part holds
+    routed experts behind a GPU (an expected figure), this machine's own measurement where one
+    is kept (``Efficiency.host_expert_bandwidth``, a factor of the host's bandwidth: the share
+    that makes the host read at it), else ``HOST_EXPERT_DECODE_SHARE``; 1 otherwise. Left out:
+    how the fitted share moves with threads, CPU generation and weight format."""
     if is_ceiling(machine) or machine.kind != "gpu" or sub is None:
         return 1.0
-    holds_experts = any(t.role is Role.EXPERTS for t in sub.tensors)
-    return HOST_EXPERT_DECODE_SHARE if holds_experts else 1.0
+    if not any(t.role is Role.EXPERTS for t in sub.tensors):
+        return 1.0
+    eff = machine.efficiency
+    if eff.host_expert_bandwidth is not None:
+        return eff.host_expert_bandwidth / eff.host_bandwidth
+    return HOST_EXPERT_DECODE_SHARE
 
 
 def link_share(machine: MachineProfile) -> float:

@@ -44,7 +44,10 @@ class Efficiency:
     clock, the roofline's max(W / B, b x F_1 / C_d)). kv_chunks: the threads an engine splits one
     query's cache over, charging a single sequence's step for whole chunks
     (``work.split_context``; 0: the cells filled, as every engine but llama.cpp's CPU flash
-    attention reads them).
+    attention reads them). host_expert_bandwidth: the factor of the host memory's bandwidth that a
+    decode step's routed experts kept on the host behind a GPU are read at, as this machine's own
+    measurement found it (``calibration.host_experts``; None: ``host_bandwidth`` times the fitted
+    ``offload_terms.HOST_EXPERT_DECODE_SHARE``).
     """
 
     bandwidth: float = 1.0
@@ -62,12 +65,14 @@ class Efficiency:
     expert_spread: float = 1.0
     batch_compute: float | None = None
     kv_chunks: int = 0
+    host_expert_bandwidth: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
-                     "attention_compute", "flash_attention_compute", "batch_compute"):
+                     "attention_compute", "flash_attention_compute", "batch_compute", "host_expert_bandwidth"):
             value = getattr(self, name)
-            optional = name in ("decode_compute", "attention_compute", "flash_attention_compute", "batch_compute")
+            optional = name in ("decode_compute", "attention_compute", "flash_attention_compute", "batch_compute",
+                                "host_expert_bandwidth")
             if not (value is None and optional) and not in_range(value, FACTOR_RANGE):
                 raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
                                 f"got {value!r}")
@@ -89,7 +94,8 @@ class Efficiency:
         return (self.bandwidth, self.compute, self.step_overhead, self.kv_read_factor, self.overlap,
                 self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
             and self.attention_compute in (None, 1) and self.flash_attention_compute in (None, 1) \
-            and self.rows_half == 0 and self.batch_compute is None and self.kv_chunks == 0
+            and self.rows_half == 0 and self.batch_compute is None and self.kv_chunks == 0 \
+            and self.host_expert_bandwidth is None
 
     @property
     def decode_compute_factor(self) -> float:
@@ -121,7 +127,7 @@ class Efficiency:
                                "step_overhead": self.step_overhead, "kv_read_factor": self.kv_read_factor}
         if self.decode_compute is not None:
             out["decode_compute"] = self.decode_compute
-        for name in ("attention_compute", "flash_attention_compute", "batch_compute"):
+        for name in ("attention_compute", "flash_attention_compute", "batch_compute", "host_expert_bandwidth"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.rows_half:
@@ -158,4 +164,6 @@ class Efficiency:
                    expert_spread=read_number(eff, "expert_spread", 1.0, "efficiency.expert_spread"),
                    batch_compute=None if eff.get("batch_compute") is None else read_number(
                        eff, "batch_compute", 1.0, "efficiency.batch_compute"),
-                   kv_chunks=read_whole(eff, "kv_chunks", "efficiency.kv_chunks"))
+                   kv_chunks=read_whole(eff, "kv_chunks", "efficiency.kv_chunks"),
+                   host_expert_bandwidth=None if eff.get("host_expert_bandwidth") is None else read_number(
+                       eff, "host_expert_bandwidth", 1.0, "efficiency.host_expert_bandwidth"))
