@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +77,29 @@ def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: 
         "RoPE, the activation, sampling). A point on the roof runs at its ceiling; below it, as expected or "
         "measured; hover over a point to name it. Lookups (no FLOPs) and a fused "
         "softmax (no bytes) have no place on a log-log roofline and are left out."))
+
+
+def measured_op_curves(rows: Sequence[Mapping[str, Any]]) -> tuple[Curve, ...]:
+    """The operations a run timed (``measure.engines.op_times.compared_rows``: each beside its
+    prediction for the workload it ran) as measured points: at the intensity that prediction
+    gives, at the FLOP/s its measured time implies (predicted FLOPs / measured seconds), with
+    the share of its bound it reached. Rows no prediction has (residual adds, a fused
+    attention) or that do no FLOPs have no place on the roofline."""
+    ax = axes("intensity", "FLOP/byte", "attained", "FLOP/s")
+    out = []
+    for r in rows:
+        seconds, flops, intensity = r.get("seconds_measured"), r.get("flops"), r.get("intensity")
+        if not seconds or seconds <= 0 or not flops or flops <= 0 or intensity is None or intensity <= 0:
+            continue
+        prompt = int(r.get("prompt") or 0)
+        where = f"{r['phase']} · {r['layer_kind']} · {r['name']}"
+        share = r.get("share_of_bound")
+        out.append(Curve(key=f"{r['phase']}:{r['layer_kind']}:{r['name']}:measured:{prompt}",
+                         label=f"{where}, measured (prompt {prompt:,})", x=pts(float(intensity)),
+                         y=pts(float(flops) / float(seconds)), kind="points", role="measured",
+                         extras={SECONDS: pts(float(seconds)),
+                                 "of its bound": pts(float(share) if share is not None else math.nan)}, **ax))
+    return tuple(out)
 
 
 def not_running(chart: Chart, note: str) -> Chart:

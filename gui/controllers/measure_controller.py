@@ -47,6 +47,7 @@ class MeasureController(QObject):
     calibrated = Signal(object)             # a Calibration
     machine_measured = Signal(object)       # the MachineProfile "this machine, measured", once kept
     engine_calibrated = Signal(object)      # an EngineCalibration of this machine, once fitted (and kept)
+    operations_measured = Signal(object)    # an OpsMeasurement: a run timed by operation ("By operation")
 
     def __init__(self, state: AppState, plots: Mapping[str, ChartPlot], view: MeasurePanel,
                  parent: QObject | None = None, *, settings: Settings | None = None) -> None:
@@ -170,6 +171,10 @@ class MeasureController(QObject):
         """Time the model on screen in the chosen engine; RooflabError (shown by the caller)
         when the controls or the engine cannot start."""
         engine = self.view.engine_key()
+        if self.view.by_operation.isChecked():
+            self._start(self._ops_job(engine), "ops")
+            self.view.mark_results_old()
+            return
         self._start(self._model_job(engine), "model")
         self.run_progress.begin(self._planned(engine))
         self.view.mark_results_old()          # until this run's read-out replaces it
@@ -196,6 +201,24 @@ class MeasureController(QObject):
         for warning in warnings:
             self.message.emit(warning, "warning")
         return job
+
+    def _ops_job(self, engine: str) -> Any:
+        """The model on screen timed by operation: torch's profiler, or llama.cpp's graph node
+        by node (the GGUF on screen, else a random-weight one of its tensor table)."""
+        if engine == "torch":
+            from rooflab.core.measure.engines.torch.ops_in_child import measure_ops_in_child
+
+            return functools.partial(measure_ops_in_child, self.model_ref(), self.view.ops_plan())
+        if engine == "llamacpp":
+            from rooflab.core.measure.engines.llamacpp.ops import NodePlan, measure_nodes_of
+
+            kv = self.view.kv_type.currentText()
+            plan = NodePlan(prompts=self.view.ops_plan().prompts, repeats=self.view.repeats.value(),
+                            threads=self.view.threads.value() or None,
+                            flash_attention=self.view.flash_attention.currentText() == "on", kv_type=kv)
+            return functools.partial(measure_nodes_of, self._state.model, self._engine_ref(), plan,
+                                     synthetic=self._synthetic())
+        raise MeasurementError("by operation: choose torch (its profiler) or llama.cpp (its graph node by node)")
 
     def import_file(self, path: str) -> None:
         self._start(functools.partial(measure_jobs.import_job, path), "import")
@@ -299,6 +322,12 @@ class MeasureController(QObject):
             self.display.draw_samples()
 
     def _on_jobs_returned(self, result: Any) -> None:
+        if self._kind == "ops":            # drawn on the Roofline tab's operation view
+            self.run_progress.end()
+            self.view.show_done(f"Timed by operation: {len(result.operations)} rows; see the Roofline tab's "
+                                "operation view")
+            self.operations_measured.emit(result)
+            return
         try:
             summary = self.outcome.apply(self._kind, result, source=self._source)
         except RooflabError as exc:

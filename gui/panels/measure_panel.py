@@ -161,6 +161,10 @@ class MeasurePanel(QWidget):
         self.use_prefill = check("Prompt sweep (TTFT)")
         self.use_decode = check(DECODE_TEXT["llamacpp"])
         self.use_batch = check("Batched decode (contexts × batches)")
+        self.by_operation = check("By operation (the Roofline tab's operation view)", False,
+                                  "Time a prefill of each prompt and the decode step after it operation by "
+                                  "operation (torch: its profiler; llama.cpp: its graph node by node on the CPU) "
+                                  "and draw them on the Roofline tab's operation view beside the predicted ones.")
         self.include_disturbed = check("Fit disturbed points too", False,
                                         "Points whose repeats spread widely or that ran while the load average "
                                         "rose are kept and drawn, but left out of the fit unless this is ticked.")
@@ -189,7 +193,7 @@ class MeasurePanel(QWidget):
         for label, field in labelled:
             form.addRow(label, field)
         whole: list[QWidget] = [self.random_weights, self.random_note, self.use_prefill, self.use_decode,
-                                self.use_batch]
+                                self.use_batch, self.by_operation]
         for row in whole:
             form.addRow(row)
         for label, line in (("prompts", self.prompts), ("depths", self.depths), ("contexts", self.contexts),
@@ -202,7 +206,7 @@ class MeasurePanel(QWidget):
             bench: ("llama-bench",), self.bench_status: ("llama-bench",), self.gpu_layers: LLAMA,
             self.flash_attention: LLAMA, self.kv_type: LLAMA, self.depths: LLAMA, self.estimate: ("llamacpp", "torch"),
             self.dtype: ("torch",), self.device: ("torch",), self.random_weights: ("torch",),
-            self.random_note: ("torch",)}
+            self.random_note: ("torch",), self.by_operation: ("llamacpp", "torch")}
         return model
 
     def _connect(self) -> None:
@@ -278,6 +282,15 @@ class MeasurePanel(QWidget):
                          batches=positive_ints(self.batches.text(), "batches"), experiments=self.experiments(),
                          repeats=self.repeats.value(), max_repeats=3 * self.repeats.value(),
                          random_weights=self.random_weights.isChecked())
+
+    def ops_plan(self) -> Any:
+        """What "By operation" times (torch's OpsPlan: the prompts, repeats, dtype, device,
+        threads and weights on screen); MeasurementError names a bad field."""
+        from rooflab.core.measure.engines.torch.ops import OpsPlan
+
+        return OpsPlan(prompts=positive_ints(self.prompts.text(), "prompts"), repeats=self.repeats.value(),
+                       dtype=self.dtype.currentText(), device=self.device.currentText(),
+                       threads=self.threads.value() or None, random_weights=self.random_weights.isChecked())
 
     def llamacpp_plan(self) -> Any:
         """The LlamaCppPlan the controls describe; MeasurementError names a bad field."""

@@ -11,10 +11,11 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from rooflab.core.app.figures import Figures
+from rooflab.core.measure.engines.op_times import OpsMeasurement, measured_label, measured_points
 from rooflab.core.report.chart_types import Chart, distinguishing_labels
 from rooflab.core.report.charts import CHART_TITLES, ROOFLINE
 from rooflab.core.report.ops_bar import time_bars
-from rooflab.core.report.ops_chart import not_running, ops_roofline_chart
+from rooflab.core.report.ops_chart import OPS_PANEL, not_running, ops_roofline_chart
 from rooflab.core.report.overlays import expected_label
 from rooflab.core.report.serving_chart import SERVING, SERVING_TITLE
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
@@ -26,6 +27,7 @@ from rooflab.gui.state.serving import pinned_serving_chart, serving_chart_of
 from rooflab.gui.widgets.theme import Theme
 
 EXPECTED_LAYER = "expected"
+MEASURED_OPS = "measured-ops"     # the operations a run timed, on the operation view
 SERVING_DELAY_MS = 150       # the Serving tab's simulation waits for the edits to pause
 MIN_HEIGHT = 430             # px: the plot area's least height
 
@@ -65,6 +67,7 @@ class PlotTabsPanel(QWidget):
         # a pin's Serving chart by (pin, axis), with the answer it was simulated from: a pin does
         # not change while pinned, so it is simulated once, not at every frame of the current series
         self._pinned_serving: dict[tuple[int, str], tuple[Figures, Chart | None]] = {}
+        self._measured_ops: object = None        # the model the operations measured on screen belong to
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.roofline.view_changed.connect(self._on_roofline_view_changed)
 
@@ -131,6 +134,9 @@ class PlotTabsPanel(QWidget):
         """The operation view's chart and "where the time goes" bars, the current series' and
         each pin's, from each one's answer (``Figures.operations``: made once, when first shown)."""
         runs = frame.summary.runs
+        if self._measured_ops is not None and self._measured_ops is not frame.scenario.model:
+            self.roofline.clear_layer(MEASURED_OPS)          # another model's operations
+            self._measured_ops = None
         ops = ops_roofline_chart(frame.scenario, frame.figures.operations)
         if not runs:
             ops = not_running(ops, frame.charts[ROOFLINE].note)
@@ -141,6 +147,17 @@ class PlotTabsPanel(QWidget):
         self.roofline.set_operations(ops, [
             PinnedChart(p.pin_id, label, ops_roofline_chart(p.scenario, answer.operations, pinned=True))
             for (p, _), answer, label in pins], bars, [None, *(p.pin_id for (p, _), _, _ in pins)])
+
+    def show_measured_operations(self, measured: OpsMeasurement) -> None:
+        """A run timed by operation (the Measure tab's "By operation") as measured points on the
+        Roofline tab's operation view, beside the predicted operations; taken off once the model
+        on screen changes (``_hand_operations``)."""
+        frame = self._frame
+        if frame is None:
+            return
+        self._measured_ops = frame.scenario.model
+        self.roofline.set_measured(OPS_PANEL, measured_points(measured, frame.scenario.machine),
+                                   label=measured_label(measured), key=MEASURED_OPS)
 
     def _draw_expected(self, plot: ChartPlot, frame: Frame, whose: str) -> None:
         key = plot.chart_key

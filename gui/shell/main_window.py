@@ -170,6 +170,7 @@ class MainWindow(QMainWindow):
         self.measure.server.server_measured.connect(self.plot_panel.redraw_serving)   # its levels, drawn
         self.measure.machine_measured.connect(self._on_measure_machine_measured)
         self.measure.engine_calibrated.connect(self._on_measure_engine_calibrated)
+        self.measure.operations_measured.connect(self.plot_panel.show_measured_operations)
         # a read-out describes a point of the series on screen: it goes when the series does
         self.state.model_changed.connect(self._on_state_scenario_changed)
         self.state.machine_changed.connect(self._on_state_scenario_changed)

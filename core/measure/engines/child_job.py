@@ -55,7 +55,8 @@ from rooflab.core.values.measured import MeasuredPoint
 #: Engines that run in a child, and the module whose ``child_job(request)`` runs each there.
 CHILD_ENGINES: dict[str, str] = {"llamacpp": "rooflab.core.measure.engines.llamacpp.in_child",
                                  "torch": "rooflab.core.measure.engines.torch.in_child",
-                                 "torch-ops": "rooflab.core.measure.engines.torch.ops_in_child"}
+                                 "torch-ops": "rooflab.core.measure.engines.torch.ops_in_child",
+                                 "llamacpp-ops": "rooflab.core.measure.engines.llamacpp.ops"}
 CRASH_ENV = "ROOFLAB_CHILD_CRASH"
 MAX_MESSAGE = 4 << 20           # bytes of one line from the child (a point is a few hundred)
 MAX_ARGUMENT = 64 << 10         # a longer request goes through a file (Linux caps one argument at 128 KiB)

@@ -197,8 +197,11 @@ class Engine:
         self.n_vocab = int(self.lib.llama_vocab_n_tokens(self.lib.llama_model_get_vocab(model)))
 
     def new_context(self, *, n_ctx: int, n_seq_max: int, n_batch: int, n_ubatch: int, threads: int,
-                    flash_attention: bool | None, type_k: str, type_v: str, capacity: int) -> None:
-        """Replace the context (and batch) by a fresh one; ``capacity``: tokens a batch holds."""
+                    flash_attention: bool | None, type_k: str, type_v: str, capacity: int,
+                    eval_callback: Any = None) -> None:
+        """Replace the context (and batch) by a fresh one; ``capacity``: tokens a batch holds;
+        ``eval_callback``: the scheduler's evaluation callback (``ops.NodeClock``), kept alive by
+        the caller, None for none."""
         self.free_context()
         lib = self.lib
         params = lib.llama_context_default_params()
@@ -211,6 +214,8 @@ class Engine:
         params.kv_unified = False          # one cache stream per sequence, as llama-batched-bench
         params.swa_full = False            # sliding-window layers cache their window only, as llama-bench
         params.no_perf = True
+        if eval_callback is not None:
+            params.cb_eval, params.cb_eval_user_data = eval_callback, None
         mark = self.log.mark()
         ctx = lib.llama_init_from_model(self.model, params)
         if not ctx:

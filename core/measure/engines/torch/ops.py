@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -29,6 +29,7 @@ from rooflab.core.errors import MeasurementError
 from rooflab.core.io.roles import layer_of
 from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.measure.engines.budget import check_fits, run_memory
+from rooflab.core.measure.engines.op_times import MeasuredOperation, OpsMeasurement, PassTiming
 from rooflab.core.measure.engines.torch import backend
 from rooflab.core.measure.engines.torch.models import (
     ModelSource,
@@ -88,50 +89,6 @@ class OpsPlan:
         if self.device.split(":")[0] != "cpu":
             raise MeasurementError("operations are timed on the CPU only (the profiler's ranges are wall time "
                                    f"there), not on {self.device!r}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MeasuredOperation:
-    """One operation of one timed pass, summed over its layers: seconds, the FLOPs torch's
-    profiler counted (its matrix products), calls, the shapes of its first call."""
-
-    name: str
-    layer_kind: str
-    phase: str
-    prompt: int
-    seconds: float
-    flops: float
-    calls: int
-    shapes: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PassTiming:
-    """A pass timed the usual way (``seconds``, best of the plain runs) and by its operations
-    (``seconds_ops``: the sum of the kept profiled run's rows, the ranges' cost included)."""
-
-    phase: str
-    prompt: int
-    seconds: float
-    seconds_ops: float
-
-    @property
-    def overhead(self) -> float:
-        """How much longer the profiled pass took than the plain one: the per-op timing's cost."""
-        return self.seconds_ops / self.seconds - 1.0 if self.seconds > 0 else 0.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class OpsMeasurement:
-    label: str
-    spec: ModelSpec
-    dtype: str
-    device: str
-    threads: int
-    attention: str
-    operations: tuple[MeasuredOperation, ...]
-    passes: tuple[PassTiming, ...]
-    notes: tuple[str, ...] = field(default=())
 
 
 def module_operation(name: str, module_names: frozenset[str]) -> tuple[str, str] | None:
@@ -351,7 +308,10 @@ def measure_ops(ref: str | Mapping[str, Any] | ModelSpec | ModelSource, plan: Op
             runner.close()
     return OpsMeasurement(label=source.label, spec=spec, dtype=plan.dtype, device=plan.device, threads=threads,
                           attention=attention, operations=tuple(rows), passes=tuple(passes),
-                          notes=tuple([*source.notes, *runner.notes, *notes]))
+                          notes=tuple([*source.notes, *runner.notes, *notes]), engine="torch",
+                          kv_type=backend.KV_TYPE_OF[plan.dtype],
+                          activation_bytes=float(backend.dtype_bytes(plan.dtype)),
+                          flash_attention=attention != "eager", compute_dtype=plan.dtype, groups=GROUPS)
 
 
 def _time_prompt(runner: Runner, spec: ModelSpec, n: int, repeats: int, cancel: CancelFlag,

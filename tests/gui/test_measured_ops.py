@@ -1,0 +1,62 @@
+"""Operations measured in the Measure tab ("By operation", torch's profiler on a tiny random-weight
+model) appear on the Roofline tab's operation view beside the predicted ones, under the same
+operation names, each at its predicted intensity and at the FLOP/s its measured time implies;
+another model on screen takes them off."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab.core.io import load_model
+from rooflab.core.measure.engines.op_times import predicted_for
+from rooflab.core.report.ops_chart import OPS_PANEL
+from rooflab.gui.plots.plot_tabs import MEASURED_OPS
+from rooflab.gui.plots.roofline import OPERATIONS
+from tests.factories.waits import WAIT_MS
+from tests.gui.conftest import catalogue_spec, save_this_machine
+
+RUN_MS = 240_000        # a torch child on a tiny model: seconds, minutes on a busy machine
+
+
+def test_measured_torch_operations_appear_beside_the_predicted_ones(qtbot, window, tiny_config):
+    pytest.importorskip("torch")
+    save_this_machine()
+    state, panel, ctl = window.state, window.measure_panel, window.measure
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        state.set_model(load_model(tiny_config), str(tiny_config))
+    plot = window.plot_panel.roofline
+    window.plot_tabs.setCurrentWidget(plot)
+    plot.set_view(OPERATIONS)
+    # control -> model: the Measure tab's torch engine, by operation
+    assert panel.engine_key() == "torch"
+    assert panel.by_operation.isVisibleTo(panel) or not panel.isVisible()
+    panel.by_operation.setChecked(True)
+    panel.threads.setValue(1)
+    panel.repeats.setValue(1)
+    panel.prompts.setText("8")
+    with qtbot.waitSignal(ctl.operations_measured, timeout=RUN_MS) as got:
+        panel.model_button.click()
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=WAIT_MS)
+    m = got.args[0]
+    assert "by operation" in panel.step.text().lower()
+    # model -> chart: the measured layer on the operation view, one point per operation timed
+    layers = {s.layer.key: s for s in plot.drawn() if s.panel == OPS_PANEL}
+    assert MEASURED_OPS in layers and layers[MEASURED_OPS].layer.kind == "measured"
+    points = {c.key: c for c in layers[MEASURED_OPS].curves}
+    predicted = {c.key: c for c in layers["current"].curves}
+    timed = {(o.phase, o.layer_kind, o.name): o for o in m.operations}
+    q = points["decode:dense:q_proj:measured:8"]
+    assert "q_proj" in q.label and "measured" in q.label
+    assert float(q.extras["seconds"][0]) == timed[("decode", "dense", "q_proj")].seconds
+    assert "decode:dense:q_proj" in predicted                      # the same operation, predicted
+    # at the intensity the prediction gives the run's own workload, at its FLOPs over the measured time
+    run = {(t.op.phase, t.op.layer_kind, t.op.name): t for t in predicted_for(m, state.machine, 8)}
+    op = run[("decode", "dense", "q_proj")].op
+    assert float(q.x[0]) == pytest.approx(op.intensity, rel=1e-12)
+    assert float(q.y[0]) * float(q.extras["seconds"][0]) == pytest.approx(op.flops, rel=1e-12)
+    assert plot.readout_at(OPS_PANEL, float(q.x[0]), float(q.y[0])).count("measured") >= 1
+    # another model on screen: its operations were not measured, the points go
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        state.set_model(catalogue_spec(), ref="qwen3-8b-q4_k_m")
+    assert MEASURED_OPS not in {s.layer.key for s in plot.drawn() if s.panel == OPS_PANEL}
+    window.measure.shutdown()
