@@ -183,7 +183,9 @@ def describe(calibration: HostExpertCalibration) -> Sequence[str]:
            f"{calibration.bandwidth / 1e9:.1f} GB/s (the ceiling), {calibration.date[:16]}"]
     for r in calibration.layouts:
         rates = ", ".join(f"{x / 1e9:.1f}" for x in r.rates) or "none"
+        noise = len(r.extra_seconds) - len(r.rates)
+        left = f"; {noise} of {len(r.extra_seconds)} rounds took no extra time, left out" if noise else ""
         out.append(f"  {r.layout:<10} {r.format_class:<8} {r.extra_bytes / 1e6:7.1f} MB more a token: "
-                   f"{r.rate / 1e9:5.1f} GB/s median (rounds {rates} GB/s, spread {r.spread:.0%}), "
+                   f"{r.rate / 1e9:5.1f} GB/s median (rounds {rates} GB/s, spread {r.spread:.0%}{left}), "
                    f"{calibration.factor(r):.2f} of the ceiling")
     return out
