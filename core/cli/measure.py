@@ -226,7 +226,7 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     from rooflab.core.jobs import run_job
     from rooflab.core.measure.engines.child_job import EngineCrashed
     from rooflab.core.measure.engines.engine import default_engine
-    from rooflab.core.measure.workflow import after_engine_run, keep_unfinished
+    from rooflab.core.measure.workflow import after_engine_run, keep_unfinished, unrepeated
 
     engine = args.engine or default_engine(args.model)
     if engine != "torch" and args.flash_attention == "off":
@@ -253,6 +253,9 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
                 print(f"rooflab: warning: could not keep the points measured before: {reason}", file=sys.stderr)
         raise
     status.done()
+    reason = unrepeated(run.points)
+    if reason:                  # timed once: kept and shown, not fitted
+        return _print_unfitted(run, machine, args, reason)
     done = after_engine_run(run, machine, source=str(args.model), keep=not args.no_save,
                             include_disturbed=args.include_disturbed)
     _warn_not_kept(done)
@@ -280,6 +283,29 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     _print_accuracy(done)
     for note in done.notes + cal.notes:
         print(f"  note: {note}")
+    return 0
+
+
+def _print_unfitted(run: Any, machine: Any, args: argparse.Namespace, reason: str) -> int:
+    """A run with nothing to fit (``workflow.unrepeated``): its points, kept unless --no-save,
+    each beside its ceiling, and why nothing was fitted."""
+    from rooflab.core.calibration.calibrate import predict_points
+    from rooflab.core.measure.workflow import keep_unfinished
+
+    kept = "" if args.no_save else keep_unfinished(run, machine, source=str(args.model))
+    if kept:
+        print(f"rooflab: warning: could not keep the measurement: {kept}", file=sys.stderr)
+    ceiling = predict_points(run.spec, machine, run.points, kv_type=run.kv_type, dtype=run.dtype)
+    if args.json:
+        _print_json({"model": run.label, "engine": run.engine, "settings": run.settings.to_dict(),
+                     "machine": machine.name, "measurement": run.record(), "calibration": None,
+                     "not_fitted": reason, "ceiling_seconds": [float(c) for c in ceiling]})
+        return 0
+    print(f"{run.label}: {run.settings.label}")
+    print(f"  {'pass':<8} {'prompt':>6} {'context':>7} {'batch':>5} {'measured ms':>11} {'ceiling ms':>10}")
+    for p, c in zip(run.points, ceiling, strict=True):
+        print(f"  {p.kind:<8} {p.prompt:>6} {p.context:>7} {p.batch:>5} {p.seconds * 1e3:>11.2f} {c * 1e3:>10.2f}")
+    print(f"  not fitted: {reason}" + ("" if args.no_save or kept else "; the points are kept"))
     return 0
 
 

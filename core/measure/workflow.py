@@ -148,6 +148,19 @@ def after_engine_run(run: EngineRun, machine: MachineProfile, *, source: str, ke
                               keep=keep, include_disturbed=include_disturbed)
 
 
+def unrepeated(points: Sequence[MeasuredPoint]) -> str:
+    """Why ``points`` are not fitted, "" when they are: a point timed once (``--repeats 1``) has
+    no spread, so nothing tells a real gap from the noise of that one run, and a fit would be
+    made on it (a batch of 2 "81 % faster than the calibrated roof", a spread of 0.0 %). The
+    window and ``measure model`` keep such points unfitted and say so."""
+    once = sum(p.repeats <= 1 for p in points)
+    if not once:
+        return ""
+    which = "every point was" if once == len(points) else f"{once} of {len(points)} points were"
+    return (f"{which} timed once (repeats 1): one run has no spread, so nothing tells a real difference "
+            "from noise, and they are not fitted (time it with 2 or more repeats to fit)")
+
+
 def keep_unfinished(run: EngineRun, machine: MachineProfile, *, source: str) -> str:
     """Keep the points of a run its engine did not finish (killed mid-run: ``EngineCrashed``'s
     ``run``) in the store beside the finished runs, unfitted: minutes of measurement are not lost

@@ -94,6 +94,15 @@ class MeasureOutcomeController(QObject):
             raise MeasurementError("timed, but not fitted: this machine has not been measured yet "
                                    "(Measure this machine, then time the model again)")
         workflow.check_machine(run.points, machine)      # timed elsewhere: refused, nothing kept or drawn
+        unfitted = workflow.unrepeated(run.points)
+        if unfitted:                # timed once: kept and drawn, not fitted (``rooflab measure model`` alike)
+            reason = workflow.keep_unfinished(run, machine, source=source)
+            if reason:
+                self.message.emit(f"Could not keep the points measured: {reason}", "warning")
+            self._show_run_on(machine, run)
+            self._view.show_results(f"<p>Not fitted: {unfitted}.</p>", can_apply=False)
+            return (f"Measured {len(run.points)} points with {run.settings.legend}; not fitted: one repeat has "
+                    "no spread (set repeats to 2 or more)")
         try:
             done = workflow.after_engine_run(run, machine, source=source,
                                              include_disturbed=self._view.include_disturbed.isChecked())

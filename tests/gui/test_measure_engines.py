@@ -46,9 +46,9 @@ def open_in(qtbot, window, ref: str) -> None:
 
 
 def quick(panel, **texts: str) -> None:
-    """A sweep of a second or so on one thread."""
+    """A sweep of a second or so on one thread (two repeats: a point timed once is not fitted)."""
     panel.threads.setValue(1)
-    panel.repeats.setValue(1)
+    panel.repeats.setValue(2)
     fields = {"prompts": "8, 32", "depths": "0, 32", "contexts": "16", "batches": "1, 2", **texts}
     for name, text in fields.items():
         getattr(panel, name).setText(text)
@@ -452,3 +452,21 @@ def test_the_estimate_waits_for_the_measure_tab(qtbot, state, monkeypatch):
     # sized for the model on screen, once per model (a repeat would be a cache miss)
     assert sized and all(spec is state.model for spec in sized), sized
     assert len(sized) == 1, f"sized {len(sized)} times"
+
+
+def test_one_repeat_is_kept_and_said_not_fitted(qtbot, gguf_window, monkeypatch):
+    """Timed once, a point has no spread: the window keeps and draws the points, fits nothing and
+    says why (it showed a fit on that noise), as ``rooflab measure model`` does."""
+    needs.llama_cpp()
+    window = gguf_window
+    panel, ctl = window.measure_panel, window.measure
+    quick(panel, depths="0", batches="1")
+    panel.repeats.setValue(1)
+    calls = spy(monkeypatch, "after_engine_run")
+    with qtbot.waitSignal(ctl.jobs.returned, timeout=60_000) as returned:
+        panel.model_button.click()
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=10_000)
+    run = returned.args[0]
+    assert calls == [] and panel.error.isHidden()
+    assert "not fitted" in panel.step.text() and "Not fitted" in panel.results.text()
+    assert ctl.series and ctl.series[0].points == run.points           # drawn all the same

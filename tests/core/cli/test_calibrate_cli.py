@@ -107,7 +107,7 @@ def test_a_model_timed_after_calibration_reports_the_calibrations_accuracy_on_it
     config.write_text(json.dumps(llama_config(hidden_size=320, num_hidden_layers=5, num_attention_heads=5,
                                               num_key_value_heads=1, intermediate_size=640, vocab_size=1000)))
     argv = ["measure", "model", str(config), "--engine", "llamacpp", "--weights", "q4_k_m", "--threads", "1",
-            "--repeats", "1", "--prompts", "16,64", "--depths", "0,256", "--contexts", "64", "--batches", "1,2",
+            "--repeats", "2", "--prompts", "16,64", "--depths", "0,256", "--contexts", "64", "--batches", "1,2",
             "--steps", "4"]
     assert main([*argv, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)

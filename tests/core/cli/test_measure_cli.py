@@ -181,7 +181,7 @@ def test_predict_on_measured_machine(tmp_path: Path, capsys, monkeypatch):
 
 # --include-disturbed: the suite shares the machine with itself, so a point may well be marked
 # disturbed (tests/core/measure/machine/test_trust.py checks that rule); these tests are about the engine
-LLAMA_SWEEP = ["--prompts", "8,32", "--depths", "0,32", "--contexts", "16", "--batches", "1,2", "--repeats", "1",
+LLAMA_SWEEP = ["--prompts", "8,32", "--depths", "0,32", "--contexts", "16", "--batches", "1,2", "--repeats", "2",
                "--steps", "2", "--threads", "1", "--machine", "reference-cpu", "--json", "--include-disturbed"]
 
 
