@@ -17,11 +17,12 @@ without the callback, as ``timing.py`` times a prompt (best of ``repeats``).
 
 Node names are the ones llama.cpp's model builders give (``cb(cur, "Qcur", il)`` makes
 "Qcur-0"): a matrix product "Qcur-3" is layer 3's q_proj, its ROPE node (also "Qcur-3") the
-RoPE; an RMS_NORM node ("norm-3") is the normalisation whose weight multiply follows it
-("attn_norm-3", "ffn_norm-3", "Qcur_normed-3"); views, reshapes and permutes (no work) are one
-"layout" row; the cache writes "kv_write"; residual adds "residual". Flash attention's one node
-is an "attention" row (scores, softmax and weighted sum together): timed by operation, flash
-attention is off unless asked for."""
+RoPE; an unnamed node ("node_41") is read by the one before it (``unnamed_operation``: the
+output projection of a Qwen3 graph has no name); an RMS_NORM node ("norm-3") is the
+normalisation whose weight multiply follows it ("attn_norm-3", "ffn_norm-3", "Qcur_normed-3");
+views, reshapes and permutes (no work) are one "layout" row; the cache writes "kv_write";
+residual adds "residual". Flash attention's one node is an "attention" row (scores, softmax and
+weighted sum together): timed by operation, flash attention is off unless asked for."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ _LAYOUT = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE", "NONE"})
 _NORMS = frozenset({"RMS_NORM", "NORM", "L2_NORM"})
 _LAYERED = re.compile(r"^(.*?)-(\d+)$")
 _CACHE = re.compile(r"^cache_[kv]_l(\d+)$")
+_UNNAMED = re.compile(r"^node_\d+$")
 #: measured rows that time several predicted ones together
 GROUPS: dict[str, tuple[str, ...]] = {"attention": ("attn_scores", "softmax", "attn_weighted_sum")}
 
@@ -116,7 +118,20 @@ def node_operation(name: str, op: str) -> tuple[str, int | None]:
         return "attention", layer
     if op in ("SET_ROWS", "CPY") and stem.startswith("cache_"):
         return "kv_write", layer
+    if stem.startswith("ffn_moe_weights"):
+        return "router", layer
     return NAMES.get(stem, "other"), layer
+
+
+def unnamed_operation(op: str, previous: str) -> str | None:
+    """What an unnamed node ("node_41": a builder left it without a name) is, by the node
+    before it: a matrix product after the attention's output is the output projection (where
+    a builder names it, "attn_out"); an add after the weighted experts sums them. None: other."""
+    if op == "MUL_MAT" and previous in ("attn_other", "attention"):
+        return "o_proj"
+    if op == "ADD" and previous == "moe_dispatch":
+        return "moe_dispatch"
+    return None
 
 
 class NodeClock:
@@ -161,8 +176,13 @@ def tally_nodes(nodes: list[tuple[str, str, float]], spec: ModelSpec, phase: str
     edge = {"embedding": EMBEDDING, "output_norm": HEAD, "output_head": HEAD}
     rows: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
     carried = 0.0
+    previous, previous_layer = "", None
     for name, op, seconds in nodes:
         operation, layer = node_operation(name, op)
+        if _UNNAMED.match(name) and (known := unnamed_operation(op, previous)) is not None:
+            operation, layer = known, previous_layer
+        if operation != "layout":
+            previous, previous_layer = operation, layer
         if operation == "norm":
             carried += seconds
             continue

@@ -63,6 +63,28 @@ def test_a_norm_goes_to_the_weight_multiply_after_it(gguf):
     assert sum(r.seconds for r in rows.values()) == pytest.approx(sum(n[2] for n in nodes))   # nothing lost
 
 
+def test_an_unnamed_node_is_read_by_the_one_before_it(gguf):
+    spec = read_gguf(gguf)
+    nodes = [("kqv_out-1", "CONT", 1e-6), ("node_32", "MUL_MAT", 4e-6), ("ffn_moe_weighted-1", "MUL", 1e-6),
+             ("ffn_moe_weighted-1 (view)", "VIEW", 1e-7), ("node_59", "ADD", 2e-6), ("node_33", "GET_ROWS", 3e-6)]
+    rows = {(r.layer_kind, r.name): r.seconds for r in tally_nodes(nodes, spec, ops.DECODE, 8)}
+    assert rows[("dense", "o_proj")] == pytest.approx(4e-6)       # Qwen3's output projection has no name
+    assert rows[("dense", "moe_dispatch")] == pytest.approx(3e-6)
+    assert rows[("other", "other")] == pytest.approx(3e-6)        # the last layer's row selection
+
+
+def test_a_mixture_of_experts_graph_has_its_router_and_experts(tmp_path):
+    needs.llama_cpp()
+    from tests.factories.llm_configs import qwen3_moe_config
+
+    path = random_gguf(tmp_path / "moe-q8_0.gguf", qwen3_moe_config(num_hidden_layers=1), "q8_0")
+    m = run_job(measure_nodes_in_child(path, NodePlan(prompts=(8,), repeats=1, threads=1)))
+    measured = {(o.phase, o.layer_kind, o.name): o for o in m.operations}
+    for name in ("q_proj", "o_proj", "qk_norm", "router", "expert_gate", "expert_up", "expert_down", "ffn_act",
+                 "attn_scores"):
+        assert measured[("decode", "moe", name)].seconds > 0, name
+
+
 def test_a_real_graph_timed_node_by_node_carries_the_predicted_names(gguf):
     m = run_job(measure_nodes_in_child(gguf, NodePlan(prompts=(16,), repeats=1, threads=1)))
     spec = m.spec
