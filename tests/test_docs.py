@@ -372,7 +372,7 @@ def test_the_accuracy_page_quotes_what_the_public_benchmark_script_prints(tmp_pa
     page = ROOT / "docs" / "accuracy.md"
     ran = [(block, command, problem) for block, command, _printed, problem in run_page(page, tmp_path, slow=True)
            if command is not None and "bench_public_accuracy" in command.text]
-    assert ran, "docs/accuracy.md shows no run of benchmarks/bench_public_accuracy.py"
+    assert ran, "docs/accuracy.md shows no run of benchmarks/accuracy/bench_public_accuracy.py"
     failures = [f"{block.where}: {problem.lstrip('!')}" for block, _command, problem in ran if problem]
     assert not failures, ("\n\n".join(failures)
                           + "\n\n(refresh: python tests/test_docs.py --update --slow docs/accuracy.md)")

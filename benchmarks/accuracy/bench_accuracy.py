@@ -24,7 +24,7 @@ With ``--thorough`` llama.cpp's set adds models at real sizes and vocabularies (
 Gemma 3 1B with 262k entries, Qwen3-1.7B, a 2 B mixture of experts: tens of minutes on two
 cores); every model is listed with its parameters, weight bytes and vocabulary.
 
-    python benchmarks/bench_accuracy.py [--engines llamacpp,torch] [--threads N] [--repeats 3]
+    python benchmarks/accuracy/bench_accuracy.py [--engines llamacpp,torch] [--threads N] [--repeats 3]
                                         [--quick|--thorough] [--twice] [--points FILE.json]
 """
 

@@ -15,7 +15,7 @@ prices one now), and the left-out model's cost and deep step priced by each. The
 models span query heads per cached byte 7x (Qwen3's 16 query heads on 8 cached heads of 128
 values to Qwen2.5-0.5B's 14 on 2 of 64) and four head shapes.
 
-    python benchmarks/bench_cache_shapes.py [--models KEY,KEY,...] [--depth 1024] [--gen 32]
+    python benchmarks/accuracy/bench_cache_shapes.py [--models KEY,KEY,...] [--depth 1024] [--gen 32]
         [--repetitions 3] [--llama-bench PATH] [--threads N]
 
 KEY: one of ``unseen_pricing.REAL_SHAPES`` or a llama.cpp calibration model's key. The GGUFs

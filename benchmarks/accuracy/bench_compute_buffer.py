@@ -8,7 +8,7 @@ rooflab's figure for the same ubatch and cache cells. Needs llama-cpp-python and
 files (1.2 GB for qwen3-0.6b at bf16, 3.8 GB for llama-2-7b at q4_0); no timing, so the machine's
 load does not matter.
 
-    python benchmarks/bench_compute_buffer.py [--folder DIR] [KEY:WEIGHTS ...]
+    python benchmarks/accuracy/bench_compute_buffer.py [--folder DIR] [KEY:WEIGHTS ...]
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ rooflab predicts for the same pass on this machine's measured profile (efficienc
 their ratio (measured / ceiling: the share of the ceiling llama.cpp reaches). The load average
 before and after the run is printed: read the figures against it.
 
-    python benchmarks/bench_llamacpp.py [--threads N] [--quick]
-    python benchmarks/bench_llamacpp.py --llama-bench [PATH] [--gguf FILE] [--threads N]
+    python benchmarks/accuracy/bench_llamacpp.py [--threads N] [--quick]
+    python benchmarks/accuracy/bench_llamacpp.py --llama-bench [PATH] [--gguf FILE] [--threads N]
 
 The second form times llama-bench's tests in process and with a llama-bench binary on the same
 GGUF, test by test, and prints the two side by side (``llama_bench_side_by_side.py``).

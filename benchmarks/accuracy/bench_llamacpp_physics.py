@@ -5,7 +5,7 @@ timings, so the machine's other work decides it as much as llama.cpp: the tests 
 holds at any load, and this script checks the physics. Read it against the load average it
 prints (on an idle machine every check holds; at a load of 5-8, "batching pays" did not).
 
-    python benchmarks/bench_llamacpp_physics.py [--runs 3]
+    python benchmarks/accuracy/bench_llamacpp_physics.py [--runs 3]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.factories
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, for tests.factories
 
 from rooflab.core.measure.engines.llamacpp.timing import LlamaCppPlan, measure_llamacpp_blocking  # noqa: E402
 from rooflab.core.values.measured import MeasuredPoint  # noqa: E402

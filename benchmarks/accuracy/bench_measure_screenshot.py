@@ -6,7 +6,7 @@ Times a random-weight Qwen3-0.6B-shaped model (fp32, one thread) through the Mea
 controls, against this machine measured first, then saves one PNG per plot tab named
 OUT-<chart>.png and prints the seconds each step took.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/bench_measure_screenshot.py OUT [--quick]
+    QT_QPA_PLATFORM=offscreen python benchmarks/accuracy/bench_measure_screenshot.py OUT [--quick]
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ under its ceiling; and, for the two fitted constants of ``offload_terms``
 score: each source's rows priced with the constants fitted on the other sources. Median error
 per row and per machine beside it, and how often the band holds the measurement.
 
-    python benchmarks/bench_offload_accuracy.py          # score with the shipped constants
-    python benchmarks/bench_offload_accuracy.py --fit    # also fit the constants (grid) and score LOSO
+    python benchmarks/accuracy/bench_offload_accuracy.py          # score with the shipped constants
+    python benchmarks/accuracy/bench_offload_accuracy.py --fit    # also fit the constants (grid) and score LOSO
 
 ``--several`` also prices the published runs on several devices (resources/benchmarks rows with
 devices > 1, layer split), which the one-device fit leaves out: the back end's fitted factors on

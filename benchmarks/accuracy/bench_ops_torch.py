@@ -6,7 +6,7 @@ plain time, the sum of its operations and the difference (the profiler's own cos
 spread between runs; target: within 10 %), then each operation's measured time beside its
 ceiling, slowest first, with the share of its bound it reached.
 
-    python benchmarks/bench_ops_torch.py [--model qwen3-0.6b] [--prompts 256] [--repeats 3]
+    python benchmarks/accuracy/bench_ops_torch.py [--model qwen3-0.6b] [--prompts 256] [--repeats 3]
                                          [--threads N] [--machine KEY]
 
 The model is built with random weights from its config (a catalogue key, a config.json or a
@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from entry import finish  # benchmarks/entry.py: one line and status 2 for bad input
+from entry import finish  # benchmarks/accuracy/entry.py: one line and status 2 for bad input
 
 from rooflab.core.cli.measure_ops import compared_rows
 from rooflab.core.io.presets import load_machine, load_measured_machine

@@ -21,8 +21,8 @@ Prints median and worst |predicted - measured| / measured by category x tg/pp, t
 rows by device count and by prompt length, the pipelining's effect, and the worst rows. No
 measurement, no GPU; about a minute.
 
-    python benchmarks/bench_placement_accuracy.py
-    python benchmarks/bench_placement_accuracy.py --leave-source-out
+    python benchmarks/accuracy/bench_placement_accuracy.py
+    python benchmarks/accuracy/bench_placement_accuracy.py --leave-source-out
 
 Targets (issue 17): several devices within 20 % (median), offloaded within 25 %, on device 15 %.
 """

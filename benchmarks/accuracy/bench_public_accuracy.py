@@ -16,9 +16,8 @@ beside its median over rows (every row one vote: how often a reader of a row mee
 and each band's median width (high / low) beside its coverage. Then the worst rows with their
 settings. No measurement, no GPU; a few tens of seconds.
 
-    python benchmarks/bench_public_accuracy.py
-    python benchmarks/bench_public_accuracy.py --write-fit    # also refresh the shipped fit
-    python benchmarks/bench_public_accuracy.py --protocols machine    # one protocol: a third of the time
+    python benchmarks/accuracy/bench_public_accuracy.py
+    python benchmarks/accuracy/bench_public_accuracy.py --protocols machine    # one protocol: a third of the time
 
 Targets (issue 16): generation median <= 10 %, prompt processing <= 20 %, no cell with 3+ rows
 worse than 35 %, coverage 60-80 %.
@@ -33,7 +32,6 @@ import time
 import numpy as np
 
 from rooflab.core.calibration import public, public_score
-from rooflab.core.calibration.expectations import write_shipped_fits
 
 PROTOCOLS = ("machine", "source", "family")     # the first is the headline: a machine with no rows of its own
 NAMES = {"machine": "leave one machine out", "source": "leave one source out",
@@ -110,8 +108,6 @@ def worst(data: public.PublicBenchmarks, preds: list[public_score.Prediction], c
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write-fit", action="store_true",
-                        help="write resources/fitted/public-calibrations.json from this data")
     parser.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS),
                         help="the protocols to score (default: all three; one is a third of the time)")
     args = parser.parse_args()
@@ -150,8 +146,6 @@ def main() -> None:
         errors = np.array([p.error for p in preds["machine"]])
         print(f"\n{len(errors)} rows, {np.mean(errors <= 0.25):.0%} within 25 % (leave one machine out)")
     summary(data, preds)
-    if args.write_fit:
-        print(f"wrote {write_shipped_fits()}")
     print(f"took {time.perf_counter() - start:.1f} s")
 
 

@@ -22,7 +22,8 @@ the mean over the passes, printed with the passes' spread ((highest - lowest) / 
 shared machine one level's TTFT moved 30-60 % between minutes, and a queue magnifies a small
 change of speed, so one pass's figure at a busy level is partly the minute it ran in.
 
-    python benchmarks/bench_serving.py [--threads 1] [--prompt 256] [--answer 64] [--requests 16] [--passes 2] [--quick]
+    python benchmarks/accuracy/bench_serving.py [--threads 1] [--prompt 256] [--answer 64] \
+        [--requests 16] [--passes 2] [--quick]
 
 Needs llama-cpp-python==0.3.36 with its server extra and aiohttp (pip install -e '.[llamacpp,test]');
 takes a few minutes. The GGUF (about 70 MB) goes to a temporary folder, removed afterwards."""
@@ -38,7 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.factories
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, for tests.factories
 
 from rooflab.core.io.hf import spec_from_config  # noqa: E402
 from rooflab.core.io.presets import load_measured_machine  # noqa: E402

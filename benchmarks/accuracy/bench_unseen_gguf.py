@@ -27,11 +27,11 @@ both. Its error is the machine's minute and the in-process/llama-bench gap, not 
 unseen model; the line after it gives the unseen model's error relative to the control's,
 (1 + e) / (1 + e_control) - 1. The targets are judged on the unseen model's own error.
 
-    python benchmarks/bench_unseen_gguf.py [--model llama-3.2-1b|gemma-3-270m|qwen2.5-0.5b|KEY|config.json]
+    python benchmarks/accuracy/bench_unseen_gguf.py [--model llama-3.2-1b|gemma-3-270m|qwen2.5-0.5b|KEY|config.json]
         [--weights q4_k_m] [--thorough] [--long] [--llama-bench PATH] [--threads N] [--repetitions 5]
         [--repeats 3] [--keep-machine | --machine-tries 3] [--control KEY | --no-control] [--after-only]
         [--json FILE]
-    python benchmarks/bench_unseen_gguf.py --refit FILE
+    python benchmarks/accuracy/bench_unseen_gguf.py --refit FILE
 
 The GGUF is written to a temporary folder and removed afterwards. ``--refit`` measures nothing:
 it fits the points a ``--json`` run kept with the code as it is now and prices that run's tests

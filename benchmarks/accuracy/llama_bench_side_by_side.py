@@ -1,5 +1,5 @@
 """rooflab's in-process llama.cpp timing against a llama-bench binary on the same GGUF, in the
-same run, test by test (``python benchmarks/bench_llamacpp.py --llama-bench [PATH]``).
+same run, test by test (``python benchmarks/accuracy/bench_llamacpp.py --llama-bench [PATH]``).
 
 Both sides time llama-bench's tests (pp64, pp512, tg32, tg32 @ d2048; ``--long`` adds pp2048) with
 the same settings (threads, -b, -ub, flash attention, KV type, repetitions). The two alternate test by test and,

@@ -11,7 +11,7 @@ first few shown) or hung (past the per-case limit), the slowest case and the lar
 heap one case took (after 20 uncounted warm-up cases). Target: zero crashes and hangs, a peak
 of a few MB.
 
-    python benchmarks/fuzz_inputs.py [--cases 10000] [--seed 1] [--timeout 10] [--surface NAME ...]
+    python benchmarks/robustness/fuzz_inputs.py [--cases 10000] [--seed 1] [--timeout 10] [--surface NAME ...]
 
 Exit status 1 when any case crashed or hung.
 """
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.factories
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, for tests.factories
 
 from tests.factories.fuzz import (  # noqa: E402
     Surface,

@@ -5,7 +5,7 @@ command runs, in a fresh process from start to the table printed, and again in t
 (the rows alone, models and machines already read). The load average is printed beside:
 read the figures against it.
 
-    python benchmarks/bench_compare.py [--runs 3]
+    python benchmarks/speed/bench_compare.py [--runs 3]
 """
 
 from __future__ import annotations

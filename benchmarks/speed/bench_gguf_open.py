@@ -5,7 +5,7 @@ Gemma-3-sized tokenizer: 262,144 token strings, scores and types, and 150,000 me
 tensor data is a sparse hole, so the 5 GB file costs a few MB of disk; only the header matters.
 Prints best and median of 20 opens. Target: ``read_gguf`` well under 100 ms.
 
-    python benchmarks/bench_gguf_open.py [--no-reader]
+    python benchmarks/speed/bench_gguf_open.py [--no-reader]
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from gguf.constants import GGMLQuantizationType as T
 from rooflab.core.io.gguf import read_gguf, read_header
 from rooflab.core.predict.work import weight_bytes_read_per_token
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.factories
-from timing import timed  # benchmarks/timing.py: the shared timing loop
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, for tests.factories
+from timing import timed  # benchmarks/speed/timing.py: the shared timing loop
 
 from tests.factories.gguf_files import Spec, llama_tensors, write_gguf  # noqa: E402
 

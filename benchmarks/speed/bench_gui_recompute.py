@@ -3,7 +3,7 @@ recompute), recompute + redraw of what is on screen (the plot tab shown and the 
 other tabs redraw when shown), and the same with all five plots redrawn. Target: well under
 one 60 Hz frame (16.7 ms) for the recompute and the on-screen redraw together.
 
-    python benchmarks/bench_gui_recompute.py [--repeats 50]
+    python benchmarks/speed/bench_gui_recompute.py [--repeats 50]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 window has been shown and painted once. Target: under 1.5 s. Also checks that neither torch
 nor transformers was imported.
 
-    python benchmarks/bench_gui_startup.py [--runs 5]
+    python benchmarks/speed/bench_gui_startup.py [--runs 5]
 """
 
 from __future__ import annotations

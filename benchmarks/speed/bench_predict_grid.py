@@ -3,7 +3,7 @@ batches = 100,000 decode rows), as a user's script runs it: a child process, its
 Target: seconds, not minutes (its rows were once priced per row on whole grids: 100,000 rows
 ran past 200 s). Prints the wall time of three runs and the rows it read back.
 
-    python benchmarks/bench_predict_grid.py
+    python benchmarks/speed/bench_predict_grid.py
 """
 
 from __future__ import annotations

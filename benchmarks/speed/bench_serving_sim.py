@@ -3,7 +3,7 @@ once, then one level of N requests at several loads, for a dense and a mixture-o
 catalogue model. Prints milliseconds (best and median of repeats) and requests simulated per
 second.
 
-    python benchmarks/bench_serving_sim.py [--requests 3000]"""
+    python benchmarks/speed/bench_serving_sim.py [--requests 3000]"""
 
 from __future__ import annotations
 

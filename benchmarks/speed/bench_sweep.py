@@ -4,13 +4,13 @@ Prints the time of a 64 x 64 (context x batch) decode grid, a 256-point prefill 
 full request estimate, for a dense and a mixture-of-experts catalogue model (best and median
 of many runs). Target: the 64 x 64 grid well under 20 ms, so live plotting never stutters.
 
-    python benchmarks/bench_sweep.py
+    python benchmarks/speed/bench_sweep.py
 """
 
 from __future__ import annotations
 
 import numpy as np
-from timing import timed  # benchmarks/timing.py: the shared timing loop
+from timing import timed  # benchmarks/speed/timing.py: the shared timing loop
 
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine

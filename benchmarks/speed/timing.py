@@ -1,4 +1,4 @@
-"""The one timing loop the benchmark scripts share (run them as `python benchmarks/NAME.py`)."""
+"""The one timing loop the benchmark scripts share (run them as `python benchmarks/speed/NAME.py`)."""
 
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ def data_digest() -> str:
 
 def shipped_path() -> Path:
     """resources/fitted/public-calibrations.json: every group's fit of the shipped data, made by
-    ``python benchmarks/bench_public_accuracy.py --write-fit`` (a test checks it is current)."""
+    ``python packaging/refit_published.py`` (a test checks it is current)."""
     return Path(resources_dir()) / "fitted" / "public-calibrations.json"
 
 

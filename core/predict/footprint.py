@@ -112,7 +112,7 @@ def compute_buffer_bytes(spec: ModelSpec, ubatch: int, context_tokens: ArrayLike
     a GPU, a layer split's first devices) holds no logits.
 
     Checked against llama.cpp's own log line ("CPU compute buffer size") on real-size
-    random-weight GGUFs (``benchmarks/bench_compute_buffer.py``): Llama-2-7B Q4_0 at -ub 512 and
+    random-weight GGUFs (``benchmarks/accuracy/bench_compute_buffer.py``): Llama-2-7B Q4_0 at -ub 512 and
     1,024 cells 97.5 MiB here and logged with flash attention, 120.0 against 122.0 without;
     Qwen3-0.6B 301.8 against 309.8 and 300.8 against 300.8. Left out: the input embeddings' and
     positions' small buffers, graph splits' copies of a tensor between back ends."""

@@ -46,7 +46,7 @@ from rooflab.core.values.model import ModelSpec, Tensor
 SCHED_COPIES = 4          # ubatches in flight in a pipelined prefill (ggml's GGML_SCHED_MAX_COPIES)
 # Share of the ideal pipeline's saving an expected figure keeps: stages are uneven (the output's
 # device does more), each stage waits for its copy of the hidden state and the scheduler's events.
-# Fitted by benchmarks/bench_offload_accuracy.py --several on the published layer-split runs
+# Fitted by benchmarks/accuracy/bench_offload_accuracy.py --several on the published layer-split runs
 # (none of them fitted elsewhere): 0.6 there, where 1.0 left prompts 58-77 % (median) too fast.
 PIPELINE_KEPT = 0.6
 

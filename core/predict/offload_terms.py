@@ -4,7 +4,7 @@ bound) in a ceiling and an engine's share in an expected figure.
 
 A ceiling is told apart by its machine's efficiency: ``Efficiency.is_identity`` (every factor 1,
 no overhead) is the ceiling; any engine's efficiency (a calibration, a stated share) is an
-expected figure. The constants are fitted by ``benchmarks/bench_offload_accuracy.py --fit`` on
+expected figure. The constants are fitted by ``benchmarks/accuracy/bench_offload_accuracy.py --fit`` on
 resources/placed/llamacpp-offload-public.json and scored there leaving one source out."""
 
 from __future__ import annotations

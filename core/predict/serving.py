@@ -22,7 +22,7 @@ prefix caching, speculative drafts, tokenisation and the HTTP path (a measuremen
 
 Speed: while the batch does not change, decode steps are taken as one segment (their times
 grow linearly with the context), so a level costs a few iterations per request, not one per
-token: thousands of requests run in well under a second (``benchmarks/bench_serving_sim.py``)."""
+token: thousands of requests run in well under a second (``benchmarks/speed/bench_serving_sim.py``)."""
 
 from __future__ import annotations
 

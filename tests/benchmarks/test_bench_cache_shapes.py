@@ -1,4 +1,4 @@
-"""``benchmarks/bench_cache_shapes.py``'s pure parts: a model's cache cost from llama-bench's two
+"""``benchmarks/accuracy/bench_cache_shapes.py``'s pure parts: a model's cache cost from llama-bench's two
 rates, and each model left out priced by the others' fit. No llama-bench, no timing."""
 
 from __future__ import annotations

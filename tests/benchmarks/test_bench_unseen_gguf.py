@@ -1,4 +1,4 @@
-"""``benchmarks/bench_unseen_gguf.py``'s pure parts on a tiny generated GGUF: a llama-bench test
+"""``benchmarks/accuracy/bench_unseen_gguf.py``'s pure parts on a tiny generated GGUF: a llama-bench test
 priced from a calibration through the expected path, and the table. No llama-bench, no timing:
 nothing here depends on the machine's speed or load."""
 

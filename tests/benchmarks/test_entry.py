@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.factories.scripts import BENCHMARKS
+from tests.factories.scripts import BENCHMARKS, script_path
 
 ROOT = BENCHMARKS.parent
 BINARY = "{tmp}/llama-bench"          # an executable file where a llama-bench is asked for
@@ -31,7 +31,7 @@ def test_bad_input_is_one_line_and_exit_2(script, args, says, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), ROOFLAB_CACHE_DIR=str(tmp_path), ROOFLAB_CONFIG_DIR=str(tmp_path),
                ROOFLAB_DATA_DIR=str(tmp_path))
     args = [a.format(tmp=tmp_path) for a in args]
-    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(script_path(script)), *args], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]

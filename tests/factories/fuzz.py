@@ -7,7 +7,7 @@ parsed JSON replaced by a hostile value, deleted, wrapped, or a known key added)
 byte flipped, a hostile token inserted, a range cut or repeated, the file truncated), writes it
 and runs the readers. What a reader may do: return, or raise a RooflabError whose message is one
 line. Anything else is a crash. Used by the fuzz tests (a few hundred cases each) and by
-``benchmarks/fuzz_inputs.py`` (10,000)."""
+``benchmarks/robustness/fuzz_inputs.py`` (10,000)."""
 
 from __future__ import annotations
 

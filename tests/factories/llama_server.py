@@ -1,5 +1,5 @@
 """llama-cpp-python's OpenAI-compatible server (the binding's ``[server]`` extra) on 127.0.0.1,
-in a process of its own, for the tests and ``benchmarks/bench_serving.py``.
+in a process of its own, for the tests and ``benchmarks/accuracy/bench_serving.py``.
 
 It runs one request at a time (a lock around the model); ``--interrupt_requests False`` makes a
 new request wait instead of cutting the one streaming. Its streamed chunks are not tokens when a

@@ -1,5 +1,5 @@
 """The shipped fit of the published results (resources/fitted/public-calibrations.json) is the
-fit of the data as it is now: made by ``python benchmarks/bench_public_accuracy.py --write-fit``
+fit of the data as it is now: made by ``python packaging/refit_published.py``
 and read instead of refitting at every start.
 
 Refitted here, every group and every machine's offset must make the same choices (weight-format
@@ -50,7 +50,7 @@ def test_the_comparison_tells_a_choice_from_roundoff():
 def test_the_shipped_fit_was_made_from_the_data_as_it_is():
     shipped = expectations._shipped(expectations.data_digest())
     assert shipped is not None, ("resources/benchmarks changed since the fit was written: run "
-                                 "python benchmarks/bench_public_accuracy.py --write-fit")
+                                 "python packaging/refit_published.py")
     assert set(shipped) == set(public.group_rows(public.load_public()))
 
 
@@ -66,8 +66,8 @@ def test_every_group_refitted_now_is_the_shipped_one():
         cal, peaks, offsets = shipped[group]
         found += differences({"calibration": cal.to_dict(), "peaks": peaks, "offsets": offsets},
                              {"calibration": fresh[0].to_dict(), "peaks": fresh[1], "offsets": fresh[2]}, group)
-    assert not found, ("the shipped fit is not what the code fits now (python benchmarks/bench_public_accuracy.py "
-                       "--write-fit):\n" + "\n".join(found[:20]))
+    assert not found, ("the shipped fit is not what the code fits now (python packaging/refit_published.py):\n"
+                       + "\n".join(found[:20]))
 
 
 def test_inputs_moved_in_their_last_bits_make_the_same_choices():

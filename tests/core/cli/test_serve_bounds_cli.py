@@ -89,7 +89,7 @@ def test_steps_past_the_budget_stop_the_simulation():
 def test_a_large_grid_is_written_compact_and_whole(capsys):
     # predict --json priced its expected rows per row over whole grids (quadratic) and indented
     # them in pure Python: 100,000 rows ran past 200 s. Past a megabyte the JSON is compact; the
-    # speed itself is benchmarks/bench_predict_grid.py's to print
+    # speed itself is benchmarks/speed/bench_predict_grid.py's to print
     contexts = ",".join(str(64 * i) for i in range(60))
     batches = ",".join(str(b) for b in range(1, 51))
     assert main(["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--contexts", contexts,

@@ -69,7 +69,7 @@ def test_compute_buffer_is_the_peak_of_the_graph(qwen8b):
 
 
 # llama.cpp's "CPU compute buffer size" (MiB) for real-size random-weight GGUFs at -ub 512, printed by
-# benchmarks/bench_compute_buffer.py on 2026-12-06 (llama-cpp-python 0.3.36, CPU back end):
+# benchmarks/accuracy/bench_compute_buffer.py on 2026-12-06 (llama-cpp-python 0.3.36, CPU back end):
 # (catalogue key, weights, cells, flash attention) -> logged MiB
 LOGGED_MIB = {("llama-2-7b", "q4_0", 1024, True): 97.51, ("llama-2-7b", "q4_0", 1024, False): 122.01,
               ("llama-2-7b", "q4_0", 4096, True): 100.51, ("llama-2-7b", "q4_0", 4096, False): 320.01,

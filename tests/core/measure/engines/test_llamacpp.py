@@ -92,7 +92,7 @@ def _check_structure(result: LlamaCppMeasurement, seen: list[Progress], plan: Ll
 # What the timings themselves show (more tokens take longer, batching pays, ...) is a ratio of
 # two real timings: the machine's other work decides it as much as llama.cpp (at a load of 5-8,
 # batch 8 took 0.032 s and batch 1 0.0023 s, issue 15). It is checked on the real clock by
-# benchmarks/bench_llamacpp_physics.py, on this sweep; the tests check what holds at any load.
+# benchmarks/accuracy/bench_llamacpp_physics.py, on this sweep; the tests check what holds at any load.
 
 def test_dense_model_prompt_depth_and_batch_points(dense: Path) -> None:
     result, seen = _run(dense, SWEEP)
