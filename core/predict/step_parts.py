@@ -110,7 +110,7 @@ def step_parts(spec: ModelSpec, machine: MachineProfile, placement: Placement | 
     count, passes = 0, 0.0
     if isinstance(p, PlacedPass):
         several = placement is not None and placement.devices > 1
-        parts += _side(p.device, _scalar(p.device.seconds), "gpu",
+        parts += _side(p.device, _scalar(p.device.seconds), "device",
                        f"weights on the {placement.devices if placement else 1} devices" if several
                        else f"weights {device_word}")
         host = _scalar(p.host.seconds)
@@ -128,10 +128,10 @@ def step_parts(spec: ModelSpec, machine: MachineProfile, placement: Placement | 
             parts.append(StepPart(key="round_trips", label="round trips", seconds=trips))
         parts.append(StepPart(key="link", label="link between devices", seconds=_scalar(p.communication) - trips))
     elif isinstance(p, ParallelPass):
-        parts += _side(p.device, _scalar(p.device.seconds), "gpu", "weights on each device")
+        parts += _side(p.device, _scalar(p.device.seconds), "device", "weights on each device")
         parts.append(StepPart(key="link", label="link between devices", seconds=_scalar(p.communication)))
     else:
-        parts += _side(p, _scalar(p.seconds) - overhead, "gpu", f"weights {device_word}")
+        parts += _side(p, _scalar(p.seconds) - overhead, "device", f"weights {device_word}")
     parts.append(StepPart(key="overhead", label="per-step overhead", seconds=overhead))
     return StepParts(phase=phase, seconds=_scalar(p.seconds), parts=tuple(x for x in parts if x.seconds > 0),
                      crossings=count, passes=passes)
