@@ -19,9 +19,6 @@ from rooflab.core.report.chart_types import Chart, Curve, CurveRole, Panel, Scen
 OPS_PANEL = "operations"
 SECONDS, SHARE = "seconds", "share of the pass"
 
-#: (phase, layer kind, name) -> seconds one operation measured
-Measured = Mapping[tuple[str, str, str], float]
-
 
 def _plotted(t: TimedOperation) -> bool:
     """Points a log-log chart can hold: FLOPs done and bytes moved (a lookup does no FLOPs, a
@@ -42,12 +39,11 @@ def op_label(t: TimedOperation) -> str:
     return f"{o.phase} · {where} · {o.name}"
 
 
-def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: Measured | None = None, *,
-                       pinned: bool = False) -> Chart:
+def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], *, pinned: bool = False) -> Chart:
     """The roof min(C, I x B) and each operation of both phases as a point coloured by the clock
     that bounds it (memory or compute), at the FLOP/s its expected time implies where a
-    calibration gives one, else at its ceiling (on the roof); ``measured``: the FLOP/s each
-    measured operation reached, at its predicted intensity. One curve per operation, so a hover
+    calibration gives one, else at its ceiling (on the roof); operations a run timed are drawn
+    over it as their own layer (``measured_op_curves``). One curve per operation, so a hover
     names it. ``pinned``: a pinned series' chart, its points "marker"s (a pinned series draws no
     clock components: its colour is its own)."""
     m, w = sc.machine, sc.workload
@@ -66,9 +62,6 @@ def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], measured: 
         seconds = t.seconds_ceiling if t.seconds_expected is None else t.seconds_expected
         role: CurveRole = "marker" if pinned else "compute" if t.bound == "compute" else "memory"
         curves.append(_point(key, f"{op_label(t)}, {how}", t, seconds, role))
-        found = measured.get((t.op.phase, t.op.layer_kind, t.op.name)) if measured else None
-        if found is not None and found > 0:
-            curves.append(_point(f"{key}:measured", f"{op_label(t)}, measured", t, found, "measured"))
     panel = Panel(key=OPS_PANEL, title="Roofline per operation", x_label="Arithmetic intensity", x_unit="FLOP/byte",
                   y_label="Attained compute", y_unit="FLOP/s", curves=tuple(curves), log_x=True, log_y=True)
     return Chart(key=ROOFLINE, title="Roofline per operation", panels=(panel,), description=(

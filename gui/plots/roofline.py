@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QWidget
+from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
 from rooflab.core.report.chart_types import Chart
 from rooflab.core.report.charts import ROOFLINE
@@ -42,7 +42,7 @@ class RooflinePlot(ChartPlot):
         self.time_bar.hide()
         self.time_bar.hovered.connect(self._on_time_bar_hovered)
         outer = self.layout()
-        if outer is not None:
+        if isinstance(outer, QVBoxLayout):              # under the panels, above the read-out
             outer.insertWidget(outer.indexOf(self.bar), self.time_bar)
         self._passes: tuple[Chart, tuple[PinnedChart, ...], str] | None = None
         self._operations: Chart | None = None

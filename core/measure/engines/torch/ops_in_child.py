@@ -10,8 +10,9 @@ from typing import Any
 
 from rooflab.core.jobs import CancelFlag, Progress
 from rooflab.core.measure.engines.child_job import packed, run_in_child, unpacked
+from rooflab.core.measure.engines.op_times import OpsMeasurement
 from rooflab.core.measure.engines.torch.models import ModelSource, resolve_source
-from rooflab.core.measure.engines.torch.ops import OpsMeasurement, OpsPlan, measure_ops
+from rooflab.core.measure.engines.torch.ops import OpsPlan, measure_ops
 
 ENGINE = "torch-ops"        # its name among child_job.CHILD_ENGINES
 
