@@ -111,7 +111,7 @@ def engine_for(choice: PlacementChoice) -> str | None:
     return engine if engine != "llama.cpp" else None
 
 
-def expected_for(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoice,
+def expected_for_choice(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoice,
                  dtype: str | None = None) -> Expected | None:
     """What the calibration that applies to ``machine`` (timed here, or published for its back
     end) expects of ``spec`` run as ``choice`` asks (its engine: ``engine_for``); None without
@@ -123,7 +123,7 @@ def expected_machine(spec: ModelSpec, machine: MachineProfile, choice: Placement
     """The hook ``report.compare`` asks for expected figures: ``machine`` as the calibration that
     applies to it (timed here, or published for its back end) expects it to run ``spec`` placed
     as ``choice`` asks (its engine: ``engine_for``; a pinned row in tensor parallel is vLLM's)."""
-    found = expected_for(spec, machine, choice)
+    found = expected_for_choice(spec, machine, choice)
     return None if found is None else found.machine
 
 

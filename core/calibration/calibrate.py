@@ -137,7 +137,7 @@ def relative_errors(measured: Array, predicted: Array) -> Array:
     return np.abs(measured - predicted) / measured
 
 
-def summarise(points: Sequence[MeasuredPoint], predicted: Array) -> dict[str, ErrorSummary]:
+def error_summaries(points: Sequence[MeasuredPoint], predicted: Array) -> dict[str, ErrorSummary]:
     """Error summaries per kind present, and "all"."""
     measured = np.array([p.seconds for p in points])
     errors = relative_errors(measured, predicted)
@@ -365,4 +365,4 @@ def calibrate(spec: ModelSpec, machine: MachineProfile, points: Iterable[Measure
                        peak_flops=peak, dtype=dtype, kv_type=kv_type, points=pts,
                        predicted_before=tuple(float(x) for x in before),
                        predicted_after=tuple(float(x) for x in after),
-                       before=summarise(pts, before), after=summarise(pts, after), notes=tuple(notes))
+                       before=error_summaries(pts, before), after=error_summaries(pts, after), notes=tuple(notes))

@@ -42,9 +42,9 @@ from rooflab.core.calibration.solver import (
     ROWS_HALF,
     Design,
     Unknowns,
+    design_seconds,
     fit_at,
     mostly_in,
-    predicted_seconds,
 )
 from rooflab.core.errors import SpecError
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicRow
@@ -408,7 +408,7 @@ def moe_layer_seconds(d: Design, u: Array, overlap: float, layers: NDArray[np.fl
     launches once for all of them), the batch (a cost per pass, so batched decoding spreads
     it), and the bytes the experts' rows stream below the dense rate."""
     measured, w, n = d.seconds[rows], d.weight[rows], layers[rows]
-    per_layer = (measured - predicted_seconds(d, u, overlap)[rows]) / n
+    per_layer = (measured - design_seconds(d, u, overlap)[rows]) / n
     order = np.argsort(per_layer, kind="stable")
     weights = (w * n / measured)[order]
     cumulative = np.cumsum(weights)

@@ -141,7 +141,7 @@ def _predict(d: Design, u: Array, overlap: float) -> Array:
             + u[at.layer_seconds] * d.layers)
 
 
-def predicted_seconds(d: Design, u: Array, overlap: float) -> Array:
+def design_seconds(d: Design, u: Array, overlap: float) -> Array:
     """Seconds of every point of ``d`` at unknowns ``u`` (``fit_at``'s) and ``overlap``: what a
     term fitted after the others (``public_fit.moe_layer_seconds``) is fitted against."""
     return _predict(d, u, overlap)

@@ -37,7 +37,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from rooflab.core.app.figures import figures
-    from rooflab.core.app.resolve import choice_from, expected_for
+    from rooflab.core.app.resolve import choice_from, expected_for_choice
     from rooflab.core.app.tables import tables
     from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
     from rooflab.core.io import load_model
@@ -53,7 +53,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     batches = args.batches or DEFAULT_BATCHES
     prompts = args.prompts or DEFAULT_PROMPTS
     check_grid(contexts, batches, prompts)
-    expected = None if args.calibrated or args.ceiling_only else expected_for(
+    expected = None if args.calibrated or args.ceiling_only else expected_for_choice(
         spec, machine, choice, workload.compute_dtype)
     if args.ops:                # the operation view: every operation of the two passes (report.ops_table)
         from rooflab.core.report.ops_table import ops_output

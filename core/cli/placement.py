@@ -19,8 +19,8 @@ from rooflab.core.predict.parallel import (
     Parallel,
     ParallelEstimate,
     Scaling,
+    parallel_largest_batch,
 )
-from rooflab.core.predict.parallel import largest_batch as parallel_largest_batch
 from rooflab.core.predict.placement import MAX_DEVICES, MAX_LAYERS, experts_kept_on_host, input_on_host
 from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile

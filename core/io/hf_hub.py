@@ -26,7 +26,7 @@ from rooflab.core.files.safe_json import JsonError, parse_json
 from rooflab.core.io.gguf import GGUFHeader, read_header, spec_from_headers, split_names
 from rooflab.core.io.gguf_header import HeaderIncomplete, parse_header_prefix
 from rooflab.core.io.hf import config_weights, spec_from_config, spec_from_safetensors_tables
-from rooflab.core.io.remote import NotFound, Remote, read_head, read_whole
+from rooflab.core.io.remote import NotFound, Remote, read_head, read_small_file
 from rooflab.core.io.safetensors import StoredTensor, header_length, parse_safetensors_header, read_safetensors
 from rooflab.core.jobs import CancelFlag, Progress, check_cancel
 from rooflab.core.values.model import ModelSpec
@@ -167,7 +167,7 @@ def _small_file(remote: Remote, hub: HubName, file: str, cancel: CancelFlag) -> 
             return _json(remote, local.read_bytes(), file)
         except OSError as exc:
             raise remote.fail(f"{local}: {exc.strerror or exc}") from None
-    return _json(remote, (yield from read_whole(remote, resolve_url(hub, file), cancel)), file)
+    return _json(remote, (yield from read_small_file(remote, resolve_url(hub, file), cancel)), file)
 
 
 def _repository_job(remote: Remote, hub: HubName, weights: str | None,
@@ -247,7 +247,7 @@ def _gguf_files(remote: Remote, hub: HubName, cancel: CancelFlag) -> Generator[P
     """The .gguf files of a repository (first parts of split ones), from the Hub's listing."""
     url = f"{endpoint()}/api/models/{hub.repo}/revision/{quote(hub.revision, safe='')}"
     try:
-        listing = _json(remote, (yield from read_whole(remote, url, cancel)), "the repository listing")
+        listing = _json(remote, (yield from read_small_file(remote, url, cancel)), "the repository listing")
     except NotFound:
         return []
     siblings = listing.get("siblings") if isinstance(listing, dict) else None

@@ -27,7 +27,7 @@ from typing import Any
 from rooflab.core.errors import ModelFileError, SpecError
 from rooflab.core.files.safe_json import JsonError, parse_json
 from rooflab.core.io.bench_model import BenchModel, cell_quantity, logged_model, row_model
-from rooflab.core.io.llamabench_rows import batched_row_points, bench_row_point, series_label, skip_reason
+from rooflab.core.io.llamabench_rows import batched_row_points, bench_row_point, row_label, skip_reason
 from rooflab.core.io.textfile import printable, read_text_capped, shown
 from rooflab.core.values.measured import MeasuredPoint
 
@@ -142,7 +142,7 @@ def _from_rows(rows: list[dict[str, Any]], name: str) -> BenchImport:
         if reason:
             warnings.append(reason)
             continue
-        label = series_label(row, varying)
+        label = row_label(row, varying)
         series.setdefault(label, []).append(bench_row_point(row, label))
     return _result(name, "llama-bench", series, rows, warnings)
 

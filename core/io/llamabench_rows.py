@@ -93,7 +93,7 @@ def bench_row_point(row: Mapping[str, Any], label: str) -> MeasuredPoint:
                          source=label, test=bench_test(kind, tokens, depth))
 
 
-def series_label(row: Mapping[str, Any], varying: Iterable[str]) -> str:
+def row_label(row: Mapping[str, Any], varying: Iterable[str]) -> str:
     model = str(row.get("model_filename") or row.get("model_type") or "model")
     model = printable(model.replace("\\", "/").split("/")[-1], 120)
     extras = [f"{f}={printable(row.get(f), 40)}" for f in varying if f != "model_type"]
@@ -142,7 +142,7 @@ def points_from_row(row: Mapping[str, Any], settings: EngineSettings | None = No
     elif skip_reason(row):
         return ()
     else:
-        points = [bench_row_point(row, series_label(row, ()))]
+        points = [bench_row_point(row, row_label(row, ()))]
     if settings is not None:
         stamped = _row_settings(row, settings)
         points = [replace(p, settings=stamped) for p in points]

@@ -28,8 +28,8 @@ from rooflab.core.io import public_bench_rows as f
 from rooflab.core.io.public_bench_rows import KV_TYPES, SPLIT_MODES
 from rooflab.core.io.textfile import shown
 
-__all__ = ["BACKENDS", "KV_TYPES", "SPLIT_MODES", "BenchTest", "PublicBenchmarks", "PublicMachine", "PublicModel",
-           "PublicRow", "PublicSource", "RowSource", "default_path", "default_paths", "parse_test",
+__all__ = ["BACKENDS", "KV_TYPES", "SPLIT_MODES", "PublicBenchmarks", "PublicMachine", "PublicModel",
+           "PublicRow", "PublicSource", "PublishedTest", "RowSource", "default_path", "default_paths", "parse_test",
            "read_public_benchmark_files", "read_public_benchmarks"]
 
 BACKENDS: tuple[str, ...] = ("cuda", "metal", "rocm", "vulkan", "cpu")
@@ -39,7 +39,7 @@ _TEST_KINDS = {"pp": "prefill", "tg": "decode"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BenchTest:
+class PublishedTest:
     """A llama-bench test: ``kind`` "prefill" (ppN: one prompt of N tokens on an empty cache)
     or "decode" (tgN: N tokens generated one at a time from an empty cache)."""
 
@@ -125,7 +125,7 @@ class PublicRow:
     machine: str
     model: str
     weights: str
-    test: BenchTest
+    test: PublishedTest
     tokens_per_second: float
     source: RowSource
 
@@ -163,12 +163,12 @@ def default_paths() -> tuple[Path, ...]:
     return tuple(sorted((Path(resources_dir()) / "benchmarks").glob("*.json")))
 
 
-def parse_test(name: str) -> BenchTest:
+def parse_test(name: str) -> PublishedTest:
     """"pp512" -> prefill of 512 tokens, "tg128" -> 128 decode steps; ValueError otherwise."""
     match = _TEST.fullmatch(name)
     if not match:
         raise ValueError(f"test {shown(name)} is not ppN or tgN")
-    return BenchTest(name=name, kind=_TEST_KINDS[match.group(1)], tokens=int(match.group(2)))
+    return PublishedTest(name=name, kind=_TEST_KINDS[match.group(1)], tokens=int(match.group(2)))
 
 
 def read_public_benchmarks(path: str | Path | None = None) -> PublicBenchmarks:

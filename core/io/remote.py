@@ -300,7 +300,7 @@ def read_head(remote: Remote, url: str, parse: Callable[[bytes, int], T], *, wha
     raise remote.fail(f"{_file_name(url)}: the header was not whole after {MAX_READS} range requests")
 
 
-def read_whole(remote: Remote, url: str, cancel: CancelFlag = None) -> Generator[Progress, None, bytes]:
+def read_small_file(remote: Remote, url: str, cancel: CancelFlag = None) -> Generator[Progress, None, bytes]:
     """A small file (config.json) whole, from the cache when its ETag still matches."""
     head = _reusable(remote, url)
     if head is not None:

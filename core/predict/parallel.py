@@ -255,7 +255,7 @@ def device_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
                      kv=kv / p.devices, compute_buffer=float(buffer), reserve=reserve)
 
 
-def largest_batch(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel) -> int:
+def parallel_largest_batch(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel) -> int:
     """Most sequences of context + prompt + answer tokens each device's bill holds (0: none)."""
 
     def fits(b: int) -> bool:
@@ -266,7 +266,7 @@ def largest_batch(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     return first_true(MAX_BATCH, lambda b: not fits(b + 1))
 
 
-def largest_context(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel) -> int:
+def parallel_largest_context(spec: ModelSpec, machine: MachineProfile, workload: Workload, p: Parallel) -> int:
     """Most tokens per sequence (context + prompt + answer) each device's bill holds at the
     workload's batch, up to the trained context (16M when unknown); 0 when none fits."""
     cap = spec.context_length or MAX_TOKENS

@@ -28,8 +28,8 @@ from rooflab.core.predict.parallel import (
     ParallelEstimate,
     parallel_decode,
     parallel_estimate,
+    parallel_largest_context,
 )
-from rooflab.core.predict.parallel import largest_context as parallel_largest_context
 from rooflab.core.predict.placement import Placement, describe
 from rooflab.core.predict.request import RequestEstimate
 from rooflab.core.report.chart_types import Description, devices_text, without_format
@@ -268,7 +268,7 @@ def compare_csv(rows: Sequence[CompareRow], header: Sequence[str] = (), depths: 
     return out.getvalue()
 
 
-def distinguishing_labels(rows: Sequence[CompareRow]) -> list[str]:
+def row_labels(rows: Sequence[CompareRow]) -> list[str]:
     """A label per row as the charts' legends name a series (``chart_types.distinguishing_labels``):
     model with its weight format, machine (its preset key, else its name) and the placement asked
     for ("auto placement" for auto-fit)."""

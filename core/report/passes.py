@@ -25,9 +25,9 @@ from rooflab.core.predict.parallel import (
     device_memory,
     parallel_decode,
     parallel_estimate,
+    parallel_largest_batch,
     parallel_prefill,
 )
-from rooflab.core.predict.parallel import largest_batch as parallel_largest_batch
 from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array

@@ -20,8 +20,7 @@ import numpy as np
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.autofit import largest_batch
 from rooflab.core.predict.expected import Expected, spread_out
-from rooflab.core.predict.parallel import Parallel
-from rooflab.core.predict.parallel import largest_batch as parallel_largest_batch
+from rooflab.core.predict.parallel import Parallel, parallel_largest_batch
 from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.serving import MAX_RATE, Lengths, Load, Serving, ServingPlan, serve
 from rooflab.core.predict.serving_clock import On

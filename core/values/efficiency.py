@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rooflab.core.errors import SpecError
-from rooflab.core.values.fields import in_range, read_number, read_whole
+from rooflab.core.values.fields import in_range, read_number, whole_field
 
 FACTOR_RANGE = (1e-4, 100.0)             # efficiency factors (a fit clamps to 1e-4)
 
@@ -164,6 +164,6 @@ class Efficiency:
                    expert_spread=read_number(eff, "expert_spread", 1.0, "efficiency.expert_spread"),
                    batch_compute=None if eff.get("batch_compute") is None else read_number(
                        eff, "batch_compute", 1.0, "efficiency.batch_compute"),
-                   kv_chunks=read_whole(eff, "kv_chunks", "efficiency.kv_chunks"),
+                   kv_chunks=whole_field(eff, "kv_chunks", "efficiency.kv_chunks"),
                    host_expert_bandwidth=None if eff.get("host_expert_bandwidth") is None else read_number(
                        eff, "host_expert_bandwidth", 1.0, "efficiency.host_expert_bandwidth"))

@@ -39,7 +39,7 @@ def read_number(data: Mapping[str, Any], name: str, default: float | None, label
         raise SpecError(f"machine profile field {label or name!r} is out of range") from None
 
 
-def read_whole(data: Mapping[str, Any], name: str, label: str) -> int:
+def whole_field(data: Mapping[str, Any], name: str, label: str) -> int:
     """A whole-number field, 0 when absent; SpecError naming ``label`` otherwise."""
     value = data.get(name, 0)
     if isinstance(value, bool) or not isinstance(value, int):

@@ -11,7 +11,7 @@ from typing import Any
 
 from rooflab.core.errors import SpecError
 from rooflab.core.values.efficiency import Efficiency
-from rooflab.core.values.fields import in_range, read_number, read_section, read_text, read_whole
+from rooflab.core.values.fields import in_range, read_number, read_section, read_text, whole_field
 from rooflab.core.values.links import KINDS, LINKS, HostLink, LinkLatency, kind_of
 
 MEASURED_KEY = "measured"      # the key of this machine's measured profile, beside the presets' keys
@@ -223,12 +223,12 @@ class MachineProfile:
             interconnect_name=read_text(link, "name", "", "interconnect.name"),
             interconnect_bandwidth=read_number(link, "bandwidth", 0.0, "interconnect.bandwidth"),
             interconnect_kind=read_text(link, "kind", "", "interconnect.kind"),
-            interconnect_devices=read_whole(link, "devices", "interconnect.devices"),
+            interconnect_devices=whole_field(link, "devices", "interconnect.devices"),
             host_link=None if host_link is None else HostLink.from_dict(host_link),
             efficiency=Efficiency.from_dict(eff),
             sources={str(k): str(v) for k, v in sources.items()},
             notes=read_text(data, "notes", ""),
             key=key,
             published_twin=read_text(data, "published_twin", ""),
-            cores=read_whole(data, "cores", "cores"),
+            cores=whole_field(data, "cores", "cores"),
         )

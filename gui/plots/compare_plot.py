@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QWidget
 
 from rooflab.core.errors import ReportError
 from rooflab.core.files.atomic import write_atomic
-from rooflab.core.report.compare import DEPTHS, CompareRow, distinguishing_labels, row_depths
+from rooflab.core.report.compare import DEPTHS, CompareRow, row_depths, row_labels
 from rooflab.gui.widgets.theme import LIGHT, Theme
 
 PNG_SIZE = QSize(1400, 900)
@@ -134,7 +134,7 @@ def compare_image(rows: Sequence[CompareRow], *, column: str, log: bool = False,
                   size: QSize = PNG_SIZE) -> QImage:
     """The comparison as one light image: its title (``column``) and ``heading`` lines (the
     workload), the plot of ``column``, then the table as text (the image widens to the table).
-    ``labels``: the rows' names (default: ``report.compare.distinguishing_labels``)."""
+    ``labels``: the rows' names (default: ``report.compare.row_labels``)."""
     from rooflab.core.app.compare import compare_text
 
     lines = compare_text(rows, row_depths(rows)).splitlines()      # the depths the rows have (issue 15)
@@ -151,7 +151,7 @@ def compare_image(rows: Sequence[CompareRow], *, column: str, log: bool = False,
     try:
         getter = next(c[1] for c in columns(row_depths(rows)) if c[0] == column)
         values = [getter(r) for r in rows]
-        names = list(labels) if labels is not None else distinguishing_labels(rows)
+        names = list(labels) if labels is not None else row_labels(rows)
         plot.show_values(names, [v if isinstance(v, float) else None for v in values], column, log, colours)
         plot.resize(QSize(width, plot_height))
         plot.grab()                                  # let the axes learn their widths, then keep

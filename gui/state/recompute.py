@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.app.figures import Figures, figures
-from rooflab.core.app.resolve import engine_for, expected_for
+from rooflab.core.app.resolve import engine_for, expected_for_choice
 from rooflab.core.errors import RooflabError
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.parallel import Parallel
@@ -173,7 +173,7 @@ class RecomputeController(QObject):
         key = (sc.model, machine, engine_for(sc.placement), sc.workload.compute_dtype)
         last = self._last_expected
         if last is None or last[0][0] is not sc.model or last[0][1] != machine or last[0][2:] != key[2:]:
-            last = (key, expected_for(sc.model, machine, sc.placement, sc.workload.compute_dtype))
+            last = (key, expected_for_choice(sc.model, machine, sc.placement, sc.workload.compute_dtype))
             self._last_expected = last
         return last[1]
 

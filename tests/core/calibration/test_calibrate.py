@@ -15,8 +15,8 @@ import pytest
 from rooflab.core.calibration.calibrate import (
     Calibration,
     calibrate,
+    error_summaries,
     predict_points,
-    summarise,
 )
 from rooflab.core.errors import SpecError
 from rooflab.core.values.efficiency import Efficiency
@@ -137,7 +137,7 @@ def test_round_trip_and_apply(spec):
 
 def test_summaries_per_kind(spec):
     pts = synthetic(spec)
-    errors = summarise(pts, np.array([p.seconds * 1.1 for p in pts]))
+    errors = error_summaries(pts, np.array([p.seconds * 1.1 for p in pts]))
     assert set(errors) == {"prefill", "decode", "batch", "all"}
     assert errors["all"].median == pytest.approx(0.1)
     assert errors["batch"].count == 6

@@ -17,9 +17,9 @@ from rooflab.core.predict.parallel import (
     communication_seconds,
     device_memory,
     kv_copies,
-    largest_batch,
-    largest_context,
     parallel_decode,
+    parallel_largest_batch,
+    parallel_largest_context,
     parallel_request,
     scaling,
 )
@@ -120,8 +120,8 @@ def test_kv_heads_are_copied_past_their_count(qwen8b):
 
 def test_more_devices_hold_more_sequences(qwen8b):
     m = load_machine("rtx-4090")
-    one = largest_batch(qwen8b, m, W, Parallel(devices=1))
-    four = largest_batch(qwen8b, m, W, Parallel(devices=4, link_bandwidth=PCIE4))
+    one = parallel_largest_batch(qwen8b, m, W, Parallel(devices=1))
+    four = parallel_largest_batch(qwen8b, m, W, Parallel(devices=4, link_bandwidth=PCIE4))
     assert four > 4 * one * 0.9
     assert float(communication_seconds(qwen8b, Parallel(devices=1), 4)) == 0.0
 
@@ -130,8 +130,8 @@ def test_more_devices_hold_longer_sequences(qwen8b):
     # the longest sequence each device's bill holds: it fits, one token more does not
     m = load_machine("rtx-4090")
     batch = dataclasses.replace(W, batch=16)
-    one = largest_context(qwen8b, m, batch, Parallel(devices=1))
-    two = largest_context(qwen8b, m, batch, Parallel(devices=2, link_bandwidth=PCIE4))
+    one = parallel_largest_context(qwen8b, m, batch, Parallel(devices=1))
+    two = parallel_largest_context(qwen8b, m, batch, Parallel(devices=2, link_bandwidth=PCIE4))
     assert 0 < one < two
     p = Parallel(devices=2, link_bandwidth=PCIE4)
     assert device_memory(qwen8b, m, batch, p, length=two).fits

@@ -18,8 +18,8 @@ from rooflab.core.report.compare import (
     compare_csv,
     compare_row,
     compare_rows,
-    distinguishing_labels,
     row_dict,
+    row_labels,
 )
 from rooflab.core.report.placed import placed_summary
 from rooflab.core.values.efficiency import Efficiency
@@ -77,13 +77,13 @@ def test_labels_name_model_machine_and_placement(qwen8b):
     """Issue 20: a legend dropped the machine and numbered look-alikes "(2)"."""
     a, b = load_machine("rtx-4090"), load_machine("h100-sxm")
     rows = [compare_row(qwen8b, a, W), compare_row(qwen8b, b, W)]
-    assert distinguishing_labels(rows) == ["Qwen3-8B Q4_K_M · rtx-4090 · auto placement",
+    assert row_labels(rows) == ["Qwen3-8B Q4_K_M · rtx-4090 · auto placement",
                                            "Qwen3-8B Q4_K_M · h100-sxm · auto placement"]
     q8 = load_model("qwen3-8b-q4_k_m", weights="q8_0")
     rows = [compare_row(qwen8b, a, W), compare_row(q8, a, W, weights="Q8_0")]
-    assert distinguishing_labels(rows) == ["Qwen3-8B Q4_K_M · rtx-4090 · auto placement",
+    assert row_labels(rows) == ["Qwen3-8B Q4_K_M · rtx-4090 · auto placement",
                                            "Qwen3-8B Q8_0 · rtx-4090 · auto placement"]     # not "(Q8_0) Q8_0"
-    assert distinguishing_labels(rows[:1] * 2)[1] == "Qwen3-8B Q4_K_M · rtx-4090 · auto placement (same as above)"
+    assert row_labels(rows[:1] * 2)[1] == "Qwen3-8B Q4_K_M · rtx-4090 · auto placement (same as above)"
 
 
 def test_placed_summary_marks_who_chose(qwen8b):

@@ -14,7 +14,7 @@ from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.parallel import Parallel
 from rooflab.core.report.chart_types import Scenario
-from rooflab.core.report.compare import DEPTHS, compare_row, distinguishing_labels
+from rooflab.core.report.compare import DEPTHS, compare_row, row_labels
 from rooflab.core.report.placed import placed_summary
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.workload import Workload
@@ -121,5 +121,5 @@ def test_labels_tell_one_model_placed_two_ways_apart(qwen32b):
     m = load_machine("rtx-4090")
     rows = [compare_row(qwen32b, m, W),
             compare_row(qwen32b, m, W, choice=PlacementChoice(devices=2, parallel="tensor"))]
-    assert distinguishing_labels(rows) == ["Qwen3-32B Q4_K_M · rtx-4090 · auto placement",
+    assert row_labels(rows) == ["Qwen3-32B Q4_K_M · rtx-4090 · auto placement",
                                            "Qwen3-32B Q4_K_M · rtx-4090 · 2 × tensor parallel"]
