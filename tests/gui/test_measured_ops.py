@@ -60,3 +60,31 @@ def test_measured_torch_operations_appear_beside_the_predicted_ones(qtbot, windo
         state.set_model(catalogue_spec(), ref="qwen3-8b-q4_k_m")
     assert MEASURED_OPS not in {s.layer.key for s in plot.drawn() if s.panel == OPS_PANEL}
     window.measure.shutdown()
+
+
+def test_llama_cpp_nodes_appear_too(qtbot, window, tiny_config):
+    from tests.factories import needs
+
+    needs.llama_cpp()
+    save_this_machine()
+    state, panel, ctl = window.state, window.measure_panel, window.measure
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        state.set_model(load_model(tiny_config, weights="q8_0"), str(tiny_config), "q8_0")
+    plot = window.plot_panel.roofline
+    window.plot_tabs.setCurrentWidget(plot)
+    plot.set_view(OPERATIONS)
+    panel.set_engine("llamacpp")                  # a random-weight GGUF of the model on screen
+    panel.by_operation.setChecked(True)
+    panel.threads.setValue(1)
+    panel.repeats.setValue(1)
+    panel.prompts.setText("8")
+    with qtbot.waitSignal(ctl.operations_measured, timeout=RUN_MS) as got:
+        panel.model_button.click()
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=WAIT_MS)
+    m = got.args[0]
+    assert m.engine == "llama.cpp" and m.label == state.model.name
+    layers = {s.layer.key: s for s in plot.drawn() if s.panel == OPS_PANEL}
+    keys = {c.key for c in layers[MEASURED_OPS].curves}
+    assert {"decode:dense:q_proj:measured:8", "prefill:dense:attn_scores:measured:8"} <= keys
+    assert "llama.cpp" in layers[MEASURED_OPS].layer.label
+    window.measure.shutdown()
