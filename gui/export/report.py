@@ -25,13 +25,13 @@ from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.charts import ROOFLINE
 from rooflab.core.report.expected import expected_csv
 from rooflab.core.report.explain import Line
-from rooflab.core.report.ops_chart import not_running, ops_roofline_chart
+from rooflab.core.report.ops_chart import OPS_PANEL, not_running, ops_roofline_chart
 from rooflab.core.report.ops_table import ops_csv, scenario_operations
 from rooflab.core.report.serving_chart import AXES, ServingFigures, chart_of
 from rooflab.core.report.serving_table import serving_csv
 from rooflab.core.report.units import keep_together
 from rooflab.gui.plots.base import ChartPlot, DrawnSeries
-from rooflab.gui.plots.roofline import RooflinePlot
+from rooflab.gui.plots.roofline import MEASURED_OPS, MeasuredLayer, RooflinePlot
 from rooflab.gui.plots.serving import ServingPlot
 from rooflab.gui.state.recompute import Frame
 from rooflab.gui.state.serving import serving_figures_of
@@ -162,15 +162,19 @@ def render_serving(figures: Sequence[ServingFigures], frame: Frame, size: QSize 
     return images
 
 
-def render_operations(frame: Frame, operations: Sequence[TimedOperation], size: QSize = PLOT_SIZE) -> dict[str, QImage]:
+def render_operations(frame: Frame, operations: Sequence[TimedOperation], size: QSize = PLOT_SIZE,
+                      measured: MeasuredLayer | None = None) -> dict[str, QImage]:
     """The roofline of the operations (``report.ops_chart``), drawn by a light-themed Roofline
-    plot at ``size``: "roofline-ops"."""
+    plot at ``size``, with the operations a run timed (``measured``: the window's, if any):
+    "roofline-ops"."""
     plot = RooflinePlot(theme=LIGHT)
     try:
         plot.resize(size)
         chart = ops_roofline_chart(frame.scenario, operations)
         if not frame.summary.runs:               # nothing drawn as if it ran
             chart = not_running(chart, frame.charts[ROOFLINE].note)
+        if measured is not None and frame.summary.runs:
+            plot.set_measured(OPS_PANEL, measured[1], label=measured[0], key=MEASURED_OPS)
         plot.set_charts(chart, current_label=frame.scenario.label)
         return {"roofline-ops": plot.render_image(size)}
     finally:
@@ -211,7 +215,8 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
     serving = [f for f in (serving_figures_of(frame, axis) for axis in AXES) if f is not None]
     images |= render_serving(serving, frame, size)
     operations = scenario_operations(frame.scenario, frame.expected)
-    images |= render_operations(frame, operations, size)
+    roofline = next((p for p in plots if isinstance(p, RooflinePlot)), None)
+    images |= render_operations(frame, operations, size, roofline.measured_operations() if roofline else None)
     pngs = []
     for key, image in images.items():
         path = out / f"{key}.png"

@@ -19,7 +19,7 @@ from rooflab.core.report.ops_chart import OPS_PANEL, not_running, ops_roofline_c
 from rooflab.core.report.overlays import expected_label
 from rooflab.core.report.serving_chart import SERVING, SERVING_TITLE
 from rooflab.gui.plots import PLOT_CLASSES, ChartPlot, PinnedChart
-from rooflab.gui.plots.roofline import OPERATIONS, RooflinePlot
+from rooflab.gui.plots.roofline import MEASURED_OPS, OPERATIONS, RooflinePlot
 from rooflab.gui.plots.serving import ServingPlot
 from rooflab.gui.plots.style import EXPECTED_INDEX
 from rooflab.gui.state.recompute import Frame
@@ -27,7 +27,6 @@ from rooflab.gui.state.serving import pinned_serving_chart, serving_chart_of
 from rooflab.gui.widgets.theme import Theme
 
 EXPECTED_LAYER = "expected"
-MEASURED_OPS = "measured-ops"     # the operations a run timed, on the operation view
 SERVING_DELAY_MS = 150       # the Serving tab's simulation waits for the edits to pause
 MIN_HEIGHT = 430             # px: the plot area's least height
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
-from rooflab.core.report.chart_types import Chart
+from rooflab.core.report.chart_types import Chart, Curve
 from rooflab.core.report.charts import ROOFLINE
 from rooflab.core.report.ops_bar import TimeBar
 from rooflab.core.report.ops_chart import OPS_PANEL
@@ -18,6 +18,8 @@ from rooflab.gui.plots.ops_bar import TimeBarPlot
 from rooflab.gui.widgets.theme import LIGHT, Theme
 
 PASSES, OPERATIONS = "passes", "operations"
+MEASURED_OPS = "measured-ops"       # the layer of the operations a run timed
+MeasuredLayer = tuple[str, tuple[Curve, ...]]
 VIEWS: tuple[tuple[str, str], ...] = ((PASSES, "Passes"), (OPERATIONS, "Operations"))
 
 
@@ -80,6 +82,15 @@ class RooflinePlot(ChartPlot):
         self._operations = chart
         self._pinned_operations = tuple(pinned)
         self.time_bar.set_bars(bars, pins)
+
+    def measured_operations(self) -> MeasuredLayer | None:
+        """(label, curves) of the operations a run timed on the operation view (the layer
+        ``PlotTabsPanel.show_measured_operations`` hands over), None without one: what a
+        report's roofline-ops.png draws too."""
+        for layer, by_panel in self._extras.values():
+            if layer.kind == "measured" and by_panel.get(OPS_PANEL):
+                return layer.label, by_panel[OPS_PANEL]
+        return None
 
     def apply_theme(self, theme: Theme) -> None:
         super().apply_theme(theme)

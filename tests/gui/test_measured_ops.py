@@ -10,8 +10,8 @@ import pytest
 from rooflab.core.io import load_model
 from rooflab.core.measure.engines.op_times import predicted_for
 from rooflab.core.report.ops_chart import OPS_PANEL
-from rooflab.gui.plots.plot_tabs import MEASURED_OPS
-from rooflab.gui.plots.roofline import OPERATIONS
+from rooflab.gui.export.report import render_operations
+from rooflab.gui.plots.roofline import MEASURED_OPS, OPERATIONS
 from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import catalogue_spec, save_this_machine
 
@@ -55,6 +55,13 @@ def test_measured_torch_operations_appear_beside_the_predicted_ones(qtbot, windo
     assert float(q.x[0]) == pytest.approx(op.intensity, rel=1e-12)
     assert float(q.y[0]) * float(q.extras["seconds"][0]) == pytest.approx(op.flops, rel=1e-12)
     assert plot.readout_at(OPS_PANEL, float(q.x[0]), float(q.y[0])).count("measured") >= 1
+    # the window's report draws them in roofline-ops.png too
+    frame = window.recompute.frame
+    label, curves = plot.measured_operations()
+    assert "torch" in label and q in curves
+    plain = render_operations(frame, frame.figures.operations)["roofline-ops"]
+    with_measured = render_operations(frame, frame.figures.operations, measured=(label, curves))["roofline-ops"]
+    assert plain.size() == with_measured.size() and plain != with_measured
     # another model on screen: its operations were not measured, the points go
     with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         state.set_model(catalogue_spec(), ref="qwen3-8b-q4_k_m")
