@@ -38,6 +38,11 @@ from rooflab.gui.state.app_state import AppState
 from rooflab.gui.state.settings import Settings
 from rooflab.gui.workers.jobs import JobController, report_unexpected
 
+#: the status of a job that ran to its end but whose result could not be fitted or kept
+FINISHED = {"model": "Finished: timed, not fitted (the line below says why)",
+            "machine": "Finished: measured, not kept (the line below says why)",
+            "": "Finished (the line below says what went wrong)"}
+
 
 class MeasureController(QObject):
     """Runs the Measure tab; see the module docstring."""
@@ -332,7 +337,8 @@ class MeasureController(QObject):
             summary = self.outcome.apply(self._kind, result, source=self._source)
         except RooflabError as exc:
             self.display.drop_live()
-            self._show_error(str(exc))
+            self.run_progress.end()
+            self._show_error(str(exc), finished=FINISHED.get(self._kind, FINISHED[""]))    # not "Stopped"
             return
         self.run_progress.end()
         self.view.show_done(summary)
@@ -357,8 +363,8 @@ class MeasureController(QObject):
         self.view.show_running(False)
         self._reload_if_moved()      # a model or machine picked while the job ran
 
-    def _show_error(self, text: str) -> None:
-        self.view.show_error(text)
+    def _show_error(self, text: str, *, finished: str = "") -> None:
+        self.view.show_error(text, finished=finished)
         self.message.emit(f"Measurement: {text}", "error")
 
     # -- the scenario on screen -----------------------------------------------------------------

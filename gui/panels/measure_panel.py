@@ -80,15 +80,22 @@ class MeasurePanel(QWidget):
         self.results.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.apply_button = QPushButton("Use the calibrated efficiency")
         self.apply_button.setEnabled(False)
+        # the bar, Cancel and the status line in one strip, which the window pins under the
+        # scrolled tab: at 720p they sat below the fold, under the buttons that start a run
+        self.run_strip = QWidget()
+        strip = QVBoxLayout(self.run_strip)
+        strip.setContentsMargins(0, 0, 0, 0)
         row = QHBoxLayout()
         row.addWidget(self.progress, 1)
         row.addWidget(self.cancel_button)
+        strip.addLayout(row)
+        strip.addWidget(self.step)
         layout = QVBoxLayout(self)
         self.server = ServerBox()              # the Server source: a running server under load
         for box in (machine, model, self.server):
             layout.addWidget(box)
-        layout.addLayout(row)
-        for w in (self.step, self.error, self.results, self.apply_button):
+        layout.addWidget(self.run_strip)       # here until the window takes it (``pin_run_strip``)
+        for w in (self.error, self.results, self.apply_button):
             layout.addWidget(w)
         layout.addStretch(1)
         self._show_engine_rows()
@@ -381,11 +388,16 @@ class MeasurePanel(QWidget):
         self.progress.show_at(0.0)
         self.step.setText(status)
 
-    def show_error(self, text: str) -> None:
-        """One line under the controls; the status says the job stopped."""
+    def show_error(self, text: str, *, finished: str = "") -> None:
+        """One line under the controls; the status says the job stopped, or, for a job that ran
+        to its end and whose result could not be fitted or kept, ``finished`` (the status, on a
+        full bar: "0 % · Stopped" read as a cancel)."""
         self.error.setText(text)
         self.error.show()
-        self.show_stopped("Stopped")
+        if finished:
+            self.show_done(finished)
+        else:
+            self.show_stopped("Stopped")
 
     def mark_results_old(self) -> None:
         """The read-out shown is an earlier run's: say so until this run's replaces it."""

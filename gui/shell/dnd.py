@@ -4,6 +4,9 @@ drag that carries local files or web links for the window."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from PySide6.QtCore import QEvent, QMimeData, QObject, Signal
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication, QWidget
@@ -18,6 +21,31 @@ def local_paths(mime: QMimeData | None) -> list[str]:
         return []
     return [url.toLocalFile() if url.isLocalFile() else url.toString() for url in mime.urls()
             if (url.isLocalFile() and url.toLocalFile()) or url.scheme() in ("http", "https")]
+
+
+_SHARD = re.compile(r"-(\d+)-of-\d+\.gguf$", re.IGNORECASE)
+
+
+def _later_shard(name: str) -> bool:
+    """Whether ``name`` is a split model's second or later file ("-00002-of-00003.gguf")."""
+    found = _SHARD.search(name)
+    return found is not None and int(found.group(1)) > 1
+
+
+def folder_ggufs(path: str) -> list[Path] | None:
+    """The GGUF files a dropped folder holds when it is not a Hugging Face folder (no
+    config.json): what LM Studio's and llama.cpp's model folders look like, each split model by
+    its first shard; None when ``path`` is not such a folder (a file, a link, a folder that opens
+    as it is)."""
+    folder = Path(path)
+    try:
+        if not folder.is_dir() or (folder / "config.json").is_file():
+            return None
+        found = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".gguf" and p.is_file()
+                       and not _later_shard(p.name))
+    except OSError:
+        return None
+    return found
 
 
 class DropController(QObject):

@@ -15,6 +15,7 @@ from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
+    QInputDialog,
     QMainWindow,
     QScrollArea,
     QSplitter,
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from rooflab.core.errors import ReportError, RooflabError
+from rooflab.core.report.units import fmt
 from rooflab.core.values.workload import Workload
 from rooflab.gui.controllers.guide_controller import name_topics
 from rooflab.gui.controllers.measure_controller import MeasureController
@@ -40,7 +42,7 @@ from rooflab.gui.panels.stopwatch_panel import StopwatchPanel
 from rooflab.gui.panels.workload_panel import WorkloadPanel
 from rooflab.gui.plots import ChartPlot
 from rooflab.gui.plots.plot_tabs import PlotTabsPanel
-from rooflab.gui.shell.dnd import DropController
+from rooflab.gui.shell.dnd import DropController, folder_ggufs
 from rooflab.gui.shell.geometry import PREFERRED, fit_to_screen
 from rooflab.gui.shell.menus import MenuController
 from rooflab.gui.state.app_state import AppState
@@ -57,6 +59,19 @@ def window_title(model: str, machine: str) -> str:
     title that does not already end with it (X11, Wayland, Windows): ending with it, the name
     shows once everywhere."""
     return f"{model} on {machine} — rooflab"
+
+
+def _with_strip(area: QScrollArea, strip: QWidget) -> QWidget:
+    """``area`` with ``strip`` pinned under it, in sight wherever the area is scrolled (the
+    Measure tab's progress and Cancel were below the fold at 720p)."""
+    tab = QWidget()
+    layout = QVBoxLayout(tab)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(4)
+    layout.addWidget(area, 1)
+    layout.addWidget(strip)                 # taken from the panel's own layout
+    strip.setContentsMargins(6, 0, 6, 6)
+    return tab
 
 
 def _scrolled(widget: QWidget) -> QScrollArea:
@@ -123,7 +138,7 @@ class MainWindow(QMainWindow):
         self.left_tabs.addTab(_scrolled(self.machine_panel), "Machine")
         self.left_tabs.addTab(_scrolled(self.model_panel), "Model")
         self.left_tabs.addTab(_scrolled(self.workload_panel), "Workload")
-        self.left_tabs.addTab(_scrolled(self.measure_panel), "Measure")
+        self.left_tabs.addTab(_with_strip(_scrolled(self.measure_panel), self.measure_panel.run_strip), "Measure")
         self.left_tabs.setCurrentIndex(2)
         self.left_tabs.setMinimumWidth(340)
         side = QWidget()
@@ -202,9 +217,22 @@ class MainWindow(QMainWindow):
         self.model_failed.emit(str(exc))
 
     def _on_drops_dropped(self, paths: list[str]) -> None:
-        self.open_model(paths[0])
+        ref = paths[0]
+        ggufs = folder_ggufs(ref)
+        if ggufs:                   # a folder of GGUFs (no config.json): its one GGUF, or the one picked
+            ref = str(ggufs[0]) if len(ggufs) == 1 else self.ask_gguf(ref, ggufs)
+            if not ref:
+                return
+        self.open_model(ref)
         if len(paths) > 1:
             self.statusBar().showMessage(f"Opened the first of {len(paths)} dropped items", 5000)
+
+    def ask_gguf(self, folder: str, ggufs: list[Path]) -> str:
+        """Which of the GGUF files of a dropped ``folder`` to open ("" when none is picked)."""
+        names = [f"{p.name} ({fmt(float(p.stat().st_size), 'B')})" for p in ggufs]
+        name, ok = QInputDialog.getItem(self, "Open a GGUF", f"{folder} holds {len(ggufs)} GGUF files: open which?",
+                                        names, 0, False)
+        return str(ggufs[names.index(name)]) if ok and name in names else ""
 
     def _on_model_panel_open_requested(self, ref: str, weights: str) -> None:
         self.open_model(ref, weights)
