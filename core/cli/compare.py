@@ -99,15 +99,17 @@ class RowProgress:
 
 def run_compare(args: argparse.Namespace, *, png: PngWriter | None = None) -> int:
     """Build, print and (with --out) save the table; ``png`` draws compare.png when given."""
-    from rooflab.core.cli.output import print_json
+    from rooflab.core.cli.output import print_json, warn_past_training
     from rooflab.core.files.atomic import write_atomic
     from rooflab.core.jobs import run_job
-    from rooflab.core.report.compare import DEPTHS, columns, compare_csv, compare_rows_job, row_dict
+    from rooflab.core.report.compare import DEPTHS, compare_columns, compare_csv, compare_rows_job, row_dict
 
     workload = compare_workload(args)
     depths = tuple(dict.fromkeys(args.depths or DEPTHS))
     hook = None if args.ceiling_only else expected_machine
     combos = entries(args.models, args.machines, args.weights)
+    for spec in {id(c[0]): c[0] for c in combos}.values():        # each model once, before any row
+        warn_past_training(spec, workload, depths if args.depths else (), contexts_flag="--depths")
     status = RowProgress()
     rows = run_job(compare_rows_job(combos, workload, depths=depths, expected=hook), status)
     status.done()
@@ -118,7 +120,7 @@ def run_compare(args: argparse.Namespace, *, png: PngWriter | None = None) -> in
     if args.json:
         print_json({"workload": {"prompt": workload.prompt, "answer": workload.answer, "context": workload.context,
                                  "batch": workload.batch, "kv_type": workload.kv_type},
-                    "depths": list(depths), "columns": [{"key": k, "unit": u} for k, u in columns(depths)],
+                    "depths": list(depths), "columns": [{"key": k, "unit": u} for k, u in compare_columns(depths)],
                     "rows": [row_dict(r) for r in rows],
                     **({"serving": [r.to_dict() for r in served]} if served is not None else {})})
     elif args.csv:

@@ -35,7 +35,7 @@ def profile_from_dict(data: Any, key: str = "") -> MachineProfile:
     field, printable strings."""
     if not isinstance(data, dict):
         raise SpecError("a machine profile must be a JSON object")
-    return _printable_profile(MachineProfile.from_dict(data, key=slug(str(data.get("key") or key))))
+    return _printable_profile(MachineProfile.from_dict(data, key=machine_key(str(data.get("key") or key))))
 
 
 def _read_profile(path: Path, key: str) -> MachineProfile:
@@ -84,7 +84,7 @@ def broken_user_profiles() -> list[str]:
     return lines
 
 
-def slug(name: str) -> str:
+def machine_key(name: str) -> str:
     """A file-safe key for a profile name."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "machine"
 
@@ -92,7 +92,7 @@ def slug(name: str) -> str:
 def profile_key(name: str) -> str:
     """The key a profile called ``name`` is saved under: its slug, with "my-" in front where a
     preset (or the measured machine) already has that key and would be found first."""
-    key = slug(name)
+    key = machine_key(name)
     return f"my-{key}" if key in preset_keys() or key == MEASURED_KEY else key
 
 
@@ -110,7 +110,7 @@ def save_user_profile(machine: MachineProfile, key: str | None = None) -> Path:
 
 
 def delete_user_profile(key: str) -> None:
-    path = profiles_dir() / f"{slug(key)}.json"
+    path = profiles_dir() / f"{machine_key(key)}.json"
     try:
         path.unlink()
     except FileNotFoundError:
@@ -131,9 +131,9 @@ def load_machine(ref: str) -> MachineProfile:
     preset = _presets_dir() / f"{key}.json"
     if preset.is_file():
         return _read_profile(preset, key)
-    user = profiles_dir() / f"{slug(key)}.json"
+    user = profiles_dir() / f"{machine_key(key)}.json"
     if user.is_file():
-        return _read_profile(user, slug(key))
+        return _read_profile(user, machine_key(key))
     known = preset_keys()
     raise ResourceError(f"unknown machine {ref!r}{did_you_mean(ref, known)} (presets: {', '.join(known)}; "
                         "or a profile .json path)")

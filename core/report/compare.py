@@ -73,7 +73,7 @@ class CompareRow:
     offload: str = ""                   # what sits in the second memory: "" nothing, "experts", "layers"
 
 
-def expected_request(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement | Parallel,
+def expected_row_request(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement | Parallel,
                      expected: ExpectedHook | None, link: Parallel | None = None) -> RequestEstimate | None:
     """The request a calibration expects for ``placement`` (or on ``Parallel``'s devices, each
     at the calibrated rates and the link as stated): the same request on the machine
@@ -125,7 +125,7 @@ def compare_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, *,
     priced = machine_as_placed(machine, s)
     steps = np.atleast_1d(placed_decode(spec, priced, workload, fit.placement, context=list(depths), batch=1).seconds)
     rates = [(int(d), 1.0 / float(s) if ok else None) for d, s in zip(depths, steps, strict=True)]
-    exp = expected_request(spec, machine, workload, fit.placement, expected, link) if ok else None
+    exp = expected_row_request(spec, machine, workload, fit.placement, expected, link) if ok else None
     length = workload.context + workload.prompt + workload.answer
     by_hand = s.how == "manual"
     if ok:
@@ -158,7 +158,7 @@ def _parallel_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     ok = par.fits
     rates = [(int(d), 1.0 / float(parallel_decode(spec, machine, workload, p, context=d, batch=1).seconds)
               if ok else None) for d in depths]
-    exp = expected_request(spec, machine, workload, p, expected) if ok else None
+    exp = expected_row_request(spec, machine, workload, p, expected) if ok else None
     length = workload.context + workload.prompt + workload.answer
     words = devices_text(p.devices, p.mode)
     placement = words if ok else \
@@ -206,7 +206,7 @@ def row_depths(rows: Sequence[CompareRow]) -> tuple[int, ...]:
     return tuple(d for d, _ in rows[0].decode_rates) if rows else DEPTHS
 
 
-def columns(depths: Sequence[int] = DEPTHS) -> list[tuple[str, str]]:
+def compare_columns(depths: Sequence[int] = DEPTHS) -> list[tuple[str, str]]:
     """(key, unit) of every column, in order; the keys are the CSV and JSON names."""
     cols = [("model", ""), ("machine", ""), ("weights", ""), ("weight_bytes", "B"), ("kv_bytes", "B"),
             ("fits", ""), ("placement", ""), ("flags", ""), ("device_used_bytes", "B"),
@@ -258,7 +258,7 @@ def compare_csv(rows: Sequence[CompareRow], header: Sequence[str] = (), depths: 
     out = io.StringIO()
     for line in header:
         out.write(f"# {line}\n")
-    keys = [k for k, _ in columns(depths)]
+    keys = [k for k, _ in compare_columns(depths)]
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(keys)
     for row in rows:

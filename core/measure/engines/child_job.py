@@ -49,7 +49,7 @@ from typing import Any, TextIO
 from rooflab.core.errors import Cancelled, MeasurementError, ModelFileError, RooflabError, SpecError
 from rooflab.core.files.safe_json import JsonError, parse_json
 from rooflab.core.jobs import CancelFlag, Progress
-from rooflab.core.measure.engines.child_process import ChildProcess, Line
+from rooflab.core.measure.engines.child_process import ChildProcess, OutputLine
 from rooflab.core.values.measured import MeasuredPoint
 
 #: Engines that run in a child, and the module whose ``child_job(request)`` runs each there.
@@ -161,7 +161,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _message(line: Line, said: deque[str]) -> dict[str, Any] | None:
+def _message(line: OutputLine, said: deque[str]) -> dict[str, Any] | None:
     """The JSON object on a stdout line; None for a stderr line (kept in ``said``) or anything
     that is not one of ours."""
     if line.stream == "err":

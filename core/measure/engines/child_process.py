@@ -33,7 +33,7 @@ _POSIX = os.name == "posix"
 
 
 @dataclass(frozen=True, slots=True)
-class Line:
+class OutputLine:
     """One line of output. ``stream``: "out" or "err"; ``text``: without its newline, decoded as
     UTF-8 with replacement characters; ``overlong``: the line was longer than the cap and only
     its first 200 characters are kept; ``eof``: the stream ended (no text)."""
@@ -53,7 +53,7 @@ class ChildProcess:
         self.argv = [str(a) for a in argv]
         self.name = Path(self.argv[0]).name
         self._max_line = max_line
-        self._queue: queue.Queue[Line] = queue.Queue(maxsize=_QUEUE_LINES)
+        self._queue: queue.Queue[OutputLine] = queue.Queue(maxsize=_QUEUE_LINES)
         self._stopping = threading.Event()
         self.timed_out = False
         self._reaped_at: float | None = None    # when a poll (no waitid) reaped the child
@@ -109,14 +109,14 @@ class ChildProcess:
                     selector.unregister(key.fd)
                     open_names.discard(key.data)
                     if pending[key.data] and not skipping[key.data]:
-                        self._put(Line(key.data, pending[key.data].decode("utf-8", "replace").rstrip("\r")))
-                    self._put(Line(key.data, eof=True))
+                        self._put(OutputLine(key.data, pending[key.data].decode("utf-8", "replace").rstrip("\r")))
+                    self._put(OutputLine(key.data, eof=True))
         except (OSError, ValueError):
             pass                                # a pipe was closed under us: the end of it
         finally:
             selector.close()
             for name in open_names:
-                self._put(Line(name, eof=True))
+                self._put(OutputLine(name, eof=True))
 
     def _feed(self, name: str, chunk: bytes, pending: dict[str, bytearray], skipping: dict[str, bool]) -> None:
         """Split ``chunk`` into lines for ``name``; a line past the cap is handed over as its start
@@ -127,7 +127,7 @@ class ChildProcess:
             end = buffer.find(b"\n")
             if end < 0:
                 if len(buffer) > self._max_line and not skipping[name]:
-                    self._put(Line(name, buffer[:800].decode("utf-8", "replace")[:200], overlong=True))
+                    self._put(OutputLine(name, buffer[:800].decode("utf-8", "replace")[:200], overlong=True))
                     skipping[name] = True
                 if skipping[name]:
                     buffer.clear()
@@ -137,9 +137,9 @@ class ChildProcess:
             if skipping[name]:
                 skipping[name] = False
             elif len(line) > self._max_line:
-                self._put(Line(name, line[:800].decode("utf-8", "replace")[:200], overlong=True))
+                self._put(OutputLine(name, line[:800].decode("utf-8", "replace")[:200], overlong=True))
             else:
-                self._put(Line(name, line.decode("utf-8", "replace").rstrip("\r")))
+                self._put(OutputLine(name, line.decode("utf-8", "replace").rstrip("\r")))
 
     def _read(self, stream: IO[bytes] | None, name: str) -> None:
         try:
@@ -151,13 +151,13 @@ class ChildProcess:
                 text = chunk.decode("utf-8", "replace").rstrip("\r\n")
                 while chunk and overlong and not chunk.endswith(b"\n"):   # skip the rest of it
                     chunk = stream.readline(self._max_line + 1)
-                self._put(Line(name, text[:200] if overlong else text, overlong=overlong))
+                self._put(OutputLine(name, text[:200] if overlong else text, overlong=overlong))
         except (OSError, ValueError):
             pass                                # the pipe was closed under us: the end of it
         finally:
-            self._put(Line(name, eof=True))
+            self._put(OutputLine(name, eof=True))
 
-    def _put(self, line: Line) -> None:
+    def _put(self, line: OutputLine) -> None:
         while not self._stopping.is_set():
             try:
                 self._queue.put(line, timeout=0.1)
@@ -165,7 +165,8 @@ class ChildProcess:
             except queue.Full:
                 continue
 
-    def lines(self, cancel: CancelFlag = None, deadline: float | None = None, poll: float = 0.1) -> Iterator[Line]:
+    def lines(self, cancel: CancelFlag = None, deadline: float | None = None,
+              poll: float = 0.1) -> Iterator[OutputLine]:
         """Each line as it arrives, until both streams end or the ``time.monotonic()``
         ``deadline`` passes (then ``timed_out`` is set). Checks ``cancel`` at least every
         ``poll`` seconds and raises ``Cancelled`` (the caller then calls ``stop``)."""

@@ -30,8 +30,8 @@ from rooflab.core.measure.loadtest.untrusted import (
     basic_header,
     header_key,
     read_body,
-    read_json,
     read_lines,
+    read_reported_json,
     split_credentials,
 )
 
@@ -184,7 +184,7 @@ class Client:
         return StreamError(f"HTTP {resp.status}: {error_message(await read_body(resp.content, ERROR_BODY, cut=True))}")
 
     async def get_json(self, path: str, body: dict[str, Any] | None = None, seconds: float = 10.0) -> Any:
-        """The JSON a GET (or a POST of ``body``) answers (bounded: ``untrusted.read_json``),
+        """The JSON a GET (or a POST of ``body``) answers (bounded: ``untrusted.read_reported_json``),
         None on any failure."""
         import aiohttp
 
@@ -197,7 +197,7 @@ class Client:
                 call = self.session.get(self.root + path, headers=self.headers, timeout=timeout,
                                         allow_redirects=False)
             async with call as resp:
-                return await read_json(resp.content) if resp.status < 300 else None
+                return await read_reported_json(resp.content) if resp.status < 300 else None
         except request_errors():
             return None
 
@@ -218,7 +218,7 @@ class Client:
                 if compressed(resp):
                     raise MeasurementError(f"{self.where}/v1/models: the server sent its answer compressed "
                                            f"({self.clean(compressed(resp), 40)}) though asked for none")
-                listed = await read_json(resp.content) if resp.status < 300 else None
+                listed = await read_reported_json(resp.content) if resp.status < 300 else None
                 if resp.status < 300 and listed is None:
                     raise MeasurementError(f"{self.where}/v1/models answers with something that is not JSON: "
                                            "not an OpenAI-compatible server (is this the API's address?)")

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rooflab.core.measure.loadtest.untrusted import count as checked_count
+from rooflab.core.measure.loadtest.untrusted import reported_count as checked_count
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
@@ -93,7 +93,7 @@ def request_tag(run: int, level: int, index: int) -> str:
     return f"{run % 1_000_000:06d}-{level % 100:02d}-{index % 100_000:05d}"
 
 
-async def calibrate(count: Counter | None, usage_count: Counter | None, lengths: set[int],
+async def calibrate_prompt_words(count: Counter | None, usage_count: Counter | None, lengths: set[int],
                     chat: bool) -> tuple[PromptMaker, list[str]]:
     """The ``PromptMaker`` for ``lengths``: counts from ``count`` (a tokenize endpoint) or else
     ``usage_count`` (a request's usage); warnings for what could not be measured."""

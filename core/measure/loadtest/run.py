@@ -43,8 +43,14 @@ from rooflab.core.measure.loadtest.plan import (
     level_from,
     public_url,
 )
-from rooflab.core.measure.loadtest.prompts import TOKENIZE_PATHS, PromptMaker, calibrate, request_tag, tokens_in
-from rooflab.core.measure.loadtest.untrusted import Secrets, StreamError, count
+from rooflab.core.measure.loadtest.prompts import (
+    TOKENIZE_PATHS,
+    PromptMaker,
+    calibrate_prompt_words,
+    request_tag,
+    tokens_in,
+)
+from rooflab.core.measure.loadtest.untrusted import Secrets, StreamError, reported_count
 from rooflab.core.predict.serving import Load, draw_requests
 
 POLL = 0.05                    # seconds between looks at the cancel token inside the loop
@@ -193,7 +199,7 @@ class _Run:
         answer = await self.client.get_json(path, self.client.body(text, 1, stream=False),
                                      min(self.plan.request_timeout, self._calibration_left()))
         usage = answer.get("usage") if isinstance(answer, dict) else None
-        value = count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+        value = reported_count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
         return value if value else None
 
     async def setup(self) -> None:
@@ -206,7 +212,7 @@ class _Run:
         lengths = {int(p) for load in self.plan.loads for p in draw_requests(self.plan.serving_plan(), load)[0]}
         self.put(Progress(step="server", message="building prompts to their token counts", fraction=0.0))
         self.calibration_ends = time.perf_counter() + CALIBRATION_SECONDS
-        self.maker, notes = await calibrate(self.count_tokens, self.usage_tokens, lengths, self.chat)
+        self.maker, notes = await calibrate_prompt_words(self.count_tokens, self.usage_tokens, lengths, self.chat)
         if self._calibration_left() <= 0:
             notes.append(f"counting prompt tokens stopped after {CALIBRATION_SECONDS:g} s: lengths not counted by "
                          "then are made by the fitted tokens per word")

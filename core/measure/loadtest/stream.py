@@ -14,7 +14,7 @@ SSE specification says; a ``data:`` line that is not JSON, or a chunk with an ``
 the answer as an error with one line saying so.
 
 Nothing a chunk says is trusted: JSON is read by the bounded reader (no NaN, Infinity or
-400-digit numbers), counts and timings are kept only in range (``untrusted.count``,
+400-digit numbers), counts and timings are kept only in range (``untrusted.reported_count``,
 ``figure``) and only under the names rooflab knows (a server's own names could hold anything,
 the API key included), and text is passed on to be made printable and redacted."""
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from rooflab.core.files.safe_json import JsonError, parse_json
 from rooflab.core.io.textfile import printable
-from rooflab.core.measure.loadtest.untrusted import StreamError, count, figure
+from rooflab.core.measure.loadtest.untrusted import StreamError, figure, reported_count
 
 SNIPPET = 80                 # characters of a bad line quoted in an error (more when it holds the key)
 USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
@@ -104,7 +104,7 @@ class StreamState:
                               f"{error_message(chunk)}")
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self.usage = {k: n for k in USAGE if (n := count(usage.get(k))) is not None}
+            self.usage = {k: n for k in USAGE if (n := reported_count(usage.get(k))) is not None}
         timings = chunk.get("timings")
         if isinstance(timings, dict):
             self.timings = {k: x for k in TIMINGS if (x := figure(timings.get(k))) is not None}

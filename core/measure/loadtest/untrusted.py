@@ -46,7 +46,7 @@ class Stalled(Exception):
     """No complete line arrived for the stall time (a server that drips a byte at a time)."""
 
 
-def count(value: Any) -> int | None:
+def reported_count(value: Any) -> int | None:
     """A count a server reports (tokens), when it is a whole number in [0, ``MAX_COUNT``]: not
     a bool, not NaN or Infinity, not negative, not 10^300."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -133,7 +133,7 @@ async def read_body(content: Any, cap: int, *, cut: bool = False) -> bytes:
             raise StreamError(f"an answer of over {cap:,} bytes")
 
 
-async def read_json(content: Any, cap: int = MAX_BODY) -> Any:
+async def read_reported_json(content: Any, cap: int = MAX_BODY) -> Any:
     """The JSON of a body of at most ``cap`` bytes, by the bounded reader (no NaN, no
     Infinity, no 400-digit number, no nesting past its limit); None when it is not JSON."""
     try:

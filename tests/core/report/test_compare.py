@@ -14,7 +14,7 @@ from rooflab.core.predict.autofit import fit_placement
 from rooflab.core.predict.offload import placed_request
 from rooflab.core.report.compare import (
     DEPTHS,
-    columns,
+    compare_columns,
     compare_csv,
     compare_row,
     compare_rows,
@@ -67,10 +67,10 @@ def test_three_models_on_four_machines_as_csv():
     text = compare_csv(rows, ["a header line"])
     assert text.startswith("# a header line\n")
     table = list(csv.DictReader(io.StringIO(text.split("\n", 1)[1])))
-    assert list(table[0]) == [k for k, _ in columns()]
+    assert list(table[0]) == [k for k, _ in compare_columns()]
     assert table[0]["weight_bytes"].isdigit() and table[0]["expected_tpot_seconds"] == ""
     assert {r["fits"] for r in table} <= {"yes", "no"}
-    assert set(row_dict(rows[0])) == {k for k, _ in columns()}
+    assert set(row_dict(rows[0])) == {k for k, _ in compare_columns()}
 
 
 def test_labels_name_model_machine_and_placement(qwen8b):
