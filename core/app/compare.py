@@ -55,12 +55,13 @@ def compare_text(rows: Sequence[CompareRow], depths: Sequence[int] | None = None
     decode-rate columns at ``depths`` (default: those the rows were worked out at)."""
     depths = row_depths(rows) if depths is None else depths
     table: list[list[str]] = [["model", "machine", "weights", "weights GB", "KV GB", "fits", "TTFT",
-                               "TPOT", "expected TPOT", "expected tok/s/seq", *[f"tok/s @{d:,}" for d in depths],
+                               "TPOT", "expected TTFT", "expected TPOT", "expected tok/s/seq",
+                               *[f"tok/s @{d:,}" for d in depths],
                                "max context", "tok/s/seq", "tok/s total", "expected tok/s total", "placement"]]
     for r in rows:
         table.append([r.model, r.machine_key or r.machine, r.weights, f"{r.weight_bytes / GB:,.1f}",
                       f"{r.kv_bytes / GB:,.2f}", "yes" if r.fits else "NO", time_text(r.ttft), time_text(r.tpot),
-                      time_text(r.expected_tpot), rate_text(r.expected_per_sequence),
+                      time_text(r.expected_ttft), time_text(r.expected_tpot), rate_text(r.expected_per_sequence),
                       *[rate_text(v) for _, v in r.decode_rates],
                       f"{r.largest_context:,}" if r.fits else "", rate_text(r.per_sequence), rate_text(r.total),
                       rate_text(r.expected_total), r.placement + (f" ({r.flags})" if r.flags else "")])

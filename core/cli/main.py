@@ -39,7 +39,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from rooflab.core.app.figures import figures
     from rooflab.core.app.resolve import choice_from, expected_for_choice
     from rooflab.core.app.tables import tables
-    from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json
+    from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json, warn_past_training
     from rooflab.core.io import load_model
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.report.expected import expected_text, with_expected
@@ -53,6 +53,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     batches = args.batches or DEFAULT_BATCHES
     prompts = args.prompts or DEFAULT_PROMPTS
     check_grid(contexts, batches, prompts)
+    warn_past_training(spec, workload, args.contexts or (), args.prompts or ())
     expected = None if args.calibrated or args.ceiling_only else expected_for_choice(
         spec, machine, choice, workload.compute_dtype)
     if args.ops:                # the operation view: every operation of the two passes (report.ops_table)

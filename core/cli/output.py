@@ -7,6 +7,7 @@ import csv
 import io
 import math
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from rooflab.core.app.figures import Figures
@@ -21,7 +22,7 @@ from rooflab.core.report.tables import grouped_rows
 from rooflab.core.report.text import GIB, capacity_text, long_duration
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
-from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
 GB = 1e9
 
@@ -284,9 +285,6 @@ def predict_text(figures: Figures, t: Tables) -> str:
         sp = s.speculative
         lines += ["", f"speculative: verify {workload.draft_tokens} drafts costs {sp.verify_cost:.2f} steps, "
                       f"yields {sp.expected_tokens:.2f} tokens, speed-up x{sp.speedup:.2f}"]
-    length = workload.context + workload.prompt + workload.answer
-    if spec.context_length and length > spec.context_length:
-        lines.append(f"warning: {length:,} tokens is past the {spec.context_length:,} {spec.name} was trained for")
     for w in spec.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
@@ -303,3 +301,28 @@ def _duration(seconds: float, ms_decimals: int, *, ms: bool = True) -> str:
     if ms and seconds < 1:
         return f"{seconds * 1e3:,.{ms_decimals}f} ms"
     return long_duration(seconds) or f"{seconds:,.2f} s"
+
+
+def past_training(spec: ModelSpec, workload: Workload, contexts: Sequence[int] = (),
+                  prompts: Sequence[int] = (), *, contexts_flag: str = "--contexts") -> list[str]:
+    """What goes past the context ``spec`` was trained for: the request (context + prompt +
+    answer), and the largest of the ``contexts`` and ``prompts`` asked for (the tables' rows);
+    a model then answers at a quality nothing here predicts."""
+    trained = spec.context_length
+    if not trained:
+        return []
+    past = f"past the {trained:,} {spec.name} was trained for"
+    length = workload.context + workload.prompt + workload.answer
+    out = [f"{length:,} tokens is {past}"] if length > trained else []
+    for name, values in ((contexts_flag, contexts), ("--prompts", prompts)):
+        if values and max(values) > trained:
+            out.append(f"{name} reaches {max(values):,} tokens, {past}")
+    return out
+
+
+def warn_past_training(spec: ModelSpec, workload: Workload, contexts: Sequence[int] = (),
+                       prompts: Sequence[int] = (), *, contexts_flag: str = "--contexts") -> None:
+    """``past_training``'s lines on stderr, before any figure (in every output form)."""
+    for line in past_training(spec, workload, contexts, prompts, contexts_flag=contexts_flag):
+        print(f"rooflab: warning: {line}", file=sys.stderr)
+    sys.stderr.flush()

@@ -260,10 +260,11 @@ def test_module_entry_has_no_traceback(tmp_path):
 
 
 def test_predict_text_warns_past_trained_context(capsys):
-    out = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark", "--context", "100000")[1]
-    assert "warning: 102,304 tokens is past the 40,960 Qwen3-8B Q4_K_M was trained for" in out
-    out = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark")[1]
-    assert "trained for" not in out
+    # on stderr, before any figure (tests/core/cli/test_past_training_cli.py: every form)
+    err = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark", "--context", "100000")[2]
+    assert "warning: 102,304 tokens is past the 40,960 Qwen3-8B Q4_K_M was trained for" in err
+    _, out, err = run(capsys, "predict", "--model", "qwen3-8b-q4_k_m", "--machine", "dgx-spark")
+    assert "trained for" not in out + err
 
 
 # --- numbers, grids and output (issue 11) ----------------------------------------------------------
