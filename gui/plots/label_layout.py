@@ -1,4 +1,4 @@
-"""Where a panel's labels go on screen: the Qt side of ``labels.place``. A panel hands over
+"""Where a panel's labels go on screen: the Qt side of ``labels.label_spots``. A panel hands over
 its drawn curves; this reads their pixel positions and the labels' sizes off the plot, places
 them, and moves the text items there."""
 
@@ -11,7 +11,7 @@ import numpy as np
 from rooflab.core.report.chart_types import Curve, Panel
 from rooflab.gui.plots.axis import log_position
 from rooflab.gui.plots.drawn import Drawn
-from rooflab.gui.plots.labels import LabelSpec, place
+from rooflab.gui.plots.labels import LabelSpec, label_spots
 
 
 class LaidOutPanel(Protocol):
@@ -100,13 +100,13 @@ def place_labels(view: LaidOutPanel) -> None:
     box = (rect.left(), rect.top(), rect.width(), rect.height())
     scale = (sx, sy, dx, dy)
     specs = [_spec(view, d, i, text.textItem.boundingRect(), scale) for text, d, i in wanted]
-    spots = place(box, specs, curves, [spec for spec in specs if spec.kind != "point"])
+    spots = label_spots(box, specs, curves, [spec for spec in specs if spec.kind != "point"])
     if any(spot is None and " " in text.toPlainText() for spot, (text, _, _) in zip(spots, wanted, strict=True)):
         for spot, (text, _, _) in zip(spots, wanted, strict=True):
             if spot is None and " " in text.toPlainText():
                 text.setText(two_lines(text.toPlainText()))
         specs = [_spec(view, d, i, text.textItem.boundingRect(), scale) for text, d, i in wanted]
-        spots = place(box, specs, curves, [spec for spec in specs if spec.kind != "point"])
+        spots = label_spots(box, specs, curves, [spec for spec in specs if spec.kind != "point"])
     for (text, _d, _i), spot in zip(wanted, spots, strict=True):
         text.setOpacity(0.0 if spot is None else 1.0)
         if spot is not None:

@@ -38,7 +38,7 @@ class LabelSpec:
     prefer: float = 0.0
 
 
-def place(box: Rect, labels: Sequence[LabelSpec], curves: Sequence[np.ndarray],
+def label_spots(box: Rect, labels: Sequence[LabelSpec], curves: Sequence[np.ndarray],
           lines: Sequence[LabelSpec] = ()) -> list[tuple[float, float] | None]:
     """The top-left corner of each label in ``box``, None for a label that fits nowhere
     without covering one placed before it or leaving the box. ``curves``: polylines as (n, 2)

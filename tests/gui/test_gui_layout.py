@@ -452,13 +452,13 @@ def test_stacked_panels_line_up_and_count_tokens_from_zero(qtbot, window, size):
 def test_place_keeps_labels_apart_and_inside_and_off_a_curve():
     import numpy as np
 
-    from rooflab.gui.plots.labels import LabelSpec, place
+    from rooflab.gui.plots.labels import LabelSpec, label_spots
 
     box = (0.0, 0.0, 400.0, 120.0)
     # three lines 6 px apart (as the TPOT of three series), their labels preferring one spot
     specs = [LabelSpec(150, 16, "hline", y=y) for y in (60.0, 66.0, 72.0)]
     diagonal = np.array([[0.0, 120.0], [400.0, 0.0]])
-    spots = place(box, specs, [diagonal])
+    spots = label_spots(box, specs, [diagonal])
     assert None not in spots
     rects = [(x, y, 150, 16) for x, y in spots]
     for i, a in enumerate(rects):
@@ -466,15 +466,15 @@ def test_place_keeps_labels_apart_and_inside_and_off_a_curve():
         for b in rects[i + 1:]:
             assert not _overlap(a, b, slack=0)
     # one label, room either side of the curve: it keeps off
-    (spot,) = place(box, [LabelSpec(120, 16, "vline", x=200.0)], [diagonal])
+    (spot,) = label_spots(box, [LabelSpec(120, 16, "vline", x=200.0)], [diagonal])
     assert crossings((spot[0], spot[1], 120, 16), [diagonal]) == 0
 
 
 def test_place_leaves_out_a_label_with_no_room_rather_than_overprint():
-    from rooflab.gui.plots.labels import LabelSpec, place
+    from rooflab.gui.plots.labels import LabelSpec, label_spots
 
     box = (0.0, 0.0, 150.0, 20.0)
-    spots = place(box, [LabelSpec(140, 16, "hline", y=18.0), LabelSpec(140, 16, "hline", y=18.5)], [])
+    spots = label_spots(box, [LabelSpec(140, 16, "hline", y=18.0), LabelSpec(140, 16, "hline", y=18.5)], [])
     assert spots[0] is not None and spots[1] is None
 
 
