@@ -23,6 +23,7 @@ from rooflab.core.predict.parallel import (
 )
 from rooflab.core.predict.placement import MAX_DEVICES, MAX_LAYERS, experts_kept_on_host, input_on_host
 from rooflab.core.report.placed import PlacedSummary
+from rooflab.core.report.text import capacity_text
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, Workload
@@ -139,7 +140,7 @@ def placement_lines(figures: Figures) -> list[str]:
         words = ("GPU", "host") if machine.kind == "gpu" else ("memory", "2nd tier")
         for word, use in zip(words, (placed.fit.memory.device, placed.fit.memory.host), strict=True):
             if use.used > 0:
-                lines.append(f"  {word:<8} {use.used / GB:8.2f} of {use.capacity / GB:,.2f} GB: weights "
+                lines.append(f"  {word:<8} {use.used / GB:8.2f} GB of {capacity_text(use.capacity)}: weights "
                              f"{use.weights / GB:.2f}, KV {use.kv / GB:.2f}, compute buffer "
                              f"{use.compute_buffer / GB:.2f}, reserve {use.reserve / GB:.2f}"
                              + ("" if use.fits else "  OVERFLOWS"))

@@ -29,6 +29,7 @@ from rooflab.core.predict.serving import (
 )
 from rooflab.core.predict.serving_stats import Bounds, ServingLevel
 from rooflab.core.report.placed import PlacedSummary
+from rooflab.core.report.units import fmt
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
@@ -196,7 +197,9 @@ def serving_dict(s: Serving) -> dict[str, Any]:
 
 
 def _ms(x: float) -> str:
-    return f"{x * 1e3:8.1f}" if math.isfinite(x) else f"{'-':>8}"
+    """A latency in its unit, 3 significant figures ("55.7 ms", "29 s"): in ms alone a 29 s
+    TTFT read "28994.1"."""
+    return f"{fmt(x, 's'):>8}" if math.isfinite(x) else f"{'-':>8}"
 
 
 HEADER = (f"  {'level':>9} {'done':>5} {'req/s':>7} {'tok/s':>8} {'tok/s/seq':>9} | {'TTFT p50':>8} {'p90':>8} "
@@ -209,7 +212,8 @@ def level_label(lv: ServingLevel) -> str:
 
 def levels_text(levels: Sequence[ServingLevel], goodput: bool = False,
                 extra: Sequence[str] | None = None) -> str:
-    """One row per level, latencies in ms (``extra``: a note after each row, such as errors)."""
+    """One row per level, latencies with their units (``extra``: a note after each row, such as
+    errors)."""
     lines = [HEADER + ("  goodput" if goodput else "")]
     for i, lv in enumerate(levels):
         row = (f"  {level_label(lv):>9} {lv.completed:>5} {lv.requests_per_second:>7.3g} "
@@ -221,7 +225,7 @@ def levels_text(levels: Sequence[ServingLevel], goodput: bool = False,
         if extra and extra[i]:
             row += f"  {extra[i]}"
         lines.append(row)
-    lines.append("  (latencies in ms; tok/s: output tokens per second, all sequences; tok/s/seq: 1 / TPOT)")
+    lines.append("  (tok/s: output tokens per second, all sequences; tok/s/seq: 1 / TPOT)")
     return "\n".join(lines)
 
 

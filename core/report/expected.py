@@ -15,7 +15,7 @@ from rooflab.core.predict.parallel import Parallel, parallel_decode, parallel_es
 from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.sweep import decode_grid, prefill_sweep
-from rooflab.core.report.units import fmt
+from rooflab.core.report.units import fmt, fmt_range
 from rooflab.core.values.calibration import EngineCalibration, band
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -155,8 +155,8 @@ def expected_text(spec: ModelSpec, ex: Expected, workload: Workload, placement: 
     for label, key in (("time to first token", "expected_ttft_seconds"),
                        ("time per output token", "expected_tpot_seconds")):
         # in a person's units, as every other figure ("7.62 s", not "7622.65 ms")
-        lines.append(f"  {label:<22} {fmt(r[key], 's'):>10}  (band {fmt(r[key + '_low'], 's')} to "
-                     f"{fmt(r[key + '_high'], 's')})")
+        band = fmt_range(r[key + "_low"], r[key + "_high"], "s")
+        lines.append(f"  {label:<22} {fmt(r[key], 's'):>10}  (band {band})")
     for phase, label in (("prefill", "prompt processing"), ("decode", "generation"), ("batch", "batched decode")):
         phrase = accuracy_phrase(cal, phase)
         if phrase:

@@ -8,7 +8,7 @@ from rooflab.core.predict.expected import Expected
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.expected import StandsOn, accuracy_phrase, expected_request
 from rooflab.core.report.explain import Line, per_sequence
-from rooflab.core.report.units import fmt
+from rooflab.core.report.units import fmt, fmt_range
 
 
 def _origin(ex: Expected) -> str:
@@ -34,7 +34,7 @@ def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> li
                                     ("expected_tpot", "Expected TPOT", "tpot_seconds", "decode")):
         value, low, high = r[f"expected_{name}"], r[f"expected_{name}_low"], r[f"expected_{name}_high"]
         accuracy = accuracy_phrase(ex.calibration, phase)
-        band = f"{fmt(low, 's')} to {fmt(high, 's')}; " if fmt(low, "s") != fmt(high, "s") else ""
+        band = f"{fmt_range(low, high, 's')}; " if fmt(low, "s") != fmt(high, "s") else ""
         sentence = band + (accuracy or origin) + (f". {notes}" if notes else "")
         sentence = sentence[0].upper() + sentence[1:]
         rows.append(Line(key=key, label=label, value=fmt(value, "s"), bound="", sentence=sentence, tooltip=tooltip))
@@ -44,7 +44,7 @@ def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> li
     rate, low, high = (1.0 / r[f"expected_tpot_seconds{s}"] for s in ("", "_high", "_low"))
     total = f"; {fmt(batch * rate, 'tokens/s')} in total over the batch of {batch:,}" if batch > 1 else ""
     rows.append(Line(key="expected_rate", label="Expected rate", value=per_sequence(fmt(rate, "tokens/s"), batch),
-                     bound="", sentence=(f"{fmt(low, 'tokens/s')} to {fmt(high, 'tokens/s')} per sequence"
+                     bound="", sentence=(f"{fmt_range(low, high, 'tokens/s')} per sequence"
                                          if fmt(low, "tokens/s") != fmt(high, "tokens/s") else "Per sequence")
                      + f"{total}; from {origin}",
                      tooltip=tooltip))

@@ -16,6 +16,7 @@ _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0,
 _SMALL = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 _WORDS = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
 _PREFIXED = {"B", "B/s", "FLOP", "FLOP/s"}          # take k, M, G, T, P
+_COUNTS = ("tokens", "sequences", "experts", "requests")
 
 
 def prefix_for(value: float, unit: str) -> tuple[float, str]:
@@ -54,13 +55,30 @@ def fmt(value: float, unit: str, digits: int = 3) -> str:
 def _fmt(value: float, unit: str, digits: int) -> str:
     if not math.isfinite(value):
         return "never" if value > 0 else "n/a"
-    if unit in ("tokens", "sequences", "experts", "requests") and float(value).is_integer():
+    if unit in _COUNTS and float(value).is_integer():
         return f"{int(value):,} {unit[:-1] if value == 1 else unit}"     # "1 token", "2 tokens", "1 request"
     scale, shown = prefix_for(value, unit)
     text = significant(value / scale, digits)
     if shown == "%":
         return f"{text} %"
     return f"{text} {shown}".rstrip()
+
+
+def fmt_range(low: float, high: float, unit: str, digits: int = 3) -> str:
+    """"``low`` to ``high``" in one prefix and one number of decimals, those ``high`` takes at
+    ``digits`` significant figures (and ``low`` at one fewer): "7.0 ms to 10.3 ms" (``fmt``
+    alone gave "7 ms to 10.3 ms", a figure that read rounder than its neighbour)."""
+    if not (math.isfinite(low) and math.isfinite(high)) or unit in ("1", "params", *_COUNTS) or (
+            unit == "s" and long_duration(high, digits) is not None):
+        return f"{fmt(low, unit, digits)} to {fmt(high, unit, digits)}"
+    scale, shown = prefix_for(max(abs(low), abs(high)), unit)
+
+    def decimals(value: float, figures: int) -> int:
+        return max(0, figures - 1 - math.floor(math.log10(value))) if value > 0 else 0
+
+    # the high end's figures, and at least one fewer for the low end ("7.0", not "7")
+    places = max(decimals(abs(high) / scale, digits), decimals(abs(low) / scale, digits - 1))
+    return f"{low / scale:,.{places}f} {shown} to {high / scale:,.{places}f} {shown}"
 
 
 def _si_prefix(value: float) -> tuple[float, str]:
