@@ -83,32 +83,68 @@ def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
     its own key) is among the published machines, compute factors are rescaled to the preset's
     own FP16 peak (the tables count GeForce FP16 at FP16 accumulate, presets at FP32), and its
     own offset (``public.machine_offsets``: how its published rows ran against the group's fit)
-    applies to the central figure and the band alike."""
+    applies to the central figure and the band alike. The band is centred on the expected
+    figure (``centred_band``)."""
     kept = _backend(group)
     if kept is None:
         return None
     cal, peaks, offsets = kept
     scale = peaks[key] / fp16 if key in peaks and fp16 > 0 else 1.0
     tg, pp = offsets.get(key, (1.0, 1.0))
-    if (scale, tg, pp) == (1.0, 1.0, 1.0):
-        return cal
     from rooflab.core.calibration.public_fit import scaled
 
     def rescaled(r: Rates) -> Rates:
         # at most the preset's own peak: an expected figure is never above its ceiling, even where
         # llama.cpp's FP16-accumulate kernels outrun a GeForce peak stated at FP32 accumulate
-        r = dataclasses.replace(r, prefill_flops={k: min(1.0, v * scale) for k, v in r.prefill_flops.items()},
-                                decode_flops={k: min(1.0, v * scale) for k, v in r.decode_flops.items()},
-                                attention_flops=None if r.attention_flops is None else
-                                min(1.0, r.attention_flops * scale),
-                                flash_attention_flops=None if r.flash_attention_flops is None else
-                                min(1.0, r.flash_attention_flops * scale))
-        return scaled(r, tg, pp)
+        return dataclasses.replace(r, prefill_flops={k: min(1.0, v * scale) for k, v in r.prefill_flops.items()},
+                                   decode_flops={k: min(1.0, v * scale) for k, v in r.decode_flops.items()},
+                                   attention_flops=None if r.attention_flops is None else
+                                   min(1.0, r.attention_flops * scale),
+                                   flash_attention_flops=None if r.flash_attention_flops is None else
+                                   min(1.0, r.flash_attention_flops * scale))
 
-    note = (f"{key}'s own published rows: generation x{tg:.2f}, prompt processing x{pp:.2f} of the "
-            f"{group} fit",) if key in offsets else ()
-    return dataclasses.replace(cal, central=rescaled(cal.central), replicates=tuple(map(rescaled, cal.replicates)),
-                               notes=cal.notes + note)
+    base = rescaled(cal.central)
+    factors = [held_out_factors(cal.central, r) for r in cal.replicates]
+    mid = _median_factors(factors)
+    replicates = tuple(scaled(base, d / mid[0] * tg, p / mid[1] * pp) for d, p in factors)
+    notes = cal.notes
+    if key in offsets:
+        notes += (f"{key}'s own published rows: generation x{tg:.2f}, prompt processing x{pp:.2f} of the "
+                  f"{group} fit",)
+    elif max(abs(mid[0] - 1.0), abs(mid[1] - 1.0)) > LEAN:
+        notes += (f"machines the {group} fit left out ran a median x{mid[0]:.2f} of its generation and x{mid[1]:.2f} "
+                  f"of its prompt processing figures: this machine may run that much faster (or slower, under 1)",)
+    return dataclasses.replace(cal, central=scaled(base, tg, pp), replicates=replicates, notes=notes)
+
+
+LEAN = 0.05         # a median held-out factor this far from 1 is said in a note
+
+
+def held_out_factors(central: Rates, replicate: Rates) -> tuple[float, float]:
+    """(generation, prompt processing): the held-out quantiles a band replicate was scaled by
+    (``_fitted_group``: ``public_fit.scaled(central, d, p)``), read back off its terms: a fixed
+    cost divided by ``d`` (else a share not clipped at 1), the prompt FLOP/s times ``p``."""
+    d = next((c / r for c, r in ((central.layer_seconds, replicate.layer_seconds),
+                                 (central.pass_seconds, replicate.pass_seconds),
+                                 (central.expert_layer_seconds, replicate.expert_layer_seconds)) if c > 0 and r > 0),
+             None)
+    if d is None:
+        d = _ratio(central.bandwidth, replicate.bandwidth)
+    return d, _ratio(central.prefill_flops, replicate.prefill_flops)
+
+
+def _ratio(central: Any, replicate: Any) -> float:
+    """replicate / central of a share where the replicate's is under the clip at 1 (the largest
+    clipped ratio where every one is clipped: the least the factor was)."""
+    pairs = [(replicate[k] / central[k], replicate[k] < 1.0) for k in central if central[k] > 0 and k in replicate]
+    free = [r for r, unclipped in pairs if unclipped]
+    return max(free or [r for r, _ in pairs] or [1.0])
+
+
+def _median_factors(factors: list[tuple[float, float]]) -> tuple[float, float]:
+    if not factors:
+        return 1.0, 1.0
+    return float(np.median([d for d, _ in factors])), float(np.median([p for _, p in factors]))
 
 
 def data_digest() -> str:
