@@ -494,3 +494,35 @@ def test_no_module_is_past_600_lines():
     long = {str(path.relative_to(ROOT)): n for folder in PACKAGE_DIRS for path in sorted((ROOT / folder).rglob("*.py"))
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert not long, long
+
+
+# Roles several modules play alike, each looked up by its module (docs/architecture.md, Glossary):
+# the two entry points, and what each timing engine's child process runs and plans.
+SHARED_NAMES = {"main", "child_job", "planned_points"}
+
+
+def public_definitions(root: Path = ROOT) -> dict[str, list[str]]:
+    """Each public top-level function or class name of core/ and gui/ -> the modules defining it."""
+    found: dict[str, list[str]] = {}
+    for folder in PACKAGE_DIRS:
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                defines = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                if defines and not node.name.startswith("_"):
+                    found.setdefault(node.name, []).append(str(path.relative_to(root)))
+    return found
+
+
+def test_a_public_name_is_defined_once():
+    """One word, one meaning: a public name defined in two modules is two meanings for a reader
+    who meets it imported; only the roles of ``SHARED_NAMES`` are defined alike on purpose."""
+    twice = {name: where for name, where in public_definitions().items() if len(where) > 1 and name not in SHARED_NAMES}
+    assert not twice, twice
+
+
+def test_the_duplicate_check_finds_a_planted_twin(tmp_path: Path):
+    for folder in PACKAGE_DIRS:
+        (tmp_path / folder).mkdir()
+    (tmp_path / "core" / "a.py").write_text("def render():\n    pass\n\n\ndef _private():\n    pass\n")
+    (tmp_path / "gui" / "b.py").write_text("class render:\n    pass\n\n\ndef _private():\n    pass\n")
+    assert public_definitions(tmp_path) == {"render": ["core/a.py", "gui/b.py"]}

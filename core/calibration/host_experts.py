@@ -177,7 +177,7 @@ def with_host_experts(spec: ModelSpec, machine: MachineProfile, expected: Expect
                                notes=(*expected.notes, note))
 
 
-def describe(calibration: HostExpertCalibration) -> Sequence[str]:
+def describe_host_experts(calibration: HostExpertCalibration) -> Sequence[str]:
     """Lines for a person: each layout's rate, its spread, its share of the ceiling."""
     out = [f"{calibration.machine_name}: {calibration.engine}, measured bandwidth "
            f"{calibration.bandwidth / 1e9:.1f} GB/s (the ceiling), {calibration.date[:16]}"]

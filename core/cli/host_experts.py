@@ -47,7 +47,7 @@ def _layouts(text: str) -> tuple[str, ...]:
 def run_host_experts(args: argparse.Namespace, machine: MachineProfile, cancel: CancelToken,
                      on_progress: Callable[[Progress], None] | None = None) -> int:
     """Measure, print and (unless --no-save) keep; ``machine``: this machine as measured."""
-    from rooflab.core.calibration.host_experts import describe, save_host_experts
+    from rooflab.core.calibration.host_experts import describe_host_experts, save_host_experts
     from rooflab.core.errors import SpecError
     from rooflab.core.jobs import run_job
     from rooflab.core.measure.host_experts import LAYOUTS, measure_host_experts
@@ -65,7 +65,7 @@ def run_host_experts(args: argparse.Namespace, machine: MachineProfile, cancel: 
                           "rates": {r.layout: r.rate for r in cal.layouts}, "kept": str(kept) if kept else None},
                          indent=2))
         return 0
-    for line in describe(cal):
+    for line in describe_host_experts(cal):
         print(line)
     print(f"kept as this machine's host-expert calibration: {kept}" if kept else "not kept (--no-save)",
           file=sys.stdout)

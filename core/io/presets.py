@@ -35,7 +35,7 @@ def profile_from_dict(data: Any, key: str = "") -> MachineProfile:
     field, printable strings."""
     if not isinstance(data, dict):
         raise SpecError("a machine profile must be a JSON object")
-    return _printable_profile(MachineProfile.from_dict(data, key=machine_key(str(data.get("key") or key))))
+    return _printable_profile(MachineProfile.from_dict(data, key=profile_file_key(str(data.get("key") or key))))
 
 
 def _read_profile(path: Path, key: str) -> MachineProfile:
@@ -84,7 +84,7 @@ def broken_user_profiles() -> list[str]:
     return lines
 
 
-def machine_key(name: str) -> str:
+def profile_file_key(name: str) -> str:
     """A file-safe key for a profile name."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "machine"
 
@@ -92,7 +92,7 @@ def machine_key(name: str) -> str:
 def profile_key(name: str) -> str:
     """The key a profile called ``name`` is saved under: its slug, with "my-" in front where a
     preset (or the measured machine) already has that key and would be found first."""
-    key = machine_key(name)
+    key = profile_file_key(name)
     return f"my-{key}" if key in preset_keys() or key == MEASURED_KEY else key
 
 
@@ -110,7 +110,7 @@ def save_user_profile(machine: MachineProfile, key: str | None = None) -> Path:
 
 
 def delete_user_profile(key: str) -> None:
-    path = profiles_dir() / f"{machine_key(key)}.json"
+    path = profiles_dir() / f"{profile_file_key(key)}.json"
     try:
         path.unlink()
     except FileNotFoundError:
@@ -126,14 +126,14 @@ def load_machine(ref: str) -> MachineProfile:
     if key == MEASURED_KEY:
         measured = load_measured_machine()
         if measured is None:
-            raise ResourceError("no measured machine yet: run 'rooflab measure machine' first")
+            raise ResourceError(_no_measured_machine())
         return measured
     preset = _presets_dir() / f"{key}.json"
     if preset.is_file():
         return _read_profile(preset, key)
-    user = profiles_dir() / f"{machine_key(key)}.json"
+    user = profiles_dir() / f"{profile_file_key(key)}.json"
     if user.is_file():
-        return _read_profile(user, machine_key(key))
+        return _read_profile(user, profile_file_key(key))
     known = preset_keys()
     raise ResourceError(f"unknown machine {ref!r}{did_you_mean(ref, known)} (presets: {', '.join(known)}; "
                         "or a profile .json path)")
@@ -158,6 +158,18 @@ def save_measured_machine(profile: MachineProfile, measurement: Mapping[str, Any
 def disturbed_machine_path() -> Path:
     """Where the last machine measurement that failed its checks is kept, apart from the one used."""
     return data_dir() / "machines" / f"{MEASURED_KEY}-disturbed.json"
+
+
+def _no_measured_machine() -> str:
+    """Why there is no measured machine, and what to do: a run set aside as disturbed is named
+    (it said "no measured machine yet" as if none had run)."""
+    data = read_record(disturbed_machine_path())
+    reason = data.get("disturbed") if isinstance(data, dict) else None
+    if not isinstance(reason, str):
+        return "no measured machine yet: run 'rooflab measure machine' first"
+    return (f"no measured machine yet: the last measurement of this machine was set aside as disturbed "
+            f"({printable(reason, 200)}; kept in {disturbed_machine_path()}): run 'rooflab measure machine' "
+            "again when the machine is quieter, or name a preset with --machine")
 
 
 def save_disturbed_machine_run(measurement: Mapping[str, Any], reason: str) -> Path:

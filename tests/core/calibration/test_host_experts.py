@@ -14,7 +14,7 @@ from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.calibration.host_experts import (
     HostExpertCalibration,
     LayoutRate,
-    describe,
+    describe_host_experts,
     load_host_experts,
     save_host_experts,
     with_host_experts,
@@ -51,8 +51,9 @@ def test_the_rate_is_the_median_round_and_its_share_of_the_measured_bandwidth():
     # a round whose extra experts took no time is noise, left out; a rate past the ceiling is held at it
     noisy = calibration(rounds=(0.010, -0.002))
     assert noisy.layouts[0].rates == (pytest.approx(4e9),)
-    assert "1 of 2 rounds took no extra time, left out" in describe(noisy)[1]
-    assert describe(cal)[1].endswith("0.40 of the ceiling") and "4.0 GB/s median" in describe(cal)[1]
+    assert "1 of 2 rounds took no extra time, left out" in describe_host_experts(noisy)[1]
+    said = describe_host_experts(cal)[1]
+    assert said.endswith("0.40 of the ceiling") and "4.0 GB/s median" in said
     assert calibration(bandwidth=2e9).factor(calibration(bandwidth=2e9).layouts[0]) == 1.0
     with pytest.raises(SpecError, match="no layout"):
         calibration(rounds=(-0.001, 0.0))
