@@ -213,6 +213,18 @@ def _reference_machine(name: str | None, device: str, cancel: CancelToken) -> An
     return keep_machine_run(run)
 
 
+def _machine_or_why(name: str | None, device: str, cancel: CancelToken) -> tuple[Any, str]:
+    """(``_reference_machine``, "") or, when this machine's measurement was judged disturbed and
+    set aside, (None, why): the model is timed all the same, without a ceiling or a fit (it exited
+    2 having timed nothing)."""
+    try:
+        return _reference_machine(name, device, cancel), ""
+    except MeasurementError as exc:
+        if name or "disturbed" not in str(exc):
+            raise
+        return None, str(exc)
+
+
 def _host_experts(args: argparse.Namespace, cancel: CancelToken) -> int:
     """``measure host-experts`` against this machine as measured (measured first if it is not)."""
     status = _Status()
@@ -232,7 +244,12 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     if engine != "torch" and args.flash_attention == "off":
         runnable(Workload(kv_type=args.kv_type, flash_attention=False))   # what llama.cpp would refuse, said first
     model = _model_to_time(engine, args)          # a file that is not there is said before any timing
-    machine = _reference_machine(args.machine, args.device, cancel)
+    machine, unmeasured = _machine_or_why(args.machine, args.device, cancel)
+    if unmeasured:
+        if args.ops:
+            raise MeasurementError(unmeasured)
+        print(f"rooflab: warning: {unmeasured}; timing the model all the same, without a ceiling or a fit",
+              file=sys.stderr)
     status = _Status()
     if args.ops:                # operation by operation (cli.measure_ops)
         from rooflab.core.cli.measure_ops import run_measure_ops
@@ -253,6 +270,8 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
                 print(f"rooflab: warning: could not keep the points measured before: {reason}", file=sys.stderr)
         raise
     status.done()
+    if machine is None:         # no trusted profile of this machine: the times alone
+        return _print_unfitted(run, None, args, NO_PROFILE)
     reason = unrepeated(run.points)
     if reason:                  # timed once: kept and shown, not fitted
         return _print_unfitted(run, machine, args, reason)
@@ -286,26 +305,36 @@ def _model(args: argparse.Namespace, cancel: CancelToken) -> int:
     return 0
 
 
+NO_PROFILE = ("this machine has no trusted profile, so there is no ceiling to set the times against and "
+              "nothing to fit them to; measure it when it is quieter ('rooflab measure machine'), then time the "
+              "model again, or compare with a preset's ceiling (--machine)")
+
+
 def _print_unfitted(run: Any, machine: Any, args: argparse.Namespace, reason: str) -> int:
-    """A run with nothing to fit (``workflow.unrepeated``): its points, kept unless --no-save,
-    each beside its ceiling, and why nothing was fitted."""
+    """A run with nothing to fit (``workflow.unrepeated``; ``machine`` None: no profile of this
+    machine to fit to): its points, kept unless --no-save (with a machine to keep them for), each
+    beside its ceiling where there is one, and why nothing was fitted."""
     from rooflab.core.calibration.calibrate import predict_points
     from rooflab.core.measure.workflow import keep_unfinished
 
-    kept = "" if args.no_save else keep_unfinished(run, machine, source=str(args.model))
+    kept = "" if args.no_save or machine is None else keep_unfinished(run, machine, source=str(args.model))
     if kept:
         print(f"rooflab: warning: could not keep the measurement: {kept}", file=sys.stderr)
-    ceiling = predict_points(run.spec, machine, run.points, kv_type=run.kv_type, dtype=run.dtype)
+    ceiling = (None if machine is None else
+               [float(c) for c in predict_points(run.spec, machine, run.points, kv_type=run.kv_type, dtype=run.dtype)])
     if args.json:
         _print_json({"model": run.label, "engine": run.engine, "settings": run.settings.to_dict(),
-                     "machine": machine.name, "measurement": run.record(), "calibration": None,
-                     "not_fitted": reason, "ceiling_seconds": [float(c) for c in ceiling]})
+                     "machine": None if machine is None else machine.name, "measurement": run.record(),
+                     "calibration": None, "not_fitted": reason, "ceiling_seconds": ceiling})
         return 0
     print(f"{run.label}: {run.settings.label}")
-    print(f"  {'pass':<8} {'prompt':>6} {'context':>7} {'batch':>5} {'measured ms':>11} {'ceiling ms':>10}")
-    for p, c in zip(run.points, ceiling, strict=True):
-        print(f"  {p.kind:<8} {p.prompt:>6} {p.context:>7} {p.batch:>5} {p.seconds * 1e3:>11.2f} {c * 1e3:>10.2f}")
-    print(f"  not fitted: {reason}" + ("" if args.no_save or kept else "; the points are kept"))
+    print(f"  {'pass':<8} {'prompt':>6} {'context':>7} {'batch':>5} {'measured ms':>11}"
+          + ("" if ceiling is None else f" {'ceiling ms':>10}"))
+    for i, p in enumerate(run.points):
+        print(f"  {p.kind:<8} {p.prompt:>6} {p.context:>7} {p.batch:>5} {p.seconds * 1e3:>11.2f}"
+              + ("" if ceiling is None else f" {ceiling[i] * 1e3:>10.2f}"))
+    kept_text = "" if args.no_save or kept or machine is None else "; the points are kept"
+    print(f"  not fitted: {reason}{kept_text}")
     return 0
 
 
