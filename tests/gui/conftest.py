@@ -3,6 +3,7 @@ window that saves no settings."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -21,6 +22,23 @@ def catalogue_spec(key: str = DEFAULT_MODEL):
 
         _SPECS[key] = load_model(key)
     return _SPECS[key]
+
+
+@pytest.fixture(autouse=True)
+def windows_deleted_at_teardown(qapp):
+    """Each test's windows are deleted as it ends, not at a moment of a later test's choosing.
+
+    pytest-qt closes a test's widgets and calls ``deleteLater``; but with no event loop running
+    between tests Qt deletes nothing, and a closed window, its plots and timers lived on until a
+    later test's nested event loop or the garbage collector happened to delete it, in the middle
+    of that test's own drawing (a test worker ended by a segfault in CI, in whichever window test
+    ran then). Deleting them here, then collecting, does it at one quiet point."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    yield
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 @pytest.fixture

@@ -87,7 +87,7 @@ def catalogue_model():
 
 # --- llama.cpp, in process, on the user's GGUF -----------------------------------------------------
 
-def test_llamacpp_measures_the_gguf_on_screen_and_keeps_it(qtbot, gguf_window, tiny_gguf, monkeypatch):
+def test_llamacpp_measures_the_gguf_on_screen_and_keeps_it(qtbot, gguf_window, tiny_gguf, monkeypatch, steady_timings):
     window, state = gguf_window, gguf_window.state
     panel, ctl = window.measure_panel, window.measure
     # model -> controls: a GGUF is timed in llama.cpp, whose controls show (torch's do not)
