@@ -75,8 +75,9 @@ def ops_roofline_chart(sc: Scenario, timed: Sequence[TimedOperation], *, pinned:
 def measured_op_curves(rows: Sequence[Mapping[str, Any]]) -> tuple[Curve, ...]:
     """The operations a run timed (``measure.engines.op_times.compared_rows``: each beside its
     prediction for the workload it ran) as measured points: at the intensity that prediction
-    gives, at the FLOP/s its measured time implies (predicted FLOPs / measured seconds), with
-    the share of its bound it reached. Rows no prediction has (residual adds, a fused
+    gives, at the FLOP/s its measured time implies (predicted FLOPs / measured seconds), named
+    with the share of its bound it reached ("decode · dense · attn_scores, measured (prompt
+    8,192), 14% of its bound"). Rows no prediction has (residual adds, a fused
     attention) or that do no FLOPs have no place on the roofline."""
     ax = axes("intensity", "FLOP/byte", "attained", "FLOP/s")
     out = []
@@ -87,8 +88,9 @@ def measured_op_curves(rows: Sequence[Mapping[str, Any]]) -> tuple[Curve, ...]:
         prompt = int(r.get("prompt") or 0)
         where = f"{r['phase']} · {r['layer_kind']} · {r['name']}"
         share = r.get("share_of_bound")
+        reached = f", {float(share):.0%} of its bound" if share is not None else ""
         out.append(Curve(key=f"{r['phase']}:{r['layer_kind']}:{r['name']}:measured:{prompt}",
-                         label=f"{where}, measured (prompt {prompt:,})", x=pts(float(intensity)),
+                         label=f"{where}, measured (prompt {prompt:,}){reached}", x=pts(float(intensity)),
                          y=pts(float(flops) / float(seconds)), kind="points", role="measured",
                          extras={SECONDS: pts(float(seconds)),
                                  "of its bound": pts(float(share) if share is not None else math.nan)}, **ax))

@@ -46,3 +46,4 @@ def test_measured_points_sit_at_the_predicted_intensity():
     (q,) = measured_op_curves(rows)
     assert q.key == "decode:dense:q_proj:measured:8" and q.role == "measured"
     assert (q.x[0], q.y[0]) == (2.0, pytest.approx(4e9)) and q.extras["of its bound"][0] == 0.25
+    assert q.label == "decode · dense · q_proj, measured (prompt 8), 25% of its bound"     # its gap, said
