@@ -155,7 +155,8 @@ def flash_sentence(sc: Scenario) -> str:
     more = float(compute_buffer_bytes(spec, w.ubatch, cells, attention_scores=True)
                  - compute_buffer_bytes(spec, w.ubatch, cells, attention_scores=False))
     rate = ("at the non-flash kernel's fitted rate" if eff.attention_factor(False) != eff.attention_factor(True)
-            else "at the same rate as with it: nothing calibrated here tells the two kernels apart")
+            else "at the same rate as with it (the ceiling has one rate for both kernels; an expected "
+                 "figure moves only where its calibration timed them apart)")
     return (f" Flash attention off (-fa off): llama.cpp's compute buffer holds the attention scores, "
             f"{fmt(max(more, 0.0), 'B')} more memory; the prompt's attention arithmetic is priced {rate}.")
 
