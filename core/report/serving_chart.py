@@ -177,7 +177,9 @@ def chart_of(f: ServingFigures, batch: int) -> Chart:
     """The Serving chart drawn from ``f`` (``batch``: the current workload's)."""
     latency, throughput = _curves(f.ceiling.levels, f.axis, prefix="", label="", role="main")
     if f.expected is not None:
-        more = _curves(f.expected.levels, f.axis, prefix="expected_", label=f" ({f.expected_label})",
+        # "TTFT p50, expected": the engine is named once, in the panels' titles (four entries each
+        # ending "(expected, llama.cpp CUDA)" were too wide for a legend in two columns)
+        more = _curves(f.expected.levels, f.axis, prefix="expected_", label=", expected",
                        role="calibrated", spread=f.spread)
         latency, throughput = latency + more[0], throughput + more[1]
     if f.measured:
@@ -190,7 +192,8 @@ def chart_of(f: ServingFigures, batch: int) -> Chart:
                    x=np.array([f.marker]), y=np.zeros(0),
                    x_name=x_name, x_unit=x_unit, y_name="", y_unit="", kind="vline", role="marker")
     panels = _panels(f.axis, (*latency, marker), (*throughput, marker),
-                     (f"{f.plan.slots} slots, {f.plan.step_tokens:,} tokens per step", f"saturation {_rate(f)}"))
+                     (f"{f.plan.slots} slots, {f.plan.step_tokens:,} tokens per step", f"saturation {_rate(f)}"),
+                     expected_with=f.expected_label if f.expected is not None else "")
     arrivals = ("Each concurrent client sends its next request when its last one ends." if f.axis == "concurrency"
                 else "Requests arrive at random (Poisson) at each rate; past the saturation rate they queue, "
                      "and the time to first token grows with the length of the run.")
@@ -211,11 +214,12 @@ def _rate(f: ServingFigures) -> str:
 
 
 def _panels(axis: str, latency: tuple[Curve, ...], throughput: tuple[Curve, ...],
-            notes: tuple[str, str] = ("", "")) -> tuple[Panel, Panel]:
+            notes: tuple[str, str] = ("", ""), expected_with: str = "") -> tuple[Panel, Panel]:
     x_label, x_unit, _ = X_AXIS[axis]
-    return (Panel(key="latency", title="Latency under load", x_label=x_label, x_unit=x_unit, y_label="Seconds",
-                  y_unit="s", curves=latency, log_x=True, log_y=True, note=notes[0]),
-            Panel(key="throughput", title="Output tokens per second", x_label=x_label, x_unit=x_unit,
+    whose = f" ({expected_with})" if expected_with else ""
+    return (Panel(key="latency", title=f"Latency under load{whose}", x_label=x_label, x_unit=x_unit,
+                  y_label="Seconds", y_unit="s", curves=latency, log_x=True, log_y=True, note=notes[0]),
+            Panel(key="throughput", title=f"Output tokens per second{whose}", x_label=x_label, x_unit=x_unit,
                   y_label="Output rate", y_unit="tokens/s", curves=throughput, log_x=True, log_y=True,
                   note=notes[1]))
 

@@ -248,12 +248,36 @@ def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSiz
     return ReportFiles(folder=out, pngs=tuple(pngs), csvs=tuple(csvs), sheet=sheet)
 
 
+def _title_block(frame: Frame) -> list[tuple[QFont, str]]:
+    """The sheet's title lines and their fonts: the scenario, the request, the pins compared."""
+    sc, w = frame.scenario, frame.scenario.workload
+    big, small = QFont(), QFont()
+    big.setPixelSize(34)
+    big.setBold(True)
+    small.setPixelSize(20)
+    lines = [(big, sc.label), (small, f"prompt {w.prompt:,} · answer {w.answer:,} · context {w.context:,} · batch "
+                                      f"{w.batch} · {w.kv_type} cache · rooflab {__version__} prediction (ceilings "
+                                      "at the machine's efficiency)")]
+    if frame.pinned:
+        lines.append((small, "compared with: " + "; ".join(p.label for p, _ in frame.pinned)))
+    return lines
+
+
+def _wrapped_height(font: QFont, text: str, width: int) -> int:
+    """Pixels ``text`` takes wrapped at word boundaries to ``width`` (a line drawn into a fixed
+    box was cut mid-word)."""
+    flags = int(Qt.AlignmentFlag.AlignLeft) | int(Qt.TextFlag.TextWordWrap)
+    return QFontMetrics(font).boundingRect(QRect(0, 0, width, 100_000), flags, text).height()
+
+
 def compose_sheet(frame: Frame, images: dict[str, QImage]) -> QImage:
     """One page: a title block with the scenario and the numbers, then every plot in a grid."""
     cell = next(iter(images.values())).size() if images else PLOT_SIZE
     rows = (len(images) + 1 + SHEET_COLUMNS - 1) // SHEET_COLUMNS      # +1: the numbers cell
-    margin, title_h = 40, 150
+    margin = 40
     width = SHEET_COLUMNS * cell.width() + (SHEET_COLUMNS + 1) * margin
+    title = [(font, text, _wrapped_height(font, text, width - 2 * margin)) for font, text in _title_block(frame)]
+    title_h = max(150, 20 + sum(h + 6 for _, _, h in title) + 24)
     height = title_h + rows * (cell.height() + margin) + margin
     # the numbers cell is the grid's last: it may run below its row, never drop a line
     numbers_top = title_h + (len(images) // SHEET_COLUMNS) * (cell.height() + margin)
@@ -265,22 +289,12 @@ def compose_sheet(frame: Frame, images: dict[str, QImage]) -> QImage:
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
         painter.setPen(QColor(LIGHT.foreground))
-        sc = frame.scenario
-        font = QFont()
-        font.setPixelSize(34)
-        font.setBold(True)
-        painter.setFont(font)
-        painter.drawText(QRect(margin, 20, width - 2 * margin, 48), Qt.AlignmentFlag.AlignLeft, sc.label)
-        font.setPixelSize(20)
-        font.setBold(False)
-        painter.setFont(font)
-        w = sc.workload
-        sub = (f"prompt {w.prompt:,} · answer {w.answer:,} · context {w.context:,} · batch {w.batch} · "
-               f"{w.kv_type} cache · rooflab {__version__} prediction (ceilings at the machine's efficiency)")
-        painter.drawText(QRect(margin, 74, width - 2 * margin, 30), Qt.AlignmentFlag.AlignLeft, sub)
-        if frame.pinned:
-            pinned = "compared with: " + "; ".join(p.label for p, _ in frame.pinned)
-            painter.drawText(QRect(margin, 106, width - 2 * margin, 30), Qt.AlignmentFlag.AlignLeft, pinned)
+        top = 20
+        for font, text, h in title:
+            painter.setFont(font)
+            painter.drawText(QRect(margin, top, width - 2 * margin, h),
+                             int(Qt.AlignmentFlag.AlignLeft) | int(Qt.TextFlag.TextWordWrap), text)
+            top += h + 6
         cells = list(images.values())
         for i, image in enumerate(cells):
             x = margin + (i % SHEET_COLUMNS) * (cell.width() + margin)

@@ -8,11 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetricsF
 
 from rooflab.gui.plots.style import MARKER_NAME, legend_text
 
 LEGEND_POINTS = 8         # the legend's text size, pt
+SWATCH = 48               # px an entry's swatch and margins take beside its text (grid.LEGEND_SWATCH)
+MAX_COLUMNS = 3
+WHOLE = 0.75              # the share of entries a column is wide enough to hold unwrapped
 
 
 def _font() -> QFont:
@@ -34,7 +38,41 @@ class Legend:
     def _text(self, name: str) -> str:
         if not self._room:
             return legend_text(name)
-        return legend_text(name, self._room, QFontMetricsF(_font()).horizontalAdvance)
+        return legend_text(name, self._entry_room(), QFontMetricsF(_font()).horizontalAdvance)
+
+    def _entry_room(self) -> float:
+        """Pixels one entry's text may take: the room shared by the legend's columns."""
+        columns = max(1, self.item.columnCount)
+        return (self._room + SWATCH) / columns - SWATCH
+
+    def _columns(self) -> int:
+        """Under a panel (``_room`` px), as many columns as hold ``WHOLE`` of its entries unwrapped,
+        at most ``MAX_COLUMNS``: one column of eight entries under a panel side by side at 1280 x
+        720 ran past the window's height (1.5 of them in sight)."""
+        if not self._room:
+            return 1
+        listed = [n for n in self._names.values() if n not in self._left_out]
+        if not listed:
+            return 1
+        # most entries whole: a pinned series' long name may wrap in its column rather than
+        # keep every short one in a single column
+        widths = sorted(QFontMetricsF(_font()).horizontalAdvance(n) for n in listed)
+        typical = widths[int(WHOLE * (len(widths) - 1))]
+        return max(1, min(MAX_COLUMNS, len(listed), int((self._room + SWATCH) // (typical + SWATCH))))
+
+    def _arrange(self) -> None:
+        """Lay the entries out in ``_columns`` columns, each worded to its room, each swatch at its
+        text's first line (a row as tall as a wrapped entry beside it left the swatch below its text)."""
+        columns = self._columns()
+        if columns != self.item.columnCount:
+            self.item.setColumnCount(columns)
+            for sample, label in self.item.items:
+                name = self._names.get(id(getattr(sample, "item", None)))
+                if name is not None:
+                    label.setText(self._text(name))
+        for sample, label in self.item.items:
+            self.item.layout.setAlignment(sample, Qt.AlignmentFlag.AlignTop)
+            self.item.layout.setAlignment(label, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
 
     def show(self, item: Any, name: str | None) -> None:
         """``item``'s entry named ``name`` (None: no entry); the current workload's markers share
@@ -46,6 +84,7 @@ class Legend:
                 self._items[id(item)] = item
                 if name not in self._left_out:
                     self.item.addItem(item, self._text(name))
+                    self._arrange()
         elif name is not None and name != old:
             self._names[id(item)] = name
             for sample, label in self.item.items:
@@ -74,12 +113,14 @@ class Legend:
                 self.item.removeItem(item)
             elif name not in names and key not in listed:
                 self.item.addItem(item, self._text(name))
+        self._arrange()
 
     def set_room(self, pixels: float) -> None:
         """Wrap the entries to ``pixels``, or to ``LEGEND_WIDTH`` characters (0)."""
         if pixels == self._room:
             return
         self._room = pixels
+        self._arrange()
         for sample, label in self.item.items:
             name = self._names.get(id(getattr(sample, "item", None)))
             if name is not None:

@@ -11,7 +11,7 @@ import dataclasses
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QByteArray, QEventLoop, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -281,9 +281,19 @@ class MainWindow(QMainWindow):
             raise RooflabError("nothing to report: the current combination cannot be predicted")
         self.flush_plots()
         fit = self.measure_panel.results.text() if self.measure.series else ""
-        files = write_report(folder, list(self.plots.values()), frame, fit=fit)
-        if self.state.pinned:                       # the comparison table goes into the report too
-            same_mode(files.sheet, *self.compare_view.save(files.folder))
+        # seconds of drawing and some seventy files: said at once, and the cursor waits (nothing
+        # showed until it was done); only painting runs meanwhile, no input that could change the frame
+        self.statusBar().showMessage(f"Saving the report to {Path(folder).expanduser()}…")
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+        try:
+            files = write_report(folder, list(self.plots.values()), frame, fit=fit)
+            if self.state.pinned:                       # the comparison table goes into the report too
+                same_mode(files.sheet, *self.compare_view.save(files.folder))
+        finally:
+            QApplication.restoreOverrideCursor()
+            self.statusBar().clearMessage()
+        self.statusBar().showMessage(f"Saved the report: {len(files.all)} files in {files.folder}", 8000)
         self.settings.report_dir = str(files.folder)
         self.report_saved.emit(files)
         return files

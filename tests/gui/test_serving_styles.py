@@ -60,3 +60,24 @@ def test_log_axis_labels_keep_apart(qtbot):
     wide.setLogMode(True)
     wide.resize(1600, 30)
     assert len(_labels(wide, 0.3, 0.9)) == 6                         # room enough: every mantissa
+
+
+def test_legends_under_side_by_side_panels_take_columns(qtbot, window):
+    """At 1280 x 720 the Serving legends ran one entry a row, 8 rows under each panel, and the
+    window showed 1.5 of them: entries now share the panel's width in columns, and the expected
+    ones read "TTFT p50, expected" (the engine in the panels' titles, once)."""
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    panel = window.plot_panel
+    panel.tabs.setCurrentWidget(panel.serving)
+    plot = panel.serving
+    qtbot.waitUntil(lambda: plot.chart is not None and plot.chart.key == SERVING, timeout=WAIT_MS)
+    window.flush_plots()
+    assert plot.columns() == 2
+    latency = plot.panel_view("latency")
+    texts = [label.text for _sample, label in latency.legend.items]
+    assert len(texts) == 8 and not [t for t in texts if "<br>" in t]          # whole, none wrapped
+    assert latency.legend.columnCount >= 2
+    assert "TTFT p99, expected" in texts
+    assert "llama.cpp" in plot.chart.panel("latency").title                   # whose expectation, once
