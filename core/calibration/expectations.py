@@ -83,14 +83,15 @@ def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
     its own key) is among the published machines, compute factors are rescaled to the preset's
     own FP16 peak (the tables count GeForce FP16 at FP16 accumulate, presets at FP32), and its
     own offset (``public.machine_offsets``: how its published rows ran against the group's fit)
-    applies to the central figure and the band alike. The band is centred on the expected
-    figure (``centred_band``)."""
+    applies to the central figure and the band alike. A machine without rows of its own gets the
+    median of what the machines the fit left out ran (``public_score.banded`` scores that figure):
+    the fit's figure times their median measured / predicted. Either way the figure is the middle
+    of its band, and the band is the held-out spread the accuracy script reports the coverage of."""
     kept = _backend(group)
     if kept is None:
         return None
     cal, peaks, offsets = kept
     scale = peaks[key] / fp16 if key in peaks and fp16 > 0 else 1.0
-    tg, pp = offsets.get(key, (1.0, 1.0))
     from rooflab.core.calibration.public_fit import scaled
 
     def rescaled(r: Rates) -> Rates:
@@ -106,6 +107,7 @@ def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
     base = rescaled(cal.central)
     factors = [held_out_factors(cal.central, r) for r in cal.replicates]
     mid = _median_factors(factors)
+    tg, pp = offsets.get(key, mid)
     replicates = tuple(scaled(base, d / mid[0] * tg, p / mid[1] * pp) for d, p in factors)
     notes = cal.notes
     if key in offsets:
@@ -113,7 +115,7 @@ def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
                   f"{group} fit",)
     elif max(abs(mid[0] - 1.0), abs(mid[1] - 1.0)) > LEAN:
         notes += (f"machines the {group} fit left out ran a median x{mid[0]:.2f} of its generation and x{mid[1]:.2f} "
-                  f"of its prompt processing figures: this machine may run that much faster (or slower, under 1)",)
+                  "of its prompt processing figures: the expected figure is the fit's times that",)
     return dataclasses.replace(cal, central=scaled(base, tg, pp), replicates=replicates, notes=notes)
 
 
@@ -260,13 +262,14 @@ def _fitted_group(group: str) -> Kept | None:
     fits = public.fit_groups(data)
     central = public.group_rates(fits, group)
     held = list(public_score.held_out(data, "machine", [group]))
+    centred = public_score.banded(data, held, "machine")      # the figures a machine without rows gets
     quantiles = np.linspace(2.0, 98.0, BAND_REPLICATES)
     tg, pp = (np.exp(public_score.residual_quantiles(data, held, group, kind, quantiles)) for kind in ("tg", "pp"))
     replicates = tuple(public_fit.scaled(central, float(d), float(p)) for d, p in zip(tg, pp, strict=True))
     accuracy: dict[str, dict[str, Accuracy]] = {}
     table = {}
     for phase, kind in (("prefill", "pp"), ("decode", "tg")):
-        errors = [p.error for p in held if public.kind(data.rows[p.row]) == kind]
+        errors = [p.error for p in centred if public.kind(data.rows[p.row]) == kind]
         if errors:
             table[phase] = Accuracy(median=float(np.median(errors)), worst=float(np.max(errors)), count=len(errors))
     if table:

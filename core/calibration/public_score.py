@@ -136,8 +136,15 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, q: np.ndarray) -
     return np.interp(q, mid, v)
 
 
+CENTRE = 50.0                # the percentile of measured / predicted an unseen machine's figure is moved to
+
+
 def banded(data: PublicBenchmarks, predictions: Sequence[Prediction], protocol: str) -> tuple[Prediction, ...]:
-    """``predictions`` with each fold's band built from the other folds' residuals."""
+    """``predictions`` with each fold's band built from the other folds' residuals. Leaving one
+    machine out, the figure is moved to their median too (the fit's figure times the median
+    measured / predicted of the other folds): what rooflab expects of a machine without rows of
+    its own (``calibration.expectations``), the middle of its band. A machine with rows keeps its
+    own offset instead, so the other protocols keep the fit's figure."""
     key = PROTOCOLS[protocol]
     groups = public.row_groups(data)
     fold_of = [key(data, data.rows[p.row]) for p in predictions]
@@ -147,9 +154,10 @@ def banded(data: PublicBenchmarks, predictions: Sequence[Prediction], protocol: 
         g, k = groups[p.row], public.kind(data.rows[p.row])
         if (fold, g, k) not in cache:
             others = [q for q, f in zip(predictions, fold_of, strict=True) if f != fold]
-            cache[(fold, g, k)] = residual_quantiles(data, others, g, k, BAND)
-        low, high = np.exp(cache[(fold, g, k)]) * p.predicted
-        out.append(Prediction(row=p.row, measured=p.measured, predicted=p.predicted, low=float(low),
+            cache[(fold, g, k)] = residual_quantiles(data, others, g, k, (BAND[0], CENTRE, BAND[1]))
+        low, mid, high = np.exp(cache[(fold, g, k)]) * p.predicted
+        predicted = float(mid) if protocol == "machine" else p.predicted
+        out.append(Prediction(row=p.row, measured=p.measured, predicted=predicted, low=float(low),
                               high=float(high)))
     return tuple(out)
 

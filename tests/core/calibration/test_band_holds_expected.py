@@ -2,8 +2,10 @@
 measured / predicted over the rows of machines the fit left out, and on the CPU back end those
 rows all ran faster than their prediction (a median x1.15 in generation), so the band lay wholly
 under the expected figure and was widened to reach it: the CPU preset's TPOT read "100 ms;
-77.6 to 100 ms", the expected figure at the slow edge of its own band, as if the worst case. The
-band is now that spread about its median, placed on the expected figure, and the lean is a note."""
+77.6 to 100 ms", the expected figure at the slow edge of its own band, as if the worst case. A
+machine without published rows of its own now gets the median of that spread (the fit's figure
+times the machines' median lean, which benchmarks/accuracy/bench_public_accuracy.py scores), and
+the band around it is the spread itself, whose coverage the script reports; the lean is a note."""
 
 from __future__ import annotations
 
