@@ -1,36 +1,48 @@
-"""How well the placed model's expected figures hold on published runs with weights in host
-memory behind a GPU (resources/placed/llamacpp-offload-public.json), scored out of sample.
+"""How well rooflab's expected figures hold when the model is not on one GPU, scored out of
+sample: published runs with weights in host memory behind a GPU (resources/placed/
+llamacpp-offload-public.json, beside wholly-on-GPU runs of the same rigs), and the published
+layer-split runs on several devices (resources/benchmarks rows with devices > 1).
 
-For each row the machine is the GPU preset (with the row's overrides) and the host it names
+Placed runs: the machine is the GPU preset (with the row's overrides) and the host it names
 (``host_bandwidth``, PCIe as the preset states), the model the catalogue's at the row's weight
 format, the placement the row's -ngl and --n-cpu-moe, the workload its test, -ub and cache type.
 The ceiling and the expected figure are both priced (``offload.placed_prefill`` /
-``placed_decode``, the expected one at the published llama.cpp calibration of the GPU's back
-end, host at the CPU back end's, with ``offload_terms``' constants).
+``placed_decode``; the expected one at the published llama.cpp calibration of the GPU's back
+end, the host at the CPU back end's, with ``offload_terms``' constants). Layer split: each
+device at its back end's fitted factors, the split's hops and pipelined prompt (``offload``),
+the pipeline keeping ``layer_split.PIPELINE_KEPT`` of its ideal saving.
 
-Printed: each row (measured, ceiling, expected with its band); whether every measurement is
-under its ceiling; and, for the two fitted constants of ``offload_terms``
-(HOST_EXPERT_DECODE_SHARE, PCIE_STREAM_SHARE), the in-sample fit and a leave-one-source-out
-score: each source's rows priced with the constants fitted on the other sources. Median error
-per row and per machine beside it, and how often the band holds the measurement.
+The fitted constants (HOST_EXPERT_DECODE_SHARE on generation rows, PCIE_STREAM_SHARE on prompt
+rows, PIPELINE_KEPT on layer-split prompt rows; each on a grid, the median error minimised) are
+refitted without the rows scored: leaving one source out (printed first), one machine out
+(GPU + host; a layer split's machine x devices), and in sample at the shipped values. Printed
+per placement category (on device / offloaded / several devices / vLLM) and kind (tg, pp): the
+median error over machines (each one's median) and over rows, and the band: built, as in the
+one-device fit, from the other folds' residuals (16-84 %, each fold weighing as one; in sample
+from the other rows'), its median width (high / low) and the share of rows inside. Then every
+measurement against its ceiling (a row above its ceiling means the model or the profile is
+wrong), and the worst rows left out by source.
 
-    python benchmarks/accuracy/bench_offload_accuracy.py          # score with the shipped constants
-    python benchmarks/accuracy/bench_offload_accuracy.py --fit    # also fit the constants (grid) and score LOSO
+Prompt rows whose engine moved weights as the placed model does not price (ik_llama.cpp before
+-ooae copied every expert whole; below 32 x experts / used tokens a ubatch it multiplies host
+experts on the host) are set apart: printed, not scored, not fitted.
 
-``--several`` also prices the published runs on several devices (resources/benchmarks rows with
-devices > 1, layer split), which the one-device fit leaves out: the back end's fitted factors on
-each device, the layer split's hops and pipelined prompt (``offload``), scored against each
-row. Those rows were never fitted, so the figure is out of sample for them.
+    python benchmarks/accuracy/bench_offload_accuracy.py            # the matrix (about 20 s)
+    python benchmarks/accuracy/bench_offload_accuracy.py --rows     # also every placed row
+
+``--fit`` and ``--several`` are what this script always does now (kept for the commands quoted
+elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +54,7 @@ from rooflab.core.calibration.expectations import expected_on
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
-from rooflab.core.predict import offload_terms
+from rooflab.core.predict import layer_split, offload_terms
 from rooflab.core.predict.offload import placed_decode, placed_prefill
 from rooflab.core.predict.placement import Placement
 from rooflab.core.report.expected import band
@@ -50,19 +62,49 @@ from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
 
 DATA = Path(resources_dir()) / "placed" / "llamacpp-offload-public.json"
-SHARES = np.round(np.arange(0.30, 1.001, 0.02), 2)
+SHARES = tuple(float(s) for s in np.round(np.arange(0.30, 1.001, 0.02), 2))
+KEPT = tuple(float(k) for k in np.round(np.arange(0.0, 1.001, 0.1), 1))
+CATEGORIES = ("on device", "offloaded", "several devices", "vLLM")
+NO_VLLM = ("no rows (no batch-1 tensor-parallel run stating its GPUs, weights and TP found outside the "
+           "held-out sources); no vLLM calibration is kept: predict shows its ceiling, no expected figure")
+MIN_BAND_ROWS = 8        # residuals a category's own band needs (else the kind's pooled ones)
 
 
 @dataclass(frozen=True)
-class Row:
+class Scored:
+    """One published run: who measured it, on what, and how rooflab prices it."""
     source: str
-    url: str
-    label: str
-    machine_id: str
+    machine: str               # GPU + host; a layer split's machine x devices
+    category: str              # one of CATEGORIES
     kind: str                  # "pp" or "tg"
+    label: str
     measured: float            # tokens/s
-    price: Callable[[MachineProfile], float]      # tokens/s on a machine (ceiling or expected)
-    machine: MachineProfile
+    ceiling: float             # tokens/s
+    predict: Callable[[float, float], float]   # tokens/s expected at (constant for tg, for pp)
+    calibration_band: tuple[float, float] = (float("nan"), float("nan"))
+    unpriced: str = ""         # why the engine did something the placed model does not price ("": it prices it)
+
+
+@contextmanager
+def constants(host: float, link: float) -> Iterator[None]:
+    """``offload_terms``' fitted constants set to (host, link) for the block."""
+    old = offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE
+    offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE = host, link
+    try:
+        yield
+    finally:
+        offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE = old
+
+
+@contextmanager
+def kept(value: float) -> Iterator[None]:
+    """``layer_split.PIPELINE_KEPT`` set to ``value`` for the block."""
+    old = layer_split.PIPELINE_KEPT
+    layer_split.PIPELINE_KEPT = value
+    try:
+        yield
+    finally:
+        layer_split.PIPELINE_KEPT = old
 
 
 def _machine(row: dict[str, Any]) -> MachineProfile:
@@ -77,18 +119,18 @@ def _machine(row: dict[str, Any]) -> MachineProfile:
     return dataclasses.replace(base, **changes)
 
 
-def _rows() -> list[Row]:
+def placed_rows() -> list[Scored]:
+    """The placed runs of ``DATA``, each priced at its placement."""
     data = json.loads(DATA.read_text(encoding="utf-8"))
-    urls = {s["id"]: s["url"] for s in data["sources"]}
     out = []
     for r in data["rows"]:
         spec = load_model(r["model"], weights=r["weights"])
         machine = _machine(r)
-        n = int(r["test"][2:])
-        kind = r["test"][:2]
+        n, kind = int(r["test"][2:]), r["test"][:2]
         w = Workload(prompt=n if kind == "pp" else 512, answer=n if kind == "tg" else 1, context=int(r["depth"]),
                      ubatch=int(r["ub"]), kv_type=r.get("kv_type", "f16"))
         placement = Placement(gpu_layers=min(int(r["ngl"]), spec.layers + 1), cpu_moe=int(r["n_cpu_moe"]))
+        on_device = placement.gpu_layers > spec.layers and placement.cpu_moe == 0
 
         def price(m: MachineProfile, w: Workload = w, spec: Any = spec, p: Placement = placement,
                   kind: str = kind, n: int = n) -> float:
@@ -98,75 +140,39 @@ def _rows() -> list[Row]:
             steps = np.linspace(w.context, w.context + n - 1, 8)
             return 1.0 / float(np.mean(placed_decode(spec, m, w, p, context=steps).seconds))
 
-        label = f"{r['model']} {r['weights']} {r['test']} -ub {r['ub']} -ngl {r['ngl']} --n-cpu-moe {r['n_cpu_moe']}"
-        out.append(Row(source=r["source"], url=urls[r["source"]], label=label,
-                       machine_id=f"{machine.name} + {r['cpu']}", kind=kind, measured=float(r["tokens_per_second"]),
-                       price=price, machine=machine))
+        ex = expected_on(spec, machine)
+        if ex is None:
+            raise SystemExit(f"{DATA.name}: no calibration prices {machine.name}")
+        calibrated = ex.machine
+
+        @functools.cache
+        def predict(host: float, link: float, price: Callable[[MachineProfile], float] = price,
+                    m: MachineProfile = calibrated) -> float:
+            with constants(host, link):
+                return price(m)
+
+        with constants(offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE):
+            low, high = band(price(calibrated), [price(m) for m in ex.replicas])
+        label = (f"{r['model']} {r['weights']} {r['test']}@{r['depth']} -ub {r['ub']} -ngl {r['ngl']} "
+                 f"--n-cpu-moe {r['n_cpu_moe']} {r['engine']} ({r['expert_copy']})")
+        out.append(Scored(source=r["source"], machine=f"{machine.name} + {r['cpu']}",
+                          category="on device" if on_device else "offloaded", kind=kind, label=label,
+                          measured=float(r["tokens_per_second"]), ceiling=price(machine), predict=predict,
+                          calibration_band=(float(low), float(high)),
+                          unpriced="" if on_device or kind == "tg" else unpriced_prompt(r, spec)))
     return out
 
 
-@contextmanager
-def constants(host: float, link: float) -> Iterator[None]:
-    """``offload_terms``' fitted constants set to (host, link) for the block."""
-    old = offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE
-    offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE = host, link
-    try:
-        yield
-    finally:
-        offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE = old
-
-
-def expected(row: Row) -> tuple[float, float, float]:
-    """(expected, low, high) tokens/s of ``row`` at the current constants."""
-    ex = expected_on(load_model_cached(row), row.machine)
-    if ex is None:
-        return float("nan"), float("nan"), float("nan")
-    value = row.price(ex.machine)
-    low, high = band(value, [row.price(m) for m in ex.replicas])
-    return value, float(low), float(high)
-
-
-def load_model_cached(row: Row) -> Any:
-    return row.price.__defaults__[1]  # type: ignore[index]     # the row's spec, bound as a default
-
-
-def error(predicted: float, measured: float) -> float:
-    return abs(predicted / measured - 1.0)
-
-
-def fit(rows: list[Row]) -> tuple[float, float]:
-    """The constants minimising the median error over ``rows`` (tg rows fit the host share,
-    pp rows the link share; each on a grid of 0.30-1.00). A row above its own ceiling is left
-    out of the fit: its stated set-up cannot have produced it (a memory faster than stated, say)."""
-    rows = [r for r in rows if r.measured <= r.price(r.machine)]
-    best = []
-    for kind, pick in (("tg", lambda s: (s, offload_terms.PCIE_STREAM_SHARE)),
-                       ("pp", lambda s: (offload_terms.HOST_EXPERT_DECODE_SHARE, s))):
-        subset = [r for r in rows if r.kind == kind]
-        if not subset:
-            best.append(offload_terms.HOST_EXPERT_DECODE_SHARE if kind == "tg" else offload_terms.PCIE_STREAM_SHARE)
-            continue
-        scores = []
-        for s in SHARES:
-            with constants(*pick(float(s))):
-                scores.append((statistics.median(error(expected(r)[0], r.measured) for r in subset), float(s)))
-        best.append(min(scores)[1])
-    return best[0], best[1]
-
-
-def report(rows: list[Row], predicted: dict[int, tuple[float, float, float]], title: str) -> None:
-    errors = [error(predicted[i][0], r.measured) for i, r in enumerate(rows)]
-    inside = [predicted[i][1] <= r.measured <= predicted[i][2] for i, r in enumerate(rows)]
-    by_machine: dict[str, list[float]] = {}
-    for e, r in zip(errors, rows, strict=True):
-        by_machine.setdefault(r.machine_id, []).append(e)
-    machines = [statistics.median(v) for v in by_machine.values()]
-    for kind in ("pp", "tg"):
-        ks = [e for e, r in zip(errors, rows, strict=True) if r.kind == kind]
-        if ks:
-            print(f"  {title} {kind}: {len(ks)} rows, median error {statistics.median(ks):.0%}, worst {max(ks):.0%}")
-    print(f"  {title} all: row median {statistics.median(errors):.0%}, machine median "
-          f"{statistics.median(machines):.0%} ({len(machines)} machines), band holds {sum(inside)} of {len(rows)}")
+def unpriced_prompt(row: dict[str, Any], spec: Any) -> str:
+    """Why an offloaded prompt row's engine moved weights as the placed model does not price
+    (it prices mainline llama.cpp: only the routed-to experts copied, from 32 tokens a ubatch),
+    "" when it did as priced: ik_llama.cpp before -ooae copied every expert tensor whole, and it
+    multiplies host experts on the host below 32 x experts / used tokens a ubatch (its #698)."""
+    if row["expert_copy"] == "all":
+        return "every expert tensor copied whole"
+    if row["engine"] == "ik_llama.cpp" and spec.is_moe and int(row["ub"]) < 32 * spec.experts / spec.experts_used:
+        return "experts multiplied on the host (ik_llama.cpp below 32 x experts / used tokens a ubatch)"
+    return ""
 
 
 def _linked(machine: MachineProfile, key: str) -> MachineProfile:
@@ -185,22 +191,16 @@ def _linked(machine: MachineProfile, key: str) -> MachineProfile:
                                interconnect_kind="pcie")
 
 
-KEPT = np.round(np.arange(0.0, 1.001, 0.1), 1)
-
-
-def several_devices() -> None:
+def several_rows() -> list[Scored]:
     """The layer-split runs of the published llama-bench sets (never fitted by the one-device
-    fit): each priced at its back end's fitted factors with the pipeline keeping ``KEPT`` of its
-    ideal saving; the share fitted on every row and leaving one source out, and the errors of
-    the shipped ``layer_split.PIPELINE_KEPT`` by test kind and device count."""
-    from rooflab.core.calibration import public, public_fit
-    from rooflab.core.predict import layer_split
+    fit), each priced at its back end's fitted factors; ``predict(kept, _)`` at that share of
+    the pipeline's ideal saving."""
+    from rooflab.core.calibration import public, public_fit, public_score
     from rooflab.core.predict.expected import efficiency_for
 
     data = public.load_public()
     fits = public.fit_groups(data)
-    shipped = layer_split.PIPELINE_KEPT
-    rows: list[tuple[str, str, int, str, float, dict[float, float]]] = []   # source, kind, N, set-up, measured, by kept
+    out = []
     for row in data.rows:
         s = row.source
         if (s.devices or 1) < 2 or (s.split_mode or "layer") != "layer" or s.partial_offload:
@@ -215,89 +215,228 @@ def several_devices() -> None:
                                                                 dtype="fp16", relative=True))
         w = public.workload_of(row)
         p = Placement(gpu_layers=spec.layers + 1, devices=int(s.devices or 1))
-        n, depth = int(row.test.tokens), int(s.depth)
-        got: dict[float, float] = {}
-        for kept in (KEPT if row.test.kind != "decode" else (shipped,)):
-            layer_split.PIPELINE_KEPT = float(kept)
-            if row.test.kind == "decode":
-                steps = placed_decode(spec, m, w, p, context=depth + np.arange(n, dtype=np.float64))
-                got[float(kept)] = n / float(np.sum(steps.seconds))
-            else:
-                got[float(kept)] = n / float(placed_prefill(spec, m, w, p, prompt=n, context=depth).seconds)
-        layer_split.PIPELINE_KEPT = shipped
-        rows.append((public_score_source(data, row), public.kind(row), int(s.devices or 1),
-                     f"{row.machine} x{s.devices}", row.tokens_per_second, got))
+        n, depth, decode = int(row.test.tokens), int(s.depth), row.test.kind == "decode"
 
-    def best(subset: list[tuple[str, str, int, str, float, dict[float, float]]]) -> float:
-        scores = [(statistics.median(error(r[5][float(k)], r[4]) for r in subset), float(k)) for k in KEPT]
-        return min(scores)[1]
+        def price(machine: MachineProfile, w: Workload = w, p: Placement = p, spec: Any = spec, n: int = n,
+                  depth: int = depth, decode: bool = decode) -> float:
+            if decode:
+                steps = placed_decode(spec, machine, w, p, context=depth + np.arange(n, dtype=np.float64))
+                return n / float(np.sum(steps.seconds))
+            return n / float(placed_prefill(spec, machine, w, p, prompt=n, context=depth).seconds)
 
-    pp = [r for r in rows if r[1] == "pp"]
-    print(f"several devices (layer split): {len(rows)} published rows never fitted, {len({r[0] for r in rows})} "
-          f"sources, {len({r[3] for r in rows})} set-ups; PIPELINE_KEPT shipped {shipped}, fitted on every "
-          f"prompt row {best(pp)}")
-    held = []
-    for source in sorted({r[0] for r in pp}):
-        train = [r for r in pp if r[0] != source]
-        kept = best(train) if train else shipped
-        held += [error(r[5][kept], r[4]) for r in pp if r[0] == source]
-    print(f"  pp leaving one source out: {len(held)} rows, median error {statistics.median(held):.0%}")
-    for kind in ("pp", "tg"):
-        for n in sorted({r[2] for r in rows}):
-            es = [error(r[5][shipped], r[4]) for r in rows if r[1] == kind and r[2] == n]
-            ratios = [r[4] / r[5][shipped] for r in rows if r[1] == kind and r[2] == n]
-            if es:
-                print(f"  {kind} on {n} devices: {len(es)} rows, median error {statistics.median(es):.0%}, "
-                      f"measured / expected {statistics.median(ratios):.2f} (median)")
-    every = [error(r[5][shipped], r[4]) for r in rows]
-    by_setup: dict[str, list[float]] = {}
-    for r, e in zip(rows, every, strict=True):
-        by_setup.setdefault(r[3], []).append(e)
-    print(f"  all: {len(every)} rows, row median {statistics.median(every):.0%}, set-up median "
-          f"{statistics.median(statistics.median(v) for v in by_setup.values()):.0%} ({len(by_setup)} set-ups)")
+        @functools.cache
+        def predict(share: float, _unused: float, price: Callable[[MachineProfile], float] = price,
+                    m: MachineProfile = m) -> float:
+            with kept(share):
+                return price(m)
+
+        kind = public.kind(row)
+        out.append(Scored(source=public_score.source(data, row), machine=f"{row.machine} x{s.devices}",
+                          category="several devices", kind=kind,
+                          label=f"{row.machine} x{s.devices} {row.test.kind} {n}@{depth}",
+                          measured=row.tokens_per_second, ceiling=price(base), predict=predict))
+    return out
 
 
-def public_score_source(data: Any, row: Any) -> str:
-    from rooflab.core.calibration import public_score
+def error(predicted: float, measured: float) -> float:
+    return abs(predicted / measured - 1.0)
 
-    return public_score.source(data, row)
+
+def shipped(row: Scored) -> tuple[float, float]:
+    """The shipped constants ``row.predict`` takes."""
+    if row.category == "several devices":
+        return layer_split.PIPELINE_KEPT, 0.0
+    return offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE
+
+
+def fit(train: Sequence[Scored]) -> dict[str, float]:
+    """The constants minimising the median error over ``train`` (rows above their ceiling left
+    out: their stated set-up cannot have produced them): the host share on offloaded generation,
+    the link share on offloaded prompts, the pipeline's kept share on layer-split prompts; a
+    constant with no training row keeps its shipped value."""
+    train = [r for r in train if r.measured <= r.ceiling]
+    host, link = offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE
+    best = {"host": host, "link": link, "kept": layer_split.PIPELINE_KEPT}
+
+    def pick(rows: list[Scored], grid: Sequence[float], args: Callable[[float], tuple[float, float]]) -> float:
+        return min((statistics.median(error(r.predict(*args(s)), r.measured) for r in rows), s) for s in grid)[1]
+
+    offloaded = [r for r in train if r.category == "offloaded"]
+    if tg := [r for r in offloaded if r.kind == "tg"]:
+        best["host"] = pick(tg, SHARES, lambda s: (s, link))
+    if pp := [r for r in offloaded if r.kind == "pp"]:
+        best["link"] = pick(pp, SHARES, lambda s: (host, s))
+    if split := [r for r in train if r.category == "several devices" and r.kind == "pp"]:
+        best["kept"] = pick(split, KEPT, lambda s: (s, 0.0))
+    return best
+
+
+def predicted_at(row: Scored, consts: dict[str, float]) -> float:
+    if row.category == "several devices":
+        return row.predict(consts["kept"], 0.0)
+    return row.predict(consts["host"], consts["link"])
+
+
+def held_out(rows: Sequence[Scored], key: Callable[[Scored], str] | None) -> tuple[list[float], list[dict[str, float]]]:
+    """Each row's expected figure from constants fitted without its fold (``key``'s value), and
+    the folds' fits; ``key`` None: at the shipped constants."""
+    if key is None:
+        return [r.predict(*shipped(r)) for r in rows], []
+    fitted = {f: fit([r for r in rows if key(r) != f]) for f in sorted({key(r) for r in rows})}
+    return [predicted_at(r, fitted[key(r)]) for r in rows], list(fitted.values())
+
+
+@dataclass(frozen=True)
+class Cell:
+    machines: float     # median over machines of each one's median error
+    rows: float         # median error over rows
+    width: float        # median band width, high / low
+    held: float         # share of rows inside their band
+    n: int
+
+
+def residual_bands(rows: Sequence[Scored], predicted: Sequence[float], fold_of: Callable[[Scored], str] | None
+                   ) -> list[tuple[float, float]]:
+    """Each row's 16-84 % band: its expected figure times the quantiles of measured / expected
+    among rows of the same category and kind in other folds (fewer than ``MIN_BAND_ROWS`` or
+    from one fold only: the kind's, all categories); in sample, among the other rows of that
+    category and kind. Each fold weighs as one: its rows share its vote."""
+    ratios = [float(np.log(r.measured / p)) for r, p in zip(rows, predicted, strict=True)]
+    fold = [fold_of(r) if fold_of else str(i) for i, r in enumerate(rows)]
+    out = []
+    for i, (r, p) in enumerate(zip(rows, predicted, strict=True)):
+        def pool(same_category: bool, r: Scored = r, i: int = i) -> list[int]:
+            return [j for j, o in enumerate(rows) if o.kind == r.kind and fold[j] != fold[i]
+                    and (not same_category or o.category == r.category)]
+        chosen = pool(True)
+        if len(chosen) < MIN_BAND_ROWS or len({fold[j] for j in chosen}) < 2:
+            chosen = pool(False)
+        if len(chosen) < MIN_BAND_ROWS:
+            out.append((float("nan"), float("nan")))
+            continue
+        lo, hi = weighted_quantiles([ratios[j] for j in chosen], [fold[j] for j in chosen], (0.16, 0.84))
+        out.append((p * float(np.exp(lo)), p * float(np.exp(hi))))
+    return out
+
+
+def weighted_quantiles(values: Sequence[float], folds: Sequence[str], q: Sequence[float]) -> tuple[float, ...]:
+    """Quantiles ``q`` of ``values`` where each fold's values together weigh one."""
+    per_fold = {f: folds.count(f) for f in set(folds)}
+    order = np.argsort(values)
+    v = np.asarray(values, dtype=np.float64)[order]
+    w = np.asarray([1.0 / per_fold[folds[i]] for i in order])
+    cum = (np.cumsum(w) - 0.5 * w) / w.sum()
+    return tuple(float(x) for x in np.interp(q, cum, v))
+
+
+def cell(rows: Sequence[Scored], predicted: Sequence[float], bands: Sequence[tuple[float, float]]) -> Cell | None:
+    if not rows:
+        return None
+    errors = [error(p, r.measured) for r, p in zip(rows, predicted, strict=True)]
+    by_machine: dict[str, list[float]] = {}
+    for r, e in zip(rows, errors, strict=True):
+        by_machine.setdefault(r.machine, []).append(e)
+    banded = [(lo, hi, r.measured) for r, (lo, hi) in zip(rows, bands, strict=True) if lo == lo]
+    width = statistics.median(hi / lo for lo, hi, _ in banded) if banded else float("nan")
+    held = sum(lo <= m <= hi for lo, hi, m in banded) / len(banded) if banded else float("nan")
+    return Cell(machines=statistics.median(statistics.median(v) for v in by_machine.values()),
+                rows=statistics.median(errors), width=width, held=held, n=len(rows))
+
+
+def matrix_lines(name: str, rows: Sequence[Scored], predicted: Sequence[float],
+                 fold_of: Callable[[Scored], str] | None) -> list[str]:
+    bands = residual_bands(rows, predicted, fold_of)
+    lines = []
+    for category in CATEGORIES:
+        cells = []
+        for kind in ("tg", "pp"):
+            idx = [i for i, r in enumerate(rows) if r.category == category and r.kind == kind]
+            c = cell([rows[i] for i in idx], [predicted[i] for i in idx], [bands[i] for i in idx])
+            cells.append("          -     -      -     -     0" if c is None else
+                         f"       {c.machines:4.0%}  {c.rows:4.0%}  x{c.width:4.2f}  {c.held:4.0%}  {c.n:4d}")
+        empty = not any(r.category == category for r in rows)
+        lines.append(f"  {name:<24} {category:<16}" + (f"  {NO_VLLM}" if empty and category == "vLLM"
+                                                        else "".join(cells)))
+        name = ""
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--fit", action="store_true", help="fit the two constants and score leaving one source out")
-    ap.add_argument("--several", action="store_true", help="also score the published runs on several devices")
+    ap.add_argument("--rows", action="store_true", help="also print every placed row")
+    ap.add_argument("--fit", action="store_true", help="(always on) fit the constants out of sample")
+    ap.add_argument("--several", action="store_true", help="(always on) score the layer-split runs too")
     args = ap.parse_args(argv)
-    rows = _rows()
-    print(f"{DATA.name}: {len(rows)} rows, {len({r.source for r in rows})} sources, "
-          f"{len({r.machine_id for r in rows})} machines")
-    print(f"constants: HOST_EXPERT_DECODE_SHARE {offload_terms.HOST_EXPERT_DECODE_SHARE}, PCIE_STREAM_SHARE "
-          f"{offload_terms.PCIE_STREAM_SHARE}, CROSSING_SECONDS {offload_terms.CROSSING_SECONDS * 1e6:.0f} us "
-          f"(bounded), LIVE_EXPERT_FLOOR {offload_terms.LIVE_EXPERT_FLOOR}")
-    beaten = 0
-    shipped = {}
-    for i, r in enumerate(rows):
-        ceiling = r.price(r.machine)
-        shipped[i] = expected(r)
-        beaten += r.measured > ceiling
-        value, low, high = shipped[i]
-        print(f"  {r.label:<70} measured {r.measured:8.1f}  ceiling {ceiling:8.1f}  expected {value:8.1f} "
-              f"({low:.1f}..{high:.1f})  [{r.source}]")
-    print(f"measurements above their ceiling: {beaten} of {len(rows)}")
-    report(rows, shipped, "shipped constants, in sample")
-    if args.fit:
-        host, link = fit(rows)
-        print(f"fitted on every row: HOST_EXPERT_DECODE_SHARE {host}, PCIE_STREAM_SHARE {link}")
-        held: dict[int, tuple[float, float, float]] = {}
-        for source in sorted({r.source for r in rows}):
-            train = [r for r in rows if r.source != source]
-            with constants(*fit(train)) if train else constants(host, link):
-                for i, r in enumerate(rows):
-                    if r.source == source:
-                        held[i] = expected(r)
-        report(rows, held, "leave one source out")
-    if args.several:
-        several_devices()
+    placed = placed_rows()
+    split = several_rows()
+    unpriced = [r for r in placed if r.unpriced]
+    placed = [r for r in placed if not r.unpriced]
+    rows = placed + split
+    counts = {c: sum(r.category == c for r in rows) for c in CATEGORIES}
+    print(f"{DATA.name}: {len(placed) + len(unpriced)} rows, {len({r.source for r in placed})} sources, "
+          f"{len({r.machine for r in placed})} machines; layer split (resources/benchmarks): {len(split)} rows, "
+          f"{len({r.source for r in split})} sources, {len({r.machine for r in split})} set-ups")
+    print("rows by placement: " + ", ".join(f"{c} {n}" for c, n in counts.items())
+          + f"; set apart (the engine moved weights as the placed model does not price): {len(unpriced)}")
+    print(f"shipped: HOST_EXPERT_DECODE_SHARE {offload_terms.HOST_EXPERT_DECODE_SHARE}, PCIE_STREAM_SHARE "
+          f"{offload_terms.PCIE_STREAM_SHARE}, PIPELINE_KEPT {layer_split.PIPELINE_KEPT}; bounded, not fitted: "
+          f"CROSSING_SECONDS {offload_terms.CROSSING_SECONDS * 1e6:.0f} us, LIVE_EXPERT_FLOOR "
+          f"{offload_terms.LIVE_EXPERT_FLOOR}")
+    whole = fit(rows)
+    print(f"fitted on every row: HOST_EXPERT_DECODE_SHARE {whole['host']}, PCIE_STREAM_SHARE {whole['link']}, "
+          f"PIPELINE_KEPT {whole['kept']}")
+    print()
+    print("median |expected - measured| / measured over machines (each one's median) and over rows; band: the "
+          "other folds' residuals, 16-84 %: median width (high / low), share of rows inside")
+    print(f"  {'protocol':<24} {'placement':<16}  tg machines  rows   band   held  rows"
+          f"   pp machines  rows   band   held  rows")
+    protocols: list[tuple[str, Callable[[Scored], str] | None]] = [
+        ("leave one source out", lambda r: r.source), ("leave one machine out", lambda r: r.machine),
+        ("in sample, shipped", None)]
+    loso: list[float] = []
+    ranges = []
+    for name, key in protocols:
+        predicted, fits = held_out(rows, key)
+        loso = loso or predicted
+        for line in matrix_lines(name, rows, predicted, key):
+            print(line)
+        if fits:
+            ranges.append(f"{name} {len(fits)} fits: " + ", ".join(
+                f"{label} {min(f[k] for f in fits):g}-{max(f[k] for f in fits):g}"
+                for k, label in (("host", "host share"), ("link", "link share"), ("kept", "pipeline kept"))))
+    print()
+    for line in ranges:
+        print(line)
+    offloaded = [(r, lo <= r.measured <= hi, hi / lo) for r in placed for lo, hi in [r.calibration_band]
+                 if r.category == "offloaded"]
+    print(f"the calibration's band (what `rooflab predict` shows) holds {sum(h for _, h, _ in offloaded)} of "
+          f"{len(offloaded)} offloaded rows, median width x{statistics.median(w for _, _, w in offloaded):.2f}")
+    for why in sorted({r.unpriced for r in unpriced}):
+        apart = [r for r in unpriced if r.unpriced == why]
+        ratios = [r.measured / r.predict(*shipped(r)) for r in apart]
+        print(f"set apart, {why}: {len(apart)} prompt rows, measured / expected median "
+              f"{statistics.median(ratios):.2f} ({min(ratios):.2f}..{max(ratios):.2f})")
+    every = rows + unpriced
+    above = [r for r in every if r.measured > r.ceiling]
+    print("measurements above their ceiling: " + ", ".join(
+        f"{sum(r.category == c for r in above)} of {sum(r.category == c for r in every)} {c}"
+        for c in CATEGORIES if any(r.category == c for r in every)))
+    for r in above:
+        print(f"  {r.label}: measured {r.measured:.1f} > ceiling {r.ceiling:.1f} [{r.source}]")
+    print()
+    print("worst 3 rows of each placement, leave one source out (expected / measured tokens/s):")
+    for category in CATEGORIES:
+        worst = sorted((i for i, r in enumerate(rows) if r.category == category),
+                       key=lambda i: -error(loso[i], rows[i].measured))[:3]
+        for i in worst:
+            r = rows[i]
+            print(f"  {category:<15} {r.label:<90} {loso[i]:8.1f} / {r.measured:8.1f}  [{r.source}]")
+    if args.rows:
+        print()
+        for r in placed + unpriced:
+            lo, hi = r.calibration_band
+            print(f"  {r.label:<96} measured {r.measured:8.1f}  ceiling {r.ceiling:8.1f}  expected "
+                  f"{r.predict(*shipped(r)):8.1f} ({lo:.1f}..{hi:.1f})  [{r.source}]")
     return 0
 
 
