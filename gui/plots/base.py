@@ -37,6 +37,7 @@ from rooflab.gui.widgets.controls import StatusLine
 from rooflab.gui.widgets.theme import LIGHT, Theme
 
 HOVER_HINT = "Hover over a curve to read its values."
+MIN_SHOWN = 120           # px of a panel in sight for it to count as shown (``hidden_below``)
 _MARGINS = (6, 6, 12, 6)          # around the panels, px: left, top, right, bottom
 _SPACING = 6                      # between panels, px
 
@@ -86,7 +87,10 @@ class ChartPlot(QWidget):
         self.bar = QWidget()
         bar = QHBoxLayout(self.bar)
         bar.setContentsMargins(8, 0, 8, 2)
+        self.below = QLabel()                 # the charts scrolled out of sight under these ones
+        self.below.hide()
         bar.addWidget(self.readout, 1)
+        bar.addWidget(self.below)
         bar.addWidget(self.info)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -105,6 +109,7 @@ class ChartPlot(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.scroll_area, 1)
         layout.addWidget(self.bar)
+        self.scroll_area.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
         self._panels: dict[str, PanelView] = {}
         self._order: list[str] = []
         self._current: Chart | None = None
@@ -362,6 +367,30 @@ class ChartPlot(QWidget):
         super().resizeEvent(event)
         if self._order:
             self._lay_out()
+        self._say_below()
+
+    def hidden_below(self) -> list[str]:
+        """The titles of the panels wholly or mostly under the scroll area's view (at 1280 x 720
+        the Decode tab's third chart sat there, unseen and unsaid)."""
+        port = self.scroll_area.viewport().height()
+        if port <= 0:
+            return []
+        bottom = self.scroll_area.verticalScrollBar().value() + port
+        out = []
+        for key in self._order:
+            view = self._panels[key]
+            top = view.plot.mapRectToScene(view.plot.boundingRect()).top()
+            if top + 0.5 * MIN_SHOWN > bottom:
+                out.append(view.panel.title)
+        return out
+
+    def _say_below(self) -> None:
+        hidden = self.hidden_below()
+        self.below.setText(f"↓ below: {', '.join(hidden)}" if hidden else "")
+        self.below.setVisible(bool(hidden))
+
+    def _on_scroll_value_changed(self, _value: int) -> None:
+        self._say_below()
 
     def _fit_height(self) -> None:
         """Keep each panel tall enough for its y-axis title (on screen at least ``MIN_CHART_HEIGHT``:
@@ -369,6 +398,7 @@ class ChartPlot(QWidget):
         on_screen = not self.fixed_columns
         need = grid.fit_heights([self._panels[key] for key in self._order], max(1, self._columns), on_screen)
         self.view.setMinimumHeight(int(need + _MARGINS[1] + _MARGINS[3]) + 4)
+        self._say_below()
 
     def _set_extra(self, key: str, label: str, kind: LayerKind, index: int, panel: str,
                    curves: Sequence[Curve]) -> None:
