@@ -170,7 +170,8 @@ def unpriced_prompt(row: dict[str, Any], spec: Any) -> str:
     multiplies host experts on the host below 32 x experts / used tokens a ubatch (its #698)."""
     if row["expert_copy"] == "all":
         return "every expert tensor copied whole"
-    if row["engine"] == "ik_llama.cpp" and spec.is_moe and int(row["ub"]) < 32 * spec.experts / spec.experts_used:
+    tokens = min(int(row["ub"]), int(row["test"][2:]))        # a ubatch: -ub, or the whole prompt when shorter
+    if row["engine"] == "ik_llama.cpp" and spec.is_moe and tokens < 32 * spec.experts / spec.experts_used:
         return "experts multiplied on the host (ik_llama.cpp below 32 x experts / used tokens a ubatch)"
     return ""
 

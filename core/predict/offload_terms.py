@@ -26,9 +26,9 @@ from rooflab.core.values.model import ModelSpec, Role
 CROSSING_SECONDS = 25e-6
 # Share of the host's fitted CPU bandwidth factor that batch-1 routed-expert GEMVs reach behind a
 # GPU: small matrices, one per expert used, on threads that also drive the GPU. Fitted (median
-# error) on the 58 generation rows of resources/placed (2026-12-06): 0.72; one share does not fit
-# every host: a Ryzen-7950X's rows sit at 0.72-0.78, a Threadripper 5975WX's run 30 % below any share.
-HOST_EXPERT_DECODE_SHARE = 0.72
+# error) on the 60 generation rows of resources/placed (2026-12-06): 0.66; one share does not fit
+# every host: a Ryzen-7950X's rows would take about 0.7, a Threadripper 5975WX's run 30 % below any.
+HOST_EXPERT_DECODE_SHARE = 0.66
 # Share of the PCIe link a prompt's host weights cross at: llama.cpp copies them from mmap'd,
 # pageable host memory, which CUDA stages through a pinned buffer. Fitted (median error) on the
 # 21 prompt rows of resources/placed whose engine copies as priced (2026-12-06): 0.76.

@@ -43,12 +43,13 @@ def test_no_published_placed_run_beats_its_ceiling(bench):
 
 def test_prompt_rows_the_placed_model_does_not_price_are_set_apart(bench):
     """GPT-OSS-120B: 128 experts, 4 used, so ik_llama.cpp sends host experts to the GPU only
-    from 32 x 128 / 4 = 1024 tokens a ubatch; mainline from 32. A copy of every expert is
-    ik_llama.cpp before -ooae."""
+    from 32 x 128 / 4 = 1024 tokens a ubatch (a prompt shorter than -ub is one ubatch of its
+    length); mainline from 32. A copy of every expert is ik_llama.cpp before -ooae."""
     spec = load_model("gpt-oss-120b-mxfp4", weights="mxfp4")
-    row = {"engine": "ik_llama.cpp", "expert_copy": "active", "ub": 512}
+    row = {"engine": "ik_llama.cpp", "expert_copy": "active", "ub": 512, "test": "pp4096"}
     assert "on the host" in bench.unpriced_prompt(row, spec)
     assert bench.unpriced_prompt(row | {"ub": 1024}, spec) == ""
+    assert "on the host" in bench.unpriced_prompt(row | {"ub": 4096, "test": "pp310"}, spec)   # one short ubatch
     assert bench.unpriced_prompt(row | {"engine": "llama.cpp"}, spec) == ""
     assert "copied whole" in bench.unpriced_prompt(row | {"ub": 4096, "expert_copy": "all"}, spec)
 
