@@ -57,6 +57,7 @@ def columns(depths: Sequence[int] = DEPTHS) -> list[Column]:
         ("Fits", lambda r: "yes" if r.fits else "no", lambda r: "yes" if r.fits else "NO"),
         ("TTFT", lambda r: r.ttft, lambda r: _ms(r.ttft)),
         ("TPOT", lambda r: r.tpot, lambda r: _ms(r.tpot)),
+        ("Expected TTFT", lambda r: r.expected_ttft, lambda r: _ms(r.expected_ttft)),
         ("Expected TPOT", lambda r: r.expected_tpot, lambda r: _ms(r.expected_tpot)),
         ("Expected tok/s per seq", lambda r: r.expected_per_sequence, lambda r: _num(r.expected_per_sequence)),
     ]
@@ -74,7 +75,7 @@ def columns(depths: Sequence[int] = DEPTHS) -> list[Column]:
 
 
 PLOTTABLE = ("tok/s per seq", "Expected tok/s per seq", "tok/s total", "Expected tok/s total", "TPOT",
-             "Expected TPOT", "TTFT", "Max context", "Weights GB")
+             "Expected TPOT", "TTFT", "Expected TTFT", "Max context", "Weights GB")
 
 
 class CompareRowsPlot(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph is untyped

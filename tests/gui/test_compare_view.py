@@ -7,6 +7,7 @@ title and workload."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -218,3 +219,23 @@ def test_compare_out_draws_the_depths_asked_for(qtbot, tmp_path, monkeypatch, de
     header = drawn[-1].splitlines()[0]                 # the table compare.png draws
     assert [f"@{int(d):,}" in header for d in depths.split(",")] == [True] * len(depths.split(","))
     assert header.count("tok/s @") == len(depths.split(","))
+
+
+def test_the_expected_ttft_has_its_column(qtbot, state, capsys):
+    """``fit`` had an expected TTFT, ``compare`` (text and this table) had none (issue 39)."""
+    from rooflab.core.app.resolve import expected_machine
+    from rooflab.core.cli.main import main
+
+    panel = CompareTablePanel(state, machines=[load_machine("rtx-4090")],
+                              controller=CompareController(state, expected=expected_machine))
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.controller.add(state.model, load_machine("rtx-4090"))
+    qtbot.waitUntil(lambda: len(panel.controller.rows) == 1, timeout=30_000)
+    (row,) = panel.controller.rows
+    assert row.expected_ttft is not None
+    (text,) = _texts(panel, "Expected TTFT")
+    assert text == f"{row.expected_ttft * 1e3:,.1f} ms"
+    assert main(["compare", "--models", "qwen3-8b-q4_k_m", "--machines", "rtx-4090", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["expected_ttft_seconds"] == pytest.approx(row.expected_ttft)
