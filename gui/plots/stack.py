@@ -48,12 +48,13 @@ class StackBars:
     def labels(self) -> list[str]:
         series = [name for name, _ in self._bars]
         several = len(set(series)) > 1
+        short = _distinct_parts(list(dict.fromkeys(series)))
         out = []
         for name, bar in self._bars:
             if series.count(name) == 1:
-                out.append(name)
+                out.append(short[name])
             else:
-                out.append(f"{name}: {bar}" if several else bar)
+                out.append(f"{short[name]}: {bar}" if several else bar)
         return out
 
     def draw(self, drawn: Drawn, theme: Theme) -> None:
@@ -125,3 +126,17 @@ class StackBars:
             height = int(lines * metrics.lineSpacing() + 14 + label)
             if axis.fixedHeight != height:        # a relayout only when the height really changes
                 axis.setHeight(height)
+
+
+def _distinct_parts(names: list[str]) -> dict[str, str]:
+    """Each series name without the " · " parts every one of ``names`` starts or ends with (the
+    model they share, "auto placement"): the legend names them whole, and under a bar 130 px wide
+    the shared words wrapped a name over six lines at 1280 x 720. One name stays whole."""
+    parts = [n.split(" · ") for n in names]
+    if len(parts) < 2:
+        return {n: n for n in names}
+    while all(len(p) > 1 for p in parts) and len({p[0] for p in parts}) == 1:
+        parts = [p[1:] for p in parts]
+    while all(len(p) > 1 for p in parts) and len({p[-1] for p in parts}) == 1:
+        parts = [p[:-1] for p in parts]
+    return {n: " · ".join(p) for n, p in zip(names, parts, strict=True)}

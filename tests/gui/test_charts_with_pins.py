@@ -218,3 +218,21 @@ def test_every_line_of_each_memory_bars_name_stays_inside_its_axis(qtbot, window
     assert lines >= 3
     height = QFontMetrics(axis.style.get("tickFont") or QFont()).lineSpacing() * lines
     assert axis.height() >= height
+
+
+def test_memory_bars_are_named_by_what_sets_them_apart(qtbot, window):
+    """With the same model pinned on another machine, each bar's name repeated the model and
+    "auto placement" and wrapped over six lines under a 130 px bar at 1280 x 720: the parts every
+    series shares are left to the legend."""
+    from rooflab.core.io.presets import load_machine
+
+    window.resize(1280, 720)
+    window.state.pin_current()                                   # Qwen3-8B on the RTX 4090
+    window.state.set_machine(load_machine("m4-max"))
+    qtbot.waitUntil(lambda: not window.recompute.pending and len(window.recompute.frame.pinned) == 1,
+                    timeout=WAIT_MS)
+    window.flush_plots()
+    labels = window.plots["memory"].panel_view("breakdown").stack_labels
+    assert labels[0] == "Apple M4 Max (40-core GPU)", labels
+    assert all("Qwen3-8B" not in label and "auto placement" not in label for label in labels), labels
+    assert any(label.startswith("NVIDIA GeForce RTX 4090") for label in labels[1:]), labels
