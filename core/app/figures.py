@@ -24,6 +24,8 @@ from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.offload import placed_decode, placed_prefill
 from rooflab.core.predict.ops_clocks import TimedOperation
+from rooflab.core.predict.passes import largest_batch_on
+from rooflab.core.predict.placed import PlacedSummary, placed_as_chosen, placed_crossovers
 from rooflab.core.predict.placement import Placement, has_host_tier
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import speculative
@@ -33,8 +35,6 @@ from rooflab.core.report.expected import StandsOn
 from rooflab.core.report.expected_lines import expected_lines, merged
 from rooflab.core.report.explain import Line, explain, parts_lines, wholly_on_device, with_parts
 from rooflab.core.report.ops_table import scenario_operations
-from rooflab.core.report.passes import largest_batch_on
-from rooflab.core.report.placed import PlacedSummary, placed_as_chosen, placed_crossovers
 from rooflab.core.report.summary import Clocks, PartClocks, Summary, headline_charts
 
 

@@ -21,8 +21,8 @@ from rooflab.core.predict.parallel import (
     Scaling,
     parallel_largest_batch,
 )
+from rooflab.core.predict.placed import PlacedSummary
 from rooflab.core.predict.placement import MAX_DEVICES, MAX_LAYERS, experts_kept_on_host, input_on_host
-from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.text import capacity_text
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
 from rooflab.core.values.model import ModelSpec

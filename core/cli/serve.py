@@ -15,6 +15,7 @@ from typing import Any
 from rooflab.core.cli.args import int_in, int_list
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.expected import Expected
+from rooflab.core.predict.placed import PlacedSummary
 from rooflab.core.predict.serving import (
     MAX_RATE,
     MAX_REQUESTS,
@@ -28,7 +29,6 @@ from rooflab.core.predict.serving import (
     simulated_requests,
 )
 from rooflab.core.predict.serving_stats import Bounds, ServingLevel
-from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.units import fmt
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -259,7 +259,7 @@ def compare_serving(combos: Sequence[tuple[ModelSpec, MachineProfile, str]], wor
     from rooflab.core.calibration.expectations import expected_on
     from rooflab.core.cli.placement import placed_largest_batch
     from rooflab.core.predict.choice import PlacementChoice
-    from rooflab.core.report.placed import placed_as_chosen
+    from rooflab.core.predict.placed import placed_as_chosen
 
     if getattr(args, "csv", False):
         raise SpecError("--serve prints text or --json, not --csv")

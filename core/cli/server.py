@@ -176,8 +176,8 @@ def _prediction(args: argparse.Namespace, plan: Any) -> Predicted:
     from rooflab.core.io.presets import load_machine, load_measured_machine
     from rooflab.core.predict.autofit import largest_batch
     from rooflab.core.predict.choice import PlacementChoice
+    from rooflab.core.predict.placed import placed_as_chosen
     from rooflab.core.predict.serving import ServingPlan, serve
-    from rooflab.core.report.placed import placed_as_chosen
     from rooflab.core.values.workload import Workload
 
     spec = load_model(args.predict_model)

@@ -175,7 +175,7 @@ def prefill_rows(workload: Workload, prompt: ArrayLike, batch: ArrayLike) -> Arr
 def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cache_bytes: Array,
            flops: Array, *, batch: ArrayLike | None = None, attention: ArrayLike = 0.0,
            rows: ArrayLike | None = None) -> Pass:
-    # every byte on the one memory: the workload's offload share is a placement (``report.placed``
+    # every byte on the one memory: the workload's offload share is a placement (``predict.placed``
     # turns it into llama.cpp's layers, priced by ``offload``), never a share of these clocks.
     # ``batch``: a decode step's sequences (None: a prefill)
     eff = machine.efficiency

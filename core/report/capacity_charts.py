@@ -19,6 +19,7 @@ from rooflab.core.predict.batching import (
 from rooflab.core.predict.footprint import MemoryUse, memory_grid
 from rooflab.core.predict.offload import placed_batch_crossover, placed_batch_sweep
 from rooflab.core.predict.parallel import Parallel, device_memory
+from rooflab.core.predict.passes import On, bills_on, crossovers_on, decode_on, experts_touched, largest_batch_on
 from rooflab.core.predict.placement import Placement, memory_words
 from rooflab.core.predict.work import Array
 from rooflab.core.report.chart_parts import (
@@ -35,7 +36,6 @@ from rooflab.core.report.chart_parts import (
     y_marker,
 )
 from rooflab.core.report.chart_types import Chart, Curve, Panel, Scenario
-from rooflab.core.report.passes import On, bills_on, crossovers_on, decode_on, experts_touched, largest_batch_on
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import MAX_BATCH
 

@@ -17,6 +17,7 @@ import numpy as np
 from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.offload import host_flops, placed_prefill_crossover
 from rooflab.core.predict.parallel import Parallel
+from rooflab.core.predict.passes import On, crossovers_on, decode_on, prefill_on, request_on
 from rooflab.core.predict.placement import Placement, has_host_tier
 from rooflab.core.predict.roofline import attainable, balance, phase_points
 from rooflab.core.report.capacity_charts import batching_chart, memory_chart, memory_panels
@@ -37,7 +38,6 @@ from rooflab.core.report.chart_parts import (
     y_marker,
 )
 from rooflab.core.report.chart_types import Chart, Curve, Panel, Scenario, devices_text
-from rooflab.core.report.passes import On, crossovers_on, decode_on, prefill_on, request_on
 from rooflab.core.values.workload import MAX_TOKENS
 
 __all__ = ["BATCHING", "CHART_KEYS", "CHART_TITLES", "DECODE", "MEMORY", "PREFILL", "ROOFLINE", "batching_chart",

@@ -30,11 +30,11 @@ from rooflab.core.predict.parallel import (
     parallel_estimate,
     parallel_largest_context,
 )
+from rooflab.core.predict.placed import PlacedSummary, machine_as_placed, on_link, placed_as_chosen
 from rooflab.core.predict.placement import Placement, describe
 from rooflab.core.predict.request import RequestEstimate
 from rooflab.core.report.chart_types import Description, devices_text, without_format
 from rooflab.core.report.chart_types import distinguishing_labels as chart_labels
-from rooflab.core.report.placed import PlacedSummary, machine_as_placed, on_link, placed_as_chosen
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload

@@ -13,11 +13,11 @@ from rooflab.core.predict.footprint import compute_buffer_bytes
 from rooflab.core.predict.offload import OP_OFFLOAD_MIN_TOKENS
 from rooflab.core.predict.offload_terms import CROSSING_SECONDS
 from rooflab.core.predict.parallel import ParallelEstimate, mode_text
+from rooflab.core.predict.placed import PlacedSummary
 from rooflab.core.predict.placement import brief_flags, memory_words
 from rooflab.core.predict.step_parts import StepPart, StepParts
 from rooflab.core.predict.work import padded
 from rooflab.core.report.chart_types import Scenario
-from rooflab.core.report.placed import PlacedSummary
 from rooflab.core.report.summary import Clocks, PartClocks, Summary
 from rooflab.core.report.text import capacity_text, count, significant, whole_gib
 from rooflab.core.report.units import fmt

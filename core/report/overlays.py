@@ -19,6 +19,7 @@ import numpy as np
 from rooflab.core.calibration.calibrate import predict_points
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.expected import Expected, spread_out
+from rooflab.core.predict.passes import On
 from rooflab.core.report.chart_types import BAND_HIGH, BAND_LOW, Curve, Scenario
 from rooflab.core.report.charts import (
     BATCHING,
@@ -31,7 +32,6 @@ from rooflab.core.report.charts import (
     prefill_chart,
     roofline_chart,
 )
-from rooflab.core.report.passes import On
 from rooflab.core.values.calibration import band
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile

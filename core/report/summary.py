@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 from rooflab.core.predict.clocks import Pass
 from rooflab.core.predict.offload import PlacedPass
+from rooflab.core.predict.passes import On
+from rooflab.core.predict.placed import PlacedSummary, machine_as_placed
 from rooflab.core.predict.request import RequestEstimate
 from rooflab.core.predict.speculative import SpeculativeEstimate
 from rooflab.core.report.chart_types import Chart, Scenario
 from rooflab.core.report.charts import build_charts, not_running_charts
-from rooflab.core.report.passes import On
-from rooflab.core.report.placed import PlacedSummary, machine_as_placed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,7 +22,7 @@ class Workload:
     """One request shape. Token counts are integers; ``context`` is what the cache already
     holds before the prompt (a cached prefix or an earlier conversation). ``offload_fraction``
     asks for that share of the weight bytes on the slower memory: it becomes llama.cpp's whole
-    layers (a placement, ``report.placed``), never a share of the one-memory clocks. ``ubatch``
+    layers (a placement, ``predict.placed``), never a share of the one-memory clocks. ``ubatch``
     is llama.cpp's -ub: a prompt runs in passes of that many tokens (host-resident weights
     stream to the GPU once a pass, and each multiply of a pass has that many rows, fewer per
     routed expert), and it sizes the compute buffer and the sliding-window cache.

@@ -9,7 +9,7 @@ import pytest
 
 from rooflab.core.app import figures as figures_module
 from rooflab.core.cli.main import main
-from rooflab.core.report import placed as placed_module
+from rooflab.core.predict import placed as placed_module
 
 TABLE = ["--contexts", "0,4096", "--batches", "1,4", "--prompts", "512"]
 CASES = {

@@ -13,7 +13,7 @@ from rooflab.core.predict.batching import batch_crossover
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
 from rooflab.core.predict.crossover import prefill_crossover
 from rooflab.core.predict.offload import placed_request
-from rooflab.core.report.placed import placed_summary
+from rooflab.core.predict.placed import placed_summary
 from rooflab.core.values.workload import Workload
 
 W = Workload(prompt=2048, answer=256)

@@ -12,6 +12,7 @@ from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.autofit import fit_placement
 from rooflab.core.predict.offload import placed_request
+from rooflab.core.predict.placed import placed_summary
 from rooflab.core.report.compare import (
     DEPTHS,
     compare_columns,
@@ -21,7 +22,6 @@ from rooflab.core.report.compare import (
     row_dict,
     row_labels,
 )
-from rooflab.core.report.placed import placed_summary
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.workload import Workload
 

@@ -13,9 +13,9 @@ from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.parallel import Parallel
+from rooflab.core.predict.placed import placed_summary
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.report.compare import DEPTHS, compare_row, row_labels
-from rooflab.core.report.placed import placed_summary
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.workload import Workload
 

@@ -15,10 +15,10 @@ from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.parallel import Parallel, parallel_estimate
+from rooflab.core.predict.placed import placed_summary
 from rooflab.core.predict.placement import Placement
 from rooflab.core.predict.request import request
 from rooflab.core.report.chart_types import Scenario
-from rooflab.core.report.placed import placed_summary
 from rooflab.core.report.summary import headline_charts, summary_rows
 from rooflab.core.values.workload import Workload
 

@@ -29,9 +29,9 @@ from rooflab.core.predict.parallel import (
     parallel_request,
     scaling,
 )
+from rooflab.core.predict.passes import crossovers_on
 from rooflab.core.predict.placement import Placement, describe, has_host_tier
 from rooflab.core.predict.request import RequestEstimate
-from rooflab.core.report.passes import crossovers_on
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
