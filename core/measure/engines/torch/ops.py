@@ -10,7 +10,8 @@ inner ranges' is its own: a leaf's is the operation's; an attention block's own 
 by the aten ops it ran (its first matrix product the scores, the second the weighted sum, the
 softmax, the elementwise ops before them RoPE; the rest "attn_other"), a feed-forward's own is
 its activation and gate product, a layer's own its residual adds. The profiler records each
-op's shapes and FLOPs. Attention runs eagerly (transformers' "eager"), so scores, softmax and
+op's shapes and FLOPs in one more run of each pass (recording them costs at every op: the timed
+runs leave them out). Attention runs eagerly (transformers' "eager"), so scores, softmax and
 weighted sum are apart; where it cannot, the fused kernel is one "attention" row.
 
 CPU only: on a CPU the profiler's range times are wall time. torch is imported inside
@@ -18,6 +19,7 @@ functions only."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Generator, Mapping
@@ -246,11 +248,13 @@ def _rows(tally: _Tally, spec: ModelSpec, phase: str, prompt: int) -> list[Measu
                               flops=r.flops, calls=r.calls, shapes=r.shapes) for (kind, name), r in merged.items()]
 
 
-def _profiled(run: Any) -> tuple[Any, Any]:
-    """(the profiler's events, ``run``'s result) of one call inside a "pass" range."""
+def _profiled(run: Any, *, detailed: bool = False) -> tuple[Any, Any]:
+    """(the profiler's events, ``run``'s result) of one call inside a "pass" range;
+    ``detailed``: with each op's shapes and FLOPs recorded (a cost of its own at every op, so
+    the timed runs leave them out and one more run records them)."""
     torch = backend.require_torch()
     activities = [torch.profiler.ProfilerActivity.CPU]
-    with torch.profiler.profile(activities=activities, record_shapes=True, with_flops=True) as prof:
+    with torch.profiler.profile(activities=activities, record_shapes=detailed, with_flops=detailed) as prof:
         with torch.profiler.record_function(f"{PREFIX}pass::"):
             result = run()
     return prof.events(), result
@@ -335,4 +339,21 @@ def _time_prompt(runner: Runner, spec: ModelSpec, n: int, repeats: int, cancel: 
         events, (_, token) = _profiled(partial(runner.step, token, cache))
         ops = _rows(tally_events(events), spec, DECODE, n)
         profiled[DECODE].append((sum(o.seconds for o in ops), ops))
-    return {phase: (min(plain[phase]), _best(profiled[phase])) for phase in (PREFILL, DECODE)}
+    # one more run of each, its shapes and FLOPs recorded (the timed runs leave them out: their cost)
+    check_cancel(cancel)
+    events, _ = _profiled(partial(runner.prefill, n), detailed=True)
+    details = {PREFILL: _rows(tally_events(events), spec, PREFILL, n)}
+    events, _ = _profiled(partial(runner.step, token, cache), detailed=True)
+    details[DECODE] = _rows(tally_events(events), spec, DECODE, n)
+    out = {}
+    for phase in (PREFILL, DECODE):
+        total, ops = _best(profiled[phase])
+        out[phase] = (min(plain[phase]), (total, _with_details(ops, details[phase])))
+    return out
+
+
+def _with_details(rows: list[MeasuredOperation], detailed: list[MeasuredOperation]) -> list[MeasuredOperation]:
+    """``rows`` (timed) with the FLOPs and shapes the detailed run recorded for each operation."""
+    found = {(o.layer_kind, o.name): o for o in detailed}
+    return [dataclasses.replace(o, flops=d.flops, shapes=d.shapes) if (d := found.get((o.layer_kind, o.name)))
+            else o for o in rows]
