@@ -23,6 +23,7 @@ from rooflab.core.predict.parallel import (
 )
 from rooflab.core.predict.placed import PlacedSummary
 from rooflab.core.predict.placement import MAX_DEVICES, MAX_LAYERS, experts_kept_on_host, input_on_host
+from rooflab.core.predict.step_parts import StepParts
 from rooflab.core.report.text import capacity_text
 from rooflab.core.values.machine import BANDWIDTH_RANGE, MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -92,7 +93,7 @@ def placement_dict(figures: Figures) -> dict[str, Any]:
         # both where the headline runs nowhere (a placement that does not fit)
         "prefill_crossover_tokens": summary.placed_prefill_crossover,
         "batch_crossover": summary.placed_batch_crossover},
-        "fits": placed.fits}
+        "fits": placed.fits, "time_parts": time_parts_dict(figures)}
     if p.devices > 1:          # a layer split with host memory: each device's bill and layers
         parts = device_parts(spec, p, embedding_on_host=input_on_host(machine))
         out["placement"]["devices"] = [
@@ -111,6 +112,25 @@ def placement_dict(figures: Figures) -> dict[str, Any]:
         if placed.scaling is not None:
             out["parallel"] = _parallel_dict(par, placed.scaling)
     return out
+
+
+def time_parts_dict(figures: Figures) -> dict[str, Any] | None:
+    """``time_parts``: where the prompt's and the first answer token's time go off one device
+    (``Figures.parts``: each part's key, label, seconds and share, the crossings per graph
+    pass and the graph passes the round trips pay), whose figures they split; None when the
+    model runs wholly on one device or does not run."""
+    found = figures.parts
+    if found is None:
+        return None
+    prefill, decode, origin = found
+
+    def one(parts: StepParts) -> dict[str, Any]:
+        return {"seconds": parts.seconds, "crossings": parts.crossings, "graph_passes": parts.passes,
+                "parts": [{"key": x.key, "label": x.label, "seconds": x.seconds, "share": parts.share(x)}
+                          for x in parts.parts]}
+
+    w = figures.scenario.workload
+    return {"figures": origin, "decode_context": w.context + w.prompt, "prefill": one(prefill), "decode": one(decode)}
 
 
 def _parallel_dict(par: ParallelEstimate, grow: Scaling) -> dict[str, Any]:

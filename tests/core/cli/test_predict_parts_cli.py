@@ -4,6 +4,7 @@ an expected figure's (crossings x 25 us) and never a ceiling's."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -62,3 +63,23 @@ def test_a_ceiling_has_no_round_trips(capsys):
     assert "round trips" not in parts and "per-step overhead" not in parts
     tpot = re.search(r"at 2,048 tokens of context .* ([\d.]+) ms a step in all", out)
     assert tpot and token == pytest.approx(float(tpot.group(1)) * 1e-3, rel=0.005)   # the step the why prints
+
+
+def test_the_json_holds_the_same_parts(capsys):
+    args = ["predict", "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--gpu-layers", "37",
+            "--cpu-moe", "24", "--contexts", "0", "--batches", "1", "--prompts", "1"]
+    assert main([*args, "--json"]) == 0
+    parts = json.loads(capsys.readouterr().out)["time_parts"]
+    assert parts["figures"] == "expected with llama.cpp CUDA" and parts["decode_context"] == 2048
+    decode = parts["decode"]
+    assert sum(p["seconds"] for p in decode["parts"]) == pytest.approx(decode["seconds"])
+    assert sum(p["share"] for p in decode["parts"]) == pytest.approx(1.0)
+    assert decode["crossings"] == 48 and decode["graph_passes"] == pytest.approx(1.0)
+    assert parts["prefill"]["graph_passes"] == pytest.approx(4.0)
+    trips = {p["key"]: p for p in decode["parts"]}["round_trips"]
+    assert trips["seconds"] == pytest.approx(48 * 25e-6)
+    assert main(args) == 0                                          # the text's figure is the JSON's
+    token, _, _ = _parts(capsys.readouterr().out, "Token, part by part")
+    assert token == pytest.approx(decode["seconds"], rel=0.005)
+    assert main(["predict", "--model", "qwen3-8b-q4_k_m", "--machine", "rtx-4090", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["time_parts"] is None      # wholly on the GPU
