@@ -18,10 +18,24 @@ from tests.gui.conftest import catalogue_spec, save_this_machine
 RUN_MS = 240_000        # a torch child on a tiny model: seconds, minutes on a busy machine
 
 
+
+def measure_by_operation(qtbot, window):
+    """'By operation' ticked, one thread, one repeat, an 8-token prompt: Measure the model, and
+    the measurement the controller announced once the run is over."""
+    panel, ctl = window.measure_panel, window.measure
+    panel.by_operation.setChecked(True)
+    panel.threads.setValue(1)
+    panel.repeats.setValue(1)
+    panel.prompts.setText("8")
+    with qtbot.waitSignal(ctl.operations_measured, timeout=RUN_MS) as got:
+        panel.model_button.click()
+    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=WAIT_MS)
+    return got.args[0]
+
 def test_measured_torch_operations_appear_beside_the_predicted_ones(qtbot, window, tiny_config):
     pytest.importorskip("torch")
     save_this_machine()
-    state, panel, ctl = window.state, window.measure_panel, window.measure
+    state, panel = window.state, window.measure_panel
     with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         state.set_model(load_model(tiny_config), str(tiny_config))
     plot = window.plot_panel.roofline
@@ -30,14 +44,7 @@ def test_measured_torch_operations_appear_beside_the_predicted_ones(qtbot, windo
     # control -> model: the Measure tab's torch engine, by operation
     assert panel.engine_key() == "torch"
     assert panel.by_operation.isVisibleTo(panel) or not panel.isVisible()
-    panel.by_operation.setChecked(True)
-    panel.threads.setValue(1)
-    panel.repeats.setValue(1)
-    panel.prompts.setText("8")
-    with qtbot.waitSignal(ctl.operations_measured, timeout=RUN_MS) as got:
-        panel.model_button.click()
-    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=WAIT_MS)
-    m = got.args[0]
+    m = measure_by_operation(qtbot, window)
     assert "by operation" in panel.step.text().lower()
     # model -> chart: the measured layer on the operation view, one point per operation timed
     layers = {s.layer.key: s for s in plot.drawn() if s.panel == OPS_PANEL}
@@ -74,21 +81,14 @@ def test_llama_cpp_nodes_appear_too(qtbot, window, tiny_config):
 
     needs.llama_cpp()
     save_this_machine()
-    state, panel, ctl = window.state, window.measure_panel, window.measure
+    state, panel = window.state, window.measure_panel
     with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         state.set_model(load_model(tiny_config, weights="q8_0"), str(tiny_config), "q8_0")
     plot = window.plot_panel.roofline
     window.plot_tabs.setCurrentWidget(plot)
     plot.set_view(OPERATIONS)
     panel.set_engine("llamacpp")                  # a random-weight GGUF of the model on screen
-    panel.by_operation.setChecked(True)
-    panel.threads.setValue(1)
-    panel.repeats.setValue(1)
-    panel.prompts.setText("8")
-    with qtbot.waitSignal(ctl.operations_measured, timeout=RUN_MS) as got:
-        panel.model_button.click()
-    qtbot.waitUntil(lambda: not ctl.jobs.busy, timeout=WAIT_MS)
-    m = got.args[0]
+    m = measure_by_operation(qtbot, window)
     assert m.engine == "llama.cpp" and m.label == state.model.name
     layers = {s.layer.key: s for s in plot.drawn() if s.panel == OPS_PANEL}
     keys = {c.key for c in layers[MEASURED_OPS].curves}
