@@ -13,7 +13,7 @@ from typing import Any
 from rooflab.core.errors import MeasurementError
 from rooflab.core.files.safe_json import dumps_json
 from rooflab.core.jobs import CancelToken, run_job
-from rooflab.core.measure.engines.op_times import OpsMeasurement, compared_rows
+from rooflab.core.measure.engines.op_times import OpsMeasurement, beaten_ceiling, compared_rows
 from rooflab.core.measure.engines.torch.ops import OpsPlan
 from rooflab.core.measure.engines.torch.ops_in_child import measure_ops_in_child
 from rooflab.core.report.text import count
@@ -47,7 +47,8 @@ def _text(m: OpsMeasurement, machine: MachineProfile, rows: list[dict[str, Any]]
         share = "-" if r["share_of_bound"] is None else f"{r['share_of_bound']:.0%}"
         lines.append(f"  {r['phase']:<8} {r['layer_kind']:<13} {r['name']:<18} {intensity:>9} {r['bound'] or '-':<7} "
                      f"{ceiling:>10} {measured:>10} {share:>8}")
-    lines += [f"  note: {note}" for note in m.notes]
+    beaten = beaten_ceiling(rows, machine)
+    lines += [f"  note: {note}" for note in m.notes] + ([f"  warning: {beaten}"] if beaten else [])
     return "\n".join(lines)
 
 

@@ -106,6 +106,26 @@ def compared_rows(m: OpsMeasurement, machine: MachineProfile) -> list[dict[str, 
     return out
 
 
+BEATEN_TOLERANCE = 1.05        # a timing's own jitter: 5 % past a bound is not read as beating it
+
+
+def beaten_ceiling(rows: list[dict[str, Any]], machine: MachineProfile) -> str:
+    """The sentence for ``compared_rows`` whose operations ran faster than their ceiling allows, ""
+    when none did. A timing cannot beat the hardware: the ceiling is wrong, its machine profile (a
+    peak or a bandwidth measured low, on a busy machine) or the operation's count, and the run says
+    so rather than reporting a share of its bound over 100 %."""
+    beaten = [r for r in rows if r["share_of_bound"] is not None and r["share_of_bound"] > BEATEN_TOLERANCE]
+    if not beaten:
+        return ""
+    worst = max(beaten, key=lambda r: r["share_of_bound"])
+    timed = sum(r["share_of_bound"] is not None for r in rows)
+    profile = f"{machine.bandwidth / 1e9:.1f} GB/s, {machine.peak_flops.get('fp32', 0.0) / 1e9:.1f} GFLOP/s fp32"
+    return (f"{len(beaten)} of {timed} operations ran faster than their ceiling on {machine.name} (up to "
+            f"{worst['share_of_bound']:.0%} of it: {worst['phase']} {worst['name']}): the ceiling is wrong, not the "
+            f"timing: the machine profile ({profile}: measured low, on a busy machine?) or the operation's count; "
+            "measure the machine again when it is quiet (rooflab measure machine --replace)")
+
+
 def _measured(o: MeasuredOperation | None, ceiling: float | None) -> dict[str, Any]:
     if o is None:
         return {"seconds_measured": None, "flops_measured": None, "calls": None, "shapes": None,

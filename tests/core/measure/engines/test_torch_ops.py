@@ -182,3 +182,20 @@ def test_torch_dying_mid_run_is_one_line(tmp_path, capsys, monkeypatch):
     _, err = capsys.readouterr()
     lines = [line for line in err.strip().splitlines() if not line.startswith("[")]
     assert code == 2 and len(lines) == 1 and "SIGSEGV" in lines[0]
+
+
+def test_an_operation_faster_than_its_ceiling_says_the_ceiling_is_wrong(timed):
+    """A timing cannot beat the hardware: a profile whose peaks and bandwidth are far too low (a
+    machine measured while busy) makes every operation 'beat' its bound, and the run says the
+    ceiling is wrong instead of printing shares of 600 %; a true ceiling is not beaten."""
+    import dataclasses
+
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.measure.engines.op_times import beaten_ceiling, compared_rows
+
+    machine = load_machine("reference-cpu")
+    low = dataclasses.replace(machine, bandwidth=1e6, peak_flops={k: 1e6 for k in machine.peak_flops})
+    said = beaten_ceiling(compared_rows(timed, low), low)
+    assert "ran faster than their ceiling" in said and "the ceiling is wrong" in said and "0.0 GB/s" in said
+    high = dataclasses.replace(machine, bandwidth=1e16, peak_flops={k: 1e18 for k in machine.peak_flops})
+    assert beaten_ceiling(compared_rows(timed, high), high) == ""
