@@ -13,7 +13,7 @@ from rooflab.core.predict.ops_clocks import TimedOperation, timed_operations
 from rooflab.core.report.chart_types import Curve
 from rooflab.core.report.ops_chart import measured_op_curves
 from rooflab.core.report.ops_table import OP_KEYS, op_record
-from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine import MEASURED_KEY, MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
@@ -120,10 +120,11 @@ def beaten_ceiling(rows: list[dict[str, Any]], machine: MachineProfile) -> str:
     worst = max(beaten, key=lambda r: r["share_of_bound"])
     timed = sum(r["share_of_bound"] is not None for r in rows)
     profile = f"{machine.bandwidth / 1e9:.1f} GB/s, {machine.peak_flops.get('fp32', 0.0) / 1e9:.1f} GFLOP/s fp32"
+    fix = ("measured low, on a busy machine? measure it again when it is quiet: rooflab measure machine --replace"
+           if machine.key == MEASURED_KEY else "another machine's: price the run on this one's, --machine measured")
     return (f"{len(beaten)} of {timed} operations ran faster than their ceiling on {machine.name} (up to "
             f"{worst['share_of_bound']:.0%} of it: {worst['phase']} {worst['name']}): the ceiling is wrong, not the "
-            f"timing: the machine profile ({profile}: measured low, on a busy machine?) or the operation's count; "
-            "measure the machine again when it is quiet (rooflab measure machine --replace)")
+            f"timing: the machine profile ({profile}: {fix}) or the operation's count")
 
 
 def _measured(o: MeasuredOperation | None, ceiling: float | None) -> dict[str, Any]:
