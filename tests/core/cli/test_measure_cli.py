@@ -369,3 +369,27 @@ def test_cpu_moe_in_process_is_refused_in_one_line(tmp_path: Path, capsys):
     assert main(["measure", "model", str(config), "--engine", "llamacpp", "--weights", "q8_0", "--cpu-moe", "2",
                  "--machine", "reference-cpu"]) == 2
     assert "--engine llama-bench" in capsys.readouterr().err
+
+
+def test_llama_bench_runs_flash_attention_where_a_quantized_cache_needs_it(tmp_path: Path, capsys, monkeypatch):
+    """--flash-attention auto (the default) with a q8_0 cache drives llama-bench with -fa 1: the
+    tools take 1 or 0, and a quantized V cache with -fa 0 is what llama.cpp refuses ("auto" was
+    passed as 0). An f16 cache keeps -fa 0, and a stated 'off' with q8_0 is refused before any run."""
+    from tests.factories.llama_tools import PP_ROW, TG_ROW, fake_tool, row_lines
+
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path / "data"))
+    gguf = _tiny_gguf(tmp_path)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for kv, fa in (("q8_0", "1"), ("f16", "0")):
+        rows = {"type_k": kv, "type_v": kv, "flash_attn": int(fa)}
+        bench = fake_tool(tools, row_lines({**PP_ROW, **rows}, {**TG_ROW, **rows}))
+        main(["measure", "model", str(gguf), "--engine", "llama-bench", "--llama-bench", str(bench),
+              "--kv-type", kv, "--prompts", "512", "--steps", "128", "--repeats", "2", "--machine",
+              "reference-cpu", "--json", "--no-save"])
+        capsys.readouterr()
+        argv = json.loads((tools / "argv.json").read_text())
+        assert argv[argv.index("-fa") + 1] == fa and argv[argv.index("-ctv") + 1] == kv, argv
+    assert main(["measure", "model", str(gguf), "--engine", "llama-bench", "--llama-bench", str(bench),
+                 "--kv-type", "q8_0", "--flash-attention", "off", "--machine", "reference-cpu"]) == 2
+    assert "needs flash attention" in capsys.readouterr().err
