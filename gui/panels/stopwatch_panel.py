@@ -46,17 +46,39 @@ class StopwatchPanel(QGroupBox):
         self.first_token.setValue(0.5)
         self.last_token.setValue(4.5)
         self._predicted = ""
+        self._request: tuple[int, int] | None = None      # the workload's (prompt, answer) last shown
         for box in (self.prompt_tokens, self.output_tokens, self.first_token, self.last_token):
             box.valueChanged.connect(self._on_input_value_changed)
         self._update()
 
     def show_frame(self, frame: Frame) -> None:
+        """The prediction for the workload on screen beside the timed run; the run's prompt and
+        answer follow the workload's when it changes (model -> control), so the two figures are
+        of one request until the user types another, which the result then says."""
+        w = frame.scenario.workload
+        request = (w.prompt, w.answer)
+        if request != self._request:
+            self._request = request
+            for box, value in ((self.prompt_tokens, w.prompt), (self.output_tokens, w.answer)):
+                box.blockSignals(True)
+                box.setValue(max(box.minimum(), value))
+                box.blockSignals(False)
         e, placed = frame.summary.estimate, frame.summary.placed
         self._predicted = "Nothing predicted for the workload on screen: the model does NOT fit here." \
             if placed is not None and not placed.fits else (
-                f"Predicted for the workload on screen: TTFT {fmt(e.ttft, 's')}, "
-                f"TPOT {fmt(e.tpot, 's')} ({fmt(e.decode_rate, 'tokens/s')}).")
+                f"Predicted for the workload on screen (prompt {w.prompt:,}, answer {w.answer:,}): "
+                f"TTFT {fmt(e.ttft, 's')}, TPOT {fmt(e.tpot, 's')} ({fmt(e.decode_rate, 'tokens/s')}).")
         self._update()
+
+    def _differs(self) -> str:
+        """What sets the timed request apart from the workload on screen, "" when nothing does."""
+        if self._request is None:
+            return ""
+        timed = (self.prompt_tokens.value(), self.output_tokens.value())
+        if timed == self._request:
+            return ""
+        return (f"<br>The run timed here is another request (prompt {timed[0]:,}, answer {timed[1]:,}): set the "
+                "Workload tab to it to compare one request with its prediction.")
 
     def _on_input_value_changed(self, _value: float) -> None:
         self._update()
@@ -72,4 +94,5 @@ class StopwatchPanel(QGroupBox):
         self.result.setText(keep_together(
             f"TTFT <b>{fmt(r.ttft, 's')}</b> · TPOT <b>{fmt(r.tpot, 's')}</b> · decode "
             f"<b>{fmt(r.decode_rate, 'tokens/s')}</b> · prompt {fmt(r.prompt_rate, 'tokens/s')}<br>"
-            f"The stopwatch's tokens ÷ seconds, {fmt(r.naive_rate, 'tokens/s')}, mixes both.<br>{self._predicted}"))
+            f"The stopwatch's tokens ÷ seconds, {fmt(r.naive_rate, 'tokens/s')}, mixes both.<br>{self._predicted}"
+            f"{self._differs() if self._predicted else ''}"))

@@ -192,6 +192,24 @@ def test_stopwatch_converter(qtbot):
     assert "the last token (0.25 s) must come after the first (0.5 s)" in panel.result.text()
 
 
+def test_the_stopwatch_times_the_request_on_screen(qtbot, window):
+    """The stopwatch's prediction is for the workload on screen, so its prompt and answer follow
+    the workload's (model -> control); a run the user types in of another request is said to be
+    one (control -> text), and the stopwatch never moves the workload."""
+    sw = window.stopwatch
+
+    def said() -> str:
+        return sw.result.text().replace("\u00a0", " ").replace("\u2060", "")
+
+    with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
+        window.state.update_workload(prompt=5600, answer=300)
+    assert (sw.prompt_tokens.value(), sw.output_tokens.value()) == (5600, 300)
+    assert "workload on screen (prompt 5,600, answer 300)" in said() and "another request" not in said()
+    sw.prompt_tokens.setValue(2048)
+    assert "another request (prompt 2,048, answer 300)" in said()
+    assert window.state.workload.prompt == 5600
+
+
 def test_tensor_table_grouped_and_sortable_by_bytes(window):
     tree = window.model_panel.tree
     spec = window.state.model
