@@ -16,7 +16,7 @@ from rooflab.core.errors import Cancelled, MeasurementError
 from rooflab.core.io import presets
 from rooflab.core.jobs import CancelToken, Progress
 from rooflab.core.values.measured import ALL_LAYERS, MAX_PLAN_REPEATS, MAX_PLAN_STEPS, MAX_THREADS
-from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, UNQUANTIZED_KV, Workload, runnable
+from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload, runnable
 
 if TYPE_CHECKING:
     from rooflab.core.measure.workflow import Calibrated
@@ -391,14 +391,16 @@ def _engine_job(engine: str, args: argparse.Namespace, model: Any, cancel: Cance
                              **_given(args, prompts="prompts", depths="depths", contexts="contexts",
                                       batches="batches", gen_tokens="steps"))
         return engines.measure_in_llamacpp(spec, args.model, lplan, cancel, synthetic=args.synthetic)
-    from rooflab.core.measure.engines.llamabench.plan import EngineOptions, find_tools, sweep_plans
+    from rooflab.core.measure.engines.llamabench.plan import (
+        EngineOptions,
+        find_tools,
+        sweep_plans,
+        tools_flash_attention,
+    )
 
-    # the tools take -fa 1 or 0: "auto" is on where llama.cpp needs it (a quantized V cache), as its
-    # own auto turns it on where the device has the kernel; bool(None) ran -fa 0, which it refuses
-    auto = args.kv_type.lower() not in UNQUANTIZED_KV
     options = EngineOptions(threads=args.threads, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe,
-                            flash_attention=auto if flash is None else flash, cache_type_k=args.kv_type,
-                            cache_type_v=args.kv_type)
+                            flash_attention=tools_flash_attention(flash, args.kv_type),
+                            cache_type_k=args.kv_type, cache_type_v=args.kv_type)
     bench, batched = sweep_plans(model=str(args.model), experiments=experiments, repetitions=args.repeats,
                                  options=options, **_given(args, prompts="prompts", depths="depths", gen="steps",
                                                            contexts="contexts", batches="batches"))

@@ -73,13 +73,19 @@ class Workload:
 UNQUANTIZED_KV = ("f32", "f16", "bf16")
 
 
+def needs_flash_attention(kv_type: str) -> bool:
+    """Whether llama.cpp runs a ``kv_type`` cache only with flash attention: a quantized V cache
+    (``kv_type`` is K's and V's alike)."""
+    return kv_type.lower() not in UNQUANTIZED_KV
+
+
 def runnable(workload: Workload) -> Workload:
     """``workload`` when llama.cpp would run its settings, else SpecError saying why: a quantized
     V cache needs flash attention (llama.cpp's context creation refuses ``-ctv q8_0 -fa off``:
     "quantized V cache requires flash_attn"; a quantized K cache alone runs, but ``kv_type`` is
     both). The front ends call it on what the user asks for; records of runs that did run are
     not second-guessed."""
-    if not workload.flash_attention and workload.kv_type.lower() not in UNQUANTIZED_KV:
+    if not workload.flash_attention and needs_flash_attention(workload.kv_type):
         raise SpecError(f"a {workload.kv_type.lower()} KV cache needs flash attention: llama.cpp refuses a "
                         f"quantized V cache with -fa off (turn flash attention on, or use an f16 cache)")
     return workload

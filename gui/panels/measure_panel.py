@@ -316,12 +316,12 @@ class MeasurePanel(QWidget):
         """(LlamaBenchPlan, BatchedBenchPlan or None) for the GGUF ``model`` (the job puts the
         file it runs in their place), as ``rooflab measure model --engine llama-bench`` maps
         its options; SpecError or MeasurementError names a bad field."""
-        from rooflab.core.measure.engines.llamabench.plan import EngineOptions, sweep_plans
+        from rooflab.core.measure.engines.llamabench.plan import EngineOptions, sweep_plans, tools_flash_attention
 
         chosen = self.experiments()
         kv = self.kv_type.currentText()
         options = EngineOptions(threads=self.threads.value() or None, gpu_layers=self.gpu_layers.value(),
-                                flash_attention=bool(FLASH[self.flash_attention.currentText()]),
+                                flash_attention=tools_flash_attention(FLASH[self.flash_attention.currentText()], kv),
                                 cache_type_k=kv, cache_type_v=kv)
         return sweep_plans(
             model=model, experiments=chosen, options=options, repetitions=self.repeats.value(), gen=BENCH_GEN,

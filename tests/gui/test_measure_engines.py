@@ -384,6 +384,8 @@ def test_engine_controls_and_plans(qtbot, window, tiny_config):
     assert (bench.prompts, bench.depths, bench.options.threads, bench.options.cache_type_k) == (
         (4, 16), (0, 64), 3, "q8_0")
     assert batched.batches == tuple(int(b) for b in panel.batches.text().split(","))
+    panel.flash_attention.setCurrentText("auto")        # the tools take -fa 1/0: auto is on for a q8_0 cache
+    assert panel.llamabench_plans("model.gguf")[0].options.flash_attention is True
     # each engine keeps its own sweep; model -> control: a config.json is timed in torch
     state.set_model(load_model(tiny_config, weights="fp32"), str(tiny_config))
     assert panel.engine_key() == "torch" and panel.prompts.text() == SWEEPS["torch"]["prompts"]     # the quick sweep

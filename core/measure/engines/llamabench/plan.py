@@ -27,6 +27,7 @@ from typing import Any
 from rooflab.core.errors import MeasurementError, SpecError
 from rooflab.core.jobs import CancelFlag
 from rooflab.core.measure.engines.child_process import ChildProcess
+from rooflab.core.values.workload import needs_flash_attention
 
 TOOLS: tuple[str, ...] = ("llama-bench", "llama-batched-bench")
 # cache types each tool parses (llama-bench's ggml_type_from_name; common/arg.cpp adds f32)
@@ -132,6 +133,13 @@ def _sweep(owner: object, name: str, low: int, *, empty_ok: bool = False) -> Non
         raise SpecError(f"plan.{name} has {len(values)} values; at most 64")
     for value in values:
         _whole(f"plan.{name} values", value, low)
+
+
+def tools_flash_attention(flash: bool | None, kv_type: str) -> bool:
+    """``-fa`` for llama.cpp's tools, which take 1 or 0: ``flash`` as asked, and for "auto"
+    (None) on where llama.cpp needs it (a quantized V cache, ``needs_flash_attention``), as its
+    own auto turns it on where the device has the kernel (read as off, a q8_0 cache was refused)."""
+    return needs_flash_attention(kv_type) if flash is None else flash
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
