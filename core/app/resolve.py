@@ -76,18 +76,39 @@ def with_engine_options(args: argparse.Namespace, workload: Workload) -> Workloa
                                         threads=workload.threads if threads is None else threads))
 
 
+#: the option that sets each workload field: a flag's range error names what the user typed
+OPTION_NAMES = {"prompt": "--prompt", "answer": "--answer", "context": "--context", "batch": "--batch",
+                "kv_type": "--kv-type", "compute_dtype": "--dtype", "draft_tokens": "--draft-tokens",
+                "acceptance": "--acceptance", "offload_fraction": "--offload", "ubatch": "--ubatch",
+                "flash_attention": "--flash-attention", "threads": "--threads"}
+
+
+def as_typed(exc: SpecError) -> SpecError:
+    """``exc`` (a ``Workload`` field's range error, "workload.ubatch must be ...") naming the
+    option instead ("--ubatch must be ..."); any other error as it is."""
+    text = str(exc)
+    for name, option in OPTION_NAMES.items():
+        if text.startswith(f"workload.{name} "):
+            return SpecError(option + text[len("workload.") + len(name):])
+    return exc
+
+
 def resolve_workload(args: argparse.Namespace) -> Workload:
-    """The workload the flags give (``DEFAULT_WORKLOAD``'s values where not given)."""
+    """The workload the flags give (``DEFAULT_WORKLOAD``'s values where not given); a value out
+    of range is a SpecError naming its option (``as_typed``)."""
     from rooflab.core.values.defaults import DEFAULT_WORKLOAD as d
 
-    return with_engine_options(args, Workload(
-        prompt=args.prompt if args.prompt is not None else d.prompt,
-        answer=args.answer if args.answer is not None else d.answer,
-        context=args.context if args.context is not None else d.context,
-        batch=args.batch if args.batch is not None else d.batch,
-        kv_type=args.kv_type.lower(), compute_dtype=getattr(args, "compute_dtype", None),
-        draft_tokens=args.draft_tokens, acceptance=args.acceptance, offload_fraction=args.offload,
-    ))
+    try:
+        return with_engine_options(args, Workload(
+            prompt=args.prompt if args.prompt is not None else d.prompt,
+            answer=args.answer if args.answer is not None else d.answer,
+            context=args.context if args.context is not None else d.context,
+            batch=args.batch if args.batch is not None else d.batch,
+            kv_type=args.kv_type.lower(), compute_dtype=getattr(args, "compute_dtype", None),
+            draft_tokens=args.draft_tokens, acceptance=args.acceptance, offload_fraction=args.offload,
+        ))
+    except SpecError as exc:
+        raise as_typed(exc) from None
 
 
 def choice_from(args: argparse.Namespace) -> PlacementChoice:

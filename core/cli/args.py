@@ -59,6 +59,14 @@ def number_in(low: float, high: float, unit: str = "") -> Callable[[str], float]
 
 
 
+def folder_name(text: str) -> str:
+    """A folder the command writes to (``--out``): any path without a control character, which
+    would reach the terminal raw when the files written there are listed."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text):
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} holds a control character; give a folder without one")
+    return text
+
+
 def dtype_name(text: str) -> str:
     """A compute dtype's name ("fp16", "BF16" -> "bf16"): letters, digits and underscores only,
     so what the user typed can be echoed in a message without reaching the terminal raw."""

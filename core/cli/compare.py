@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rooflab.core.app.compare import compare_text, entries
-from rooflab.core.app.resolve import expected_machine, with_engine_options
-from rooflab.core.cli.args import add_engine_options, int_list
+from rooflab.core.app.resolve import as_typed, expected_machine, with_engine_options
+from rooflab.core.cli.args import add_engine_options, folder_name, int_list
 from rooflab.core.cli.serve import add_serve_options, compare_serving, compare_serving_text
 from rooflab.core.errors import ReportError, SpecError
 from rooflab.core.jobs import Progress
@@ -50,7 +50,7 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     p.add_argument("--depths", type=int_list(0, MAX_TOKENS), help="contexts of the decode-rate columns "
                    "(default 0,4096,32768)")
     p.add_argument("--ceiling-only", action="store_true", help="leave the expected columns empty")
-    p.add_argument("--out", metavar="DIR", help="also save compare.csv (and compare.png) in DIR")
+    p.add_argument("--out", metavar="DIR", type=folder_name, help="also save compare.csv (and compare.png) in DIR")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
     out.add_argument("--csv", action="store_true", help="the table as CSV")
@@ -64,10 +64,13 @@ def compare_workload(args: argparse.Namespace) -> Workload:
     batch = args.batch if args.batch is not None else d.batch
     if not 1 <= batch <= MAX_BATCH:
         raise SpecError(f"--batch must be in [1, {MAX_BATCH:,}], got {batch}")
-    return with_engine_options(args, Workload(prompt=args.prompt if args.prompt is not None else d.prompt,
-                                              answer=args.answer if args.answer is not None else d.answer,
-                                              context=args.context if args.context is not None else d.context,
-                                              batch=batch, kv_type=args.kv_type.lower()))
+    try:
+        return with_engine_options(args, Workload(prompt=args.prompt if args.prompt is not None else d.prompt,
+                                                  answer=args.answer if args.answer is not None else d.answer,
+                                                  context=args.context if args.context is not None else d.context,
+                                                  batch=batch, kv_type=args.kv_type.lower()))
+    except SpecError as exc:
+        raise as_typed(exc) from None
 
 
 class RowProgress:

@@ -7,7 +7,7 @@ import argparse
 from typing import NoReturn
 
 from rooflab.core import __version__
-from rooflab.core.cli.args import add_engine_options, dtype_name, int_list, number_in
+from rooflab.core.cli.args import add_engine_options, dtype_name, folder_name, int_list, number_in
 from rooflab.core.values.efficiency import FACTOR_RANGE
 from rooflab.core.values.machine import BANDWIDTH_RANGE, FLOPS_RANGE, MEMORY_RANGE
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(p)
     add_machine_options(p)
     add_workload_options(p)
-    p.add_argument("--out", required=True, metavar="DIR", help="folder for the report files")
+    p.add_argument("--out", required=True, metavar="DIR", type=folder_name, help="folder for the report files")
     add_placement_options(p)
 
     try:

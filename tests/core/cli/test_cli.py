@@ -149,8 +149,8 @@ def test_machines_lists_the_measured_machine_marked_as_measured(capsys):
     (["inspect", "/no/such/model.gguf"], "model.gguf"),
     (["inspect", "unknown-model"], "unknown model"),
     (["predict", "--model", "qwen3-0.6b", "--machine", "no-such-box"], "unknown machine"),
-    (["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--kv-type", "f7"], "kv_type"),
-    (["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--batch", "0"], "batch"),
+    (["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--kv-type", "f7"], "--kv-type must be"),
+    (["predict", "--model", "qwen3-0.6b", "--machine", "rtx-4090", "--batch", "0"], "--batch must be"),
     (["inspect", "qwen3-0.6b", "--weights", "q9"], "unknown weight format"),
 ])
 def test_errors_are_one_line_exit_2(capsys, argv, fragment):
