@@ -12,6 +12,7 @@ server; and 2 when the measurement was made and printed but could not be kept.""
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from dataclasses import dataclass
@@ -220,9 +221,12 @@ def _print(result: Any, predicted: Predicted | None, saved: Any) -> None:
             print(f"  {lv.load.mode} {lv.load.level:g}: {count} x {line}")
         for warning in lv.warnings:
             print(f"  {lv.load.mode} {lv.load.level:g}: warning: {warning}")
-    if any(lv.stats.completed for lv in result.levels):
+    if math.isfinite(result.saturation_rate):
         print(f"  saturation: at least {result.saturation_rate:.3g} requests/s (the highest sustained rate "
               "measured)")
+    elif any(lv.stats.completed for lv in result.levels):      # a sustained rate needs a level's C + 2 requests
+        print("  saturation: not measured (too few requests completed at a level: a sustained rate needs the "
+              "concurrency + 2)")
     else:
         print("  saturation: not measured (no request completed)")
     if predicted is not None:

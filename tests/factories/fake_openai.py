@@ -22,9 +22,11 @@ and hostile ones, each a way a server rooflab does not control can answer:
     absurd      usage of 1e300, -5 and 1.7e308 tokens (JSON, but no count)
     echo        every token names the key as its model and as a timings field
     errecho     an error chunk holding escape sequences, CR/LF and the key
+    errbody     HTTP 400 whose JSON error message holds escape sequences, CR/LF, the key and 100k characters
     html        HTTP 200 with an HTML page
     redirect    HTTP 302 to an address with a user and password
     drip        a byte every 50 ms, never a whole line
+    trickle     an SSE comment line every 100 ms for 30 s, never a token (no stall, no end)
     flood       token chunks without end
     gzip        the stream compressed, though the client asked for none (a 64 MB gzip bomb)
     (other)     HTTP 404: the model does not exist
@@ -33,7 +35,8 @@ The tokenizer counts ``per_word`` tokens a word (one; ``/tokenize``, off with
 ``tokenize=False``); usage is reported unless ``usage=False``; ``api_key`` makes every route
 ask for it; ``refuse_force`` answers 400 to ``min_tokens``/``ignore_eos``. ``models``: the ids
 /v1/models lists (the modes), ``models_bytes`` a body of that many bytes instead; ``metrics``:
-a /metrics page; ``site``: every address answers an HTML page (a web site, not an API).
+a /metrics page; ``tokenize_body``: the raw body /tokenize answers (a count no tokenizer gives);
+``site``: every address answers an HTML page (a web site, not an API).
 ``bodies`` keeps every completion request (a prompt cut to 64 characters and its length in
 words: a test of memory must not hold them)."""
 
@@ -50,8 +53,8 @@ from typing import Any
 from aiohttp import web
 
 MODES = ("ok", "short", "slow", "http500", "cut", "nofinish", "stall", "malformed", "empty")
-HOSTILE = ("longline", "bigline", "infinity", "digits", "absurd", "echo", "errecho", "html", "redirect", "drip",
-           "flood", "gzip")
+HOSTILE = ("longline", "bigline", "infinity", "digits", "absurd", "echo", "errecho", "errbody", "html", "redirect",
+           "drip", "trickle", "flood", "gzip")
 PAGE = "<!DOCTYPE html><html><head><title>Welcome</title></head><body>\x1b]0;pwned\x07hello</body></html>"
 
 
@@ -65,11 +68,11 @@ class FakeServer:
     def __init__(self, *, tokenize: bool = True, usage: bool = True, api_key: str | None = None,
                  refuse_force: bool = False, token_seconds: float = 0.001, slow_seconds: float = 0.05,
                  per_word: float = 1.0, models: list[str] | None = None, metrics: str | None = None,
-                 site: bool = False, models_bytes: int = 0) -> None:
+                 site: bool = False, models_bytes: int = 0, tokenize_body: bytes | None = None) -> None:
         self.tokenize, self.usage, self.api_key, self.refuse_force = tokenize, usage, api_key, refuse_force
         self.token_seconds, self.slow_seconds = token_seconds, slow_seconds
         self.per_word, self.models, self.metrics, self.site = per_word, models, metrics, site
-        self.models_bytes = models_bytes
+        self.models_bytes, self.tokenize_body = models_bytes, tokenize_body
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.port = free_port()
@@ -147,6 +150,8 @@ class FakeServer:
     async def _tokenize(self, request: web.Request) -> web.Response:
         if not self.tokenize:
             raise web.HTTPNotFound()
+        if self.tokenize_body is not None:
+            return web.Response(body=self.tokenize_body, content_type="application/json")
         body = await request.json()
         words = len(str(body.get("content", "")).split())
         return web.json_response({"tokens": [7] * max(1, round(words * self.per_word))})
@@ -214,6 +219,9 @@ class FakeServer:
         key = self.api_key or "no-key"
         if model == "html":
             return web.Response(text=PAGE, content_type="text/html")
+        if model == "errbody":
+            message = f"\x1b]0;pwned\x07\x1b[2J bad key {key}\r\nX-Injected: yes\x00\x9b" + "z" * 100_000
+            return web.json_response({"error": {"message": message}}, status=400)
         if model == "redirect":
             raise web.HTTPFound(f"http://user:{key}@127.0.0.1:{self.port}/v1/completions")
         if model == "gzip":
@@ -246,6 +254,10 @@ class FakeServer:
             for _ in range(2000):
                 await resp.write(b"d")
                 await asyncio.sleep(0.05)
+        elif model == "trickle":
+            for _ in range(300):
+                await resp.write(b": still here\n\n")
+                await asyncio.sleep(0.1)
         elif model == "flood":
             for _ in range(100_000):
                 await resp.write(token)

@@ -176,7 +176,7 @@ class ServerPlan:
                             f"got {shown(self.api_key_env, 80)}")
         parts = urlsplit(self.url)
         if self.api_key_env is not None and (parts.username is not None or parts.password is not None):
-            raise SpecError("the server address holds a user and password and --api-key-env names a key: "
+            raise SpecError("the server address holds a user and password, and an API key is given too: "
                             "give one of them")
         check_extra_body(self.extra_body)
         self.serving_plan()         # validates the lengths, count and seed

@@ -145,7 +145,8 @@ async def read_reported_json(content: Any, cap: int = MAX_BODY) -> Any:
 async def read_lines(content: Any, on_line: Callable[[bytes], bool], *, stall: float, max_bytes: int) -> None:
     """Hand each line of a stream to ``on_line`` (which returns True to stop reading) as it
     completes. Raises ``Stalled`` when no line completes for ``stall`` seconds, StreamError for
-    a line over ``MAX_LINE`` bytes or a stream over ``max_bytes``."""
+    a line over ``MAX_LINE`` bytes or a stream over ``max_bytes``; the request's own time-out
+    (a TimeoutError of ``content``) passes through as it is."""
     loop = asyncio.get_running_loop()
     buf = bytearray()
     total, last = 0, loop.time()
@@ -154,10 +155,12 @@ async def read_lines(content: Any, on_line: Callable[[bytes], bool], *, stall: f
         if wait <= 0:
             raise Stalled
         try:
-            async with asyncio.timeout(wait):     # not wait_for: before 3.12 it can lose a cancel
+            async with asyncio.timeout(wait) as window:     # not wait_for: before 3.12 it can lose a cancel
                 chunk = await content.readany()
         except TimeoutError:
-            raise Stalled from None
+            if window.expired():
+                raise Stalled from None
+            raise                                 # the request's whole time (aiohttp's total), not a stall
         if not chunk:
             break
         total += len(chunk)

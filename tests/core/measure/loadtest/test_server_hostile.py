@@ -146,6 +146,16 @@ def test_b_absurd_counts_are_not_believed_and_the_run_is_kept(capsys, fake):
     assert len(runs) == 1 and runs[0]["levels"][0]["completed"] == 2      # read back, not set aside
 
 
+@pytest.mark.parametrize("body", [b'{"count": Infinity}', b'{"count": 1e300}', b'{"count": -5}',
+                                  b'{"count": 1' + b"0" * 400 + b"}", b'{"count": 1.5}'])
+def test_b_a_tokenize_count_out_of_range_is_no_count(capsys, body):
+    with FakeServer(tokenize_body=body) as server:                  # usage still counts the prompts
+        ran = measure(capsys, server.url, "--model", "ok", *SMALL, "--no-save")
+    m = ran.json["measurement"]
+    assert ran.code == 0 and m["prompt_method"] == "the prompt_tokens of one-token requests"
+    assert all(r["prompt_tokens"] == 8 for r in m["levels"][0]["requests"])
+
+
 # --- C and D: text from the server, and the key ---------------------------------------------
 
 def test_c_error_text_is_one_printable_line(capsys, keyed):
@@ -168,6 +178,24 @@ def test_c_d_models_timings_and_metrics_are_cleaned(capsys, keyed):
         ran = measure(capsys, server.url, "--model", "ok", *SMALL, "--no-save", text=True)
     warning = next(x for x in ran.out.splitlines() if "the server lists" in x)
     assert ran.code == 0 and len(warning) < 700
+
+
+def test_c_an_http_error_body_is_one_printable_line(capsys, keyed):
+    ran = measure(capsys, keyed.url, "--model", "errbody", "--api-key-env", KEY_VAR, *SMALL, "--no-save", text=True)
+    assert ran.code == 1
+    lines = [x for x in ran.out.splitlines() if "HTTP 400" in x]            # the level's and the warm-up's
+    assert len(lines) == 2 and lines[0].startswith("  concurrency 1: 2 x HTTP 400: ")
+    # past the 4 KiB read of an error body the JSON is cut: its start is shown, escapes as text
+    assert all("bad key ***" in x and x.endswith("...") and len(x) < 300 for x in lines)
+    assert not any(x.startswith("X-Injected") for x in ran.out.splitlines())
+
+
+def test_c_a_model_id_with_a_line_break_stays_in_its_line(capsys):
+    with FakeServer(models=["one\nrooflab: error: fake\r\x1b[31mred", "two"]) as server:
+        ran = measure(capsys, server.url, "--model", "ok", *SMALL, "--no-save", text=True)
+    assert ran.code == 0
+    assert [x for x in ran.out.splitlines() if "fake" in x] == [
+        "warning: the server lists one rooflab: error: fake [31mred, two, not 'ok'"]
 
 
 # --- E: bounded memory ----------------------------------------------------------------------
@@ -262,6 +290,24 @@ def test_j_a_server_that_drips_ends_at_the_warm_up(capsys, fake):
              "the warm-up request timed out: no data for 0.5 s after 0 tokens")
     ran = measure(capsys, fake.url, "--model", "ok", *SMALL, "--no-save", text=True)
     assert ran.code == 0 and "done within 9 min 13 s at most" in ran.err.splitlines()[0]
+
+
+def test_i_a_rate_too_short_to_tell_is_said_not_nan(capsys, fake):
+    # two requests at concurrency 1 complete, but a sustained rate needs C + 2 of them: the
+    # table said "saturation: at least nan requests/s"
+    ran = measure(capsys, fake.url, "--model", "ok", *SMALL, "--no-save", text=True)
+    assert ran.code == 0 and "nan" not in ran.out.lower()
+    assert "  saturation: not measured (too few requests completed at a level: a sustained rate needs the " \
+           "concurrency + 2)" in ran.out.splitlines()
+    ran = measure(capsys, fake.url, "--model", "ok", *SMALL[:3], "4", *SMALL[4:], "--no-save", text=True)
+    assert ran.code == 0 and "  saturation: at least " in ran.out and "nan" not in ran.out.lower()
+
+
+def test_j_a_request_past_its_whole_time_is_said_so(capsys, fake):
+    # comment lines keep a stall from firing; the request's --timeout ends it, and the line says
+    # that time (it said "no data for 30 s" after the 120 s of the default --timeout)
+    one_line(measure(capsys, fake.url, "--model", "trickle", *SMALL[:-4], "--stall-timeout", "1", "--timeout", "2"),
+             "the warm-up request timed out: over 2 s in all")
 
 
 @pytest.mark.parametrize("rate", ["0.01", "1e-9"])
