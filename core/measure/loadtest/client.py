@@ -260,6 +260,11 @@ def compressed(resp: Any) -> str:
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of an exception's text (cleaned and cut by the caller), or its type."""
+    """The first line of an exception's text (cleaned and cut by the caller), or its type. An
+    answer aiohttp could not parse (a ClientResponseError: not HTTP, a header past its limit) is
+    its parser's words on one line, not their repr with the status and address around them."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and isinstance(getattr(exc, "status", None), int) and message.strip():
+        return " ".join(x.strip() for x in message.splitlines() if x.strip().strip("^"))[:4096]
     text = str(exc).strip().splitlines()
     return text[0][:4096] if text else type(exc).__name__

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import threading
 import time
 import tracemalloc
 from dataclasses import dataclass
@@ -261,6 +263,45 @@ def test_f_machine_and_store_path_are_checked_before_measuring(capsys, fake):
 ])
 def test_g_bad_addresses(capsys, url, says):
     one_line(measure(capsys, url, "--model", "ok", *SMALL), says)
+
+
+@pytest.mark.parametrize("answer, says", [
+    (b"SSH-2.0-OpenSSH_9.6\r\n", "Bad status line: Expected HTTP/, RTSP/ or ICE/: b'SSH-2.0-OpenSSH_9.6'"),
+    (b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 200_000 + b"\r\n\r\n", "Got more than 8190 bytes when reading"),
+])
+def test_g_a_port_that_answers_no_http(capsys, answer, says):
+    # the wrong port (an SSH server), or a header past aiohttp's limit: its parser's words on one
+    # line, not 400, message="Bad status line:\n  Expected ..." with the address around them
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.settimeout(0.1)
+        stop = threading.Event()
+        thread = threading.Thread(target=_answer_every_connection, args=(listener, answer, stop), daemon=True)
+        thread.start()
+        port = listener.getsockname()[1]
+        try:
+            one_line(measure(capsys, f"http://127.0.0.1:{port}", "--model", "ok", *SMALL),
+                     f"cannot reach http://127.0.0.1:{port}: {says}")
+        finally:
+            stop.set()
+            thread.join(5)
+
+
+def _answer_every_connection(listener: socket.socket, answer: bytes, stop: threading.Event) -> None:
+    """``answer`` to every connection, whatever it asks, until ``stop``."""
+    while not stop.is_set():
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        with conn:
+            conn.settimeout(5)
+            try:
+                conn.recv(65536)
+                conn.sendall(answer)
+            except OSError:
+                pass
 
 
 def test_h_extra_body_depth_and_nan(capsys, fake):
