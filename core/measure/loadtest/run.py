@@ -172,9 +172,10 @@ class _Run:
                 self.client.force = True
             if self.client.foreign:
                 raise MeasurementError(f"{self.client.where}: {self.client.foreign}")
-            if record.status == "timeout":
+            if record.status == "timeout":       # the whole request's time (--timeout), or a stall's
+                option = "--timeout" if record.error.endswith(" in all") else "--stall-timeout"
                 raise MeasurementError(f"{self.client.where}: the warm-up request {record.error}; nothing measured "
-                                       "(is the server busy, or --stall-timeout too short?)")
+                                       f"(is the server busy, or {option} too short?)")
             if record.status != "ok":
                 self.warnings.append(f"warm-up request failed: {record.error}")
 

@@ -348,7 +348,8 @@ def test_j_a_request_past_its_whole_time_is_said_so(capsys, fake):
     # comment lines keep a stall from firing; the request's --timeout ends it, and the line says
     # that time (it said "no data for 30 s" after the 120 s of the default --timeout)
     one_line(measure(capsys, fake.url, "--model", "trickle", *SMALL[:-4], "--stall-timeout", "1", "--timeout", "2"),
-             "the warm-up request timed out: over 2 s in all")
+             "the warm-up request timed out: over 2 s in all; nothing measured (is the server busy, or --timeout "
+             "too short?)")
 
 
 @pytest.mark.parametrize("rate", ["0.01", "1e-9"])
