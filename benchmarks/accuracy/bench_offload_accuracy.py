@@ -12,8 +12,12 @@ end, the host at the CPU back end's, with ``offload_terms``' constants). Layer s
 device at its back end's fitted factors, the split's hops and pipelined prompt (``offload``),
 the pipeline keeping ``layer_split.PIPELINE_KEPT`` of its ideal saving.
 
-The fitted constants (HOST_EXPERT_DECODE_SHARE on generation rows, PCIE_STREAM_SHARE on prompt
-rows, PIPELINE_KEPT on layer-split prompt rows; each on a grid, the median error minimised) are
+Each row's host is priced at its stated memory and its CPU's peak (``hosts`` in the data: cores
+the run used x max boost clock x fp32 FLOP a cycle, the machine's offload flops). The fitted
+constants (HOST_EXPERT_DECODE_SHARE and HOST_EXPERT_DECODE_COMPUTE together on generation rows,
+PCIE_STREAM_SHARE on prompt rows, PIPELINE_KEPT on layer-split prompt rows; each on a grid, the
+mean over machines of each one's median |log(expected / measured)| minimised, so a machine with
+many rows weighs as one with few; of values that fit alike, the nearest the shipped) are
 refitted without the rows scored: leaving one source out (printed first), one machine out
 (GPU + host; a layer split's machine x devices), and in sample at the shipped values. Printed
 per placement category (on device / offloaded / several devices / vLLM) and kind (tg, pp): the
@@ -63,6 +67,7 @@ from rooflab.core.values.workload import Workload
 
 DATA = Path(resources_dir()) / "placed" / "llamacpp-offload-public.json"
 SHARES = tuple(float(s) for s in np.round(np.arange(0.30, 1.001, 0.02), 2))
+COMPUTE = tuple(float(s) for s in np.round(np.arange(0.08, 0.601, 0.02), 2))
 KEPT = tuple(float(k) for k in np.round(np.arange(0.0, 1.001, 0.1), 1))
 CATEGORIES = ("on device", "offloaded", "several devices", "vLLM")
 NO_VLLM = ("no rows (no batch-1 tensor-parallel run stating its GPUs, weights and TP found outside the "
@@ -80,20 +85,28 @@ class Scored:
     label: str
     measured: float            # tokens/s
     ceiling: float             # tokens/s
-    predict: Callable[[float, float], float]   # tokens/s expected at (constant for tg, for pp)
+    predict: Callable[[float, float, float], float]   # tokens/s expected at (host share, link share, compute)
     calibration_band: tuple[float, float] = (float("nan"), float("nan"))
     unpriced: str = ""         # why the engine did something the placed model does not price ("": it prices it)
 
 
 @contextmanager
-def constants(host: float, link: float) -> Iterator[None]:
-    """``offload_terms``' fitted constants set to (host, link) for the block."""
-    old = offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE
-    offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE = host, link
+def constants(host: float, link: float, compute: float) -> Iterator[None]:
+    """``offload_terms``' fitted constants set to (host, link, compute) for the block."""
+    names = ("HOST_EXPERT_DECODE_SHARE", "PCIE_STREAM_SHARE", "HOST_EXPERT_DECODE_COMPUTE")
+    old = tuple(getattr(offload_terms, n) for n in names)
+    for n, v in zip(names, (host, link, compute), strict=True):
+        setattr(offload_terms, n, v)
     try:
         yield
     finally:
-        offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE = old
+        for n, v in zip(names, old, strict=True):
+            setattr(offload_terms, n, v)
+
+
+def shipped_constants() -> tuple[float, float, float]:
+    return (offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE,
+            offload_terms.HOST_EXPERT_DECODE_COMPUTE)
 
 
 @contextmanager
@@ -107,10 +120,11 @@ def kept(value: float) -> Iterator[None]:
         layer_split.PIPELINE_KEPT = old
 
 
-def _machine(row: dict[str, Any]) -> MachineProfile:
+def _machine(row: dict[str, Any], hosts: dict[str, Any]) -> MachineProfile:
     base = load_machine(row["gpu"])
     over = row.get("gpu_overrides") or {}
-    changes: dict[str, Any] = {"offload_bandwidth": float(row["host_bandwidth"])}
+    changes: dict[str, Any] = {"offload_bandwidth": float(row["host_bandwidth"]),
+                               "offload_flops": float(hosts[row["cpu"]]["flops"])}
     if over:
         peaks = dict(base.peak_flops)
         peaks.update({"fp16": float(over["fp16"]), "bf16": float(over["fp16"])})
@@ -125,7 +139,7 @@ def placed_rows() -> list[Scored]:
     out = []
     for r in data["rows"]:
         spec = load_model(r["model"], weights=r["weights"])
-        machine = _machine(r)
+        machine = _machine(r, data["hosts"])
         n, kind = int(r["test"][2:]), r["test"][:2]
         w = Workload(prompt=n if kind == "pp" else 512, answer=n if kind == "tg" else 1, context=int(r["depth"]),
                      ubatch=int(r["ub"]), kv_type=r.get("kv_type", "f16"))
@@ -146,12 +160,12 @@ def placed_rows() -> list[Scored]:
         calibrated = ex.machine
 
         @functools.cache
-        def predict(host: float, link: float, price: Callable[[MachineProfile], float] = price,
+        def predict(host: float, link: float, compute: float, price: Callable[[MachineProfile], float] = price,
                     m: MachineProfile = calibrated) -> float:
-            with constants(host, link):
+            with constants(host, link, compute):
                 return price(m)
 
-        with constants(offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE):
+        with constants(*shipped_constants()):
             low, high = band(price(calibrated), [price(m) for m in ex.replicas])
         label = (f"{r['model']} {r['weights']} {r['test']}@{r['depth']} -ub {r['ub']} -ngl {r['ngl']} "
                  f"--n-cpu-moe {r['n_cpu_moe']} {r['engine']} ({r['expert_copy']})")
@@ -226,7 +240,7 @@ def several_rows() -> list[Scored]:
             return n / float(placed_prefill(spec, machine, w, p, prompt=n, context=depth).seconds)
 
         @functools.cache
-        def predict(share: float, _unused: float, price: Callable[[MachineProfile], float] = price,
+        def predict(share: float, _unused: float, _unused2: float, price: Callable[[MachineProfile], float] = price,
                     m: MachineProfile = m) -> float:
             with kept(share):
                 return price(m)
@@ -243,11 +257,11 @@ def error(predicted: float, measured: float) -> float:
     return abs(predicted / measured - 1.0)
 
 
-def shipped(row: Scored) -> tuple[float, float]:
+def shipped(row: Scored) -> tuple[float, float, float]:
     """The shipped constants ``row.predict`` takes."""
     if row.category == "several devices":
-        return layer_split.PIPELINE_KEPT, 0.0
-    return offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE
+        return layer_split.PIPELINE_KEPT, 0.0, 0.0
+    return shipped_constants()
 
 
 def fit(train: Sequence[Scored]) -> dict[str, float]:
@@ -256,26 +270,36 @@ def fit(train: Sequence[Scored]) -> dict[str, float]:
     the link share on offloaded prompts, the pipeline's kept share on layer-split prompts; a
     constant with no training row keeps its shipped value."""
     train = [r for r in train if r.measured <= r.ceiling]
-    host, link = offload_terms.HOST_EXPERT_DECODE_SHARE, offload_terms.PCIE_STREAM_SHARE
-    best = {"host": host, "link": link, "kept": layer_split.PIPELINE_KEPT}
+    host, link, compute = shipped_constants()
+    best = {"host": host, "link": link, "compute": compute, "kept": layer_split.PIPELINE_KEPT}
 
-    def pick(rows: list[Scored], grid: Sequence[float], args: Callable[[float], tuple[float, float]]) -> float:
-        return min((statistics.median(error(r.predict(*args(s)), r.measured) for r in rows), s) for s in grid)[1]
+    def pick(rows: list[Scored], grid: Sequence[Any], args: Callable[[Any], tuple[float, float, float]],
+             now: Any) -> Any:
+        # each machine weighs as one (the mean of its rows' median |log(expected / measured)|); of
+        # values that fit as well (a term no training machine is bound by), the one nearest the shipped
+        def cost(s: Any) -> tuple[float, float]:
+            by: dict[str, list[float]] = {}
+            for r in rows:
+                by.setdefault(r.machine, []).append(abs(float(np.log(r.predict(*args(s)) / r.measured))))
+            miss = float(np.mean([statistics.median(v) for v in by.values()]))
+            return round(miss, 4), float(np.sum(np.abs(np.subtract(s, now))))
+        return min(grid, key=cost)
 
     offloaded = [r for r in train if r.category == "offloaded"]
     if tg := [r for r in offloaded if r.kind == "tg"]:
-        best["host"] = pick(tg, SHARES, lambda s: (s, link))
+        best["host"], best["compute"] = pick(tg, [(h, c) for h in SHARES for c in COMPUTE],
+                                             lambda s: (s[0], link, s[1]), (host, compute))
     if pp := [r for r in offloaded if r.kind == "pp"]:
-        best["link"] = pick(pp, SHARES, lambda s: (host, s))
+        best["link"] = pick(pp, SHARES, lambda s: (host, s, compute), link)
     if split := [r for r in train if r.category == "several devices" and r.kind == "pp"]:
-        best["kept"] = pick(split, KEPT, lambda s: (s, 0.0))
+        best["kept"] = pick(split, KEPT, lambda s: (s, 0.0, 0.0), layer_split.PIPELINE_KEPT)
     return best
 
 
 def predicted_at(row: Scored, consts: dict[str, float]) -> float:
     if row.category == "several devices":
-        return row.predict(consts["kept"], 0.0)
-    return row.predict(consts["host"], consts["link"])
+        return row.predict(consts["kept"], 0.0, 0.0)
+    return row.predict(consts["host"], consts["link"], consts["compute"])
 
 
 def held_out(rows: Sequence[Scored], key: Callable[[Scored], str] | None) -> tuple[list[float], list[dict[str, float]]]:
@@ -379,12 +403,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{len({r.source for r in split})} sources, {len({r.machine for r in split})} set-ups")
     print("rows by placement: " + ", ".join(f"{c} {n}" for c, n in counts.items())
           + f"; set apart (the engine moved weights as the placed model does not price): {len(unpriced)}")
-    print(f"shipped: HOST_EXPERT_DECODE_SHARE {offload_terms.HOST_EXPERT_DECODE_SHARE}, PCIE_STREAM_SHARE "
-          f"{offload_terms.PCIE_STREAM_SHARE}, PIPELINE_KEPT {layer_split.PIPELINE_KEPT}; bounded, not fitted: "
+    print(f"shipped: HOST_EXPERT_DECODE_SHARE {offload_terms.HOST_EXPERT_DECODE_SHARE}, HOST_EXPERT_DECODE_COMPUTE "
+          f"{offload_terms.HOST_EXPERT_DECODE_COMPUTE}, PCIE_STREAM_SHARE {offload_terms.PCIE_STREAM_SHARE}, "
+          f"PIPELINE_KEPT {layer_split.PIPELINE_KEPT}; bounded, not fitted: "
           f"CROSSING_SECONDS {offload_terms.CROSSING_SECONDS * 1e6:.0f} us, LIVE_EXPERT_FLOOR "
           f"{offload_terms.LIVE_EXPERT_FLOOR}")
     whole = fit(rows)
-    print(f"fitted on every row: HOST_EXPERT_DECODE_SHARE {whole['host']}, PCIE_STREAM_SHARE {whole['link']}, "
+    print(f"fitted on every row: HOST_EXPERT_DECODE_SHARE {whole['host']}, HOST_EXPERT_DECODE_COMPUTE "
+          f"{whole['compute']}, PCIE_STREAM_SHARE {whole['link']}, "
           f"PIPELINE_KEPT {whole['kept']}")
     print()
     print("median |expected - measured| / measured over machines (each one's median) and over rows; band: the "
@@ -404,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         if fits:
             ranges.append(f"{name} {len(fits)} fits: " + ", ".join(
                 f"{label} {min(f[k] for f in fits):g}-{max(f[k] for f in fits):g}"
-                for k, label in (("host", "host share"), ("link", "link share"), ("kept", "pipeline kept"))))
+                for k, label in (("host", "host share"), ("compute", "host compute"), ("link", "link share"),
+                                  ("kept", "pipeline kept"))))
     print()
     for line in ranges:
         print(line)

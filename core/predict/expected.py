@@ -20,6 +20,7 @@ from typing import TypeVar
 import numpy as np
 
 from rooflab.core.predict import work
+from rooflab.core.predict.offload_terms import spread_host
 from rooflab.core.values.calibration import EngineCalibration, Rates, band, format_class
 from rooflab.core.values.efficiency import FACTOR_RANGE, Efficiency
 from rooflab.core.values.machine import MachineProfile
@@ -198,10 +199,10 @@ def expected_for(spec: ModelSpec, machine: MachineProfile, calibration: EngineCa
                              shares=shares, host=host)
     if relative:
         missing.clear()        # a back end's published factors hold for every format alike
-    replicas = tuple(dataclasses.replace(machine, efficiency=efficiency_for(spec, machine, r, dtype=dtype,
-                                                                            relative=relative, shares=shares,
-                                                                            host=host))
-                     for r in spread_out(calibration.replicates, MAX_REPLICATES))
+    replicas = spread_host([dataclasses.replace(machine, efficiency=efficiency_for(spec, machine, r, dtype=dtype,
+                                                                                 relative=relative, shares=shares,
+                                                                                 host=host))
+                            for r in spread_out(calibration.replicates, MAX_REPLICATES)])
     notes = [f"no {k} among the calibration models: priced at the mean rate of those that were"
              if k == EXPERTS else
              f"no {k} weights among the calibration models: priced at the mean rate of the formats that were"

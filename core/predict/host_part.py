@@ -31,8 +31,9 @@ machine's own processor. Behind a discrete GPU the host part scales by the effic
 factors (the CPU's own shares of its peaks); elsewhere by the machine's.
 
 A decode step's host part behind a GPU reads its routed experts at
-``offload_terms.HOST_EXPERT_DECODE_SHARE`` of the CPU's fitted bandwidth factor in an expected
-figure (``offload_terms.host_decode_share``).
+``offload_terms.HOST_EXPERT_DECODE_SHARE`` of the CPU's fitted bandwidth factor and multiplies
+them at ``offload_terms.HOST_EXPERT_DECODE_COMPUTE`` of its compute factor in an expected figure
+(``offload_terms.host_decode_share``, ``host_decode_compute``): the slower of the two bounds it.
 
 Left out: the device part re-reading its own weights per ubatch (a GPU reads them in a few ms
 against tens of ms of arithmetic), and any overlap of the copy of one ubatch with the
@@ -48,7 +49,13 @@ from numpy.typing import ArrayLike
 from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import Pass, combined_seconds
-from rooflab.core.predict.offload_terms import host_decode_share, is_ceiling, link_share, streamed_weight_bytes
+from rooflab.core.predict.offload_terms import (
+    host_decode_compute,
+    host_decode_share,
+    is_ceiling,
+    link_share,
+    streamed_weight_bytes,
+)
 from rooflab.core.predict.placement import has_host_tier
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
@@ -106,8 +113,9 @@ def _one(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, cac
     # the host behind a discrete GPU runs at its own shares of its peaks; on a CPU or unified
     # machine the host is the machine
     host_b, host_c = (eff.host_bandwidth, eff.host_compute) if machine.kind == "gpu" else (eff.bandwidth, factor)
-    if decode:      # batch-1 routed-expert GEMVs behind a GPU reach less of it (offload_terms)
+    if decode:      # batch-1 routed-expert GEMVs behind a GPU reach less of both (offload_terms)
         host_b *= host_decode_share(machine, sub)
+        host_c *= host_decode_compute(machine, sub)
     share = np.divide(k, n, out=np.zeros_like(n), where=n > 0)
     c, f, att = cache * share, flops * share, attention * share
     w = work.weight_bytes_read(sub, k) if sub is not None else np.zeros_like(k)

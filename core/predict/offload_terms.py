@@ -9,10 +9,13 @@ resources/placed/llamacpp-offload-public.json and scored there leaving one sourc
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rooflab.core.predict.placement import Placement, device_layer_start
+from rooflab.core.predict.placement import Placement, device_layer_start, has_host_tier
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec, Role
@@ -25,14 +28,29 @@ from rooflab.core.values.model import ModelSpec, Role
 # varies the number of crossings alone, so the value sits inside that bound, not on a fit.
 CROSSING_SECONDS = 25e-6
 # Share of the host's fitted CPU bandwidth factor that batch-1 routed-expert GEMVs reach behind a
-# GPU: small matrices, one per expert used, on threads that also drive the GPU. Fitted (median
-# error) on the 60 generation rows of resources/placed (2026-12-06): 0.66; one share does not fit
-# every host: a Ryzen-7950X's rows would take about 0.7, a Threadripper 5975WX's run 30 % below any.
-HOST_EXPERT_DECODE_SHARE = 0.66
+# GPU: small matrices, one per expert used, on threads that also drive the GPU. Fitted on the 60
+# generation rows of resources/placed with the compute share below (each machine weighing one,
+# benchmarks/accuracy/bench_offload_accuracy.py, 2026-12-07): 0.72. Alone (before the compute
+# bound) no share fitted every host: a Ryzen-7950X's rows took about 0.7, a Threadripper's 0.3.
+HOST_EXPERT_DECODE_SHARE = 0.72
+# Share of the CPU back end's fitted compute factor (of the host's fp32 FMA peak: cores x clock x
+# FLOP a cycle, the profile's offload flops, else ``host_part.DEFAULT_HOST_FLOPS``) that the same
+# GEMVs reach: each weight is unpacked from its block format and multiplied once per token, so a
+# host with wide memory and few or slow cores is bound by its arithmetic, not its DRAM (a
+# Threadripper 5975WX's eight channels read experts no faster than a Ryzen 7950X's two). Fitted
+# with the share above; both are the fit of every row of resources/placed (2026-12-07).
+HOST_EXPERT_DECODE_COMPUTE = 0.2
 # Share of the PCIe link a prompt's host weights cross at: llama.cpp copies them from mmap'd,
-# pageable host memory, which CUDA stages through a pinned buffer. Fitted (median error) on the
-# 21 prompt rows of resources/placed whose engine copies as priced (2026-12-06): 0.76.
-PCIE_STREAM_SHARE = 0.76
+# pageable host memory, which CUDA stages through a pinned buffer. Fitted on the 22 prompt rows of
+# resources/placed whose engine copies as priced, each machine weighing one (2026-12-07): 0.54
+# (0.76 when every row weighed one: most rows are one Ryzen-7950X's).
+PCIE_STREAM_SHARE = 0.54
+# Measured / expected of the offloaded generation rows of resources/placed, each priced with the
+# shares fitted without its machine (16th and 84th percentiles, each machine weighing one;
+# bench_offload_accuracy.py, 2026-12-07): how far a host nobody fitted strays from the fit. An
+# expected figure's replicates take it on their host factors (``spread_host``), so its band
+# widens by the share of the time spent on the host, not by the calibration's spread alone.
+HOST_SPREAD = (0.61, 1.37)
 # A ceiling's least share of a layer's experts that a ubatch's tokens route to (routing is not
 # uniform: GPT-OSS leaves experts idle, so a large ubatch copies as little as 0.6 of them; ik_llama.cpp
 # #698). The ceiling's union assumes tokens spread over this share of the experts only.
@@ -90,6 +108,20 @@ def host_decode_share(machine: MachineProfile, sub: ModelSpec | None) -> float:
     return HOST_EXPERT_DECODE_SHARE
 
 
+def host_decode_compute(machine: MachineProfile, sub: ModelSpec | None) -> float:
+    """The share of the host's compute factor its decode multiplies routed experts at, behind a
+    GPU in an expected figure: ``HOST_EXPERT_DECODE_COMPUTE``; 1 where the host's own compute
+    factor applies (a ceiling, no routed experts on the host, not behind a GPU, or this machine's
+    own host-expert measurement kept, whose rate already holds its arithmetic)."""
+    if is_ceiling(machine) or machine.kind != "gpu" or sub is None:
+        return 1.0
+    if not any(t.role is Role.EXPERTS for t in sub.tensors):
+        return 1.0
+    if machine.efficiency.host_expert_bandwidth is not None:
+        return 1.0
+    return HOST_EXPERT_DECODE_COMPUTE
+
+
 def link_share(machine: MachineProfile) -> float:
     """The share of the PCIe host link a prompt's streamed host weights reach: 1 in a ceiling,
     ``PCIE_STREAM_SHARE`` in an expected figure. Left out: pinned host buffers (--no-mmap),
@@ -112,3 +144,21 @@ def streamed_weight_bytes(machine: MachineProfile, sub: ModelSpec, tokens: Array
     live = LIVE_EXPERT_FLOOR if is_ceiling(machine) else 1.0
     share = live * (1.0 - (1.0 - min(1.0, sub.expert_fraction / live)) ** k)
     return rest + experts * share
+
+
+def spread_host(machines: Sequence[MachineProfile]) -> tuple[MachineProfile, ...]:
+    """An expected figure's replicates with ``HOST_SPREAD`` on their host factors: the first
+    half's host bandwidth and compute factors times its low end, the rest's times its high end
+    (at most 1: no replicate reads past the host's peak). Unchanged where there is no host tier
+    behind a GPU. A kept host-expert measurement of this machine sets its experts' rate itself
+    (``host_decode_share`` divides the host factor out), so the spread leaves that rate alone."""
+    if not machines or machines[0].kind != "gpu" or not has_host_tier(machines[0]):
+        return tuple(machines)
+    low, high = HOST_SPREAD
+    out = []
+    for i, m in enumerate(machines):
+        s = low if i < len(machines) / 2 else high
+        eff = m.efficiency
+        out.append(dataclasses.replace(m, efficiency=dataclasses.replace(
+            eff, host_bandwidth=min(1.0, eff.host_bandwidth * s), host_compute=min(1.0, eff.host_compute * s))))
+    return tuple(out)

@@ -81,8 +81,10 @@ def _side(p: Pass, seconds: float, where: str, weights: str) -> list[StepPart]:
         return []
     w, c = _scalar(p.weight_bytes), _scalar(p.cache_bytes)
     if _scalar(p.compute_seconds) > _scalar(p.memory_seconds) or w + c <= 0:
-        return [StepPart(key=f"{where}_arithmetic", label=f"arithmetic {weights.split(' ', 1)[1]}",
-                         seconds=seconds)]
+        # the host's is told by what it computes ("arithmetic of the experts on the CPU"): its
+        # decode unpacks and multiplies them, which a host's cores can bound before its DRAM
+        label = f"arithmetic of the {weights}" if where == "host" else f"arithmetic {weights.split(' ', 1)[1]}"
+        return [StepPart(key=f"{where}_arithmetic", label=label, seconds=seconds)]
     cached = seconds * c / (w + c)
     return [StepPart(key=f"{where}_weights", label=weights, seconds=seconds - cached),
             StepPart(key=f"{where}_cache", label=f"cache {weights.split(' ', 1)[1]}", seconds=cached)]

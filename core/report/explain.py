@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from rooflab.core.predict.footprint import compute_buffer_bytes
+from rooflab.core.predict.host_part import host_flops
 from rooflab.core.predict.offload import OP_OFFLOAD_MIN_TOKENS
 from rooflab.core.predict.offload_terms import CROSSING_SECONDS
 from rooflab.core.predict.parallel import ParallelEstimate, mode_text
@@ -289,7 +290,21 @@ def parts_lines(sc: Scenario, decode: StepParts, prefill: StepParts, origin: str
                  f"{origin[0].upper()}{origin[1:]}: {parts_sentence(prefill)}.", tip),
             Line("token_parts", "Token, part by part", fmt(decode.seconds, "s"), "",
                  f"{origin[0].upper()}{origin[1:]}, a step at {start:,} tokens of context: "
-                 f"{parts_sentence(decode)}.", tip)]
+                 f"{parts_sentence(decode)}.{host_cpu_sentence(sc, decode)}", tip)]
+
+
+def host_cpu_sentence(sc: Scenario, decode: StepParts) -> str:
+    """Where a decode step's host part is bound by the CPU's arithmetic: the peak it is priced
+    at and where that comes from (the profile's host CPU, else the lessons' 8-core desktop), so a
+    user with another CPU knows what to set; "" otherwise."""
+    if decode.seconds_of("host_arithmetic") <= 0 or sc.machine.kind != "gpu":
+        return ""
+    peak = host_flops(sc.machine)
+    whose = ("the host CPU this profile states" if sc.machine.offload_flops > 0 else
+             "none is stated, so an 8-core desktop at 4 GHz; for yours give cores × GHz × 32 (AVX2) as the "
+             "host CPU's FLOP/s: the Machine tab, or offload.flops in a machine file")
+    return f" The CPU's part is bound by its arithmetic: {fmt(peak, 'FLOP/s')} peak ({whose})."
+
 
 
 _PARTS_AFTER = {"prompt_parts": ("ttft", "expected_ttft"), "token_parts": ("tpot", "expected_tpot")}

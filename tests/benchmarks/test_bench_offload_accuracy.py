@@ -5,6 +5,7 @@ prompt rows whose engine moved weights as the placed model does not price are to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import ModuleType
 
@@ -57,21 +58,37 @@ def test_prompt_rows_the_placed_model_does_not_price_are_set_apart(bench):
 def scored(bench, *, source: str, kind: str, measured: float, scale: float, ceiling: float = 1e9):
     """A placed row whose expected figure is ``scale`` x the host share (generation) or the link
     share (prompts)."""
-    def predict(host: float, link: float) -> float:
-        return scale * (host if kind == "tg" else link)
+    def predict(host: float, link: float, compute: float) -> float:
+        return scale * (min(host, 10 * compute) if kind == "tg" else link)
     return bench.Scored(source=source, machine=source, category="offloaded", kind=kind, label=source,
                         measured=measured, ceiling=ceiling, predict=predict)
 
 
 def test_each_constant_is_fitted_on_the_rows_it_moves(bench):
-    """Generation rows measured at 0.5 of what a share of 1 prices, prompt rows at 0.9: the fit
-    returns those shares; a row above its ceiling is left out of the fit."""
+    """Generation rows measured at 0.5 of what a host share of 1 prices (their compute bound at
+    ten times the compute share, never the lesser here), prompt rows at 0.9: the fit returns
+    those shares; a row above its ceiling is left out of the fit. Where no row is bound by a
+    term (the compute share at any value above 0.25), the fit keeps the shipped value."""
     rows = [scored(bench, source=f"s{i}", kind="tg", measured=50.0, scale=100.0) for i in range(3)]
     rows += [scored(bench, source=f"p{i}", kind="pp", measured=900.0, scale=1000.0) for i in range(3)]
     rows += [scored(bench, source="x", kind="tg", measured=95.0, scale=100.0, ceiling=90.0)] * 4
     fitted = bench.fit(rows)
     assert fitted["host"] == pytest.approx(0.5)
     assert fitted["link"] == pytest.approx(0.9)
+    assert fitted["compute"] == pytest.approx(bench.offload_terms.HOST_EXPERT_DECODE_COMPUTE)
+
+
+def test_a_host_bound_by_its_arithmetic_fits_the_compute_share(bench):
+    """One machine's rows measured at 0.32 of what a share of 1 prices and bound by twice the
+    compute share, another's at 0.9 and bound by the host share alone: the compute share takes
+    the first machine (0.32 / 2), the host share the second."""
+    rows = [dataclasses.replace(scored(bench, source=f"a{i}", kind="tg", measured=32.0, scale=100.0),
+                                machine="a", predict=lambda h, link, c: 100.0 * min(h, 2 * c)) for i in range(3)]
+    rows += [dataclasses.replace(scored(bench, source=f"b{i}", kind="tg", measured=90.0, scale=100.0),
+                                 machine="b", predict=lambda h, link, c: 100.0 * h) for i in range(3)]
+    fitted = bench.fit(rows)
+    assert fitted["host"] == pytest.approx(0.9)
+    assert fitted["compute"] == pytest.approx(0.16)
 
 
 def test_a_band_weighs_each_other_fold_as_one(bench):

@@ -127,6 +127,8 @@ def test_the_expected_request_sits_on_the_placement_the_headline_uses(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["fits"] and d["placement"]["cpu_moe"] > 0
     r = d["request"]
-    assert r["tpot_seconds"] < r["expected_tpot_seconds"] < 3 * r["tpot_seconds"]
+    # the host's part is bound by its arithmetic in the expected figure (the preset names no host
+    # CPU: an 8-core desktop, at offload_terms.HOST_EXPERT_DECODE_COMPUTE), about 4.5x the ceiling
+    assert r["tpot_seconds"] < r["expected_tpot_seconds"] < 6 * r["tpot_seconds"]
     assert r["expected_tpot_seconds_low"] <= r["expected_tpot_seconds"] <= r["expected_tpot_seconds_high"]
     assert r["expected_tpot_seconds"] > 0.01           # far from the all-on-card 3.65 ms

@@ -38,13 +38,15 @@ def test_experts_on_the_cpu_split_the_expected_token(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     token, parts, shares = _parts(out, "Token, part by part")
-    assert set(parts) >= {"weights on the GPU", "experts on the CPU", "round trips", "per-step overhead"}
+    # the preset names no host CPU: an 8-core desktop, whose arithmetic bounds its experts' decode
+    host = "arithmetic of the experts on the CPU"
+    assert set(parts) >= {"weights on the GPU", host, "round trips", "per-step overhead"}
     # each part is printed to 3 significant digits: their sum is the figure to that rounding
     assert sum(parts.values()) == pytest.approx(token, rel=0.01)
     assert shares == pytest.approx(100, abs=1.5)
     assert parts["round trips"] == pytest.approx(48 * 25e-6, rel=0.01)
     assert "48 crossings × 25 µs)" in out
-    assert parts["experts on the CPU"] == max(parts.values())     # where an offloaded token's time goes
+    assert parts[host] == max(parts.values())     # where an offloaded token's time goes
     prompt, parts, _ = _parts(out, "Prompt, part by part")
     assert sum(parts.values()) == pytest.approx(prompt, rel=0.01)
     assert "48 crossings × 25 µs × 4 ubatches" in out

@@ -54,14 +54,57 @@ def test_the_host_decode_share_applies_to_routed_experts_behind_a_gpu(gptoss, qw
     m = load_machine("rtx-4090")
     host = split(gptoss, Placement(gpu_layers=37, cpu_moe=24), embedding_on_host=input_on_host(m)).host.spec
     assert terms.host_decode_share(m, host) == 1.0                              # a ceiling
-    assert terms.host_decode_share(engine(m), host) == terms.HOST_EXPERT_DECODE_SHARE == 0.66
+    assert terms.host_decode_share(engine(m), host) == terms.HOST_EXPERT_DECODE_SHARE == 0.72
     dense_host = split(qwen8b, Placement(gpu_layers=20), embedding_on_host=True).host.spec
     assert terms.host_decode_share(engine(m), dense_host) == 1.0                # no routed experts there
-    # the host part of a decode step reads its 1.24 GB of experts at 0.66 of the host factor 1 x 89.6 GB/s
+    # the host part of a decode step reads its 1.24 GB of experts at 0.72 of the host factor 1 x 89.6 GB/s
     p = Placement(gpu_layers=37, cpu_moe=24)
     step = placed_decode(gptoss, engine(m), W, p, context=0)
     read = float(step.host.weight_bytes)
-    assert float(step.host.memory_seconds) == pytest.approx(read / (89.6e9 * 1.0 * 0.66), rel=1e-9)
+    assert float(step.host.memory_seconds) == pytest.approx(read / (89.6e9 * 1.0 * 0.72), rel=1e-9)
+
+
+def test_the_host_multiplies_its_experts_at_a_share_of_its_cpus_peak(gptoss, qwen8b):
+    """Behind a GPU a decode step's routed experts on the host are multiplied at
+    HOST_EXPERT_DECODE_COMPUTE of the CPU's compute factor times its peak (the profile's offload
+    flops, else the lessons' 8-core desktop): a host with 8 channels and few cores is bound by
+    its arithmetic. A ceiling and a host without routed experts keep the whole factor."""
+    m = load_machine("rtx-4090")
+    host = split(gptoss, Placement(gpu_layers=37, cpu_moe=24), embedding_on_host=input_on_host(m)).host.spec
+    assert terms.host_decode_compute(m, host) == 1.0                             # a ceiling
+    assert terms.host_decode_compute(engine(m), host) == terms.HOST_EXPERT_DECODE_COMPUTE == 0.2
+    dense_host = split(qwen8b, Placement(gpu_layers=20), embedding_on_host=True).host.spec
+    assert terms.host_decode_compute(engine(m), dense_host) == 1.0
+    p = Placement(gpu_layers=37, cpu_moe=24)
+    # a Threadripper's eight channels and 32 cores, at the CPU back end's compute factor (~0.34)
+    wide = dataclasses.replace(m, offload_bandwidth=204.8e9, offload_flops=4.6e12,
+                               efficiency=Efficiency(bandwidth=0.8, compute=0.6, host_compute=0.34))
+    step = placed_decode(gptoss, wide, W, p, context=0)
+    flops = float(step.host.flops)
+    assert float(step.host.compute_seconds) == pytest.approx(flops / (4.6e12 * 0.34 * 0.2), rel=1e-9)
+    assert float(step.host.compute_seconds) > float(step.host.memory_seconds)    # its cores, not its DRAM
+    # four times the cores: the arithmetic takes a quarter as long
+    more = placed_decode(gptoss, dataclasses.replace(wide, offload_flops=4 * 4.6e12), W, p, context=0)
+    assert float(more.host.compute_seconds) == pytest.approx(float(step.host.compute_seconds) / 4, rel=1e-9)
+
+
+def test_an_expected_figure_with_a_host_part_carries_the_hosts_spread(gptoss):
+    """The replicates of an expected figure behind a GPU with host memory take HOST_SPREAD on
+    their host factors (half the low end, half the high, none past 1), so the band of a token
+    spent mostly on the host is about that wide; a machine with no host tier is left as it was."""
+    from rooflab.core.calibration.expectations import expected_on
+    m = load_machine("rtx-4090")
+    ex = expected_on(gptoss, m)
+    lo, hi = terms.HOST_SPREAD
+    central = ex.machine.efficiency.host_bandwidth
+    factors = sorted(r.efficiency.host_bandwidth / central for r in ex.replicas)
+    assert factors[0] == pytest.approx(lo, rel=0.3) and factors[-1] > 1.0
+    assert all(r.efficiency.host_bandwidth <= 1.0 and r.efficiency.host_compute <= 1.0 for r in ex.replicas)
+    p = Placement(gpu_layers=37, cpu_moe=24)
+    _, low, high = ex.band(lambda mm: float(placed_decode(gptoss, mm, W, p, context=0).seconds))
+    assert high / low > 1.6                              # the host's spread, not the calibration's x1.06
+    alone = dataclasses.replace(m, offload_bandwidth=0.0, offload_memory=0.0)
+    assert terms.spread_host([alone]) == (alone,)
 
 
 def test_a_prompt_streams_only_the_experts_its_tokens_route_to(gptoss):
