@@ -344,6 +344,15 @@ def residual_bands(rows: Sequence[Scored], predicted: Sequence[float], fold_of: 
     return out
 
 
+def host_spread(rows: Sequence[Scored], predicted: Sequence[float]) -> tuple[float, float]:
+    """The 16th and 84th percentiles of measured / expected over the offloaded generation rows,
+    each machine weighing one: what ``offload_terms.HOST_SPREAD`` ships."""
+    idx = [i for i, r in enumerate(rows) if r.category == "offloaded" and r.kind == "tg"]
+    lo, hi = weighted_quantiles([float(np.log(rows[i].measured / predicted[i])) for i in idx],
+                                [rows[i].machine for i in idx], (0.16, 0.84))
+    return float(np.exp(lo)), float(np.exp(hi))
+
+
 def weighted_quantiles(values: Sequence[float], folds: Sequence[str], q: Sequence[float]) -> tuple[float, ...]:
     """Quantiles ``q`` of ``values`` where each fold's values together weigh one."""
     per_fold = {f: folds.count(f) for f in set(folds)}
@@ -425,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, key in protocols:
         predicted, fits = held_out(rows, key)
         loso = loso or predicted
+        if name == "leave one machine out":
+            spread = host_spread(rows, predicted)
         for line in matrix_lines(name, rows, predicted, key):
             print(line)
         if fits:
@@ -435,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for line in ranges:
         print(line)
+    print(f"offloaded generation, measured / expected leaving one machine out, 16th-84th percentile (each machine "
+          f"one vote): {spread[0]:.2f}..{spread[1]:.2f}; shipped HOST_SPREAD {offload_terms.HOST_SPREAD[0]:.2f}.."
+          f"{offload_terms.HOST_SPREAD[1]:.2f}")
     offloaded = [(r, lo <= r.measured <= hi, hi / lo) for r in placed for lo, hi in [r.calibration_band]
                  if r.category == "offloaded"]
     print(f"the calibration's band (what `rooflab predict` shows) holds {sum(h for _, h, _ in offloaded)} of "

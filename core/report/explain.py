@@ -302,7 +302,7 @@ def host_cpu_sentence(sc: Scenario, decode: StepParts) -> str:
     peak = host_flops(sc.machine)
     whose = ("the host CPU this profile states" if sc.machine.offload_flops > 0 else
              "none is stated, so an 8-core desktop at 4 GHz; for yours give cores × GHz × 32 (AVX2) as the "
-             "host CPU's FLOP/s: the Machine tab, or offload.flops in a machine file")
+             "host CPU's FLOP/s: the Machine tab, or 'flops' under 'offload' in a machine file")
     return f" The CPU's part is bound by its arithmetic: {fmt(peak, 'FLOP/s')} peak ({whose})."
 
 
