@@ -100,9 +100,10 @@ class Remote:
         """Bytes ``start`` to ``end`` (inclusive, or to the end of a shorter file) of ``url``."""
         with self._request(url, headers={"Range": f"bytes={start}-{end}"}) as response:
             if response.status == 200:
-                size = response.headers.get("Content-Length") or "unknown"
+                length = response.headers.get("Content-Length") or ""
+                whole = f"{int(length):,} bytes" if length.isdigit() else "of unstated size"
                 raise self.fail(f"the server at {urlsplit(url).netloc} does not answer range requests (it "
-                                f"would send the whole file, {size} bytes); download the file and open it "
+                                f"would send the whole file, {whole}); download the file and open it "
                                 "from disk")
             found = _RANGE.match(response.headers.get("Content-Range") or "")
             if response.status != 206 or found is None:

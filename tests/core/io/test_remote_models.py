@@ -91,6 +91,7 @@ def test_a_server_without_ranges_is_one_line_and_no_download(tmp_path):
             load_model(url)
     assert str(err.value).startswith(url + ": the server at 127.0.0.1")
     assert "does not answer range requests" in str(err.value) and "\n" not in str(err.value)
+    assert f"would send the whole file, {path.stat().st_size:,} bytes)" in str(err.value)
     assert served.bytes_sent < 64 * MB < path.stat().st_size
 
 
