@@ -38,6 +38,7 @@ from rooflab.core.measure.loadtest.untrusted import (
 METRICS_KEPT = 200             # samples kept of a /metrics page
 MODELS_KEPT = 64               # model ids kept of /v1/models
 EXTRA_STEPS = 64               # token steps past twice the answer asked before a stream is refused
+MAX_TOKEN_TIMES = 1 << 26      # token times one run keeps, all requests together (8 bytes each: 512 MiB)
 
 
 def client_errors() -> tuple[type[BaseException], ...]:
@@ -89,6 +90,16 @@ class Client:
         self.session: Any = None
         self.models: tuple[str, ...] = ()
         self.warnings: list[str] = []
+        self.recorded = 0                   # token times the run holds (``full`` past ``MAX_TOKEN_TIMES``)
+
+    @property
+    def full(self) -> bool:
+        """The run holds the most token times it keeps: no more requests are sent (a server
+        streaming as fast as it can for long answers would otherwise fill the memory)."""
+        return self.recorded > MAX_TOKEN_TIMES
+
+    def full_line(self) -> str:
+        return f"the run holds {MAX_TOKEN_TIMES:,} token times ({MAX_TOKEN_TIMES * 8 >> 20:,} MiB), the most it keeps"
 
     def clean(self, text: Any, limit: int = 240) -> str:
         """Server text as one line that may be shown and kept (``Secrets.clean``)."""
@@ -121,7 +132,12 @@ class Client:
         def on_line(line: bytes) -> bool:
             if self.stopping:                # a cancel that reached the task while a read returned
                 raise asyncio.CancelledError
+            before = len(state.token_times)
             state.feed(line, time.perf_counter() - t0)
+            if len(state.token_times) > before:
+                self.recorded += 1
+                if self.full:
+                    raise StreamError(f"{self.full_line()}: no more token is timed")
             if len(state.token_times) > steps:
                 raise StreamError(f"the server sent over {steps:,} token steps for an answer of {asked:,} tokens")
             return state.done
@@ -162,7 +178,7 @@ class Client:
             del state.usage["completion_tokens"]
         server = {f"usage_{k}": float(v) for k, v in state.usage.items()} | state.timings
         reported = state.usage.get("prompt_tokens")
-        return RequestRecord(index=index, sent=sent, end=end, token_times=tuple(state.token_times),
+        return RequestRecord(index=index, sent=sent, end=end, token_times=state.token_times,
                              prompt_tokens=reported if reported else prompt_tokens,
                              asked_tokens=asked, answer_tokens=state.answer_tokens,
                              counted_by=state.counted_by, status=status, error=self.clean(error), server=server)

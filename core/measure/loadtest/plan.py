@@ -16,7 +16,7 @@ import ipaddress
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,7 +234,7 @@ class RequestRecord:
     index: int
     sent: float
     end: float
-    token_times: tuple[float, ...]
+    token_times: Sequence[float]              # an array("d") as measured: 8 bytes a token
     prompt_tokens: int
     asked_tokens: int
     answer_tokens: int
@@ -330,6 +330,9 @@ class ServerMeasurement:
     def stored(self) -> dict[str, Any]:
         """``to_dict`` as kept in the store: every token time while the run stays under
         ``STORED_BYTES`` of JSON, else first and last tokens only."""
+        times = sum(len(r.token_times) for lv in self.levels for r in lv.records)
+        if 3 * times > STORED_BYTES:      # a time is 3 bytes of JSON at the least: past the size unwritten
+            return self.to_dict(token_times=False)
         full = self.to_dict()
         return full if len(json.dumps(full)) <= STORED_BYTES else self.to_dict(token_times=False)
 

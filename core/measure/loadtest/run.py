@@ -116,7 +116,7 @@ class _Run:
         if arrivals is None:
             async def client() -> None:
                 nonlocal nxt
-                while not self.stopping and nxt < n and time.perf_counter() < deadline:
+                while not self.stopping and nxt < n and time.perf_counter() < deadline and not self.client.full:
                     i, nxt = nxt, nxt + 1
                     await self.spawn(i, number, int(prompts[i]), int(answers[i]), t0)
 
@@ -133,7 +133,7 @@ class _Run:
                         await asyncio.wait_for(self.wake.wait(), delay)
                     except TimeoutError:
                         pass
-                if self.stopping or time.perf_counter() >= deadline:
+                if self.stopping or time.perf_counter() >= deadline or self.client.full:
                     break
                 while len(self.inflight) >= cap and not self.stopping:
                     await asyncio.wait(set(self.inflight), return_when=asyncio.FIRST_COMPLETED)
@@ -142,7 +142,8 @@ class _Run:
             await asyncio.gather(*tasks)
         warnings = []
         if nxt < n and not self.stopping:
-            warnings.append(f"sent {nxt} of {n} requests: the level's {self.plan.level_seconds:g} s ran out")
+            why = self.client.full_line() if self.client.full else f"the level's {self.plan.level_seconds:g} s ran out"
+            warnings.append(f"sent {nxt} of {n} requests: {why}")
         short = [r for r in self.current if r.status == "ok" and r.answer_tokens < r.asked_tokens]
         if short:
             mean = sum(r.answer_tokens for r in short) / len(short)
@@ -255,6 +256,10 @@ class _Run:
                 self.setup_task = None
                 for number, load in enumerate(self.plan.loads):
                     if self.stopping:
+                        break
+                    if self.client.full:
+                        self.warnings.append(f"{len(self.plan.loads) - number} level(s) not measured: "
+                                             f"{self.client.full_line()}")
                         break
                     done = await self.level(number, load)
                     self.levels.append(done)

@@ -231,6 +231,49 @@ def test_e_an_absurd_tokenizer_is_not_believed(capsys):
     assert words and max(words) <= 2 * 400 + 64
 
 
+def test_e_the_token_times_a_run_holds_are_bounded(fake, monkeypatch):
+    # a server streaming long answers as fast as it can grew the run's memory by every token's
+    # time until the time bound (150,000 tokens/s: 1 GB a request by its --timeout); past the
+    # run's budget the request ends, the level sends no more and the levels after it are not run
+    from rooflab.core.measure.loadtest import client
+
+    monkeypatch.setattr(client, "MAX_TOKEN_TIMES", 60)
+    loads = (Load(mode="concurrency", level=1),) * 3
+    plan = ServerPlan(url=fake.url, model="ok", loads=loads, prompt=Lengths(mean=8), answer=Lengths(mean=12),
+                      requests=4, warmup=0)
+    result = measure_server_blocking(plan)
+    first, second = result.levels
+    assert first.count("ok") == 4 and first.warnings == ()
+    line = "the run holds 60 token times (0 MiB), the most it keeps"    # 48 in the first level, 12 and 1
+    assert [(r.status, r.error) for r in second.records] == [("ok", ""), ("error", f"{line}: no more token is timed")]
+    assert second.warnings == (f"sent 2 of 4 requests: {line}",)
+    assert result.warnings[-1] == f"1 level(s) not measured: {line}"
+    assert sum(len(r.token_times) for lv in result.levels for r in lv.records) == 61
+    assert result.stored()["levels"][1]["requests"][1]["token_times"]        # kept as measured
+
+
+def test_e_a_long_run_is_stored_without_writing_it_whole_first():
+    from array import array
+
+    from rooflab.core.measure.loadtest.plan import RequestRecord, ServerMeasurement, level_from
+
+    load = Load(mode="concurrency", level=1)
+    times = array("d", range(1, 2_000_001))                 # 16 MB of token times
+    record = RequestRecord(index=0, sent=0.0, end=times[-1], token_times=times, prompt_tokens=8,
+                           asked_tokens=len(times), answer_tokens=len(times), counted_by="stream", status="ok")
+    plan = ServerPlan(url="http://127.0.0.1:9", model="ok", loads=(load,), prompt=Lengths(mean=8),
+                      answer=Lengths(mean=8))
+    run = ServerMeasurement(plan=plan, levels=(level_from(load, [record]),), started="", prompt_method="")
+    tracemalloc.start()
+    try:
+        kept = run.stored()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept["token_times"] is False and kept["levels"][0]["requests"][0]["first"] == 1.0
+    assert peak < 4e6           # the JSON of every time (28 MB) was written to learn it was too long
+
+
 def test_e_endless_answers_are_bounded(capsys, fake):
     with FakeServer(models_bytes=64 << 20) as server:
         one_line(measure(capsys, server.url, "--model", "ok", *SMALL), "an answer of over 4,194,304 bytes")

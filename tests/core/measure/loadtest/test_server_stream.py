@@ -22,7 +22,7 @@ def test_completion_chunks_are_tokens_even_when_empty():
     s.feed(b": keep-alive\n", 3.5)
     s.feed("event: message\n", 3.6)
     s.feed("data: [DONE]\n", 4.0)
-    assert s.token_times == [0.0, 1.0, 2.0] and s.finished and s.answer_tokens == 3 and s.counted_by == "stream"
+    assert list(s.token_times) == [0.0, 1.0, 2.0] and s.finished and s.answer_tokens == 3 and s.counted_by == "stream"
 
 
 def test_chat_role_chunk_is_not_a_token_and_usage_counts():
@@ -32,7 +32,7 @@ def test_chat_role_chunk_is_not_a_token_and_usage_counts():
     s.feed(data({"choices": [{"delta": {"content": "!"}, "finish_reason": "stop"}]}), 2.0)
     s.feed(data({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 3},
                  "timings": {"predicted_ms": 12.5, "note": "x"}}), 2.1)
-    assert s.token_times == [1.0, 2.0] and s.finish_reason == "stop"
+    assert list(s.token_times) == [1.0, 2.0] and s.finish_reason == "stop"
     assert s.answer_tokens == 3 and s.counted_by == "usage" and s.timings == {"predicted_ms": 12.5}
 
 
