@@ -48,9 +48,9 @@ from rooflab.core.predict.work import kv_bytes_held, padded
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.quant import KV_TYPES, kv_bytes_per_value
+from rooflab.core.values.readable import byte_text
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS, Workload
 
-GB = 1e9
 FIT_MIN_CONTEXT = 4096        # llama.cpp's --fit-ctx default (common.h fit_params_min_ctx)
 
 
@@ -76,16 +76,17 @@ class Fit:
         if not self.fits:
             return f"does NOT fit: {shortfall(self.memory)}"
         paged = self.memory.host.paged
-        tail = f" ({paged / GB:,.1f} GB of its host weights paged from disk: mmap)" if paged > 0 else ""
+        tail = f" ({byte_text(paged)} of its host weights paged from disk: mmap)" if paged > 0 else ""
         return f"fits with {describe(spec, self.placement, machine)}{tail}"
 
 
 def shortfall(plan: MemoryPlan) -> str:
-    """What overflows, in words: "needs 64.5 GB of 25.8 GB on NVIDIA ... and 4.9 GB of 64.0 GB on host"."""
+    """What overflows, in words: "needs 64.5 GB of 25.8 GB on NVIDIA ... and 4.9 GB of 64 GB on host"
+    (amounts as every front end reads them: ``values.readable.byte_text``, "102 TB" not "102,395.7 GB")."""
     parts = []
     for use in (plan.device, plan.host):
         if use.used > 0 and (not use.fits or use is plan.device):
-            parts.append(f"{use.used / GB:,.1f} GB of {use.capacity / GB:,.1f} GB on {use.name}")
+            parts.append(f"{byte_text(use.used)} of {byte_text(use.capacity)} on {use.name}")
     return "needs " + " and ".join(parts)
 
 
@@ -315,7 +316,7 @@ def suggestions(spec: ModelSpec, machine: MachineProfile, workload: Workload, fi
     for name, other_spec in (alternatives or {}).items():
         other = fit_placement(other_spec, machine, workload)
         if other.fits and (not auto.fits or _on_device(other) > _on_device(auto)):
-            out.append(f"{name} weights ({other_spec.weight_bytes / GB:,.1f} GB) fit with "
+            out.append(f"{name} weights ({byte_text(other_spec.weight_bytes)}) fit with "
                        f"{describe(other_spec, other.placement, machine)}")
     return tuple(out)
 

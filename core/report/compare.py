@@ -37,6 +37,7 @@ from rooflab.core.report.chart_types import Description, devices_text, without_f
 from rooflab.core.report.chart_types import distinguishing_labels as chart_labels
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
+from rooflab.core.values.readable import byte_text
 from rooflab.core.values.workload import Workload
 
 DEPTHS: tuple[int, ...] = (0, 4096, 32768)
@@ -162,7 +163,7 @@ def _parallel_row(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
     length = workload.context + workload.prompt + workload.answer
     words = devices_text(p.devices, p.mode)
     placement = words if ok else \
-        f"{words} (does NOT fit: needs {mem.used / 1e9:,.1f} GB of {mem.capacity / 1e9:,.1f} GB per device)"
+        f"{words} (does NOT fit: needs {byte_text(mem.used)} of {byte_text(mem.capacity)} per device)"
     return CompareRow(
         model=spec.name, machine=machine.name, machine_key=machine.key, weights=weights or spec.weights_format,
         weight_bytes=mem.weights * p.devices,

@@ -1,27 +1,16 @@
-"""Numbers as text for people, shared by the command line and the window: significant figures,
-and long durations in hours or days. Everything else about display units is the GUI's
-(``report.units``) or the command line's own layout."""
+"""Numbers as text for people, shared by the command line and the window: long durations in
+hours or days, counts, capacities (significant figures are ``values.readable``'s, for every
+layer). Everything else about display units is the GUI's (``report.units``) or the command
+line's own layout."""
 
 from __future__ import annotations
 
 import math
 
+from rooflab.core.values.readable import significant as significant  # re-exported: its callers read it here
+
 HOUR = 3600.0            # seconds
 DAY = 86400.0            # seconds
-
-
-def significant(value: float, digits: int = 3) -> str:
-    """``value`` with about ``digits`` significant figures, thousands separated, no exponent."""
-    if not math.isfinite(value):
-        return "∞" if value > 0 else ("-∞" if value < 0 else "n/a")
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(0, digits - 1 - magnitude)
-    text = f"{value:,.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 def long_duration(seconds: float, digits: int = 3) -> str | None:

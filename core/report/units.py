@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import re
 
-from rooflab.core.report.text import long_duration, significant
+from rooflab.core.report.text import long_duration
+from rooflab.core.values.readable import si_prefix, significant
 
-_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 _SMALL = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 _WORDS = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
 _PREFIXED = {"B", "B/s", "FLOP", "FLOP/s"}          # take k, M, G, T, P
@@ -30,7 +30,7 @@ def prefix_for(value: float, unit: str) -> tuple[float, str]:
                 return scale, prefix + "s"
         return 1e-9, "ns"
     if unit in _PREFIXED:
-        scale, prefix = _si_prefix(magnitude)
+        scale, prefix = si_prefix(magnitude)
         return scale, prefix + unit
     if unit == "1":
         return 0.01, "%"
@@ -81,18 +81,11 @@ def fmt_range(low: float, high: float, unit: str, digits: int = 3) -> str:
     return f"{low / scale:,.{places}f} {shown} to {high / scale:,.{places}f} {shown}"
 
 
-def _si_prefix(value: float) -> tuple[float, str]:
-    for scale, prefix in _PREFIXES:
-        if abs(value) >= scale * 0.9995:
-            return scale, prefix
-    return 1.0, ""
-
-
 def tick(value: float, unit: str) -> str:
     """A short tick label for a log axis: "10 ms", "1 GB", "100 T" (FLOP units), "10k" (counts)."""
     if unit in ("s", "1", "B", "B/s"):
         return _fmt(value, unit, 2)          # decade ticks stay in seconds: 10,000 s, not 2.8 h
-    scale, prefix = _si_prefix(value)
+    scale, prefix = si_prefix(value)
     if unit in ("FLOP/s", "FLOP"):
         return f"{significant(value / scale, 2)} {prefix}".rstrip()
     return f"{significant(value / scale, 2)}{prefix}"
