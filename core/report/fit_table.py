@@ -187,11 +187,15 @@ def fit_table_job(machine: MachineProfile, workload: Workload, *, entries: Seque
 def fit_words(row: FitRow, machine: MachineProfile, min_tps: float = USABLE_TPS) -> str:
     """Why a row stands where it does, in a few words: how it fits ("all on the GPU", "experts
     on the CPU", "part on the CPU"; "in memory" and the second memory's name off a GPU; "paged
-    from disk"; "does NOT fit") and the tokens/s it was ranked by, "below X" when under the floor."""
+    from disk"; "does NOT fit" and what it needs of what there is) and the tokens/s it was ranked
+    by, "below X" when under the floor."""
     gpu = machine.kind == "gpu"
     second = "the CPU" if gpu else (machine.offload_name or "the second memory")
     words = {"device": "all on the GPU" if gpu else "all in memory", "experts": f"experts on {second}",
              "layers": f"part on {second}", "disk": "paged from disk", "does_not_fit": "does NOT fit"}[row.fit]
+    said = row.row.placement
+    if row.fit == "does_not_fit" and said.startswith(words):
+        return said                  # and by how much: "does NOT fit: needs 1.1 TB of 25.8 GB on ..."
     rate = row.speed
     if row.fit == "does_not_fit" or rate is None:
         return words

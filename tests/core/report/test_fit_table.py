@@ -118,6 +118,20 @@ def test_min_tps_ranks_slow_models_last(entries):
     assert fit_words(slow_fit, machine, 100.0).endswith(" tok/s, below 100")
 
 
+def test_a_row_that_does_not_fit_says_by_how_much(entries):
+    """Issue 39: What fits said "does NOT fit" and nothing else: how much it needs of how much
+    there is, in the amounts every other figure reads in."""
+    import re
+
+    machine = dataclasses.replace(load_machine("rtx-3060-12gb"), offload_memory=8e9, key="")
+    rows = run_job(fit_table_job(machine, dataclasses.replace(W, batch=64), entries=entries[:8]))
+    out = [r for r in rows if r.fit == "does_not_fit"]
+    assert out, [r.fit for r in rows]
+    for r in out:
+        words = fit_words(r, machine)
+        assert re.match(r"does NOT fit: needs [\d.]+ [GT]B of [\d.]+ GB on ", words), words
+
+
 def test_a_cpu_machine_names_its_own_memories(entries):
     machine = load_machine("desktop-ddr5")
     rows = _rows("desktop-ddr5", entries[:4])
