@@ -38,14 +38,15 @@ from rooflab.core.report import units
 from rooflab.core.values.machine import MachineProfile
 from rooflab.gui.state.app_state import AppState
 from rooflab.gui.widgets.controls import error_label
+from rooflab.gui.widgets.typed import CheckedDoubleSpin
 
 _USER = "user:"
 _PRESET = "preset:"
 MIN_FIELD_WIDTH = 80         # px: a field's least width, whatever its range
 
 
-def _spin(low: float, high: float, decimals: int, suffix: str, tip: str) -> QDoubleSpinBox:
-    box = QDoubleSpinBox()
+def _spin(low: float, high: float, decimals: int, suffix: str, tip: str) -> CheckedDoubleSpin:
+    box = CheckedDoubleSpin()           # what it cannot take is refused aloud (``_on_box_refused``)
     box.setDecimals(decimals)
     # a positive minimum below the last shown decimal would display (and send) 0, which the
     # machine rejects: the smallest value is one step of the last decimal
@@ -159,6 +160,7 @@ class MachinePanel(QWidget):
         for box in (self.bandwidth, self.memory, self.offload_bandwidth, self.offload_memory, self.offload_flops,
                     self.eff_bandwidth, self.eff_compute, self.step_overhead, self.kv_read_factor):
             box.valueChanged.connect(self._on_field_edited)
+            box.refused.connect(self._on_box_refused)
         self.save_button.clicked.connect(self._on_save_button_clicked)
         self.load_button.clicked.connect(self._on_load_button_clicked)
         self.delete_button.clicked.connect(self._on_delete_button_clicked)
@@ -257,6 +259,7 @@ class MachinePanel(QWidget):
                 box = _spin(0.001, 1e7, 3, " TFLOP/s", f"C at {dtype}: dense peak FLOP/s (no sparsity). "
                             "Prefill and large batches are bounded by it.")
                 box.valueChanged.connect(self._on_field_edited)
+                box.refused.connect(self._on_box_refused)
                 self.flops[dtype] = box
                 self._peaks_form.addRow(f"Peak {dtype}", box)
             self.default_dtype.clear()
@@ -319,6 +322,10 @@ class MachinePanel(QWidget):
             self._show(m)           # the fields go back to the machine that is still in use
             return
         self.error.hide()
+
+    def _on_box_refused(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.show()
 
     def _on_field_edited(self, *_args: object) -> None:
         self.edit_field(self.sender())

@@ -104,6 +104,7 @@ class WorkloadPanel(QWidget):
         for key, field in self.fields.items():
             field.setToolTip(_TIPS[key])
             field.value_edited.connect(self._on_field_value_edited)
+            field.refused.connect(self._on_field_refused)
         self.kv_type.currentTextChanged.connect(self._on_kv_type_text_changed)
         self.flash_attention.toggled.connect(self._on_flash_attention_toggled)
         state.workload_changed.connect(self._on_state_workload_changed)
@@ -179,6 +180,10 @@ class WorkloadPanel(QWidget):
 
     def _on_field_value_edited(self, _value: float) -> None:
         self._apply()
+
+    def _on_field_refused(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.show()
 
     def _on_kv_type_text_changed(self, _text: str) -> None:
         self._apply()

@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
-    QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -19,6 +18,8 @@ from PySide6.QtWidgets import (
     QToolButton,
     QWidget,
 )
+
+from rooflab.gui.widgets.typed import CheckedDoubleSpin, CheckedSpin
 
 SLIDER_STEPS = 1000
 ERROR_COLOUR = "#c62828"
@@ -90,21 +91,22 @@ class SliderSpin(QWidget):
     ``value_edited`` fires when the user changes the value (not when ``set_value`` does)."""
 
     value_edited = Signal(float)
+    refused = Signal(str)              # what was typed and could not be taken, in one line
 
     def __init__(self, low: float, high: float, *, integer: bool = True, log: bool = False,
                  decimals: int = 2, step: float = 1.0, suffix: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._low, self._high, self._log, self._integer = low, high, log, integer
         self._reach = (low, high)          # the slider's ends
-        self.spin: QSpinBox | QDoubleSpinBox
+        self.spin: CheckedSpin | CheckedDoubleSpin
         if integer:
-            whole = QSpinBox()
+            whole = CheckedSpin()
             whole.setRange(int(low), int(high))
             whole.setGroupSeparatorShown(True)
             whole.setSingleStep(max(1, round(step)))
             self.spin = whole
         else:
-            real = QDoubleSpinBox()
+            real = CheckedDoubleSpin()
             real.setDecimals(decimals)
             real.setRange(low, high)
             real.setSingleStep(step)
@@ -125,6 +127,7 @@ class SliderSpin(QWidget):
         layout.addWidget(self.slider, 1)
         layout.addWidget(self.spin)
         self.spin.valueChanged.connect(self._on_spin_value_changed)
+        self.spin.refused.connect(self.refused)
         self.slider.valueChanged.connect(self._on_slider_value_changed)
 
     def value(self) -> float:
