@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rooflab.core.app.resolve import engine_for
+from rooflab.core.calibration.expectations import VLLM
 from rooflab.core.errors import RooflabError
 from rooflab.core.io.presets import list_presets
 from rooflab.core.predict.choice import PlacementChoice
@@ -117,6 +119,7 @@ class PlacementPanel(QGroupBox):
         super().__init__("Placement", parent)
         self._state = state
         self._auto: Placement | None = None          # what auto placed, for the frame's scenario
+        self._one_device: tuple[int, int] | None = None   # -ngl and --n-cpu-moe while several devices show
         self.gpu_auto = QCheckBox("auto")
         self.gpu_layers = LayersSpin()
         self.cpu_moe_auto = QCheckBox("auto")
@@ -200,7 +203,15 @@ class PlacementPanel(QGroupBox):
     def _show(self, choice: PlacementChoice) -> None:
         for w in self._widgets:
             w.blockSignals(True)
-        if choice.devices == 1:      # several devices: the one-device controls keep their values
+        if choice.devices > 1:       # every layer on the devices, no experts on the CPU: the greyed
+            # boxes say so (they kept a one-device -ngl, "44", beside two devices holding every layer);
+            # what one device had comes back with it (``_on_devices_current_index_changed``)
+            if self._one_device is None:
+                self._one_device = (self.gpu_layers.value(), self.cpu_moe.value())
+            self.gpu_layers.setValue(self.gpu_layers.all_layers)
+            self.cpu_moe.setValue(0)
+        else:
+            self._one_device = None
             self.gpu_auto.setChecked(choice.gpu_layers is None)
             self.cpu_moe_auto.setChecked(choice.gpu_layers is None and choice.cpu_moe is None)
             if choice.gpu_layers is not None:
@@ -276,6 +287,10 @@ class PlacementPanel(QGroupBox):
         elif not one:
             notes.append(f"{self.devices.currentData()} devices: the numbers and every chart are theirs "
                          "(each device's memory, the link's share of each step).")
+            if engine_for(self._state.placement) == VLLM:
+                # the expected engine changes with the mode: said where the mode is chosen
+                notes.append("Tensor parallel is how vLLM runs a model (llama.cpp's --split-mode row comes "
+                             "closest): the expected figures are a vLLM calibration's, none without one.")
         self.note.setText(" ".join(notes))
         self.note.setVisible(bool(notes))
 
@@ -337,6 +352,12 @@ class PlacementPanel(QGroupBox):
         self._apply()
 
     def _on_devices_current_index_changed(self, _index: int) -> None:
+        if self.devices.currentData() == 1 and self._one_device is not None:
+            for box, value in zip((self.gpu_layers, self.cpu_moe), self._one_device, strict=True):
+                box.blockSignals(True)
+                box.setValue(value)
+                box.blockSignals(False)
+            self._one_device = None
         self._apply()
 
     def _on_parallel_current_index_changed(self, _index: int) -> None:

@@ -84,3 +84,19 @@ def test_a_dense_model_has_no_experts_to_place(qtbot, window):
     window.state.set_model(catalogue_spec("qwen3-8b-q4_k_m"), ref="qwen3-8b-q4_k_m")
     assert window.state.placement.cpu_moe is None and panel.cpu_moe.value() == 0
     assert not panel.cpu_moe.isEnabled() and not panel.cpu_moe_auto.isEnabled()
+
+
+def test_several_devices_show_every_layer_not_a_number_left_from_one(qtbot, window):
+    """Issue 39: -ngl 44 typed for one card, then 2 devices: the greyed box kept "44" while the
+    devices held every layer."""
+    open_placed(qtbot, window, "qwen3-32b-q4_k_m")
+    panel = window.workload_panel.placement
+    window.state.set_placement(PlacementChoice(gpu_layers=44))
+    assert panel.gpu_layers.text() == "44" and panel.gpu_layers.isEnabled()
+    panel.devices.setCurrentIndex(panel.devices.findData(2))
+    assert window.state.placement.devices == 2
+    assert not panel.gpu_layers.isEnabled() and panel.gpu_layers.text() == "all"
+    _settled(qtbot, window)
+    assert panel.gpu_layers.text() == "all"
+    panel.devices.setCurrentIndex(panel.devices.findData(1))          # one device: its -ngl comes back
+    assert window.state.placement == PlacementChoice(gpu_layers=44) and panel.gpu_layers.text() == "44"

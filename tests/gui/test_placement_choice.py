@@ -126,6 +126,9 @@ def test_two_4090s_in_tensor_parallel_give_what_predict_gives(qtbot, window, cap
     for w in (panel.gpu_auto, panel.gpu_layers, panel.cpu_moe, panel.kv_on_device):
         assert not w.isEnabled()                                           # every layer is on the devices
     assert "every chart are theirs" in panel.note.text() and panel.interconnect.isEnabled()
+    # the expected engine is vLLM's now: said where the mode is chosen (it changed without a word)
+    assert "vLLM calibration" in panel.note.text()
+    assert panel.gpu_layers.text() == "all"                  # every layer, not a value left from one device
     frame = _frame_after_edit(qtbot, window)
     placed = frame.summary.placed
     assert placed is not None and placed.parallel is not None and placed.runs_on is None
