@@ -40,6 +40,7 @@ from rooflab.gui.widgets.theme import LIGHT, Theme
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 SERIES = "Series"           # the first column: the series as the charts' legends name it
+SERIES_WIDTH = 300          # px: the Series column at most; its names wrap, one part a line
 EMPTY = ("Nothing pinned yet. Pin current (Ctrl+P) pins what is on screen; Pin on machine pins the current "
          "model on another machine. Every pinned series is drawn on every chart and listed here.")
 
@@ -96,7 +97,11 @@ class CompareTablePanel(QWidget):
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QTableView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # sized to the names and figures (``_fit_columns``), then the user's to widen: left to
+        # ResizeToContents, rows filled while the tab was hidden kept the headers' widths, and
+        # the names read "Qwe… Q4_…", "NVIDIA GeForce …"
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.table.verticalHeader().setVisible(False)          # the Series column names the rows
         self.plot = CompareRowsPlot(theme)
         self._build()
@@ -182,10 +187,19 @@ class CompareTablePanel(QWidget):
         self.table.setSortingEnabled(True)
         if sorting[0] >= 0:
             self.table.sortByColumn(*sorting)
+        self._fit_columns()
         self.message.setText(" ".join(self.heading()) if rows else EMPTY)
         self._plot()
         self.remove_button.setEnabled(bool(rows))
         self.clear_button.setEnabled(bool(rows))
+
+    def _fit_columns(self) -> None:
+        """Every column as wide as its widest cell, the Series column at most ``SERIES_WIDTH``
+        (its names wrap at their " · " parts), each row as tall as its cells' lines."""
+        self.table.resizeColumnsToContents()
+        if self.table.columnWidth(0) > SERIES_WIDTH:
+            self.table.setColumnWidth(0, SERIES_WIDTH)
+        self.table.resizeRowsToContents()
 
     def _plot(self) -> None:
         c = self.controller
@@ -230,6 +244,7 @@ class CompareTablePanel(QWidget):
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
         self.controller.set_active(True)
+        self._fit_columns()                 # a hidden table's cells may not have been measured
 
     def hideEvent(self, event: QHideEvent) -> None:  # noqa: N802 - Qt API
         super().hideEvent(event)

@@ -138,6 +138,36 @@ def test_hidden_view_works_rows_out_when_shown(qtbot, panel, state):
     assert len(panel.controller.rows) == 1
 
 
+def test_names_and_figures_are_read_whole(qtbot, window):
+    """Issue 39: rows pinned while the tab was hidden kept their headers' widths, and the table
+    read "Qwe… Q4_…", "NVIDIA GeForce …": every column is as wide as its widest cell (the Series
+    column at most ``SERIES_WIDTH``, its name wrapped onto as many lines as it takes)."""
+    from PySide6.QtGui import QFontMetrics
+
+    from rooflab.gui.panels.compare_table import SERIES_WIDTH
+
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    window.state.pin_current()
+    window.state.update_workload(prompt=5600, batch=4)
+    window.state.pin_current()
+    view = window.compare_view
+    with qtbot.waitSignal(view.controller.rows_computed, timeout=10_000):
+        window.plot_tabs.setCurrentWidget(view)
+    qtbot.wait(20)
+    table, metrics = view.table, QFontMetrics(view.table.font())
+    for column in range(1, view.model.columnCount()):
+        for row in range(view.model.rowCount()):
+            text = view.model.item(row, column).text()
+            assert metrics.horizontalAdvance(text) < table.columnWidth(column), (text, table.columnWidth(column))
+    assert table.columnWidth(0) <= SERIES_WIDTH
+    for row in range(view.model.rowCount()):
+        name = view.model.item(row, 0).text()
+        wanted = metrics.boundingRect(0, 0, SERIES_WIDTH - 40, 1000, Qt.TextFlag.TextWordWrap, name).height()
+        assert table.rowHeight(row) >= wanted, (name, table.rowHeight(row), wanted)
+
+
 def test_a_row_that_does_not_fit_shows_no_figures(qtbot, panel, state):
     from rooflab.core.io import load_model
 
