@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from rooflab.core.errors import ReportError
 from rooflab.core.predict.ops_clocks import TimedOperation
 from rooflab.core.report import curves_csv, header_lines, slug, summary_csv, tensors_csv, write_text
 from rooflab.core.report.chart_types import Scenario
-from rooflab.core.report.charts import ROOFLINE
+from rooflab.core.report.charts import CHART_TITLES, ROOFLINE
 from rooflab.core.report.expected import expected_csv
 from rooflab.core.report.explain import Line
 from rooflab.core.report.ops_chart import OPS_PANEL, not_running, ops_roofline_chart
@@ -133,10 +133,19 @@ def _csv_name(series: DrawnSeries) -> str:
     return f"{series.chart}-{series.panel}-{who}.csv"
 
 
-def render_plots(plots: Sequence[ChartPlot], size: QSize = PLOT_SIZE) -> dict[str, QImage]:
+Progressed = Callable[[str], None]          # told what a report is doing now ("drawing Memory")
+
+
+def _quiet(_step: str) -> None:
+    """A report written with nobody to tell (``rooflab report``)."""
+
+
+def render_plots(plots: Sequence[ChartPlot], size: QSize = PLOT_SIZE,
+                 progressed: Progressed = _quiet) -> dict[str, QImage]:
     """Each plot drawn afresh by a light-themed twin at ``size``."""
     images = {}
     for plot in plots:
+        progressed(f"drawing {CHART_TITLES.get(plot.chart_key, plot.chart_key)}")
         twin = type(plot)(theme=LIGHT)
         try:
             twin.resize(size)
@@ -197,52 +206,70 @@ def same_mode(reference: Path, *paths: Path) -> None:
 
 
 def write_report(folder: str | Path, plots: Sequence[ChartPlot], frame: Frame,
-                 size: QSize = PLOT_SIZE, *, fit: str = "") -> ReportFiles:
+                 size: QSize = PLOT_SIZE, *, fit: str = "", progressed: Progressed = _quiet) -> ReportFiles:
     """Write every report file into ``folder`` (created if needed); returns their paths. ``fit``:
     the Measure tab's read-out (rich text: the fit of the points on screen, its accuracy, the gap
     between them and the ceiling explained, whether it is an earlier run's), kept as ``fit.txt``.
-    Raises ReportError (one line naming the folder) when it cannot be written."""
+    ``progressed`` is told each step as it starts ("drawing Memory", "12 files written, now
+    decode.png"): seconds of drawing and some seventy files. Raises ReportError (one line naming
+    the folder) when it cannot be written."""
     out = Path(folder).expanduser()
     try:
-        return _write_files(out, plots, frame, size, fit)
+        return _write_files(out, plots, frame, size, fit, progressed)
     except OSError as exc:
         raise ReportError(f"{out}: cannot write the report there ({exc.strerror or exc})") from exc
 
 
-def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSize, fit: str) -> ReportFiles:
+def _write_files(out: Path, plots: Sequence[ChartPlot], frame: Frame, size: QSize, fit: str,
+                 progressed: Progressed = _quiet) -> ReportFiles:
     out.mkdir(parents=True, exist_ok=True)
-    images = render_plots(plots, size)
+    images = render_plots(plots, size, progressed)
     serving = [f for f in (serving_figures_of(frame, axis) for axis in AXES) if f is not None]
+    progressed("simulating and drawing Serving")
     images |= render_serving(serving, frame, size)
+    progressed("drawing the operations")
     operations = scenario_operations(frame.scenario, frame.expected)
     roofline = next((p for p in plots if isinstance(p, RooflinePlot)), None)
     images |= render_operations(frame, operations, size, roofline.measured_operations() if roofline else None)
+    written = 0
+
+    def next_file(name: str) -> None:
+        nonlocal written
+        progressed(f"{written} files written, now {name}")
+        written += 1
+
     pngs = []
     for key, image in images.items():
         path = out / f"{key}.png"
+        next_file(path.name)
         if not image.save(str(path)):
             raise OSError(f"could not write {path.name}")
         pngs.append(path)
-    csvs = []
+    csvs: list[Path] = []
+
+    def keep(name: str, text: str) -> None:
+        next_file(name)
+        csvs.append(write_text(out / name, text))
+
     for plot in plots:
         for series in plot.drawn():
             sc = _scenario_for(series, frame)
             header = header_lines(sc, chart=plot.chart.title if plot.chart else series.chart, panel=series.panel,
                                   series=series.layer.label, series_kind=series.layer.kind)
-            csvs.append(write_text(out / _csv_name(series), curves_csv(series.curves, header)))
-    csvs.append(write_text(out / "summary.csv", summary_csv(frame.summary, header_lines(frame.scenario))))
-    csvs.append(write_text(out / "tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario))))
-    csvs.append(write_text(out / "ops.csv", ops_csv(operations, header_lines(frame.scenario, chart="operations"))))
+            keep(_csv_name(series), curves_csv(series.curves, header))
+    keep("summary.csv", summary_csv(frame.summary, header_lines(frame.scenario)))
+    keep("tensors.csv", tensors_csv(frame.scenario.model, header_lines(frame.scenario)))
+    keep("ops.csv", ops_csv(operations, header_lines(frame.scenario, chart="operations")))
     if serving:
-        csvs.append(write_text(out / "serving.csv", serving_csv(serving, header_lines(frame.scenario,
-                                                                                      chart="Serving"))))
+        keep("serving.csv", serving_csv(serving, header_lines(frame.scenario, chart="Serving")))
     if frame.expected_figures is not None:
         sc = frame.scenario
-        csvs.append(write_text(out / "expected.csv", expected_csv(sc.model, frame.expected_figures, sc.workload,
-                                                                  header_lines(sc), frame.stands_on)))
+        keep("expected.csv", expected_csv(sc.model, frame.expected_figures, sc.workload, header_lines(sc),
+                                          frame.stands_on))
     if fit:
-        csvs.append(write_text(out / FIT_FILE, plain_text(fit)))
+        keep(FIT_FILE, plain_text(fit))
     sheet = out / "sheet.png"
+    next_file(sheet.name)
     if not compose_sheet(frame, images).save(str(sheet)):
         raise OSError(f"could not write {sheet.name}")
     return ReportFiles(folder=out, pngs=tuple(pngs), csvs=tuple(csvs), sheet=sheet)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QPointF, QSize, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPointF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QImage, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
@@ -110,6 +110,14 @@ class ChartPlot(QWidget):
         layout.addWidget(self.scroll_area, 1)
         layout.addWidget(self.bar)
         self.scroll_area.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
+        # the view's height, not only the tab's, sets how far a row's panels give way (a banner
+        # or the Serving tab's axis box takes some of it)
+        self.scroll_area.viewport().installEventFilter(self)
+        # a legend learns its height when laid out, after the panels were fitted to it: fitted
+        # again then, if it changed (``_on_refit_timeout``)
+        self._legend_heights: list[float] = []
+        self._refit = QTimer(self, singleShot=True, interval=0)
+        self._refit.timeout.connect(self._on_refit_timeout)
         self._panels: dict[str, PanelView] = {}
         self._order: list[str] = []
         self._current: Chart | None = None
@@ -353,6 +361,9 @@ class ChartPlot(QWidget):
             # at its own height, top-aligned: stretched, its rows would drift apart
             view.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
             ci.layout.setAlignment(view.legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        for col in range(columns):          # side by side, each as wide as the next, whatever its legend holds
+            ci.layout.setColumnStretchFactor(col, 1)
+            ci.layout.setColumnPreferredWidth(col, width / columns)
         self._share_legends()
         for upper, lower in zip(self._order, [*self._order[1:], None], strict=True):
             # stacked over one with the same x axis, a panel leaves the axis title to that one
@@ -361,13 +372,22 @@ class ChartPlot(QWidget):
         self._fit_height()
 
     def _share_legends(self) -> None:
-        grid.share_legends([self._panels[key] for key in self._order], max(1, self._columns))
+        # on screen the line over the tabs names each pinned series with its colour (a report's
+        # picture, stacked, keeps them in its legends)
+        above = frozenset(p.label for p in self._pinned_charts) if not self.fixed_columns else frozenset()
+        grid.share_legends([self._panels[key] for key in self._order], max(1, self._columns), above)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         if self._order:
             self._lay_out()
+            self._fit_height()               # the view's height sets how far a row's panels give way
         self._say_below()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.Type.Resize and self._order and watched is self.scroll_area.viewport():
+            self._fit_height()
+        return super().eventFilter(watched, event)
 
     def hidden_below(self) -> list[str]:
         """The titles of the panels wholly or mostly under the scroll area's view (at 1280 x 720
@@ -393,12 +413,22 @@ class ChartPlot(QWidget):
         self._say_below()
 
     def _fit_height(self) -> None:
-        """Keep each panel tall enough for its y-axis title (on screen at least ``MIN_CHART_HEIGHT``:
-        the scroll area takes what the window cannot hold)."""
+        """Keep each panel tall enough for its y-axis title (on screen at least ``MIN_CHART_HEIGHT``,
+        or what keeps a row's legends in the view: ``grid.fit_heights``; the scroll area takes
+        what the window cannot hold)."""
         on_screen = not self.fixed_columns
-        need = grid.fit_heights([self._panels[key] for key in self._order], max(1, self._columns), on_screen)
+        room = self.scroll_area.viewport().height() - _MARGINS[1] - _MARGINS[3] - 4
+        views = [self._panels[key] for key in self._order]
+        need = grid.fit_heights(views, max(1, self._columns), on_screen, room)
         self.view.setMinimumHeight(int(need + _MARGINS[1] + _MARGINS[3]) + 4)
+        self._legend_heights = [v.legend.boundingRect().height() for v in views]
+        if on_screen:
+            self._refit.start()
         self._say_below()
+
+    def _on_refit_timeout(self) -> None:
+        if [self._panels[key].legend.boundingRect().height() for key in self._order] != self._legend_heights:
+            self._fit_height()
 
     def _set_extra(self, key: str, label: str, kind: LayerKind, index: int, panel: str,
                    curves: Sequence[Curve]) -> None:

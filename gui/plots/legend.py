@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetricsF
 
-from rooflab.gui.plots.style import MARKER_NAME, legend_text
+from rooflab.gui.plots.style import legend_text, shared_name
 
 LEGEND_POINTS = 8         # the legend's text size, pt
 SWATCH = 48               # px an entry's swatch and margins take beside its text (grid.LEGEND_SWATCH)
@@ -53,7 +53,7 @@ class Legend:
             return 1
         listed = [n for n in self._names.values() if n not in self._left_out]
         if not listed:
-            return 1
+            return max(1, self.item.columnCount)      # a bar panel's swatches set their own (``StackBars``)
         # most entries whole: a pinned series' long name may wrap in its column rather than
         # keep every short one in a single column
         widths = sorted(QFontMetricsF(_font()).horizontalAdvance(n) for n in listed)
@@ -75,11 +75,11 @@ class Legend:
             self.item.layout.setAlignment(label, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
 
     def show(self, item: Any, name: str | None) -> None:
-        """``item``'s entry named ``name`` (None: no entry); the current workload's markers share
-        one entry (``MARKER_NAME``), listed once."""
+        """``item``'s entry named ``name`` (None: no entry); the current workload's markers, and
+        a line of every pinned series, share one entry (``style.shared_name``), listed once."""
         old = self._names.get(id(item))
         if old is None:
-            if name and not (name == MARKER_NAME and MARKER_NAME in self._names.values()):
+            if name and not (shared_name(name) and name in self._names.values()):
                 self._names[id(item)] = name
                 self._items[id(item)] = item
                 if name not in self._left_out:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import cast
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QTabWidget, QVBoxLayout, QWidget
 
 from rooflab.core.app.figures import Figures
 from rooflab.core.measure.engines.op_times import OpsMeasurement, measured_label, measured_points
@@ -27,8 +28,10 @@ from rooflab.gui.state.serving import pinned_serving_chart, serving_chart_of
 from rooflab.gui.widgets.theme import Theme
 
 EXPECTED_LAYER = "expected"
+CURRENT_SERIES = "the current series"     # whose the expected curves are, beside pinned ones
 SERVING_DELAY_MS = 150       # the Serving tab's simulation waits for the edits to pause
-MIN_HEIGHT = 430             # px: the plot area's least height
+MIN_HEIGHT = 500             # px: the plot area's least height
+SCENARIO_LINES = 2           # the line over the tabs: this many lines, always (more pins scroll)
 
 
 class PlotTabsPanel(QWidget):
@@ -52,10 +55,19 @@ class PlotTabsPanel(QWidget):
         self.scenario_label = QLabel()
         self.scenario_label.setTextFormat(Qt.TextFormat.RichText)
         self.scenario_label.setWordWrap(True)     # pinned series wrap instead of widening the window
+        # two lines high whatever is pinned, the rest scrolled: grown to a third line by the pins,
+        # it moved the tabs and every chart down under the pointer
+        self.scenario_area = QScrollArea()
+        self.scenario_area.setWidget(self.scenario_label)
+        self.scenario_area.setWidgetResizable(True)
+        self.scenario_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scenario_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        lines = QFontMetrics(self.scenario_label.font()).lineSpacing() * SCENARIO_LINES
+        self.scenario_area.setFixedHeight(lines + 2 * self.scenario_label.margin() + 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.scenario_label)
+        layout.addWidget(self.scenario_area)
         layout.addWidget(self.tabs, 1)
         # on a 720-pixel screen the numbers below give way first: side by side, a tab's panels and
         # their legends under them need this much
@@ -108,11 +120,18 @@ class PlotTabsPanel(QWidget):
         series = self._theme.series
         swatch = f"<span style='color:{self._theme.current['main']}'>■</span>&nbsp;"
         # a swatch and its series' name stay on one line: wrapped apart, a swatch ended the line above
-        pinned = "".join(f" &nbsp; <span style='color:{series[p.pin_id % len(series)]}'>■</span>&nbsp;{p.label}"
-                         for p, _ in frame.pinned)
+        pinned = " &nbsp; ".join(f"<span style='color:{series[p.pin_id % len(series)]}'>■</span>&nbsp;{p.label}"
+                                 for p, _ in frame.pinned)
+        # the current series on the first line, the pinned ones from the second: side by side,
+        # the charts' legends leave the pinned series' names to this line
+        if not pinned:
+            pinned = (f"<span style='color:{self._theme.current['crossover']}'>Nothing pinned: Pin current "
+                      "(Ctrl+P) keeps this series on every chart beside the next.</span>")
         state = "" if frame.summary.runs else \
             f" <span style='color:{self._theme.current['limit']}'><b>does NOT fit: nothing drawn</b></span>"
-        self.scenario_label.setText(f"{swatch}<b>{frame.scenario.label}</b>{state}{pinned}")
+        self.scenario_label.setText(f"{swatch}<b>{frame.scenario.label}</b>{state}<br>{pinned}")
+        names = [f"<b>{frame.scenario.label}</b>", *(p.label for p, _ in frame.pinned)]
+        self.scenario_area.setToolTip("<br>".join(names))
 
     def _draw(self, plot: ChartPlot) -> None:
         frame = self._frame
@@ -127,7 +146,9 @@ class PlotTabsPanel(QWidget):
         if plot is self.roofline and self.roofline.mode == OPERATIONS:    # built only when shown
             self._hand_operations(frame, labels)
         plot.set_charts(frame.charts[plot.chart_key], pinned, current_label=labels[0])
-        self._draw_expected(plot, frame, labels[0] if pinned else "")
+        # whose expectation, once series are pinned: the current one's (the line above names it
+        # first; named here in full, each expected entry took three lines of a legend)
+        self._draw_expected(plot, frame, CURRENT_SERIES if pinned else "")
 
     def _hand_operations(self, frame: Frame, labels: list[str]) -> None:
         """The operation view's chart and "where the time goes" bars, the current series' and
@@ -226,8 +247,8 @@ def draw_expected(plot: ChartPlot, frame: Frame, drawn: ExpectedShape | None = N
                   whose: str = "") -> ExpectedShape | None:
     """The calibrated machine's expected curves (with their band) as their own layer on
     ``plot``, in the expected colours (no pinned series has them); off it when the machine has
-    no calibration. ``whose``: the current series' name, for when series are pinned ("expected
-    for Qwen3-32B, llama.cpp": the expectation is the current one's alone). ``drawn``: what the
+    no calibration. ``whose``: for when series are pinned, ``CURRENT_SERIES`` ("expected for the
+    current series, llama.cpp": the expectation is the current one's alone). ``drawn``: what the
     last call drew on this plot; a layer whose label or curves change is taken off first (a
     plot keeps a layer's first label and legend entries). Returns what is drawn now."""
     if frame.expected is None or frame.expected_curves is None:
@@ -244,7 +265,7 @@ def draw_expected(plot: ChartPlot, frame: Frame, drawn: ExpectedShape | None = N
 
 
 def _whose(label: str, whose: str) -> str:
-    """"expected, llama.cpp" as the expectation of ``whose``: "expected for Qwen3-32B, llama.cpp"."""
+    """"expected, llama.cpp" as the expectation of ``whose``: "expected for the current series, llama.cpp"."""
     if not whose:
         return label
     head, comma, rest = label.partition(", ")

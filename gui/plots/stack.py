@@ -54,7 +54,10 @@ class StackBars:
             if series.count(name) == 1:
                 out.append(short[name])
             else:
-                out.append(f"{short[name]}: {bar}" if several else bar)
+                # the card's bar names the card: the series' name leaves the machine to it
+                own = {b for n, b in self._bars if n == name}
+                parts = [part for part in short[name].split(" · ") if part not in own] or [short[name]]
+                out.append(f"{' · '.join(parts)}: {bar}" if several else bar)
         return out
 
     def draw(self, drawn: Drawn, theme: Theme) -> None:
@@ -102,6 +105,8 @@ class StackBars:
             return
         for name in self._shown:
             self.legend.removeItem(self._swatches[name])
+        # short names, two a row: one a row, the four kinds ran under the window at 1280 x 720
+        self.legend.setColumnCount(2 if len(wanted) > 2 else 1)
         for name in wanted:
             self.legend.addItem(self._swatches[name], name)
         self._shown = wanted
@@ -128,15 +133,19 @@ class StackBars:
                 axis.setHeight(height)
 
 
+SAME = " (same as above)"            # ``chart_types.distinguishing_labels``' twin of a series
+
+
 def _distinct_parts(names: list[str]) -> dict[str, str]:
-    """Each series name without the " · " parts every one of ``names`` starts or ends with (the
-    model they share, "auto placement"): the legend names them whole, and under a bar 130 px wide
-    the shared words wrapped a name over six lines at 1280 x 720. One name stays whole."""
-    parts = [n.split(" · ") for n in names]
-    if len(parts) < 2:
+    """Each series name without the " · " parts every one of ``names`` has, wherever it stands
+    (the model they share, "auto placement" between a machine and a workload): the line over the
+    tabs names them whole, and under a bar 130 px wide the shared words wrapped a name over six
+    to eleven lines at 1280 x 720. One name stays whole; a name keeps at least one part."""
+    if len(names) < 2:
         return {n: n for n in names}
-    while all(len(p) > 1 for p in parts) and len({p[0] for p in parts}) == 1:
-        parts = [p[1:] for p in parts]
-    while all(len(p) > 1 for p in parts) and len({p[-1] for p in parts}) == 1:
-        parts = [p[:-1] for p in parts]
-    return {n: " · ".join(p) for n, p in zip(names, parts, strict=True)}
+    # a series identical to one before it is named "... (same as above)": its parts are the same
+    bases = [n.removesuffix(SAME) for n in names]
+    parts = [b.split(" · ") for b in bases]
+    shared = set.intersection(*(set(p) for p in parts))
+    kept = [[part for part in p if part not in shared] or p[-1:] for p in parts]
+    return {n: " · ".join(p) + n[len(b):] for n, b, p in zip(names, bases, kept, strict=True)}

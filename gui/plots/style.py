@@ -95,11 +95,16 @@ def point_style(layer: Layer, curve: Curve, theme: Theme, ordinal: int = 0) -> d
 
 
 MARKER_NAME = "current workload"
+PINNED_SUFFIX = ", pinned"
 
 
 def legend_name(layer: Layer, curve: Curve) -> str | None:
     """The legend entry for a drawn curve, None for no entry (one per series, not per line;
-    the current workload's markers share ``MARKER_NAME``, which a legend lists once)."""
+    the current workload's markers share ``MARKER_NAME``, which a legend lists once). A pinned
+    series is named once, by its main curve; its other lines share "<line>, pinned" with every
+    pin (``shared_name``): its colour names the series, the entry the line. (Named each with the
+    series in full, "TTFT p90: Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · ...", two pins made the
+    Serving legend 14 entries of two lines, taller than the plot at 1280 x 720.)"""
     if curve.is_reference:
         return None
     if layer.kind == "current":
@@ -107,10 +112,15 @@ def legend_name(layer: Layer, curve: Curve) -> str | None:
     if layer.kind == "pinned":
         if curve.kind == "points":
             return None
-        return layer.label if curve.role == "main" else f"{curve.label}: {layer.label}"
+        return layer.label if curve.role == "main" else f"{curve.label}{PINNED_SUFFIX}"
     if curve.label == layer.label:      # a series that is the layer's only curve on its panel
         return layer.label
     return f"{layer.label}: {curve.label}"
+
+
+def shared_name(name: str) -> bool:
+    """Whether entries of this name are listed once in a legend (``legend_name``)."""
+    return name == MARKER_NAME or name.endswith(PINNED_SUFFIX)
 
 
 #: legend text wraps past this many characters (a name is never cut: its parts are what

@@ -96,6 +96,7 @@ class MainWindow(QMainWindow):
         self.state = state
         self.settings = settings or Settings()
         self._persist = persist
+        self._report_folder = Path()          # the report being saved, for its progress line
         self.theme = apply_theme(self.settings.theme)
         self.recompute = RecomputeController(state, self)
         self.messages = MessageBar()
@@ -167,8 +168,10 @@ class MainWindow(QMainWindow):
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(6, 4, 6, 4)
-        layout.addWidget(self.messages)
+        # the messages under the panes: shown over them, a message moved every control down
+        # under the pointer (30 px for one line)
         layout.addWidget(self.main_split, 1)
+        layout.addWidget(self.messages)
         self.setCentralWidget(central)
 
     def _connect(self) -> None:
@@ -281,13 +284,16 @@ class MainWindow(QMainWindow):
             raise RooflabError("nothing to report: the current combination cannot be predicted")
         self.flush_plots()
         fit = self.measure_panel.results.text() if self.measure.series else ""
-        # seconds of drawing and some seventy files: said at once, and the cursor waits (nothing
-        # showed until it was done); only painting runs meanwhile, no input that could change the frame
-        self.statusBar().showMessage(f"Saving the report to {Path(folder).expanduser()}…")
+        # seconds of drawing and some seventy files: said at once, each step as it starts, and the
+        # cursor waits (nothing showed until it was done); only painting runs meanwhile, no input
+        # that could change the frame
+        self._report_folder = Path(folder).expanduser()
+        self.statusBar().showMessage(f"Saving the report to {self._report_folder}…")
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
         try:
-            files = write_report(folder, list(self.plots.values()), frame, fit=fit)
+            files = write_report(folder, list(self.plots.values()), frame, fit=fit,
+                                 progressed=self._on_report_progressed)
             if self.state.pinned:                       # the comparison table goes into the report too
                 same_mode(files.sheet, *self.compare_view.save(files.folder))
         finally:
@@ -297,6 +303,10 @@ class MainWindow(QMainWindow):
         self.settings.report_dir = str(files.folder)
         self.report_saved.emit(files)
         return files
+
+    def _on_report_progressed(self, step: str) -> None:
+        self.statusBar().showMessage(f"Saving the report to {self._report_folder}: {step}…")
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
 
     def save_screenshot(self, path: str | Path) -> Path:
         """Render the whole window to a PNG."""

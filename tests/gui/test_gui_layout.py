@@ -60,9 +60,10 @@ def _pin_three(window) -> None:
 def test_every_chart_is_tall_enough_and_side_by_side_only_when_wide_enough(qtbot, window, size, pins):
     """Issue 20: with series pinned at 1280 x 720 the panels of a tab sat side by side about 200 px
     wide and 150 px tall, their tick labels running together ("10,00020,00030,000"). A panel is at
-    least 300 px tall on every tab; panels sit side by side only while each keeps 400 px; the rest
+    least 300 px tall on every tab (side by side, at least 200 px where its row's legends take
+    the rest of the view); panels sit side by side only while each keeps 400 px; the rest
     scrolls, and nothing runs past the plot's right edge."""
-    from rooflab.gui.plots.grid import MIN_CHART_HEIGHT, MIN_CHART_WIDTH
+    from rooflab.gui.plots.grid import MIN_CHART_HEIGHT, MIN_CHART_WIDTH, MIN_FITTED_HEIGHT
 
     if pins:
         _pin_three(window)
@@ -70,9 +71,10 @@ def test_every_chart_is_tall_enough_and_side_by_side_only_when_wide_enough(qtbot
         plot = _show_at(qtbot, window, size, chart)
         columns = plot.columns()
         room = plot.scroll_area.viewport().width()
+        least = MIN_CHART_HEIGHT if columns == 1 else MIN_FITTED_HEIGHT
         for key in plot.panel_keys():
             rect = plot.panel_view(key).plot.geometry()
-            assert rect.height() >= MIN_CHART_HEIGHT - 1, (chart, key, rect.height())
+            assert rect.height() >= least - 1, (chart, key, rect.height())
             assert rect.right() <= room + 1, (chart, key, rect.right(), room)
             if columns > 1:
                 assert rect.width() >= MIN_CHART_WIDTH - 1, (chart, key, columns, rect.width())
@@ -83,6 +85,49 @@ def test_every_chart_is_tall_enough_and_side_by_side_only_when_wide_enough(qtbot
                 assert bottom <= plot.scroll_area.viewport().height(), (chart, key)
     if size == (1280, 720):
         assert window.plots["decode"].columns() == 2      # 3 x 290 px was too narrow
+
+
+@pytest.mark.parametrize("pins", [0, 2])
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_a_row_of_charts_and_its_legends_are_seen_whole(qtbot, window, size, pins):
+    """Issue 39: at 1280 x 720 the view under the tabs is about 345 px and the panels side by
+    side kept 300 px, so the Serving legends (8 entries, more with pins) sat wholly below it and
+    the Decode and Batching ones were cut mid-entry; a pinned series was named again, in full,
+    for each of its lines ("TTFT p90: Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · ..."). Side by
+    side, the first row's panels give way to their legends: panels and legends end inside the
+    view, unscrolled, on every tab; a pin is named once, in the line over the tabs."""
+    from rooflab.core.io.presets import load_machine
+    from rooflab.gui.plots.grid import MIN_FITTED_HEIGHT
+
+    window.resize(*size)
+    window.show()
+    qtbot.waitExposed(window)
+    state = window.state
+    if pins:
+        state.pin_current()
+        state.update_workload(prompt=5600, batch=4)
+        state.pin_current()
+        state.set_machine(load_machine("m3-max"))
+    qtbot.waitUntil(lambda: not window.recompute.pending and len(window.recompute.frame.pinned) == pins,
+                    timeout=WAIT_MS)
+    pinned = {p.label for p, _ in window.recompute.frame.pinned}
+    for plot in [*window.plots.values(), window.plot_panel.serving]:
+        window.plot_tabs.setCurrentWidget(plot)
+        qtbot.waitUntil(lambda plot=plot: plot.chart is not None and bool(plot.panel_keys()), timeout=WAIT_MS)
+        window.flush_plots()
+        qtbot.wait(30)
+        if plot.columns() < 2:
+            continue
+        port = plot.scroll_area.viewport().height()
+        assert plot.scroll_area.verticalScrollBar().value() == 0
+        for key in plot.panel_keys()[:plot.columns()]:
+            view = plot.panel_view(key)
+            texts = [_words(label.text) for _sample, label in view.legend.items]
+            assert not [t for t in texts if any(_words(name) in t for name in pinned)], (plot.chart_key, texts)
+            assert view.legend.geometry().bottom() <= port + 1, (plot.chart_key, key, view.legend.geometry(), port)
+            assert view.plot.geometry().height() >= MIN_FITTED_HEIGHT - 1, (plot.chart_key, key)
+    for name in pinned:                                      # named, whole, over the tabs
+        assert name in window.scenario_label.text()
 
 
 @pytest.mark.parametrize("chart", CHART_KEYS)
@@ -275,6 +320,19 @@ def _legend_texts(view) -> list[str]:
     return [_words(label.text) for _sample, label in view.legend.items]
 
 
+def _stacked_twin(plot):
+    """``plot`` drawn stacked, legends beside their panels, as a report's picture draws it
+    (side by side on screen the line over the tabs names the pinned series, not the legends)."""
+    from PySide6.QtCore import QSize
+
+    twin = type(plot)()
+    twin.resize(900, 1400)
+    plot.replay_on(twin)
+    twin.render_image(QSize(900, 1400))
+    twin.deleteLater()
+    return twin
+
+
 def test_pinned_series_are_named_by_what_sets_them_apart(qtbot, window):
     """Legends cut "Qwen3-8B Q4_K_M · NVID…rk (GB10) · f16 cache" in the middle, where the
     machines differ: a series is named by the parts that differ, and never cut."""
@@ -287,17 +345,17 @@ def test_pinned_series_are_named_by_what_sets_them_apart(qtbot, window):
                         "Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement",
                         "Qwen3-8B Q4_K_M · NVIDIA DGX Spark (GB10) · auto placement"]     # model, machine, placement
     for chart in ("decode", "batching"):
-        view = window.plots[chart].panel_view("rate")
-        texts = _legend_texts(view)
+        texts = _legend_texts(_stacked_twin(window.plots[chart]).panel_view("rate"))
         assert _words(expected[1]) in texts and _words(expected[2]) in texts, texts
         assert not [t for t in texts if "…" in t], texts
     memory = window.plots["memory"].panel_view("breakdown")
     # the bars: the same names (a series placed over two memories, a card and the host memory
     # its embedding table stays in, has a bar for each, named "series: memory")
     bars = memory.stack_labels
-    # under the bars, less what every series shares (here "auto placement"; the legend keeps it)
-    shown = {name.removesuffix(" · auto placement") for name in expected}
-    assert {bar.split(": ")[0] for bar in bars} == shown and not [b for b in bars if "…" in b], bars
+    # under the bars, less what every series shares (here "auto placement"; the line over the
+    # tabs names them whole); a series with a bar per memory leaves its machine to its card's bar
+    assert bars == ["Gemma-3-12B Q4_K_M · NVIDIA DGX Spark (GB10)", "Qwen3-8B Q4_K_M: NVIDIA GeForce RTX 4090",
+                    "Qwen3-8B Q4_K_M: host DDR5 (dual channel)", "Qwen3-8B Q4_K_M · NVIDIA DGX Spark (GB10)"], bars
 
 
 def _overlap(a, b, slack=2.0) -> bool:
@@ -492,3 +550,32 @@ def test_wrap_text_breaks_between_parts_and_never_cuts_a_name():
     assert wrap_text("a-very-long-word-indeed", 10, len) == ["a-very-", "long-word-", "indeed"]
     assert wrap_text("Qwen3-30B-A3B Q4_K_M", 10, len) == ["Qwen3-30B-", "A3B Q4_K_M"]
     assert wrap_text("unhyphenatedword", 10, len) == ["unhyphena…"]       # no break left: cut
+
+
+def test_pins_and_messages_leave_every_click_target_where_it_was(qtbot, window):
+    """Issue 39: three pins wrapped the line over the tabs onto a second and third line, and a
+    message bar opened over the panes, each moving the tabs, the charts and every control down
+    under the pointer (30 px for a message). The line over the tabs keeps two lines (the current
+    series, then the pinned ones; more scroll) and messages open under the panes."""
+    from PySide6.QtCore import QPoint
+
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: window.recompute.frame is not None and not window.recompute.pending, timeout=WAIT_MS)
+    targets = [window.plot_tabs.tabBar(), window.plots["roofline"], window.workload_panel.fields["prompt"],
+               window.left_tabs.tabBar()]
+
+    def where() -> list[QPoint]:
+        qtbot.wait(20)
+        return [w.mapTo(window, QPoint(0, 0)) for w in targets]
+
+    before = where()
+    assert "Nothing pinned" in window.scenario_label.text()
+    _pin_three(window)
+    qtbot.waitUntil(lambda: not window.recompute.pending and len(window.recompute.frame.pinned) == 3, timeout=WAIT_MS)
+    assert where() == before
+    window.messages.show_message("A long message " * 12, "warning")
+    assert where() == before
+    window.messages.hide()
+    assert where() == before

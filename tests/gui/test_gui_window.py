@@ -184,7 +184,9 @@ def test_legend_tells_apart_series_that_differ_only_at_the_end_of_their_label(qt
         window.state.pin_current()
     with qtbot.waitSignal(window.redrawn, timeout=WAIT_MS):
         window.state.update_workload(batch=2)
-    view = window.plots["decode"].panel_view("rate")
+    from tests.gui.test_gui_layout import _stacked_twin
+
+    view = _stacked_twin(window.plots["decode"]).panel_view("rate")
     pinned = [label.text for _sample, label in view.legend.items
               if "batch" in label.text and not label.text.startswith("expected")]   # not "expected for batch 2"
     # both used to read "Qwen3-8B Q4_K_M · NVID…RTX 4090 · …"; a legend names model, machine and

@@ -19,7 +19,6 @@ def test_expected_csv_files_name_their_layer_once(qtbot, window, tmp_path):
     window.state.set_model(catalogue_spec("qwen3-32b-q4_k_m"), ref="qwen3-32b-q4_k_m")
     files = window.save_report(tmp_path / "pinned")
     names = {p.name for p in files.csvs}
-    # whose, in full (model, machine, placement: the legend's words, never cut)
-    assert ("decode-step-expected-for-qwen3-32b-q4-k-m-nvidia-geforce-rtx-4090-auto-placement-llama.cpp-published.csv"
-            in names), sorted(names)
+    # whose: the current series' (its own files are "...-current.csv"), as the legend says it
+    assert "decode-step-expected-for-the-current-series-llama.cpp-published.csv" in names, sorted(names)
     assert "decode-step-pin-1-qwen3-8b-q4-k-m-nvidia-geforce-rtx-4090-auto-placement.csv" in names
