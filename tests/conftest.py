@@ -15,8 +15,16 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 import rooflab.gui  # noqa: E402,F401  (sets the Qt binding before pyqtgraph is imported)
 
 # Before anything imports platformdirs: every user folder lands in one throwaway tree for the
-# session; each test then gets its own (see ``isolated_user_dirs``).
-_SESSION_HOME = Path(tempfile.mkdtemp(prefix="rooflab-tests-"))
+# session; each test then gets its own (see ``isolated_user_dirs``). An xdist worker makes its
+# tree inside its controller's (named, with the controller's process id, in ``_HOME_VARIABLE``),
+# so the controller's removal takes it too: a worker ended before its last hook (under load at
+# the end of a run) left its tree behind, and test_session_cleanup failed once at load 5-6.
+_HOME_VARIABLE = "ROOFLAB_TESTS_HOME"
+_parent_pid, _, _parent_home = os.environ.get(_HOME_VARIABLE, "").partition(":")
+_inside = _parent_home if _parent_pid == str(os.getppid()) and os.path.isdir(_parent_home) else None
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="rooflab-tests-", dir=_inside))
+if _inside is None:
+    os.environ[_HOME_VARIABLE] = f"{os.getpid()}:{_SESSION_HOME}"
 for _var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
     os.environ[_var] = str(_SESSION_HOME / _var.lower())
 os.environ["ROOFLAB_CONFIG_DIR"] = str(_SESSION_HOME / "rooflab-config")
