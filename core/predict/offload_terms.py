@@ -28,18 +28,19 @@ from rooflab.core.values.model import ModelSpec, Role
 # varies the number of crossings alone, so the value sits inside that bound, not on a fit.
 CROSSING_SECONDS = 25e-6
 # Share of the host's fitted CPU bandwidth factor that batch-1 routed-expert GEMVs reach behind a
-# GPU: small matrices, one per expert used, on threads that also drive the GPU. Fitted on the 60
-# generation rows of resources/placed with the compute share below (each machine weighing one,
-# benchmarks/accuracy/bench_offload_accuracy.py, 2026-12-07): 0.72. Alone (before the compute
-# bound) no share fitted every host: a Ryzen-7950X's rows took about 0.7, a Threadripper's 0.3.
-HOST_EXPERT_DECODE_SHARE = 0.72
+# GPU: small matrices, one per expert used, on threads that also drive the GPU. Fitted on the 88
+# generation rows of resources/placed (seven hosts) with the compute share below, each machine
+# weighing one (benchmarks/accuracy/bench_offload_accuracy.py, 2026-12-07): 0.74. Alone (before
+# the compute bound) no share fitted every host: a Ryzen-7950X's rows took about 0.7, a
+# Threadripper 5975WX's 0.3.
+HOST_EXPERT_DECODE_SHARE = 0.74
 # Share of the CPU back end's fitted compute factor (of the host's fp32 FMA peak: cores x clock x
 # FLOP a cycle, the profile's offload flops, else ``host_part.DEFAULT_HOST_FLOPS``) that the same
 # GEMVs reach: each weight is unpacked from its block format and multiplied once per token, so a
 # host with wide memory and few or slow cores is bound by its arithmetic, not its DRAM (a
 # Threadripper 5975WX's eight channels read experts no faster than a Ryzen 7950X's two). Fitted
 # with the share above; both are the fit of every row of resources/placed (2026-12-07).
-HOST_EXPERT_DECODE_COMPUTE = 0.2
+HOST_EXPERT_DECODE_COMPUTE = 0.18
 # Share of the PCIe link a prompt's host weights cross at: llama.cpp copies them from mmap'd,
 # pageable host memory, which CUDA stages through a pinned buffer. Fitted on the 22 prompt rows of
 # resources/placed whose engine copies as priced, each machine weighing one (2026-12-07): 0.54
@@ -50,7 +51,7 @@ PCIE_STREAM_SHARE = 0.54
 # bench_offload_accuracy.py, 2026-12-07): how far a host nobody fitted strays from the fit. An
 # expected figure's replicates take it on their host factors (``spread_host``), so its band
 # widens by the share of the time spent on the host, not by the calibration's spread alone.
-HOST_SPREAD = (0.61, 1.37)
+HOST_SPREAD = (0.74, 1.27)
 # A ceiling's least share of a layer's experts that a ubatch's tokens route to (routing is not
 # uniform: GPT-OSS leaves experts idle, so a large ubatch copies as little as 0.6 of them; ik_llama.cpp
 # #698). The ceiling's union assumes tokens spread over this share of the experts only.
