@@ -290,20 +290,32 @@ def parts_lines(sc: Scenario, decode: StepParts, prefill: StepParts, origin: str
                  f"{origin[0].upper()}{origin[1:]}: {parts_sentence(prefill)}.", tip),
             Line("token_parts", "Token, part by part", fmt(decode.seconds, "s"), "",
                  f"{origin[0].upper()}{origin[1:]}, a step at {start:,} tokens of context: "
-                 f"{parts_sentence(decode)}.{host_cpu_sentence(sc, decode)}", tip)]
+                 f"{parts_sentence(decode)}.{host_cpu_sentence(sc, decode)}", tip + host_cpu_tip(sc, decode))]
+
+
+def _host_bound(sc: Scenario, decode: StepParts) -> bool:
+    return decode.seconds_of("host_arithmetic") > 0 and sc.machine.kind == "gpu"
 
 
 def host_cpu_sentence(sc: Scenario, decode: StepParts) -> str:
-    """Where a decode step's host part is bound by the CPU's arithmetic: the peak it is priced
-    at and where that comes from (the profile's host CPU, else the lessons' 8-core desktop), so a
-    user with another CPU knows what to set; "" otherwise."""
-    if decode.seconds_of("host_arithmetic") <= 0 or sc.machine.kind != "gpu":
+    """Where a decode step's host part is bound by the CPU's arithmetic, the peak it is priced at
+    and whether the profile states it (" CPU peak 1.02 TFLOP/s (assumed: set the host CPU's)."); ""
+    otherwise."""
+    if not _host_bound(sc, decode):
         return ""
-    peak = host_flops(sc.machine)
+    stated = "stated" if sc.machine.offload_flops > 0 else "assumed: set the host CPU's"
+    return f" CPU peak {fmt(host_flops(sc.machine), 'FLOP/s')} ({stated})."
+
+
+def host_cpu_tip(sc: Scenario, decode: StepParts) -> str:
+    """The same, for the tooltip: where the peak comes from and how a user with another CPU sets
+    theirs; "" where the host's arithmetic does not bound the step."""
+    if not _host_bound(sc, decode):
+        return ""
     whose = ("the host CPU this profile states" if sc.machine.offload_flops > 0 else
              "none is stated, so an 8-core desktop at 4 GHz; for yours give cores × GHz × 32 (AVX2) as the "
              "host CPU's FLOP/s: the Machine tab, or 'flops' under 'offload' in a machine file")
-    return f" The CPU's part is bound by its arithmetic: {fmt(peak, 'FLOP/s')} peak ({whose})."
+    return f" The CPU's part is bound by its arithmetic at {fmt(host_flops(sc.machine), 'FLOP/s')} peak ({whose})."
 
 
 
