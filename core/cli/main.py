@@ -107,18 +107,20 @@ def check_grid(contexts: Sequence[int], batches: Sequence[int], prompts: Sequenc
 
 def _cmd_models(args: argparse.Namespace) -> int:
     from rooflab.core.cli.output import print_json
-    from rooflab.core.io.catalogue import list_catalogue, search_catalogue
+    from rooflab.core.io.catalogue import list_catalogue, load_entry, search_catalogue
 
     entries = search_catalogue(args.search) if args.search else list_catalogue()
     if not entries and not args.json:
         raise SpecError(f"no catalogue model matches {args.search!r} (rooflab models lists them all)")
+    sizes = {e.key: load_entry(e).file_bytes for e in entries}      # bytes at the entry's own format
     if args.json:
-        print_json([{"key": e.key, "name": e.name, "weights": e.default_weights,
-                     "description": e.description, "sources": e.sources} for e in entries])
+        print_json([{"key": e.key, "name": e.name, "weights": e.default_weights, "file_bytes": sizes[e.key],
+                     "files": e.files, "description": e.description, "sources": e.sources} for e in entries])
     else:
         width = max(len(e.key) for e in entries)
+        print(f"{'key':<{width}}  {'weights':<7}    GB  description")
         for e in entries:
-            print(f"{e.key:<{width}}  {e.default_weights:<7} {e.description}")
+            print(f"{e.key:<{width}}  {e.default_weights:<7} {sizes[e.key] / 1e9:6.2f}  {e.description}")
     return 0
 
 

@@ -23,6 +23,7 @@ class CatalogueEntry:
     config: dict[str, Any] = field(repr=False)
     sources: dict[str, str] = field(default_factory=dict)
     lesson: dict[str, Any] = field(default_factory=dict)   # the lessons' figures, for checks
+    files: dict[str, int] = field(default_factory=dict)    # published GGUF sizes by format, bytes
 
     @property
     def repository(self) -> str:
@@ -41,11 +42,20 @@ def _read(path: Path) -> CatalogueEntry:
                               description=str(data.get("description", "")),
                               default_weights=str(data.get("weights", "bf16")),
                               header_bytes=int(data.get("header_bytes") or 0), config=dict(data["config"]),
-                              sources=dict(data.get("sources") or {}), lesson=dict(data.get("lesson") or {}))
+                              sources=dict(data.get("sources") or {}), lesson=dict(data.get("lesson") or {}),
+                              files=_files(data.get("files") or {}, path))
     except ModelFileError as exc:
         raise ResourceError(str(exc)) from exc
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ResourceError(f"{path}: bad catalogue entry ({exc})") from exc
+
+
+def _files(raw: dict[str, Any], path: Path) -> dict[str, int]:
+    """Published GGUF file sizes: {"Q4_K_M": bytes, ...}, each a whole number of bytes > 0."""
+    files = {str(k).upper(): int(v) for k, v in dict(raw).items()}
+    if any(v <= 0 for v in files.values()):
+        raise ResourceError(f"{path}: a published file size must be > 0 bytes")
+    return files
 
 
 def list_catalogue() -> list[CatalogueEntry]:

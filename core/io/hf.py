@@ -115,10 +115,14 @@ def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: 
     if published_mxfp4_experts(config):
         pick = with_mxfp4_experts(pick)
     tensors = []
-    for shape in tensor_shapes(s):
+    shapes = tensor_shapes(s)
+    # llama.cpp quantises a tied embedding as the output head it also is (Q6_K in the *_K mixes)
+    head_role = "output" if not any(shape.name == "output.weight" for shape in shapes) else None
+    for shape in shapes:
         role = classify(shape.name)
         layer = layer_of(shape.name)
-        slot = TensorSlot(name=shape.name, role=role.value, n_dims=len(shape.shape), layer=layer,
+        picked_as = head_role if head_role and shape.name == "token_embd.weight" else role.value
+        slot = TensorSlot(name=shape.name, role=picked_as, n_dims=len(shape.shape), layer=layer,
                           n_layers=s.layers, row_length=shape.shape[0])
         type_name = pick(slot)
         n = math.prod(shape.shape)

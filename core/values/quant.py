@@ -98,26 +98,35 @@ def _uniform(type_name: str) -> Recipe:
     return pick
 
 
+# llama.cpp's types for a row that a k-quant's 256-value blocks do not divide (llama_tensor_get_type)
+_ROW_FALLBACK: dict[str, str] = {"Q2_K": "IQ4_NL", "Q3_K": "IQ4_NL", "IQ4_XS": "IQ4_NL", "Q4_K": "Q5_0",
+                                 "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
+
+
 def _fallback(type_name: str, slot: TensorSlot) -> str:
-    """A row that does not divide into the type's blocks falls back as llama.cpp does."""
+    """A row that does not divide into the type's blocks falls back as llama.cpp does: a
+    k-quant to the 32-value type of about its size (Q4_K -> Q5_0, Q6_K -> Q8_0), anything
+    still not dividing to F16. (Gemma 3 1B's 1,152-wide rows: its Q4_K_M file is 806 MB,
+    not the 1.0 GB that Q8_0 for every such row would make.)"""
     per_block, _ = block_size(type_name)
     if slot.row_length % per_block == 0:
         return type_name
-    for alt in ("Q8_0", "Q5_0", "F16"):
-        if slot.row_length % block_size(alt)[0] == 0:
-            return alt
-    return "F16"
+    alt = _ROW_FALLBACK.get(type_name.upper(), "Q8_0")
+    return alt if slot.row_length % block_size(alt)[0] == 0 else "F16"
 
 
-def _k_mix(base: str, more: str, head: str) -> Recipe:
+def _k_mix(base: str, more: str, head: str, qkv: str | None = None) -> Recipe:
     """The *_K_M mixes: base type, ``more`` for attn_v / ffn_down in the use_more_bits layers,
-    ``head`` for the output head."""
+    ``head`` for the output head, ``qkv`` for a fused attn_qkv (llama.cpp gives Phi-3's one
+    step more in every layer: Q5_K in Q4_K_M, which makes Phi-4's file 9.05 GB, not 8.85)."""
     def pick(slot: TensorSlot) -> str:
         if _kept_float(slot):
             return "F32"
         if slot.role == "output":
             return _fallback(head, slot)
         leaf = slot.name.split(".")[-2] if "." in slot.name else slot.name
+        if leaf == "attn_qkv" and qkv:
+            return _fallback(qkv, slot)
         if leaf in ("attn_v", "ffn_down", "ffn_down_exps", "ffn_down_shexp", "attn_kv_b") and (
             slot.layer is not None and _use_more_bits(slot.layer, slot.n_layers)
         ):
@@ -159,8 +168,8 @@ RECIPES: dict[str, Recipe] = {
     "bf16": _float("BF16"),
     "q8_0": _uniform("Q8_0"),
     "q6_k": _uniform("Q6_K"),
-    "q5_k_m": _k_mix("Q5_K", "Q6_K", "Q6_K"),
-    "q4_k_m": _k_mix("Q4_K", "Q6_K", "Q6_K"),
+    "q5_k_m": _k_mix("Q5_K", "Q6_K", "Q6_K", qkv="Q6_K"),
+    "q4_k_m": _k_mix("Q4_K", "Q6_K", "Q6_K", qkv="Q5_K"),
     "q4_k_s": _k_mix("Q4_K", "Q4_K", "Q6_K"),
     "q4_0": _uniform("Q4_0"),
     "mxfp4": _mxfp4,

@@ -41,7 +41,10 @@ URL_PROMPT = ("A Hugging Face name (hf:OWNER/REPO, hf:OWNER/REPO/FILE.gguf, hf:O
               "or a link to a .gguf file. Only its header is read, never the whole file.")
 # the two byte columns first after the name and type, so they show in the tab's default width
 _COLUMNS = ("Tensor", "Type", "In file", "Per token", "Parameters", "Shape")
-FILE_BYTES, READ_BYTES, PARAMS, SHAPE = 2, 3, 4, 5
+TYPES, FILE_BYTES, READ_BYTES, PARAMS, SHAPE = 1, 2, 3, 4, 5
+# a group's types take at most two types' width ("Q4_K, Q6_K"); three (DeepSeek-V2-Lite's experts:
+# Q4_K, its 1,408-wide rows' Q5_0 and Q8_0) elide, the row's tooltip naming them all
+_TYPES_WIDTH_TEXT = "Q4_K, Q6_K"
 _NUMERIC = {FILE_BYTES, READ_BYTES, PARAMS}
 
 
@@ -212,6 +215,7 @@ class ModelPanel(QWidget):
         for row in grouped_rows(spec):
             group = row.group
             top = _Row([str(group.name), ", ".join(group.types)])
+            top.setToolTip(TYPES, ", ".join(group.types))
             top.setText(SHAPE, f"{group.tensors} tensor" + ("" if group.tensors == 1 else "s"))
             _numeric(top, PARAMS, group.params, units.fmt(group.params, "params"))
             _numeric(top, FILE_BYTES, group.bytes, units.fmt(group.bytes, "B"))
@@ -229,6 +233,8 @@ class ModelPanel(QWidget):
         self.tree.sortByColumn(FILE_BYTES, Qt.SortOrder.DescendingOrder)
         for column in range(len(_COLUMNS)):
             self.tree.resizeColumnToContents(column)
+        widest = self.tree.fontMetrics().horizontalAdvance(_TYPES_WIDTH_TEXT) + 14      # + the cell's margins
+        self.tree.setColumnWidth(TYPES, min(self.tree.columnWidth(TYPES), widest))
 
     def _on_state_model_changed(self, spec: ModelSpec) -> None:
         self.show_model(spec)

@@ -87,7 +87,8 @@ def test_search_keeps_entries_with_every_word(capsys):
     assert {e.key for e in search_catalogue("meta-llama/Llama-4")} == {"llama-4-scout-q4_k_m",
                                                                       "llama-4-maverick-q4_k_m"}
     assert main(["models", "--search", "qwen3 coder"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split()[:3] == ["key", "weights", "GB"]
     assert [line.split()[0] for line in lines] == sorted(e.key for e in coders)
     assert main(["models", "--search", "no such model"]) == 2
     assert capsys.readouterr().err == "rooflab: error: no catalogue model matches 'no such model' " \
