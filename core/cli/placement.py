@@ -148,6 +148,18 @@ def _parallel_dict(par: ParallelEstimate, grow: Scaling) -> dict[str, Any]:
                          "memory_bytes_per_device": e.memory.used, "fits": e.fits} for e in grow.estimates]}
 
 
+def _over(use: MemoryUse) -> str:
+    """"  OVERFLOWS" past what the memory holds; "  TIGHT: ..." where the bill is over it but a
+    lighter back-end context than the one billed leaves room (``MemoryUse.slack``)."""
+    if not use.fits:
+        return "  OVERFLOWS"
+    over = use.used - (use.weights if use.mapped else 0.0) - use.capacity
+    if over > 0:
+        return (f"  TIGHT: runs if its back end's context takes {over / GB:.2f} GB less than the "
+                f"{use.reserve / GB:.2f} billed")
+    return ""
+
+
 def placement_lines(figures: Figures) -> list[str]:
     """The text headline's placement: how the model sits, each memory's bill, the largest batch
     and the crossovers as placed (the summary's), and what to change."""
@@ -163,7 +175,7 @@ def placement_lines(figures: Figures) -> list[str]:
                 lines.append(f"  {word:<8} {use.used / GB:8.2f} GB of {capacity_text(use.capacity)}: weights "
                              f"{use.weights / GB:.2f}, KV {use.kv / GB:.2f}, compute buffer "
                              f"{use.compute_buffer / GB:.2f}, reserve {use.reserve / GB:.2f}"
-                             + ("" if use.fits else "  OVERFLOWS"))
+                             + _over(use))
     else:
         par = placed.parallel
         lines.append(f"  communication {par.communication_seconds_per_step * 1e3:.3f} ms per decode step "

@@ -13,6 +13,10 @@ Reserves (bytes gone besides the model), per llama.cpp back end:
 
 - cuda, rocm, vulkan: the back end's context (``BACKEND_CONTEXT``, 0.45 GiB: a CUDA/HIP context
   and its cuBLAS workspace take 0.3-0.6 GiB of the total before llama.cpp asks what is free).
+  The bill shows 0.45 GiB; whether a placement runs is judged at the least a context takes
+  (``BACKEND_CONTEXT_LEAST``, 0.3 GiB: ``MemoryUse.slack``), so no set-up llama.cpp runs on a
+  card with a light context is refused (Gemma-3-12B Q4_K_M wholly on an 8 GiB card bills 43 MB
+  over it at 0.45 GiB, and ran).
 - metal: a quarter of the unified memory. macOS lets the GPU wire at most
   ``recommendedMaxWorkingSetSize``, about 75 % of the memory on Macs with more than 36 GB
   (llama.cpp reports that as the device's memory; ``sysctl iogpu.wired_limit_mb`` raises it).
@@ -51,12 +55,13 @@ MiB = float(1 << 20)
 GiB = float(1 << 30)
 DEVICE_MARGIN = 1024 * MiB          # llama.cpp --fit-target default, per device (the fit's target only)
 BACKEND_CONTEXT = 0.45 * GiB        # CUDA/HIP/Vulkan context: gone before llama.cpp reads free memory
+BACKEND_CONTEXT_LEAST = 0.3 * GiB   # the least such a context takes: what a "runs here" verdict allows
 OS_RESERVE = 4 * GiB                # operating system, desktop, host-side buffers (assumption)
 METAL_WIRED_SHARE = 0.75            # recommendedMaxWorkingSetSize / memory, Macs over 36 GB
 
-__all__ = ["BACKEND_CONTEXT", "CTX_PAD", "DEFAULT_UBATCH", "DEVICE_MARGIN", "GiB", "METAL_WIRED_SHARE", "MiB",
-           "MemoryPlan", "MemoryUse", "OS_RESERVE", "backend_of", "compute_buffer_bytes", "fit_margin", "host_reserve",
-           "memory_grid", "padded", "plan_memory", "runtime_reserve"]
+__all__ = ["BACKEND_CONTEXT", "BACKEND_CONTEXT_LEAST", "CTX_PAD", "DEFAULT_UBATCH", "DEVICE_MARGIN", "GiB",
+           "METAL_WIRED_SHARE", "MiB", "MemoryPlan", "MemoryUse", "OS_RESERVE", "backend_of", "compute_buffer_bytes",
+           "fit_margin", "host_reserve", "memory_grid", "padded", "plan_memory", "reserve_slack", "runtime_reserve"]
 
 
 def backend_of(machine: MachineProfile) -> str:
@@ -137,6 +142,7 @@ class MemoryUse:
     compute_buffer: float
     reserve: float
     mapped: bool = False        # the weights are mmap'd page cache (host memory): they need not all stay
+    slack: float = 0.0          # of the reserve, what a lighter back-end context leaves free (``reserve_slack``)
 
     @property
     def used(self) -> float:
@@ -157,8 +163,8 @@ class MemoryUse:
         """Whether the placement runs here: everything fits, or (mmap'd weights) all but the
         weights do."""
         if self.mapped:
-            return self.used - self.weights <= self.capacity
-        return self.used <= self.capacity
+            return self.used - self.weights - self.slack <= self.capacity
+        return self.used - self.slack <= self.capacity
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,11 +201,20 @@ class MemoryPlan:
         return "host" if self.device.kv <= 0 else "split"
 
 
-Bill = dict[str, Array]       # weights, kv, compute_buffer, reserve, capacity
+Bill = dict[str, Array]       # weights, kv, compute_buffer, reserve, capacity, slack
+
+
+def reserve_slack(machine: MachineProfile) -> float:
+    """Of ``runtime_reserve``, the bytes a back-end context lighter than ``BACKEND_CONTEXT``
+    leaves free (down to ``BACKEND_CONTEXT_LEAST``): 0 where the reserve holds no such context."""
+    backend = backend_of(machine)
+    if backend == "metal" or backend == "cpu" or machine.kind == "cpu":
+        return 0.0
+    return BACKEND_CONTEXT - BACKEND_CONTEXT_LEAST
 
 
 def _bill(spec: ModelSpec, part: Part, workload: Workload, t: Array, b: Array, flash_attention: bool,
-          reserve: float, capacity: float) -> Bill:
+          reserve: float, capacity: float, slack: float = 0.0) -> Bill:
     """One memory's bill: ``part``'s weights and cache, and when it computes a layer a compute
     buffer of the whole model's widths (erring high), with logits where the output layer is."""
     zero = np.zeros(np.broadcast(t, b).shape)
@@ -208,7 +223,7 @@ def _bill(spec: ModelSpec, part: Part, workload: Workload, t: Array, b: Array, f
     buffer = compute_buffer_bytes(spec, workload.ubatch, b * padded(t), attention_scores=not flash_attention,
                                   output=part.output) + zero if part.computes else zero
     return {"weights": part.weight_bytes + zero, "kv": kv, "compute_buffer": buffer,
-            "reserve": reserve + zero, "capacity": capacity + zero}
+            "reserve": reserve + zero, "capacity": capacity + zero, "slack": slack + zero}
 
 
 def _bills(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, length: ArrayLike,
@@ -218,7 +233,8 @@ def _bills(spec: ModelSpec, machine: MachineProfile, workload: Workload, placeme
     b = np.asarray(batch, dtype=np.float64)
     on_host = input_on_host(machine)
     host_part = split(spec, placement, embedding_on_host=on_host).host
-    devices = [_bill(spec, part, workload, t, b, flash_attention, runtime_reserve(machine), machine.memory)
+    devices = [_bill(spec, part, workload, t, b, flash_attention, runtime_reserve(machine), machine.memory,
+                     reserve_slack(machine))
                for part in device_parts(spec, placement, embedding_on_host=on_host)]
     host = _bill(spec, host_part, workload, t, b, flash_attention,
                  host_reserve(machine) if (host_part.weight_bytes > 0 or host_part.computes) else 0.0,
@@ -261,7 +277,7 @@ def plan_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, pl
     def use(name: str, bill: Bill, mapped: bool = False) -> MemoryUse:
         return MemoryUse(name=name, weights=float(bill["weights"]), kv=float(bill["kv"]),
                          compute_buffer=float(bill["compute_buffer"]), reserve=float(bill["reserve"]),
-                         capacity=float(bill["capacity"]), mapped=mapped)
+                         capacity=float(bill["capacity"]), mapped=mapped, slack=float(bill["slack"]))
 
     uses = tuple(use(machine.name, bill) for bill in devices)
     tightest = min(uses, key=lambda u: u.free)
@@ -278,5 +294,5 @@ def memory_grid(spec: ModelSpec, machine: MachineProfile, workload: Workload, pl
     devices, host = _bills(spec, machine, workload, placement.clamp(spec), lengths, batches,
                            workload.flash_attention)
     used = [_used(bill) for bill in devices]
-    fits = np.logical_and.reduce([u <= bill["capacity"] for u, bill in zip(used, devices, strict=True)])
+    fits = np.logical_and.reduce([u - bill["slack"] <= bill["capacity"] for u, bill in zip(used, devices, strict=True)])
     return np.maximum.reduce(used), _used(host), fits & _host_runs(host, weights_mapped(machine))
