@@ -81,6 +81,7 @@ class FitPanel(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setToolTip("Double-click a row to open that model.")
         self.table.verticalHeader().setVisible(False)          # the Rank column numbers the rows
+        self._placeholder = False                             # the table holds the 'ranking' line, no rows
         self._build()
         self.min_tps.valueChanged.connect(self._on_min_tps_changed)
         self.table.doubleClicked.connect(self._on_table_double_clicked)
@@ -123,6 +124,8 @@ class FitPanel(QWidget):
         header = self.table.horizontalHeader()
         sorting = header.sortIndicatorSection(), header.sortIndicatorOrder()
         self.table.setSortingEnabled(False)
+        self.table.clearSpans()
+        self._placeholder = False
         self.model.removeRows(0, self.model.rowCount())
         for index, row in enumerate(rows):
             items = []
@@ -150,7 +153,7 @@ class FitPanel(QWidget):
     def row_at(self, view_row: int) -> FitRow | None:
         """The ranked row shown at ``view_row`` (whatever the sort)."""
         item = self.model.item(view_row, 0)
-        if item is None:
+        if item is None or self._placeholder:
             return None
         index = int(item.data(Qt.ItemDataRole.UserRole))
         rows = self.controller.rows
@@ -163,6 +166,19 @@ class FitPanel(QWidget):
 
     def _on_controller_progressed(self, message: str) -> None:
         self.message.setText(f"Ranking… {message}")
+        if self.model.rowCount() == 0 or self._placeholder:
+            self._show_placeholder(f"Ranking the catalogue on {self._state.machine.name}… {message}")
+
+    def _show_placeholder(self, text: str) -> None:
+        """One line across the table while the first ranking runs (nothing ranked to keep yet),
+        so the tab never stands blank; the ranked rows replace it."""
+        self.table.setSortingEnabled(False)
+        self.model.removeRows(0, self.model.rowCount())
+        item = QStandardItem(text)
+        item.setForeground(QColor("#777777"))
+        self.model.appendRow([item])
+        self.table.setSpan(0, 0, 1, self.model.columnCount())
+        self._placeholder = True
 
     def _on_controller_failed(self, message: str) -> None:
         self.message.setText(f"Cannot rank: {message}")

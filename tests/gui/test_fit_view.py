@@ -133,3 +133,21 @@ def test_window_shows_it_and_opens_a_model_from_it(qtbot, window):
         window.fit_view.table.doubleClicked.emit(window.fit_view.model.index(row, 0))
     assert loaded.args[0].source == "catalogue:qwen3-0.6b"
     window.close()
+
+
+def test_the_table_says_it_is_ranking_before_the_first_rows(qtbot, state):
+    """Before the first ranking ends the table holds one line saying what it does (it stood
+    blank); the ranked rows replace it, and a double-click on it opens nothing."""
+    panel = FitPanel(state, controller=FitController(state, expected=expected_machine))
+    qtbot.addWidget(panel)
+    panel.resize(1200, 600)
+    lines: list[str] = []
+    panel.controller.progressed.connect(
+        lambda _m: lines.append(panel.model.item(0, 0).text() if panel.model.rowCount() == 1 else ""))
+    with qtbot.waitSignal(panel.controller.rows_ranked, timeout=TIMEOUT_MS):
+        panel.show()
+        qtbot.waitExposed(panel)
+    panel.controller.shutdown()
+    assert lines and all(line.startswith(f"Ranking the catalogue on {state.machine.name}") for line in lines)
+    assert panel.model.rowCount() == len(panel.controller.rows) > 40
+    assert panel.table.columnSpan(0, 0) == 1 and panel.row_at(0) is not None
