@@ -19,7 +19,8 @@ SECRET = "sk-window-hostile-0123456789"
 RAW = ("\x1b", "\x07", "\r", "\x00", "\x9b")
 
 
-def _run(qtbot, window, url: str, model: str, key: str = "") -> str:
+def _start(window, url: str, model: str, key: str):
+    """The Server box set to a two-request run of 8-token prompts at ``url``, started; the box."""
     box = window.measure_panel.server
     box.url.setText(url)
     box.model_name.setText(model)
@@ -29,6 +30,11 @@ def _run(qtbot, window, url: str, model: str, key: str = "") -> str:
     box.requests.setValue(2)
     window.state.update_workload(prompt=8, answer=4)
     box.run_button.click()
+    return box
+
+
+def _run(qtbot, window, url: str, model: str, key: str = "") -> str:
+    _start(window, url, model, key)
     qtbot.waitUntil(lambda: bool(window.measure_panel.error.text()), timeout=WAIT_MS)
     qtbot.waitUntil(lambda: not window.measure.server.jobs.busy, timeout=WAIT_MS)
     return window.measure_panel.error.text()
@@ -50,16 +56,8 @@ def test_a_key_with_a_line_break_is_one_line_without_the_key(qtbot, window):
 def _measured(qtbot, window, url: str, model: str, key: str = "") -> str:
     """The result under the button of a run that ends with a measurement (its requests may all
     have failed), once it is kept; no error line."""
-    box = window.measure_panel.server
-    box.result.setText("")
-    box.url.setText(url)
-    box.model_name.setText(model)
-    box.api_key.setText(key)
-    box.concurrency.setText("1")
-    box.rates.setText("")
-    box.requests.setValue(2)
-    window.state.update_workload(prompt=8, answer=4)
-    box.run_button.click()
+    window.measure_panel.server.result.setText("")
+    box = _start(window, url, model, key)
     qtbot.waitUntil(lambda: bool(box.result.text()) or bool(window.measure_panel.error.text()), timeout=WAIT_MS)
     qtbot.waitUntil(lambda: not window.measure.server.jobs.busy, timeout=WAIT_MS)
     shown = box.result.text()
