@@ -149,3 +149,22 @@ def test_attention_over_a_host_cache_stays_on_the_host(qwen8b):
     host = placed_prefill(qwen8b, m, w, p).host
     assert float(host.seconds) >= attention / 1.024e12
     assert attention / 1.024e12 > 0.5                    # a large share of the prompt's time
+
+
+def test_a_host_cpu_not_stated_widens_the_band_up_to_a_sixteen_core(gptoss):
+    """A preset naming no host CPU is priced at the 8-core desktop; its band's fast end reaches
+    what a 16-core host (UNSTATED_CPU_SPAN x the peak) would give. Stating the CPU narrows it."""
+    from rooflab.core.calibration.expectations import expected_on
+    p = Placement(gpu_layers=37, cpu_moe=24)
+
+    def band(m):
+        ex = expected_on(gptoss, m)
+        return ex.band(lambda mm: float(placed_decode(gptoss, mm, W, p, context=0).seconds))
+
+    unstated = load_machine("rtx-4090")
+    stated = dataclasses.replace(unstated, offload_flops=1.024e12)
+    central, low, high = band(unstated)
+    central_s, low_s, high_s = band(stated)
+    assert central == pytest.approx(central_s)                  # the same figure
+    assert low < 0.6 * low_s and high == pytest.approx(high_s)   # a faster host's end, not a slower one
+    assert terms.UNSTATED_CPU_SPAN == pytest.approx(16 * 5.7e9 * 32 / 1.024e12, rel=0.01)
