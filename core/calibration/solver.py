@@ -196,7 +196,6 @@ def _l1_nonnegative(a: Array, t: Array, w: Array, lower: Array | None = None) ->
     scaled = scaled / norms
     free = norms > 1e-250
     weights = w.copy()
-    u = np.zeros(a.shape[1])
     for _ in range(40):
         root = np.sqrt(weights)[:, None]
         u = np.zeros(a.shape[1])

@@ -153,9 +153,8 @@ def _over(use: MemoryUse) -> str:
     lighter back-end context than the one billed leaves room (``MemoryUse.slack``)."""
     if not use.fits:
         return "  OVERFLOWS"
-    over = use.used - (use.weights if use.mapped else 0.0) - use.capacity
-    if over > 0:
-        return (f"  TIGHT: runs if its back end's context takes {over / GB:.2f} GB less than the "
+    if use.short > 0:
+        return (f"  TIGHT: runs if its back end's context takes {use.short / GB:.2f} GB less than the "
                 f"{use.reserve / GB:.2f} billed")
     return ""
 

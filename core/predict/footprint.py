@@ -159,12 +159,16 @@ class MemoryUse:
         return max(self.used - self.capacity, 0.0) if self.mapped else 0.0
 
     @property
+    def short(self) -> float:
+        """Bytes the bill, as billed, is over this memory (<= 0 when it is not): mmap'd weights
+        need not all stay (``_short``)."""
+        return float(_short(self.used, self.weights, self.capacity, self.mapped))
+
+    @property
     def fits(self) -> bool:
         """Whether the placement runs here: everything fits, or (mmap'd weights) all but the
-        weights do."""
-        if self.mapped:
-            return self.used - self.weights - self.slack <= self.capacity
-        return self.used - self.slack <= self.capacity
+        weights do, with a back-end context as light as ``slack`` allows."""
+        return self.short <= self.slack
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,14 +252,20 @@ def weights_mapped(machine: MachineProfile) -> bool:
     return machine.kind == "gpu" and has_host_tier(machine)
 
 
+def _short(used: ArrayLike, weights: ArrayLike, capacity: ArrayLike, mapped: bool) -> Array:
+    """Bytes ``used`` is over ``capacity``, mmap'd weights (``mapped``) not counted: they are page
+    cache the kernel may drop. One rule for a bill (``MemoryUse.short``) and a grid of them."""
+    need = np.asarray(used, dtype=np.float64) - (np.asarray(weights, dtype=np.float64) if mapped else 0.0)
+    return need - np.asarray(capacity, dtype=np.float64)
+
+
 def _used(bill: Bill) -> Array:
     return bill["weights"] + bill["kv"] + bill["compute_buffer"] + bill["reserve"]
 
 
 def _host_runs(bill: Bill, mapped: bool) -> Flags:
     """The host bill runs: all of it fits, or with mmap'd weights all but the weights."""
-    need = _used(bill) - (bill["weights"] if mapped else 0.0)
-    return np.asarray(need <= bill["capacity"])
+    return np.asarray(_short(_used(bill), bill["weights"], bill["capacity"], mapped) <= bill["slack"])
 
 
 def plan_memory(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
@@ -294,5 +304,6 @@ def memory_grid(spec: ModelSpec, machine: MachineProfile, workload: Workload, pl
     devices, host = _bills(spec, machine, workload, placement.clamp(spec), lengths, batches,
                            workload.flash_attention)
     used = [_used(bill) for bill in devices]
-    fits = np.logical_and.reduce([u - bill["slack"] <= bill["capacity"] for u, bill in zip(used, devices, strict=True)])
+    fits = np.logical_and.reduce([_short(u, bill["weights"], bill["capacity"], False) <= bill["slack"]
+                                  for u, bill in zip(used, devices, strict=True)])
     return np.maximum.reduce(used), _used(host), fits & _host_runs(host, weights_mapped(machine))

@@ -97,15 +97,20 @@ def crossing_seconds(machine: MachineProfile, spec: ModelSpec, placement: Placem
     return n * crossings(spec, placement) * CROSSING_SECONDS
 
 
+def _experts_behind_gpu(machine: MachineProfile, sub: ModelSpec | None) -> bool:
+    """Whether ``sub`` (the host's part) holds routed experts behind a GPU in an expected figure:
+    where the host-expert shares apply."""
+    return (not is_ceiling(machine) and machine.kind == "gpu" and sub is not None
+            and any(t.role is Role.EXPERTS for t in sub.tensors))
+
+
 def host_decode_share(machine: MachineProfile, sub: ModelSpec | None) -> float:
     """The share of the host's bandwidth factor its decode reaches: when the host part holds
     routed experts behind a GPU (an expected figure), this machine's own measurement where one
     is kept (``Efficiency.host_expert_bandwidth``, a factor of the host's bandwidth: the share
     that makes the host read at it), else ``HOST_EXPERT_DECODE_SHARE``; 1 otherwise. Left out:
     how the fitted share moves with threads, CPU generation and weight format."""
-    if is_ceiling(machine) or machine.kind != "gpu" or sub is None:
-        return 1.0
-    if not any(t.role is Role.EXPERTS for t in sub.tensors):
+    if not _experts_behind_gpu(machine, sub):
         return 1.0
     eff = machine.efficiency
     if eff.host_expert_bandwidth is not None:
@@ -118,11 +123,7 @@ def host_decode_compute(machine: MachineProfile, sub: ModelSpec | None) -> float
     GPU in an expected figure: ``HOST_EXPERT_DECODE_COMPUTE``; 1 where the host's own compute
     factor applies (a ceiling, no routed experts on the host, not behind a GPU, or this machine's
     own host-expert measurement kept, whose rate already holds its arithmetic)."""
-    if is_ceiling(machine) or machine.kind != "gpu" or sub is None:
-        return 1.0
-    if not any(t.role is Role.EXPERTS for t in sub.tensors):
-        return 1.0
-    if machine.efficiency.host_expert_bandwidth is not None:
+    if not _experts_behind_gpu(machine, sub) or machine.efficiency.host_expert_bandwidth is not None:
         return 1.0
     return HOST_EXPERT_DECODE_COMPUTE
 
@@ -164,8 +165,9 @@ def spread_host(machines: Sequence[MachineProfile]) -> tuple[MachineProfile, ...
     low, high = HOST_SPREAD
     out = []
     for i, m in enumerate(machines):
-        s = low if i < len(machines) / 2 else high
-        c = s * UNSTATED_CPU_SPAN if s == high and m.offload_flops <= 0 else s
+        fast = i >= len(machines) / 2
+        s = high if fast else low
+        c = s * UNSTATED_CPU_SPAN if fast and m.offload_flops <= 0 else s
         eff = m.efficiency
         out.append(dataclasses.replace(m, efficiency=dataclasses.replace(
             eff, host_bandwidth=min(1.0, eff.host_bandwidth * s), host_compute=min(1.0, eff.host_compute * c))))

@@ -318,7 +318,6 @@ def host_cpu_tip(sc: Scenario, decode: StepParts) -> str:
     return f" The CPU's part is bound by its arithmetic at {fmt(host_flops(sc.machine), 'FLOP/s')} peak ({whose})."
 
 
-
 _PARTS_AFTER = {"prompt_parts": ("ttft", "expected_ttft"), "token_parts": ("tpot", "expected_tpot")}
 
 
