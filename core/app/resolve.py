@@ -47,6 +47,7 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
             changes["default_dtype"] = dtype
     if getattr(args, "memory_gb", None):
         changes["memory"] = args.memory_gb * GB
+    changes.update(host_changes(args, machine))
     eff = {name: value for name, value in (
         ("bandwidth", getattr(args, "bandwidth_efficiency", None)),
         ("compute", getattr(args, "compute_efficiency", None)),
@@ -63,6 +64,26 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
         if fitted is None:
             raise SpecError(f"no calibration for this model on {machine.name}: run 'rooflab measure model' first")
         changes["efficiency"] = fitted
+    return dataclasses.replace(machine, **changes) if changes else machine
+
+
+def host_changes(args: argparse.Namespace, machine: MachineProfile) -> dict[str, float]:
+    """--host-tflops and --host-bandwidth as changes to ``machine``'s second tier (the CPU and
+    memory behind a GPU); SpecError where the machine has none."""
+    changes = {field: value for field, value in (
+        ("offload_flops", None if getattr(args, "host_tflops", None) is None else args.host_tflops * 1e12),
+        ("offload_bandwidth", None if getattr(args, "host_bandwidth", None) is None else args.host_bandwidth * GB),
+    ) if value is not None}
+    if changes and (machine.kind != "gpu" or not machine.has_offload):
+        given = "--host-tflops" if "offload_flops" in changes else "--host-bandwidth"
+        raise SpecError(f"{given}: {machine.name} is not a GPU with a host behind it (its own processor and "
+                        f"memory are set with --peak-tflops and --bandwidth)")
+    return changes
+
+
+def with_host(args: argparse.Namespace, machine: MachineProfile) -> MachineProfile:
+    """``machine`` with the host options applied (``rooflab fit``, which takes no other override)."""
+    changes = host_changes(args, machine)
     return dataclasses.replace(machine, **changes) if changes else machine
 
 

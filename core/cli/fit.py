@@ -11,10 +11,12 @@ import argparse
 from collections.abc import Sequence
 
 from rooflab.core.app.compare import rate_text, time_text
-from rooflab.core.app.resolve import expected_machine
+from rooflab.core.app.resolve import expected_machine, with_host
 from rooflab.core.cli.args import add_engine_options
 from rooflab.core.cli.compare import RowProgress, compare_workload, names
+from rooflab.core.cli.parser import add_host_options
 from rooflab.core.errors import SpecError
+from rooflab.core.predict.host_part import host_flops
 from rooflab.core.report.compare import row_dict
 from rooflab.core.report.fit_table import FORMATS, SORTS, USABLE_TPS, FitEntry, FitRow, fit_words
 from rooflab.core.report.text import capacity_text
@@ -32,6 +34,7 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
                                    "speed on a machine first")
     p.add_argument("--machine", required=True, metavar="MACHINE",
                    help="a preset key, a saved profile, 'measured', or a profile .json path")
+    add_host_options(p)
     p.add_argument("--min-tps", type=float, default=USABLE_TPS, metavar="X",
                    help=f"usable speed: models slower than X tokens/s per sequence (expected, else the ceiling) "
                         f"rank after those that reach it (default {USABLE_TPS:g}; 0: no floor)")
@@ -55,13 +58,21 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--json", action="store_true", help="machine-readable output (stable keys)")
 
 
+def _host_cpu(machine: MachineProfile) -> str:
+    """The host CPU that prices what a GPU leaves on it, and whether the profile states it."""
+    if machine.kind != "gpu":
+        return ""
+    stated = "" if machine.offload_flops > 0 else " (an 8-core desktop assumed: --host-tflops states yours)"
+    return f", CPU {fmt(host_flops(machine), 'FLOP/s')}{stated}"
+
+
 def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float,
              sort: str = "capability") -> str:
     """The ranked table, aligned (GB = 10^9 bytes, ms, tokens/s), under three lines that say
     what it is for and how it is ranked."""
     per = " per sequence" if workload.batch > 1 else ""
     second = f"; {machine.offload_name or 'second memory'}: {capacity_text(machine.offload_memory)} at " \
-             f"{fmt(machine.offload_bandwidth, 'B/s')}" if machine.has_offload else ""
+             f"{fmt(machine.offload_bandwidth, 'B/s')}{_host_cpu(machine)}" if machine.has_offload else ""
     lines = [f"What can I run on {machine.name}? {capacity_text(machine.memory)} at "
              f"{fmt(machine.bandwidth, 'B/s')}{second}",
              f"prompt {workload.prompt:,}, answer {workload.answer:,}, context {workload.context:,}, "
@@ -114,7 +125,7 @@ def run_fit(args: argparse.Namespace) -> int:
     if not args.min_tps >= 0:
         raise SpecError(f"--min-tps must be 0 or more tokens/s, got {args.min_tps:g}")
     workload = compare_workload(args)
-    machine = load_machine(args.machine)
+    machine = with_host(args, load_machine(args.machine))
     formats = tuple(f.lower() for f in args.weights) if args.weights else FORMATS
     named = [FitEntry(key=ref, weights=None, spec=load_model(ref), named=True) for ref in args.model or ()]
     status = RowProgress(command="rooflab fit")

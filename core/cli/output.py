@@ -15,6 +15,7 @@ from rooflab.core.app.tables import Tables
 from rooflab.core.cli.placement import placement_dict, placement_lines
 from rooflab.core.files.safe_json import dumps_json
 from rooflab.core.io.textfile import printable
+from rooflab.core.predict.host_part import host_flops
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import speculative
 from rooflab.core.predict.work import weight_bytes_read_per_token
@@ -133,7 +134,10 @@ def machine_dict(m: MachineProfile) -> dict[str, Any]:
         "memory_gib": m.memory / GIB,
         "balance_flop_per_byte": balance(m),
         "offload": {"name": m.offload_name, "bandwidth_gb_per_s": m.offload_bandwidth / GB,
-                    "memory_gb": m.offload_memory / GB} if m.has_offload else None,
+                    "memory_gb": m.offload_memory / GB,
+                    # the processor computing what is kept there; not stated: the desktop default
+                    "peak_tflops": host_flops(m) / 1e12, "peak_stated": m.kind != "gpu" or m.offload_flops > 0,
+                    } if m.has_offload else None,
         "host_link": None if m.host_link is None else {
             "name": m.host_link.name, "pcie_generation": m.host_link.generation, "lanes": m.host_link.lanes,
             "bandwidth_gb_per_s": m.host_link.bandwidth / GB},

@@ -46,6 +46,7 @@ def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) ->
                    metavar="T", help="override peak TFLOP/s (compute dtype)")
     p.add_argument("--memory-gb", type=number_in(MEMORY_RANGE[0] / GB, MEMORY_RANGE[1] / GB, "GB"), metavar="G",
                    help="override memory size (10^9 bytes)")
+    add_host_options(p)
     p.add_argument("--dtype", dest="compute_dtype", metavar="DTYPE", type=dtype_name,
                    help="compute dtype whose peak applies (fp32, fp16, bf16, ...); default: the machine's")
     p.add_argument("--bandwidth-efficiency", type=number_in(*FACTOR_RANGE), metavar="F",
@@ -58,6 +59,18 @@ def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) ->
                    help="apply efficiency factors fitted from this model's own measurements on this machine")
     p.add_argument("--ceiling-only", action="store_true",
                    help="leave out the expected figures a calibration of the machine gives")
+
+
+def add_host_options(p: argparse.ArgumentParser) -> None:
+    """The host behind a GPU, which computes the layers and experts kept in its memory: a GPU
+    preset states none of its CPU, so the lessons' 8-core desktop prices it until these say."""
+    p.add_argument("--host-tflops", type=number_in(FLOPS_RANGE[0] / 1e12, FLOPS_RANGE[1] / 1e12, "TFLOP/s"),
+                   metavar="T", help="peak TFLOP/s of the host CPU behind the GPU, which computes what is "
+                                     "offloaded: cores x GHz x 32 / 1000 with AVX2 FMA (a 16-core at 5.7 GHz "
+                                     "is 2.9; default: an 8-core desktop, 1.02)")
+    p.add_argument("--host-bandwidth", type=number_in(BANDWIDTH_RANGE[0] / GB, BANDWIDTH_RANGE[1] / GB, "GB/s"),
+                   metavar="GB/s", help="the host memory's bandwidth behind the GPU (default: the preset's, "
+                                        "e.g. two channels of DDR5-5600, 89.6)")
 
 
 def add_workload_options(p: argparse.ArgumentParser) -> None:
