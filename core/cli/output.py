@@ -74,7 +74,8 @@ def inspect_dict(spec: ModelSpec, kv_type: str = "f16") -> dict[str, Any]:
         "kv_bytes_per_token": int(round(full)),
         "kv_bytes_per_token_windowed": int(round(window)),
         "sliding_window": spec.attention.sliding_window or None,
-        "sliding_layers": sum(spec.attention.sliding) if spec.attention.sliding else 0,
+        # sliding layers with a cache of their own (Gemma 3n's last layers read an earlier one's)
+        "sliding_layers": sum(1 for i, s in enumerate(spec.attention.sliding) if s and spec.attention.kv_heads[i]),
         "experts": spec.experts,
         "experts_used": spec.experts_used,
         "groups": [{"name": g.group.name.value, "types": list(g.group.types), "params": g.group.params,

@@ -2,7 +2,7 @@
 when a file or config does not say so itself.
 
 llama.cpp marks sliding layers with a period p: layer i slides when i % p < p - 1 (gemma2
-and gpt-oss: p = 2, even layers slide; gemma3: p = 6, five local then one global)."""
+and gpt-oss: p = 2, even layers slide; gemma3: p = 6, five local then one global; gemma3n: p = 5)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ _LLAMA_CPP_NAMES: dict[str, str] = {
     "qwen3": "qwen3", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3",
     "gemma3_text": "gemma3", "gpt_oss": "gpt-oss", "phi3": "phi3", "olmo2": "olmo2", "olmoe": "olmoe",
     "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "granite": "granite", "exaone4": "exaone4",
+    "gemma3n": "gemma3n", "gemma3n_text": "gemma3n",
 }
 
 
@@ -29,6 +30,7 @@ _PERIODS: dict[str, int] = {
     "gemma3": 6,
     "gemma3_text": 6,
     "gemma3n": 5,
+    "gemma3n_text": 5,
     "gpt-oss": 2,
     "gpt_oss": 2,
     "gptoss": 2,

@@ -34,7 +34,7 @@ __all__ = ["GGUFHeader", "LargeArray", "TensorInfo", "read_gguf", "read_header",
 KNOWN_ARCHITECTURES: frozenset[str] = frozenset({
     "llama", "llama4", "mistral3", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2",
     "gemma3", "gpt-oss", "phi3", "phimoe", "deepseek", "deepseek2", "command-r", "cohere2",
-    "granite", "granitemoe", "olmo2", "olmoe", "glm4", "glm4moe", "exaone4",
+    "granite", "granitemoe", "olmo2", "olmoe", "glm4", "glm4moe", "exaone4", "gemma3n",
 })
 MAX_LAYERS = 1 << 16
 MAX_PARTS = 1024                # of one split GGUF
@@ -188,6 +188,7 @@ class _Interpreter:
                 self.warnings.append("no attention.head_count: the KV cache is taken as 0")
             heads = (0,) * layers
         kv_heads = self.per_layer(self.key("attention.head_count_kv"), layers) or heads
+        kv_heads = self.own_caches(kv_heads)
         first = next((h for h in heads if h), 0)
         fallback = hidden // first if first else 0
         head_k = self.integer(self.key("attention.key_length"), fallback)
@@ -205,6 +206,16 @@ class _Interpreter:
         return AttentionLayout(heads=heads, kv_heads=kv_heads, head_dim_k=head_k, head_dim_v=head_v,
                                sliding=self.sliding(layers, window),
                                sliding_window=window, kv_lora_rank=lora, rope_dim=rope)
+
+    def own_caches(self, kv_heads: tuple[int, ...]) -> tuple[int, ...]:
+        """``kv_heads`` with 0 for the last ``attention.shared_kv_layers`` layers (Gemma 3n), which
+        attend to an earlier layer's cache and hold none of their own."""
+        key = self.key("attention.shared_kv_layers")
+        shared = self.integer(key)
+        if shared >= max(len(kv_heads), 1) and shared:
+            raise self.fail(key, f"{shared} shared layers leave none of the {len(kv_heads)} to own a cache")
+        owners = len(kv_heads) - shared
+        return tuple(h if i < owners else 0 for i, h in enumerate(kv_heads))
 
     def sliding(self, layers: int, window: int) -> tuple[bool, ...]:
         """Which layers slide: the file's pattern (a period or one flag per layer), else the

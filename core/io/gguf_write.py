@@ -121,7 +121,7 @@ def model_fields(spec: ModelSpec, *, name: str = "") -> list[Field]:
         _u32(llm.EMBEDDING_LENGTH.format(arch=arch), spec.hidden),
         _u32(llm.BLOCK_COUNT.format(arch=arch), spec.layers),
         _per_layer(attn.HEAD_COUNT.format(arch=arch), att.heads),
-        _per_layer(attn.HEAD_COUNT_KV.format(arch=arch), att.kv_heads),
+        _per_layer(attn.HEAD_COUNT_KV.format(arch=arch), _kv_heads_written(spec)),
         _f32(attn.LAYERNORM_RMS_EPS.format(arch=arch), 1e-6),
         _f32(attn.LAYERNORM_EPS.format(arch=arch), 1e-5),
         _f32(Keys.Rope.FREQ_BASE.format(arch=arch), 10000.0),
@@ -147,7 +147,33 @@ def model_fields(spec: ModelSpec, *, name: str = "") -> list[Field]:
         fields += [_u32(attn.SLIDING_WINDOW.format(arch=arch), att.sliding_window),
                    Field(attn.SLIDING_WINDOW_PATTERN.format(arch=arch), GGUFValueType.ARRAY,
                          list(att.sliding), GGUFValueType.BOOL)]
+    if arch == "gemma3n":
+        fields += _gemma3n_fields(spec, arch)
     return fields
+
+
+def _kv_heads_written(spec: ModelSpec) -> list[int]:
+    """Per layer, the KV heads llama.cpp sizes ``attn_k`` by: the layout's, or for a layer that
+    attends to another layer's cache (0 in the layout) its own ``attn_k``'s, which Gemma 3n's
+    files keep (llama.cpp loads them and never multiplies by them)."""
+    att = spec.attention
+    widths = {t.layer: t.shape[1] for t in spec.tensors if t.layer is not None and _leaf(t.name) == "attn_k"
+              and len(t.shape) > 1}
+    return [h or widths.get(i, 0) // max(att.head_dim_k, 1) for i, h in enumerate(att.kv_heads)]
+
+
+def _gemma3n_fields(spec: ModelSpec, arch: str) -> list[Field]:
+    """Gemma 3n's keys: the per-layer input width, AltUp's streams (of which the first is
+    active), the layers that read an earlier layer's cache, and the final logit soft cap."""
+    llm = Keys.LLM
+    per_layer = next((t.shape[1] for t in spec.tensors if _leaf(t.name) == "inp_gate" and len(t.shape) > 1), 0)
+    streams = next((t.shape[1] for t in spec.tensors if _leaf(t.name) == "altup_router" and len(t.shape) > 1), 0)
+    shared = len(spec.attention.kv_heads) - len(tuple(h for h in spec.attention.kv_heads if h))   # the last layers
+    return [_u32(llm.EMBD_LENGTH_PER_LAYER_INP.format(arch=arch), per_layer),
+            _u32(llm.ALTUP_NUM_INPUTS.format(arch=arch), streams),
+            _u32(llm.ALTUP_ACTIVE_IDX.format(arch=arch), 0),
+            _u32(Keys.Attention.SHARED_KV_LAYERS.format(arch=arch), shared),
+            _f32(llm.FINAL_LOGIT_SOFTCAPPING.format(arch=arch), 30.0)]
 
 
 def _feed_forward_fields(spec: ModelSpec, arch: str) -> list[Field]:

@@ -21,7 +21,7 @@ from rooflab.core.io.safetensors import StoredTensor as StoredTensor  # re-expor
 from rooflab.core.io.safetensors import read_safetensors
 from rooflab.core.io.textfile import printable, shown
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
-from rooflab.core.values.quant import TensorSlot, recipe, tensor_bytes, with_mxfp4_experts
+from rooflab.core.values.quant import TensorSlot, kept_as_converted, recipe, tensor_bytes, with_mxfp4_experts
 
 MAX_CONFIG_BYTES = 4 << 20          # a config.json is a few KB; refuse anything absurd
 WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
@@ -78,8 +78,10 @@ def _sliding(s: HFShape) -> tuple[tuple[bool, ...], int, list[str]]:
 
 def attention_layout(s: HFShape) -> tuple[AttentionLayout, list[str]]:
     flags, window, warnings = _sliding(s)
+    # Gemma 3n's last kv_shared_layers layers attend to an earlier layer's cache and hold none
+    owners = s.layers - s.kv_shared_layers
     layout = AttentionLayout(
-        heads=(s.heads,) * s.layers, kv_heads=(s.kv_heads,) * s.layers,
+        heads=(s.heads,) * s.layers, kv_heads=tuple(s.kv_heads if i < owners else 0 for i in range(s.layers)),
         head_dim_k=(s.nope_dim + s.rope_dim) if s.kv_lora_rank else s.head_dim,
         head_dim_v=s.v_head_dim, sliding=flags, sliding_window=window,
         kv_lora_rank=s.kv_lora_rank, rope_dim=s.rope_dim,
@@ -111,7 +113,7 @@ def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: 
     ``weights`` is a recipe name (fp32, bf16, fp16, q8_0, q4_k_m, mxfp4, ...). ``header_bytes``
     is added to the file size (a GGUF's metadata and tokenizer)."""
     s = normalise(config)
-    pick = recipe(weights)
+    pick = kept_as_converted(recipe(weights))
     if published_mxfp4_experts(config):
         pick = with_mxfp4_experts(pick)
     tensors = []
@@ -150,6 +152,7 @@ def _config_metadata(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 # --- safetensors ------------------------------------------------------------------------------
 
 _HF_ROLE_HINTS: tuple[tuple[str, Role], ...] = (
+    ("embed_tokens_per_layer", Role.PER_LAYER_EMBEDDING),
     ("embed_tokens", Role.EMBEDDING), ("wte", Role.EMBEDDING), ("word_embeddings", Role.EMBEDDING),
     ("lm_head", Role.OUTPUT), ("norm", Role.NORMS), ("shared_expert", Role.SHARED_EXPERTS),
     (".experts.", Role.EXPERTS), ("mlp.gate.", Role.ROUTER), ("router", Role.ROUTER),

@@ -57,6 +57,11 @@ class HFShape:
     attention_sinks: bool = False  # gpt-oss
     router_bias: bool = False      # gpt-oss router bias, deepseek-v3 / glm4_moe exp_probs_b
     rope_freqs: bool = False       # llama 3 rope scaling stores its frequencies
+    ffn_widths: tuple[int, ...] = ()   # one FFN width a layer, when the config lists them (gemma3n)
+    per_layer_input: int = 0       # gemma3n: width of a layer's per-layer embedding input (0: none)
+    altup_inputs: int = 0          # gemma3n: AltUp's parallel streams of the hidden state
+    laurel_rank: int = 0           # gemma3n: rank of LAuReL's low-rank residual
+    kv_shared_layers: int = 0      # gemma3n: the last layers, which attend to an earlier layer's cache
 
 
 MAX_LAYERS = 10_000
@@ -179,7 +184,9 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
     experts = _int(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0, high=MAX_EXPERTS)
     experts_used = _int(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
                         default=0, high=experts) if experts else 0
-    ffn = _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden, high=MAX_WIDTH)
+    ffn_widths = _ffn_widths(cfg, layers)
+    ffn = max(ffn_widths) if ffn_widths else _int(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden,
+                                                  high=MAX_WIDTH)
     expert_ffn = _int(cfg, "moe_intermediate_size", default=ffn, high=MAX_WIDTH) if experts else 0
     shared_ffn = 0
     llama4 = model_type.startswith("llama4") and experts > 0
@@ -193,6 +200,11 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
         if not shared_ffn and cfg.get("n_shared_experts"):
             shared_ffn = _int(cfg, "n_shared_experts", high=MAX_EXPERTS) * expert_ffn
     vocab = _int(cfg, "vocab_size", "n_vocab", low=1, high=MAX_WIDTH)
+    gemma3n = _gemma3n_fields(cfg, layers) if model_type.startswith("gemma3n") else {}
+    if gemma3n:
+        # the GGUF's token_embd and per_layer_token_embd share one row count, the tokenizer's
+        # 262,144 tokens (vocab_size's 256 more are audio and image soft tokens)
+        vocab = _int(cfg, "vocab_size_per_layer_input", default=vocab, low=1, high=MAX_WIDTH)
     rope = cfg.get("rope_scaling") or {}
     rope_type = str(rope.get("rope_type") or rope.get("type") or "") if isinstance(rope, Mapping) else ""
     tied_default = model_type.startswith("gemma")
@@ -210,7 +222,7 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
         use_sliding=True if use_sliding is None else bool(use_sliding),
         context_length=_int(cfg, "max_position_embeddings", "n_positions", "seq_length", default=0),
         attention_bias=bool(cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe"))),
-        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2")
+        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "olmo2")
         or (model_type == "glm4_moe" and bool(cfg.get("use_qk_norm"))),
         kv_lora_rank=_int(cfg, "kv_lora_rank", default=0, high=MAX_WIDTH) if is_deepseek else 0,
         q_lora_rank=_int(cfg, "q_lora_rank", default=0, high=MAX_WIDTH) if is_deepseek else 0,
@@ -222,7 +234,31 @@ def normalise(raw: Mapping[str, Any]) -> HFShape:
         # glm4_moe routes like deepseek-v3 (a score-correction bias) without saying so
         router_bias=model_type in ("gpt_oss", "glm4_moe") or cfg.get("topk_method") == "noaux_tc",
         rope_freqs=rope_type == "llama3",
+        ffn_widths=ffn_widths,
+        **gemma3n,
     )
+
+
+def _ffn_widths(cfg: Mapping[str, Any], layers: int) -> tuple[int, ...]:
+    """One feed-forward width a layer when ``intermediate_size`` is a list (Gemma 3n's configs,
+    MatFormer slices of it), else ()."""
+    value = cfg.get("intermediate_size")
+    if not isinstance(value, list):
+        return ()
+    if len(value) != layers or not all(_is_int(x) and 1 <= x <= MAX_WIDTH for x in value):
+        raise SpecError(f"config field 'intermediate_size' must be one width from 1 to {MAX_WIDTH:,} for each "
+                        f"of the {layers} layers, got {shown(value)}")
+    return tuple(int(x) for x in value)
+
+
+def _gemma3n_fields(cfg: Mapping[str, Any], layers: int) -> dict[str, int]:
+    """Gemma 3n's per-layer embedding width, AltUp streams, LAuReL rank and KV-shared layers
+    (Gemma3nTextConfig's defaults where a field is absent: 256, 4, 64, 0)."""
+    shared = _int(cfg, "num_kv_shared_layers", default=0, high=max(layers - 1, 0))
+    return {"per_layer_input": _int(cfg, "hidden_size_per_layer_input", default=256, low=1, high=MAX_WIDTH),
+            "altup_inputs": _int(cfg, "altup_num_inputs", default=4, low=2, high=MAX_HEADS),
+            "laurel_rank": _int(cfg, "laurel_rank", default=64, low=1, high=MAX_WIDTH),
+            "kv_shared_layers": shared}
 
 
 def _linear(name: str, n_in: int, n_out: int, bias: bool = False) -> list[Shape]:
@@ -271,8 +307,8 @@ def _feed_forward(s: HFShape, p: str, layer: int) -> list[Shape]:
     if not s.experts or layer in s.dense_layers:
         if s.fused_qkv:         # phi3 fuses gate and up as well
             return _linear(f"{p}.ffn_up", h, 2 * s.ffn) + _linear(f"{p}.ffn_down", s.ffn, h)
-        return (_linear(f"{p}.ffn_gate", h, s.ffn) + _linear(f"{p}.ffn_up", h, s.ffn)
-                + _linear(f"{p}.ffn_down", s.ffn, h))
+        f = s.ffn_widths[layer] if s.ffn_widths else s.ffn
+        return _linear(f"{p}.ffn_gate", h, f) + _linear(f"{p}.ffn_up", h, f) + _linear(f"{p}.ffn_down", f, h)
     e, f = s.experts, s.expert_ffn
     out = [Shape(name=f"{p}.ffn_gate_inp.weight", shape=(h, e))]
     if s.router_bias:
@@ -294,6 +330,8 @@ def _feed_forward(s: HFShape, p: str, layer: int) -> list[Shape]:
 def tensor_shapes(s: HFShape) -> list[Shape]:
     """Every tensor of the model, llama.cpp names, ggml shapes."""
     out = [Shape(name="token_embd.weight", shape=(s.hidden, s.vocab))]
+    if s.per_layer_input:
+        out += _per_layer_inputs(s)
     if s.rope_freqs:
         out.append(_vector("rope_freqs.weight", s.head_dim // 2))
     for layer in range(s.layers):
@@ -309,7 +347,33 @@ def tensor_shapes(s: HFShape) -> list[Shape]:
         out += _feed_forward(s, p, layer)
         if s.post_norms:
             out.append(_vector(f"{p}.post_ffw_norm.weight", s.hidden))
+        if s.per_layer_input:
+            out += _altup_laurel(s, p)
     out.append(_vector("output_norm.weight", s.hidden))
     if not s.tied:
         out.append(Shape(name="output.weight", shape=(s.hidden, s.vocab)))
     return out
+
+
+def _per_layer_inputs(s: HFShape) -> list[Shape]:
+    """Gemma 3n's model-wide tensors (llama.cpp's LLM_ARCH_GEMMA3N): the per-layer embedding
+    (a token's row holds its input to every layer), its projection from the hidden state and
+    norm, and AltUp's projections into and out of its extra streams."""
+    h, width, streams = s.hidden, s.per_layer_input * s.layers, s.altup_inputs - 1
+    return [Shape(name="per_layer_token_embd.weight", shape=(width, s.vocab)),
+            *_linear("per_layer_model_proj", h, width), _vector("per_layer_proj_norm.weight", s.per_layer_input),
+            Shape(name="altup_proj.weight", shape=(h, h, streams)),
+            Shape(name="altup_unembd_proj.weight", shape=(h, h, streams))]
+
+
+def _altup_laurel(s: HFShape, p: str) -> list[Shape]:
+    """A Gemma 3n block's own tensors beside attention and FFN: the per-layer input's gate and
+    projection, AltUp's router and coefficients, LAuReL's low-rank pair, and their norms."""
+    h, n = s.hidden, s.altup_inputs
+    return [*_linear(f"{p}.inp_gate", h, s.per_layer_input), *_linear(f"{p}.proj", s.per_layer_input, h),
+            _vector(f"{p}.post_norm.weight", h),
+            Shape(name=f"{p}.altup_correct_coef.weight", shape=(n, n)), _vector(f"{p}.altup_correct_scale.weight", h),
+            Shape(name=f"{p}.altup_predict_coef.weight", shape=(n, n * n)), *_linear(f"{p}.altup_router", h, n),
+            _vector(f"{p}.altup_router_norm.weight", h),
+            *_linear(f"{p}.laurel_l", h, s.laurel_rank), *_linear(f"{p}.laurel_r", s.laurel_rank, h),
+            _vector(f"{p}.laurel_post_norm.weight", h)]

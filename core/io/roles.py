@@ -9,7 +9,7 @@ from rooflab.core.values.model import Role
 
 _LAYER = re.compile(r"^(?:blk|layers?)\.(\d+)\.")
 _HF_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)(?:\.|$)")
-_EMBEDDING_STEMS = frozenset({"token_embd", "per_layer_token_embd", "position_embd", "token_types"})
+_EMBEDDING_STEMS = frozenset({"token_embd", "position_embd", "token_types"})
 _ROUTER_STEMS = frozenset({"ffn_gate_inp", "exp_probs_b"})
 
 
@@ -34,12 +34,14 @@ def _stem(name: str) -> str:
 def classify(name: str) -> Role:
     """The role of a tensor from its llama.cpp name.
 
-    token_embd: EMBEDDING (a lookup), output: OUTPUT, *norm*: NORMS, *_exps: EXPERTS,
-    *_shexp: SHARED_EXPERTS, ffn_gate_inp / exp_probs_b: ROUTER, attn_*: ATTENTION,
+    token_embd: EMBEDDING (a lookup), per_layer_token_embd: PER_LAYER_EMBEDDING, output: OUTPUT,
+    *norm*: NORMS, *_exps: EXPERTS, *_shexp: SHARED_EXPERTS, ffn_gate_inp / exp_probs_b: ROUTER, attn_*: ATTENTION,
     ffn_*: FEED_FORWARD, everything else OTHER (read in full)."""
     stem = _stem(name)
     if stem in _EMBEDDING_STEMS:
         return Role.EMBEDDING
+    if stem == "per_layer_token_embd":          # Gemma 3n: a row a token holds every layer's input
+        return Role.PER_LAYER_EMBEDDING
     if stem == "output":
         return Role.OUTPUT
     if "norm" in stem:

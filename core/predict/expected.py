@@ -48,7 +48,7 @@ def flop_shares(spec: ModelSpec) -> dict[str, float]:
     parameters, an embedding lookup none (a tied embedding counts as the head)."""
     done: dict[str, float] = defaultdict(float)
     for t in spec.tensors:
-        if t.role is Role.EMBEDDING and not spec.tied_embeddings:
+        if (t.role is Role.EMBEDDING and not spec.tied_embeddings) or t.role is Role.PER_LAYER_EMBEDDING:
             continue
         if t.role is Role.EXPERTS:
             done[EXPERTS] += t.params * spec.expert_fraction

@@ -94,11 +94,11 @@ class PlacedPass(Clocked):
 
 
 def _rows(spec: ModelSpec, part: Part, tokens: Array) -> Array:
-    """Embedding rows the input lookup reads here: tokens x one row (a tied head is read whole
-    as the head, so no rows, as in ``work.weight_bytes_read``)."""
-    if not part.embedding_rows or spec.tied_embeddings:
+    """Embedding rows the input lookups read here: tokens x ``ModelSpec.lookup_row_bytes`` (a
+    tied head is read whole as the head, so no rows of it, as in ``work.weight_bytes_read``)."""
+    if not part.embedding_rows:
         return np.zeros_like(tokens)
-    return tokens * spec.embedding_row_bytes
+    return tokens * spec.lookup_row_bytes
 
 
 def _clock(machine: MachineProfile, workload: Workload, weights: Array, cache: Array, flops: Array,

@@ -16,7 +16,8 @@ llama.cpp's rules, followed here (llama-model.cpp, ``load_tensors``):
 - The input embedding always stays in host memory. A tied head is a copy of the embedding
   matrix on the output's device. The lookup reads one row per token, a few KB: it is priced
   with the device, as ``work`` prices it, so a model wholly on the device has exactly the
-  one-memory clocks.
+  one-memory clocks. A per-layer embedding (Gemma 3n's ``per_layer_token_embd``, an input
+  layer to llama.cpp) sits and is priced the same way: one row a token.
 - ``--n-cpu-moe K`` keeps the routed-expert tensors of layers 0..K-1 (``blk.i.ffn_*_exps``)
   in host memory, computed by the host; attention, router and shared experts stay on the
   layer's device.
@@ -226,6 +227,8 @@ def _split(spec: ModelSpec, placement: Placement, embedding_on_host: bool) -> Sp
             if spec.tied_embeddings:        # the head's copy goes with the output layer
                 (device if output_on_device else host).append(t)
             continue
+        if t.role is Role.PER_LAYER_EMBEDDING:     # an input layer: it sits with the input embedding
+            continue
         if t.layer is None or not 0 <= t.layer < n:     # head, output norm, extra (MTP) layers
             (device if output_on_device else host).append(t)
         elif partial is not None and t.layer == placement.cpu_moe - 1 and t.layer >= start:
@@ -239,6 +242,7 @@ def _split(spec: ModelSpec, placement: Placement, embedding_on_host: bool) -> Sp
     # a tied matrix the output's part already holds is not held twice in one memory
     head_copy_elsewhere = spec.tied_embeddings and output_on_device == embedding_on_host
     input_bytes = embedding if (not spec.tied_embeddings or head_copy_elsewhere) else 0.0
+    input_bytes += sum(t.nbytes for t in spec.tensors if t.role is Role.PER_LAYER_EMBEDDING)
     device_moe = n - start - experts_kept_on_host(spec, placement) if spec.is_moe else 0
     moe_layers = n if spec.is_moe else 0
     parts = {

@@ -144,13 +144,13 @@ def expert_bytes_read(spec: ModelSpec, tokens: ArrayLike = 1) -> Array:
 
 def weight_bytes_read(spec: ModelSpec, tokens: ArrayLike = 1) -> Array:
     """Weight bytes one pass over ``tokens`` tokens (all sequences together) reads:
-    W_shared + tokens x one embedding row + ``expert_bytes_read(tokens)``.
+    W_shared + tokens x the lookups' rows + ``expert_bytes_read(tokens)``.
 
-    A tied head is read in full as the head, so its rows are not counted again. Activations
-    are left out."""
+    The lookups' rows (``ModelSpec.lookup_row_bytes``): one embedding row (none for a tied head,
+    read in full as the head) and one per-layer embedding row (Gemma 3n: a gather of one row
+    of its 262,144-row table, never the table). Activations are left out."""
     n = _f(tokens)
-    rows = 0.0 if spec.tied_embeddings else spec.embedding_row_bytes
-    return shared_bytes_read(spec) + n * rows + expert_bytes_read(spec, n)
+    return shared_bytes_read(spec) + n * spec.lookup_row_bytes + expert_bytes_read(spec, n)
 
 
 def weight_bytes_read_per_token(spec: ModelSpec) -> float:
@@ -162,10 +162,12 @@ def weight_bytes_read_per_token(spec: ModelSpec) -> float:
 def bytes_read_per_token(spec: ModelSpec, role: Role, nbytes: float, row_bytes: float) -> float:
     """What one batch-1 decode token reads of ``nbytes`` of tensors of ``role`` (one tensor or
     a role's total; ``row_bytes``: one row of each): an embedding one row (the whole matrix when
-    it is also the tied head), routed experts used/count of their bytes, the rest in full.
-    Summed over the roles this is ``weight_bytes_read_per_token``."""
+    it is also the tied head), a per-layer embedding one row, routed experts used/count of their
+    bytes, the rest in full. Summed over the roles this is ``weight_bytes_read_per_token``."""
     if role is Role.EMBEDDING:
         return float(nbytes) if spec.tied_embeddings else float(row_bytes)
+    if role is Role.PER_LAYER_EMBEDDING:
+        return float(row_bytes)
     if role is Role.EXPERTS:
         return nbytes * spec.expert_fraction
     return float(nbytes)

@@ -36,6 +36,6 @@ def grouped_rows(spec: ModelSpec) -> list[GroupRow]:
     for group in spec.groups:
         members = [tensor_row(spec, t) for t in spec.tensors if t.role is group.name]
         members.sort(key=lambda r: r.tensor.nbytes, reverse=True)
-        read = bytes_read_per_token(spec, group.name, group.bytes, spec.embedding_row_bytes)
+        read = bytes_read_per_token(spec, group.name, group.bytes, spec.role_row_bytes(group.name))
         out.append(GroupRow(group=group, bytes_read_per_token=read, members=tuple(members)))
     return out

@@ -16,6 +16,7 @@ class Role(str, Enum):
     """What a tensor does, which decides how much of it a decode token reads."""
 
     EMBEDDING = "embedding"            # a token reads its own row
+    PER_LAYER_EMBEDDING = "per_layer_embd"  # a token reads its own row (its input to every layer), never a head
     ATTENTION = "attention"            # read in full
     FEED_FORWARD = "feed_forward"      # read in full
     EXPERTS = "experts"                # routed experts: a token reads used/count of them
@@ -30,6 +31,8 @@ class Role(str, Enum):
 
 
 ROLE_ORDER: tuple[Role, ...] = tuple(Role)
+# roles outside the dense blocks: lookups (a row a token), the head, the routed experts
+_NOT_DENSE_BLOCK: tuple[Role, ...] = (Role.EMBEDDING, Role.PER_LAYER_EMBEDDING, Role.OUTPUT, Role.EXPERTS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,6 +251,23 @@ class ModelSpec:
         return float(sum(t.row_bytes for t in self.tensors if t.role is Role.EMBEDDING))
 
     @cached_property
+    def per_layer_row_bytes(self) -> float:
+        """Bytes one token's per-layer embedding lookup reads (Gemma 3n): one row, which holds
+        that token's input to every layer, of each per-layer embedding tensor; 0 for most models."""
+        return float(self.role_row_bytes(Role.PER_LAYER_EMBEDDING))
+
+    @cached_property
+    def lookup_row_bytes(self) -> float:
+        """Bytes one token's input lookups read of matrices not read whole: a row of the input
+        embedding (none when it is the tied head, read whole as the head) plus a row of the
+        per-layer embedding (never a head)."""
+        return (0.0 if self.tied_embeddings else self.embedding_row_bytes) + self.per_layer_row_bytes
+
+    def role_row_bytes(self, role: Role) -> int:
+        """One row of each tensor of ``role``, summed (what one lookup of it reads)."""
+        return sum(t.row_bytes for t in self.tensors if t.role is role)
+
+    @cached_property
     def head_params(self) -> int:
         """Parameters of the output head (the embedding matrix when tied)."""
         if self.tied_embeddings:
@@ -271,14 +291,13 @@ class ModelSpec:
 
     @cached_property
     def dense_block_params(self) -> int:
-        """Parameters every token multiplies in the blocks: all but embedding, head, experts."""
-        skip = (Role.EMBEDDING, Role.OUTPUT, Role.EXPERTS)
-        return sum(t.params for t in self.tensors if t.role not in skip)
+        """Parameters every token multiplies in the blocks: all but the embeddings (lookups),
+        the head and the routed experts."""
+        return sum(t.params for t in self.tensors if t.role not in _NOT_DENSE_BLOCK)
 
     @cached_property
     def dense_block_bytes(self) -> int:
-        skip = (Role.EMBEDDING, Role.OUTPUT, Role.EXPERTS)
-        return sum(t.nbytes for t in self.tensors if t.role not in skip)
+        return sum(t.nbytes for t in self.tensors if t.role not in _NOT_DENSE_BLOCK)
 
     @cached_property
     def block_params_per_token(self) -> float:

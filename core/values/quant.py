@@ -156,6 +156,27 @@ def with_mxfp4_experts(pick: Recipe) -> Recipe:
     return keep
 
 
+# llama.cpp's quantiser leaves these as the converter wrote them ("very small (e.g. 4x4)", "not
+# too big": llama-quant.cpp); the converter writes AltUp's coefficient matrices in F32
+_NEVER_QUANTISED: tuple[str, ...] = ("altup", "laurel", "per_layer_model_proj")
+_CONVERTED_F32: tuple[str, ...] = ("altup_correct_coef", "altup_predict_coef")
+_FLOATS = frozenset({"F32", "F16", "BF16"})
+
+
+def kept_as_converted(pick: Recipe) -> Recipe:
+    """``pick`` but for the tensors llama.cpp never quantises (Gemma 3n's AltUp, LAuReL and
+    per-layer projection), which keep the converter's type: F32 for AltUp's coefficients, else
+    the recipe's own float type or F16 (a BF16 conversion stores the same bytes)."""
+    def keep(slot: TensorSlot) -> str:
+        if not any(part in slot.name for part in _NEVER_QUANTISED):
+            return pick(slot)
+        if any(part in slot.name for part in _CONVERTED_F32):
+            return "F32"
+        chosen = pick(slot)
+        return chosen if chosen in _FLOATS else "F16"
+    return keep
+
+
 def _float(type_name: str) -> Recipe:
     def pick(slot: TensorSlot) -> str:
         return "F32" if slot.n_dims < 2 or slot.name.endswith(".bias") else type_name
