@@ -66,3 +66,28 @@ def spec_of(config: dict[str, Any], weights: str, name: str = "tiny") -> ModelSp
 def random_gguf(path: Path, config: dict[str, Any], weights: str, *, seed: int = 0) -> Path:
     """A random-weight GGUF of ``config`` in ``weights`` at ``path``."""
     return write_synthetic_gguf_blocking(spec_of(config, weights, name=path.stem), path, seed=seed)
+
+
+def gemma3n_layer_types(layers: int) -> list[str]:
+    """Gemma 3n's pattern: every fifth layer attends to the whole context, the others slide."""
+    return ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(layers)]
+
+
+def gemma3n_config(*, layers: int, hidden: int, ffn: int, shared: int, heads: int = 8, kv_heads: int = 2,
+                   head_dim: int = 256, vocab: int = 262144, window: int = 512,
+                   name: str = "google/gemma-3n-E2B-it") -> dict[str, Any]:
+    """A config.json as Google publishes Gemma 3n's: a multimodal wrapper whose text_config
+    carries the decoder (intermediate_size one width a layer, as the published files list it)."""
+    return {
+        "model_type": "gemma3n", "architectures": ["Gemma3nForConditionalGeneration"],
+        "text_config": {
+            "model_type": "gemma3n_text", "hidden_size": hidden, "num_hidden_layers": layers,
+            "intermediate_size": [ffn] * layers, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+            "head_dim": head_dim, "vocab_size": vocab + 256, "vocab_size_per_layer_input": vocab,
+            "hidden_size_per_layer_input": 256, "altup_num_inputs": 4, "altup_active_idx": 0, "laurel_rank": 64,
+            "num_kv_shared_layers": shared, "sliding_window": window, "layer_types": gemma3n_layer_types(layers),
+            "activation_sparsity_pattern": [0.95] * min(10, layers) + [0.0] * max(layers - 10, 0),
+            "final_logit_softcapping": 30.0, "max_position_embeddings": 32768,
+        },
+        "torch_dtype": "bfloat16", "_name_or_path": name,
+    }

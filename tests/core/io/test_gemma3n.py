@@ -26,32 +26,8 @@ from rooflab.core.predict import work
 from rooflab.core.predict.placement import Placement, split
 from rooflab.core.values.model import ModelSpec, Role
 from tests.factories.gguf_files import Spec, T, llm_meta, more_bits_layers, write_gguf
+from tests.factories.llm_configs import gemma3n_config, gemma3n_layer_types
 from tests.factories.synthetic import write_synthetic_gguf_blocking
-
-
-def _layer_types(layers: int) -> list[str]:
-    return ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(layers)]
-
-
-def gemma3n_config(*, layers: int, hidden: int, ffn: int, shared: int, heads: int = 8, kv_heads: int = 2,
-                   head_dim: int = 256, vocab: int = 262144, window: int = 512,
-                   name: str = "google/gemma-3n-E2B-it") -> dict[str, Any]:
-    """A config.json as Google publishes Gemma 3n's: a multimodal wrapper whose text_config
-    carries the decoder (intermediate_size one width a layer, as the published files list it)."""
-    return {
-        "model_type": "gemma3n", "architectures": ["Gemma3nForConditionalGeneration"],
-        "text_config": {
-            "model_type": "gemma3n_text", "hidden_size": hidden, "num_hidden_layers": layers,
-            "intermediate_size": [ffn] * layers, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
-            "head_dim": head_dim, "vocab_size": vocab + 256, "vocab_size_per_layer_input": vocab,
-            "hidden_size_per_layer_input": 256, "altup_num_inputs": 4, "altup_active_idx": 0, "laurel_rank": 64,
-            "num_kv_shared_layers": shared, "sliding_window": window, "layer_types": _layer_types(layers),
-            "activation_sparsity_pattern": [0.95] * min(10, layers) + [0.0] * max(layers - 10, 0),
-            "final_logit_softcapping": 30.0, "max_position_embeddings": 32768,
-        },
-        "torch_dtype": "bfloat16", "_name_or_path": name,
-    }
-
 
 E2B = gemma3n_config(layers=30, hidden=2048, ffn=8192, shared=10)
 # a small one in the same layout: 10 layers, the last 5 reading layers 3 and 4's caches
@@ -175,7 +151,7 @@ def _hand_meta(layers: int = 10, shared: int = 5) -> dict[str, Any]:
     extra: dict[str, Any] = {
         "attention.key_length": 64, "attention.value_length": 64, "embedding_length_per_layer_input": 256,
         "altup.num_inputs": 4, "attention.shared_kv_layers": shared, "attention.sliding_window": 64,
-        "attention.sliding_window_pattern": [t == "sliding_attention" for t in _layer_types(layers)]}
+        "attention.sliding_window_pattern": [t == "sliding_attention" for t in gemma3n_layer_types(layers)]}
     return llm_meta("gemma3n", layers=layers, hidden=256, heads=4, kv_heads=2, context=32768,
                     **extra) | {"general.file_type": 15}
 
