@@ -187,8 +187,8 @@ class _Interpreter:
             if layers:
                 self.warnings.append("no attention.head_count: the KV cache is taken as 0")
             heads = (0,) * layers
-        kv_heads = self.per_layer(self.key("attention.head_count_kv"), layers) or heads
-        kv_heads = self.own_caches(kv_heads)
+        read_kv_heads = self.per_layer(self.key("attention.head_count_kv"), layers) or heads
+        kv_heads = self.own_caches(read_kv_heads)
         first = next((h for h in heads if h), 0)
         fallback = hidden // first if first else 0
         head_k = self.integer(self.key("attention.key_length"), fallback)
@@ -205,7 +205,8 @@ class _Interpreter:
         window = self.integer(self.key("attention.sliding_window"))
         return AttentionLayout(heads=heads, kv_heads=kv_heads, head_dim_k=head_k, head_dim_v=head_v,
                                sliding=self.sliding(layers, window),
-                               sliding_window=window, kv_lora_rank=lora, rope_dim=rope)
+                               sliding_window=window, kv_lora_rank=lora, rope_dim=rope,
+                               read_kv_heads=read_kv_heads if kv_heads != read_kv_heads else ())
 
     def own_caches(self, kv_heads: tuple[int, ...]) -> tuple[int, ...]:
         """``kv_heads`` with 0 for the last ``attention.shared_kv_layers`` layers (Gemma 3n), which

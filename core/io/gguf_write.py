@@ -153,13 +153,10 @@ def model_fields(spec: ModelSpec, *, name: str = "") -> list[Field]:
 
 
 def _kv_heads_written(spec: ModelSpec) -> list[int]:
-    """Per layer, the KV heads llama.cpp sizes ``attn_k`` by: the layout's, or for a layer that
-    attends to another layer's cache (0 in the layout) its own ``attn_k``'s, which Gemma 3n's
-    files keep (llama.cpp loads them and never multiplies by them)."""
-    att = spec.attention
-    widths = {t.layer: t.shape[1] for t in spec.tensors if t.layer is not None and _leaf(t.name) == "attn_k"
-              and len(t.shape) > 1}
-    return [h or widths.get(i, 0) // max(att.head_dim_k, 1) for i, h in enumerate(att.kv_heads)]
+    """Per layer, the KV heads llama.cpp sizes ``attn_k`` by: those the layer's attention reads
+    (Gemma 3n's last layers read an earlier layer's cache, yet keep ``attn_k`` and ``attn_v`` in
+    the file: llama.cpp loads them and never multiplies by them)."""
+    return list(spec.attention.read_kv_heads or spec.attention.kv_heads)
 
 
 def _gemma3n_fields(spec: ModelSpec, arch: str) -> list[Field]:

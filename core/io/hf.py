@@ -82,6 +82,7 @@ def attention_layout(s: HFShape) -> tuple[AttentionLayout, list[str]]:
     owners = s.layers - s.kv_shared_layers
     layout = AttentionLayout(
         heads=(s.heads,) * s.layers, kv_heads=tuple(s.kv_heads if i < owners else 0 for i in range(s.layers)),
+        read_kv_heads=(s.kv_heads,) * s.layers if s.kv_shared_layers else (),
         head_dim_k=(s.nope_dim + s.rope_dim) if s.kv_lora_rank else s.head_dim,
         head_dim_v=s.v_head_dim, sliding=flags, sliding_window=window,
         kv_lora_rank=s.kv_lora_rank, rope_dim=s.rope_dim,

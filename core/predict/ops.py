@@ -303,7 +303,7 @@ def _cache_shares(spec: ModelSpec, p: _Pass) -> list[tuple[float, float]]:
     a = spec.attention
     weights = []
     for layer in range(a.layers):
-        values = float(a.kv_values_per_token(layer))
+        values = float(a.kv_values_read(layer))
         tokens = p.cache_tokens[1] if a.is_sliding(layer) else p.cache_tokens[0]
         k_part = 1.0 if a.kv_lora_rank or values == 0 else a.head_dim_k / (a.head_dim_k + a.head_dim_v)
         weights.append((values * tokens * k_part, values * tokens * (1.0 - k_part)))

@@ -276,7 +276,8 @@ def sub_spec(spec: ModelSpec, tensors: list[Tensor], layers: list[int]) -> Model
         head_dim_k=a.head_dim_k, head_dim_v=a.head_dim_v,
         sliding=tuple(a.sliding[i] for i in layers) if a.sliding else (),
         sliding_window=a.sliding_window if any(a.is_sliding(i) for i in layers) else 0,
-        kv_lora_rank=a.kv_lora_rank, rope_dim=a.rope_dim)
+        kv_lora_rank=a.kv_lora_rank, rope_dim=a.rope_dim,
+        read_kv_heads=tuple(a.read_kv_heads[i] for i in layers) if a.read_kv_heads else ())
     if not tensors:     # the cache alone (--no-kv-offload): a zero-byte placeholder tensor
         tensors = [Tensor(name="(cache only)", shape=(1,), type_name="F32", nbytes=0, role=Role.OTHER)]
     return dataclasses.replace(spec, tensors=tuple(tensors), attention=attention, warnings=(), metadata=())

@@ -45,9 +45,10 @@ def kv_tokens_read(spec: ModelSpec, context: ArrayLike) -> tuple[Array, Array]:
 def kv_bytes(spec: ModelSpec, context: ArrayLike, kv_type: str = "f16", chunks: int = 0) -> Array:
     """Bytes of one sequence's cache that attention reads at ``context`` tokens:
     k_full x t + k_window x min(t, w), the full layers' t as a cache split over ``chunks``
-    threads charges it (``split_context``; 0: as filled). (What the cache holds in memory, padded
-    and with room for a ubatch, is ``kv_bytes_held``.)"""
-    k_full, k_window = spec.kv_bytes_per_token(kv_type)
+    threads charges it (``split_context``; 0: as filled). k counts every layer that attends,
+    a layer reading another layer's cache included (Gemma 3n). (What the cache holds in memory,
+    padded and with room for a ubatch, is ``kv_bytes_held``.)"""
+    k_full, k_window = spec.attention.kv_read_bytes_per_token(kv_type)
     full, window = kv_tokens_read(spec, context)
     return k_full * split_context(full, chunks) + k_window * window
 
@@ -63,10 +64,10 @@ def attention_walk_per_cache_byte(spec: ModelSpec, kv_type: str = "f16") -> tupl
     a = spec.attention
     heads = values = 0.0
     for layer in range(a.layers):
-        if a.kv_heads[layer] > 0:
+        if a.kv_values_read(layer) > 0:
             heads += a.heads[layer]
             values += a.heads[layer] * (a.head_dim_k + a.head_dim_v)
-    total = sum(spec.kv_bytes_per_token(kv_type))
+    total = sum(a.kv_read_bytes_per_token(kv_type))
     return (heads / total, values / total) if total > 0 else (0.0, 0.0)
 
 

@@ -4,6 +4,7 @@ sizes the KV cache. Readers (``rooflab.core.io``) build it; predictions only rea
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
@@ -74,8 +75,10 @@ class AttentionLayout:
     """Per-layer attention shape, enough to size the KV cache and attention's arithmetic.
 
     ``kv_heads[i] == 0`` marks a layer without its own cache (recurrent or shared-KV layers).
-    With MLA (``kv_lora_rank > 0``) a layer caches one latent of ``kv_lora_rank + rope_dim``
-    values per token instead of keys and values per head.
+    ``read_kv_heads`` (when given) is what each layer's attention reads, another layer's cache
+    included: Gemma 3n's last layers hold no cache and read an earlier layer's. With MLA
+    (``kv_lora_rank > 0``) a layer caches one latent of ``kv_lora_rank + rope_dim`` values per
+    token instead of keys and values per head.
     """
 
     heads: tuple[int, ...]
@@ -86,8 +89,10 @@ class AttentionLayout:
     sliding_window: int = 0
     kv_lora_rank: int = 0
     rope_dim: int = 0
+    read_kv_heads: tuple[int, ...] = ()    # (): each layer reads its own cache (kv_heads)
     # per-token sums over layers, computed once: every prediction reads them
     _kv_values: tuple[int, int] = field(init=False, repr=False, compare=False)
+    _kv_read_values: tuple[int, int] = field(init=False, repr=False, compare=False)
     _pair_flops: tuple[float, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -96,11 +101,14 @@ class AttentionLayout:
             raise SpecError(f"attention: {len(self.kv_heads)} kv_heads entries for {n} layers")
         if self.sliding and len(self.sliding) != n:
             raise SpecError(f"attention: {len(self.sliding)} sliding entries for {n} layers")
+        if self.read_kv_heads and len(self.read_kv_heads) != n:
+            raise SpecError(f"attention: {len(self.read_kv_heads)} read_kv_heads entries for {n} layers")
         if self.head_dim_k < 0 or self.head_dim_v < 0 or self.sliding_window < 0:
             raise SpecError("attention: head dims and sliding_window must be >= 0")
         if any(self.sliding) and self.sliding_window <= 0:
             raise SpecError("attention: sliding layers need a sliding_window > 0")
-        object.__setattr__(self, "_kv_values", self._sum_kv_values())
+        object.__setattr__(self, "_kv_values", self._sum_kv_values(self.kv_values_per_token))
+        object.__setattr__(self, "_kv_read_values", self._sum_kv_values(self.kv_values_read))
         object.__setattr__(self, "_pair_flops", self._sum_pair_flops())
 
     @property
@@ -112,11 +120,19 @@ class AttentionLayout:
 
     def kv_values_per_token(self, layer: int) -> int:
         """Cached values one token adds in one layer (keys plus values, or the MLA latent)."""
-        if self.kv_heads[layer] == 0:
+        return self._values(self.kv_heads[layer])
+
+    def kv_values_read(self, layer: int) -> int:
+        """Cached values of one token that attention in ``layer`` reads: its own cache's, or the
+        earlier layer's it attends to (``read_kv_heads``)."""
+        return self._values(self.read_kv_heads[layer] if self.read_kv_heads else self.kv_heads[layer])
+
+    def _values(self, kv_heads: int) -> int:
+        if kv_heads == 0:
             return 0
         if self.kv_lora_rank:
             return self.kv_lora_rank + self.rope_dim
-        return self.kv_heads[layer] * (self.head_dim_k + self.head_dim_v)
+        return kv_heads * (self.head_dim_k + self.head_dim_v)
 
     def kv_bytes_per_token(self, kv_type: str = "f16") -> tuple[float, float]:
         """(full-attention layers, sliding-window layers) bytes one token adds to the cache.
@@ -128,10 +144,17 @@ class AttentionLayout:
         full, window = self._kv_values
         return full * per_value, window * per_value
 
-    def _sum_kv_values(self) -> tuple[int, int]:
+    def kv_read_bytes_per_token(self, kv_type: str = "f16") -> tuple[float, float]:
+        """(full-attention, sliding-window) bytes of one cached token that attention reads,
+        summed over the layers that attend (a layer reading another's cache reads it again)."""
+        per_value = kv_bytes_per_value(kv_type)
+        full, window = self._kv_read_values
+        return full * per_value, window * per_value
+
+    def _sum_kv_values(self, per_layer: Callable[[int], int]) -> tuple[int, int]:
         full = window = 0
         for layer in range(self.layers):
-            values = self.kv_values_per_token(layer)
+            values = per_layer(layer)
             if self.is_sliding(layer):
                 window += values
             else:

@@ -81,9 +81,19 @@ def test_the_shared_kv_layers_hold_no_cache():
     spec = spec_from_config(E2B, weights="q4_k_m")
     assert spec.attention.kv_heads == (2,) * 20 + (0,) * 10
     assert spec.kv_bytes_per_token("f16") == (8192.0, 32768.0)
+    assert float(work.kv_bytes_held(spec, 4096, ubatch=512)) == 8192 * 4096 + 32768 * 1024
     # they still attend: their queries' pairs are counted
     full, sliding = spec.attention.attention_flops_per_pair()
     assert full == 6 * 2 * 8 * (256 + 256) and sliding == 24 * 2 * 8 * (256 + 256)
+
+
+def test_the_shared_kv_layers_read_the_cache_they_share():
+    """A step's attention reads the cache once per layer that attends: layers 20-29 read layers
+    18 and 19's again (separate attention kernels). Read per token of context: 6 full layers x
+    2,048 bytes = 12,288, 24 sliding x 2,048 = 49,152; held: 8,192 and 32,768."""
+    spec = spec_from_config(E2B, weights="q4_k_m")
+    assert spec.attention.kv_read_bytes_per_token("f16") == (12288.0, 49152.0)
+    assert float(work.kv_bytes(spec, 32768)) == 12288 * 32768 + 49152 * 512
 
 
 def test_the_table_sits_with_the_input_embedding_in_host_memory():
