@@ -70,8 +70,8 @@ SHARES = tuple(float(s) for s in np.round(np.arange(0.30, 1.001, 0.02), 2))
 COMPUTE = tuple(float(s) for s in np.round(np.arange(0.08, 0.601, 0.02), 2))
 KEPT = tuple(float(k) for k in np.round(np.arange(0.0, 1.001, 0.1), 1))
 CATEGORIES = ("on device", "offloaded", "several devices", "vLLM")
-NO_VLLM = ("no rows (no batch-1 tensor-parallel run stating its GPUs, weights and TP found outside the "
-           "held-out sources); no vLLM calibration is kept: predict shows its ceiling, no expected figure")
+NO_VLLM = ("scored by benchmarks/accuracy/bench_vllm_accuracy.py on resources/placed/vllm-public.json "
+           "(vLLM's own calibration, not these constants)")
 MIN_BAND_ROWS = 8        # residuals a category's own band needs (else the kind's pooled ones)
 
 

@@ -158,7 +158,7 @@ def expected_for_choice(spec: ModelSpec, machine: MachineProfile, choice: Placem
     """What the calibration that applies to ``machine`` (timed here, or published for its back
     end) expects of ``spec`` run as ``choice`` asks (its engine: ``engine_for``); None without
     one."""
-    return expected_on(spec, machine, dtype=dtype, engine=engine_for(choice))
+    return expected_on(spec, machine, dtype=dtype, engine=engine_for(choice), devices=choice.devices)
 
 
 def expected_machine(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoice = AUTO) -> MachineProfile | None:

@@ -8,7 +8,8 @@ command line and reports:
 3. else none: only the ceiling is shown.
 
 Tensor parallel is vLLM's (``predict.parallel.engine_of``): its expected figure takes a vLLM
-calibration kept for the machine, else there is none (``missing_expected`` says why): never
+calibration kept for the machine, else vLLM's published one where it applies (``vllm_public``:
+NVIDIA GPUs, several over NVLink), else there is none (``missing_expected`` says why): never
 llama.cpp's published factors, which measured another engine, and never the ceiling relabelled."""
 
 from __future__ import annotations
@@ -292,17 +293,27 @@ BACKEND_NAMES = {"cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "vulkan": "Vu
 
 
 VLLM = "vllm"           # the engine of tensor parallel (``parallel.engine_of``)
-NO_VLLM_CALIBRATION = ("no calibration for vLLM is kept for this machine, so there is no expected figure: "
-                       "llama.cpp's published factors measured another engine, and the ceiling (with the "
-                       "link's all-reduces) is not one; time vLLM here to get one")
+NO_VLLM_CALIBRATION = ("no vLLM calibration applies here, so there is no expected figure (llama.cpp's published "
+                       "factors measured another engine; the ceiling, with the link's all-reduces, is not one)")
+
+
+def vllm_calibration_for(machine: MachineProfile, devices: int = 2) -> EngineCalibration | None:
+    """vLLM's calibration of ``devices`` x ``machine``: one timed here, else the published one
+    where it applies (``vllm_public.not_applied``), else None."""
+    from rooflab.core.calibration.vllm_public import not_applied, vllm_calibration
+
+    kept = calibration_for(machine, VLLM)
+    if kept is not None or not_applied(machine, devices):
+        return kept
+    return vllm_calibration()
 
 
 def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None = None,
-                engine: str | None = None) -> Expected | None:
+                engine: str | None = None, devices: int = 2) -> Expected | None:
     """What the calibration of ``machine`` expects of ``spec``, None when nothing is calibrated.
-    ``engine`` "vllm" (tensor parallel): a vLLM calibration of the machine, else None: a ceiling
-    is never labelled expected (``missing_expected`` says why there is none)."""
-    cal = calibration_for(machine, engine)
+    ``engine`` "vllm" (tensor parallel over ``devices``): a vLLM calibration (``vllm_calibration_for``),
+    else None: a ceiling is never labelled expected (``missing_expected`` says why there is none)."""
+    cal = vllm_calibration_for(machine, devices) if engine == VLLM else calibration_for(machine, engine)
     if cal is None:
         return None
     # the host's routed experts as this machine's CPU back end read them, where that was measured
@@ -310,12 +321,15 @@ def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None =
                              load_host_experts() if machine.kind == "gpu" and spec.is_moe else None)
 
 
-def missing_expected(machine: MachineProfile, engine: str | None) -> str:
+def missing_expected(machine: MachineProfile, engine: str | None, devices: int = 2) -> str:
     """The line that says why ``machine`` has no expected figure for ``engine`` ("" when it has
     one, or when the reason is the ordinary one: no calibration of the machine at all)."""
-    if engine == VLLM and calibration_for(machine, engine) is None:
-        return NO_VLLM_CALIBRATION
-    return ""
+    if engine != VLLM or vllm_calibration_for(machine, devices) is not None:
+        return ""
+    from rooflab.core.calibration.vllm_public import not_applied
+
+    why = not_applied(machine, devices) or "the published vLLM runs could not be read"
+    return f"{NO_VLLM_CALIBRATION}: {why}; time vLLM here to get one"
 
 
 def host_rates(machine: MachineProfile) -> Rates | None:

@@ -88,7 +88,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         elif not (args.calibrated or args.ceiling_only):        # none: say why when it is not the usual
             from rooflab.core.calibration.expectations import VLLM, missing_expected
 
-            why = missing_expected(machine, VLLM if args.devices > 1 and args.parallel == "tensor" else None)
+            why = missing_expected(machine, VLLM if args.devices > 1 and args.parallel == "tensor" else None,
+                                   devices=args.devices)
             if why:
                 print(f"expected: none ({why})")
     return 0

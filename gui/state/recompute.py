@@ -170,7 +170,8 @@ class RecomputeController(QObject):
         machine = sc.machine
         if not machine.efficiency.is_identity:
             return None
-        key = (sc.model, machine, engine_for(sc.placement), sc.workload.compute_dtype)
+        # vLLM's published calibration holds over NVLink only, so its figure also turns on the device count
+        key = (sc.model, machine, engine_for(sc.placement), sc.workload.compute_dtype, sc.placement.devices)
         last = self._last_expected
         if last is None or last[0][0] is not sc.model or last[0][1] != machine or last[0][2:] != key[2:]:
             last = (key, expected_for_choice(sc.model, machine, sc.placement, sc.workload.compute_dtype))
