@@ -24,7 +24,7 @@ from rooflab.core.io.gguf_header import (
     Value,
     read_header,
 )
-from rooflab.core.io.roles import classify, layer_of
+from rooflab.core.io.roles import classify, layer_of, unread_kv_projections
 from rooflab.core.io.textfile import printable, shown
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 
@@ -89,6 +89,7 @@ class _Interpreter:
         self.parts = parts
         self.meta: Mapping[str, Value] = header.metadata
         self.warnings: list[str] = []
+        self.shared_kv_layers = 0
         arch = self.meta.get("general.architecture", "")
         self.arch = arch if isinstance(arch, str) else ""
 
@@ -144,6 +145,8 @@ class _Interpreter:
             self.warnings.append(f"this is one shard of {split}: only its tensors are counted")
         name = self.meta.get("general.name")
         attention = self.attention(layers, hidden)   # before the warnings are frozen
+        if self.shared_kv_layers:
+            tensors = unread_kv_projections(tensors, layers - self.shared_kv_layers)
         return ModelSpec(
             name=(printable(name) if isinstance(name, str) else "") or printable(Path(header.path).stem),
             architecture=printable(self.arch, 100) or "unknown",
@@ -216,6 +219,7 @@ class _Interpreter:
         if shared >= max(len(kv_heads), 1) and shared:
             raise self.fail(key, f"{shared} shared layers leave none of the {len(kv_heads)} to own a cache")
         owners = len(kv_heads) - shared
+        self.shared_kv_layers = shared
         return tuple(h if i < owners else 0 for i, h in enumerate(kv_heads))
 
     def sliding(self, layers: int, window: int) -> tuple[bool, ...]:

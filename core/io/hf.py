@@ -16,7 +16,7 @@ from rooflab.core.files.capped import MissingFileError
 from rooflab.core.files.safe_json import JsonError, dumps_json, parse_json, read_json
 from rooflab.core.io.arch import default_sliding
 from rooflab.core.io.hf_tables import HFShape, normalise, tensor_shapes
-from rooflab.core.io.roles import classify, layer_of
+from rooflab.core.io.roles import classify, layer_of, unread_kv_projections
 from rooflab.core.io.safetensors import StoredTensor as StoredTensor  # re-exported: measure.torch.models builds them
 from rooflab.core.io.safetensors import read_safetensors
 from rooflab.core.io.textfile import printable, shown
@@ -132,6 +132,8 @@ def spec_from_config(config: Mapping[str, Any], *, weights: str = "bf16", name: 
         tensors.append(Tensor(name=shape.name, shape=shape.shape, type_name=type_name,
                               nbytes=tensor_bytes(type_name, n), role=role, layer=layer))
     layout, warnings = attention_layout(s)
+    if s.kv_shared_layers:
+        tensors = list(unread_kv_projections(tensors, s.layers - s.kv_shared_layers))
     weight_bytes = sum(t.nbytes for t in tensors)
     return ModelSpec(
         name=name or display_name(config, s.model_type), architecture=s.model_type,

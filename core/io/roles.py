@@ -3,9 +3,11 @@ and the block a tensor belongs to, whichever convention names it."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterable
 
-from rooflab.core.values.model import Role
+from rooflab.core.values.model import Role, Tensor
 
 _LAYER = re.compile(r"^(?:blk|layers?)\.(\d+)\.")
 _HF_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)(?:\.|$)")
@@ -57,3 +59,15 @@ def classify(name: str) -> Role:
     if stem.startswith("ffn_"):
         return Role.FEED_FORWARD
     return Role.OTHER
+
+
+_KV_PROJECTIONS = frozenset({"attn_k", "attn_v"})
+
+
+def unread_kv_projections(tensors: Iterable[Tensor], owners: int) -> tuple[Tensor, ...]:
+    """``tensors`` with the K and V projections of layers ``owners`` on made UNREAD: a layer
+    that attends to an earlier layer's cache (Gemma 3n's last ``num_kv_shared_layers``) keeps
+    them in the file, and llama.cpp loads them and never multiplies by them."""
+    return tuple(dataclasses.replace(t, role=Role.UNREAD)
+                 if t.layer is not None and t.layer >= owners and _stem(t.name) in _KV_PROJECTIONS else t
+                 for t in tensors)

@@ -48,7 +48,8 @@ def flop_shares(spec: ModelSpec) -> dict[str, float]:
     parameters, an embedding lookup none (a tied embedding counts as the head)."""
     done: dict[str, float] = defaultdict(float)
     for t in spec.tensors:
-        if (t.role is Role.EMBEDDING and not spec.tied_embeddings) or t.role is Role.PER_LAYER_EMBEDDING:
+        if (t.role is Role.EMBEDDING and not spec.tied_embeddings) or t.role in (Role.PER_LAYER_EMBEDDING,
+                                                                                   Role.UNREAD):
             continue
         if t.role is Role.EXPERTS:
             done[EXPERTS] += t.params * spec.expert_fraction

@@ -219,6 +219,8 @@ def _tensor_rows(spec: ModelSpec, p: _Pass, sums: _Sums, kinds: tuple[str, ...])
     for t in spec.tensors:
         stem = _stem(t, post)
         kind_of_layer = kinds[t.layer] if t.layer is not None and t.layer < len(kinds) else HEAD
+        if t.role is Role.UNREAD:                   # loaded, never multiplied
+            continue
         if t.role is Role.PER_LAYER_EMBEDDING:      # a gather: one row a token, never a head
             sums.add(EMBEDDING, "embedding", LOOKUP, None, weights=p.rows * t.row_bytes)
             continue

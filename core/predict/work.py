@@ -164,11 +164,13 @@ def bytes_read_per_token(spec: ModelSpec, role: Role, nbytes: float, row_bytes: 
     """What one batch-1 decode token reads of ``nbytes`` of tensors of ``role`` (one tensor or
     a role's total; ``row_bytes``: one row of each): an embedding one row (the whole matrix when
     it is also the tied head), a per-layer embedding one row, routed experts used/count of their
-    bytes, the rest in full. Summed over the roles this is ``weight_bytes_read_per_token``."""
+    bytes, an unread tensor nothing, the rest in full. Summed over the roles this is ``weight_bytes_read_per_token``."""
     if role is Role.EMBEDDING:
         return float(nbytes) if spec.tied_embeddings else float(row_bytes)
     if role is Role.PER_LAYER_EMBEDDING:
         return float(row_bytes)
+    if role is Role.UNREAD:
+        return 0.0
     if role is Role.EXPERTS:
         return nbytes * spec.expert_fraction
     return float(nbytes)

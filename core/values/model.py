@@ -25,6 +25,7 @@ class Role(str, Enum):
     ROUTER = "router"                  # read in full
     OUTPUT = "output"                  # the head: read in full (tied: the embedding matrix)
     NORMS = "norms"                    # read in full
+    UNREAD = "unread"                  # held, never read (K, V of Gemma 3n's layers that reuse a cache)
     OTHER = "other"                    # read in full (conservative)
 
     def __str__(self) -> str:
@@ -32,8 +33,9 @@ class Role(str, Enum):
 
 
 ROLE_ORDER: tuple[Role, ...] = tuple(Role)
-# roles outside the dense blocks: lookups (a row a token), the head, the routed experts
-_NOT_DENSE_BLOCK: tuple[Role, ...] = (Role.EMBEDDING, Role.PER_LAYER_EMBEDDING, Role.OUTPUT, Role.EXPERTS)
+# roles outside the dense blocks: lookups (a row a token), the head, the routed experts, the unread
+_NOT_DENSE_BLOCK: tuple[Role, ...] = (Role.EMBEDDING, Role.PER_LAYER_EMBEDDING, Role.OUTPUT, Role.EXPERTS,
+                                      Role.UNREAD)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -61,17 +61,29 @@ def test_the_e2b_config_opens_with_its_real_parameter_count(tmp_path: Path, caps
 
 def test_a_decode_token_reads_one_row_of_the_per_layer_embedding_not_the_table():
     """One token gathers one 7,680-value row of the 1.13 GB table (4,320 bytes in Q4_K); a tied
-    head is read whole, every other tensor in full."""
+    head is read whole, every other tensor in full but the unread K and V projections."""
     spec = spec_from_config(E2B, weights="q4_k_m")
     table = next(t for t in spec.tensors if t.role is Role.PER_LAYER_EMBEDDING)
+    unread = [t for t in spec.tensors if t.role is Role.UNREAD]
     assert table.row_bytes == 7680 // 256 * 144 == 4320
     read = work.weight_bytes_read_per_token(spec)
-    assert read == spec.weight_bytes - table.nbytes + table.row_bytes
+    assert read == spec.weight_bytes - table.nbytes + table.row_bytes - sum(t.nbytes for t in unread)
     assert read < 0.6 * spec.weight_bytes
     # n tokens gather n rows
     assert float(work.weight_bytes_read(spec, 64)) - read == pytest.approx(63 * table.row_bytes)
     # a lookup, not a multiply: no FLOPs for the table
-    assert spec.block_params_per_token == spec.params_total - table.params - spec.embedding_params
+    assert spec.block_params_per_token == (spec.params_total - table.params - spec.embedding_params
+                                           - sum(t.params for t in unread))
+
+
+def test_the_shared_layers_keep_k_and_v_projections_they_never_use():
+    """llama.cpp loads attn_k and attn_v in every layer and multiplies by them only where a layer
+    writes its own cache: in layers 20-29 they are held (in memory) and never read."""
+    spec = spec_from_config(E2B, weights="q4_k_m")
+    unread = {t.name for t in spec.tensors if t.role is Role.UNREAD}
+    assert unread == {f"blk.{i}.attn_{kv}.weight" for i in range(20, 30) for kv in "kv"}
+    parts = split(spec, Placement(gpu_layers=spec.layers + 1), embedding_on_host=True)
+    assert parts.device.spec is not None and unread <= {t.name for t in parts.device.spec.tensors}
 
 
 def test_the_shared_kv_layers_hold_no_cache():
