@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from rooflab.core.values.machine import BANDWIDTH_RANGE, FLOPS_RANGE
 from rooflab.core.values.workload import DTYPE_NAME
+
+GB = 1e9
 
 
 def int_list(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
@@ -91,3 +94,15 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", "-t", type=int, default=None, metavar="N",
                    help="llama.cpp's -t on a CPU: compute scales with min(N, cores) / cores (default: the "
                         "physical cores, llama.cpp's own default)")
+
+
+def add_host_options(p: argparse.ArgumentParser) -> None:
+    """The host behind a GPU, which computes the layers and experts kept in its memory: a GPU
+    preset states none of its CPU, so the lessons' 8-core desktop prices it until these say."""
+    p.add_argument("--host-tflops", type=number_in(FLOPS_RANGE[0] / 1e12, FLOPS_RANGE[1] / 1e12, "TFLOP/s"),
+                   metavar="T", help="peak TFLOP/s of the host CPU behind the GPU, which computes what is "
+                                     "offloaded: cores x GHz x 32 / 1000 with AVX2 FMA (a 16-core at 5.7 GHz "
+                                     "is 2.9; default: an 8-core desktop, 1.02)")
+    p.add_argument("--host-bandwidth", type=number_in(BANDWIDTH_RANGE[0] / GB, BANDWIDTH_RANGE[1] / GB, "GB/s"),
+                   metavar="GB/s", help="the host memory's bandwidth behind the GPU (default: the preset's, "
+                                        "e.g. two channels of DDR5-5600, 89.6)")

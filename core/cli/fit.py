@@ -12,9 +12,8 @@ from collections.abc import Sequence
 
 from rooflab.core.app.compare import rate_text, time_text
 from rooflab.core.app.resolve import expected_machine, with_host
-from rooflab.core.cli.args import add_engine_options
+from rooflab.core.cli.args import add_engine_options, add_host_options
 from rooflab.core.cli.compare import RowProgress, compare_workload, names
-from rooflab.core.cli.parser import add_host_options
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.host_part import host_flops
 from rooflab.core.report.compare import row_dict

@@ -7,7 +7,7 @@ import argparse
 from typing import NoReturn
 
 from rooflab.core import __version__
-from rooflab.core.cli.args import add_engine_options, dtype_name, folder_name, int_list, number_in
+from rooflab.core.cli.args import add_engine_options, add_host_options, dtype_name, folder_name, int_list, number_in
 from rooflab.core.values.efficiency import FACTOR_RANGE
 from rooflab.core.values.machine import BANDWIDTH_RANGE, FLOPS_RANGE, MEMORY_RANGE
 from rooflab.core.values.workload import MAX_BATCH, MAX_TOKENS
@@ -59,18 +59,6 @@ def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) ->
                    help="apply efficiency factors fitted from this model's own measurements on this machine")
     p.add_argument("--ceiling-only", action="store_true",
                    help="leave out the expected figures a calibration of the machine gives")
-
-
-def add_host_options(p: argparse.ArgumentParser) -> None:
-    """The host behind a GPU, which computes the layers and experts kept in its memory: a GPU
-    preset states none of its CPU, so the lessons' 8-core desktop prices it until these say."""
-    p.add_argument("--host-tflops", type=number_in(FLOPS_RANGE[0] / 1e12, FLOPS_RANGE[1] / 1e12, "TFLOP/s"),
-                   metavar="T", help="peak TFLOP/s of the host CPU behind the GPU, which computes what is "
-                                     "offloaded: cores x GHz x 32 / 1000 with AVX2 FMA (a 16-core at 5.7 GHz "
-                                     "is 2.9; default: an 8-core desktop, 1.02)")
-    p.add_argument("--host-bandwidth", type=number_in(BANDWIDTH_RANGE[0] / GB, BANDWIDTH_RANGE[1] / GB, "GB/s"),
-                   metavar="GB/s", help="the host memory's bandwidth behind the GPU (default: the preset's, "
-                                        "e.g. two channels of DDR5-5600, 89.6)")
 
 
 def add_workload_options(p: argparse.ArgumentParser) -> None:
