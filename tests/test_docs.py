@@ -16,8 +16,12 @@ what it prints on stdout. This test runs each command and compares:
   ends its output with ``[exit N]``; the text before it is then compared with stdout + stderr.
   No quoted output: only the exit status is checked.
 - ``<!-- machine: DESCRIPTION, YYYY-MM-DD, SCRIPT -->`` before a block marks figures that
-  depend on the machine: such a block is checked for shape only (the same lines, the same
-  words, any numbers), and SCRIPT must be the command the block runs.
+  depend on the machine, and SCRIPT must be the command the block runs. Such a block is run
+  (``console``): either it prints a run's record, committed under docs/runs/ (the command names
+  the file, e.g. ``--from-record docs/runs/X.json``), and is compared line for line like any
+  other, or it measures afresh and is checked for shape only (the same lines, the same words,
+  any numbers). A machine's figures in a block that is not run, or in a table, have no record
+  to be checked against and are refused; so is a record no page prints.
 - ``<!-- generated: architecture tree -->`` or ``<!-- generated: json keys of: COMMAND -->``
   before a ``text`` block: the block is what this file generates (the layer-ordered tree of
   core/ and gui/ from tests/test_architecture.py's LAYERS and the real files; the key tree of
@@ -64,6 +68,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
+RUNS = DOCS / "runs"                # the records of machine-dependent runs the pages print
 PAGES = (README, *sorted(DOCS.glob("*.md")))
 README_MAX_LINES = 150
 RUN_TAGS = frozenset({"console", "sh"})
@@ -198,6 +203,17 @@ def _lines(text: str | tuple[str, ...]) -> list[str]:
     return lines
 
 
+def record_of(command: str) -> Path | None:
+    """The run's record under docs/runs/ that ``command`` prints, if it names one."""
+    return next((ROOT / w for w in shlex.split(command) if w.startswith("docs/runs/")), None)
+
+
+def shape_only(block: Block, command: Command) -> bool:
+    """A machine's block measured afresh: its numbers are free. One that prints a committed
+    record is compared exactly."""
+    return "machine" in block.markers and record_of(command.text) is None
+
+
 def shape(line: str) -> str:
     """A line with every number a ``#`` and runs of spaces one: what a machine leaves alone."""
     return " ".join(NUMBER.sub("#", line).split())
@@ -227,7 +243,7 @@ class Outcome:
         """The quoted lines made to say what was printed, keeping each line with ``...`` that
         still matches; None when a person must do it (a machine marker, a ``...`` line, a failed
         command, a different number of lines around a ``...``)."""
-        if not self.problem or "machine" in self.block.markers or self.problem.startswith("!"):
+        if not self.problem or shape_only(self.block, self.command) or self.problem.startswith("!"):
             return None
         expected = _lines(self.command.expected)
         if not any("..." in line for line in expected):
@@ -250,7 +266,7 @@ def check_command(session: Session, block: Block, command: Command) -> Outcome:
                                                 f"{done.stdout[-3000:]}{done.stderr[-3000:]}")
     if not command.expected:
         return Outcome(command, block, printed, "")
-    machine = "machine" in block.markers
+    machine = shape_only(block, command)
     ok = matches([shape(x) for x in expected], [shape(x) for x in printed]) if machine else matches(expected, printed)
     if ok:
         return Outcome(command, block, printed, "")
@@ -423,6 +439,12 @@ def _machine_marker_problem(block: Block) -> str:
         datetime.date.fromisoformat(parts[-2])
     except ValueError:
         return f"machine marker's date {parts[-2]!r} is not YYYY-MM-DD"
+    if block.tag not in RUN_TAGS:
+        return ("a machine's figures in a block that is not run: commit the run's record under docs/runs/ and "
+                "show the script printing it (`console`), or leave the figures out")
+    missing = [str(r.relative_to(ROOT)) for c in block.commands() if (r := record_of(c.text)) and not r.is_file()]
+    if missing:
+        return f"the block prints {missing}, which are not in the checkout"
     return _script_problem(parts[-1], block, "machine")
 
 
@@ -477,6 +499,28 @@ def block_problems(block: Block) -> list[str]:
 def test_every_command_block_is_run_or_says_why_not(page):
     problems = [p for block in read_blocks(page) for p in block_problems(block)]
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_machine_marker_stands_above_a_block(page):
+    """A marker above a Markdown table (or prose) marks figures no test can reach: a machine's
+    table is a run's record, printed in a block."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    stray = []
+    for i, line in enumerate(lines):
+        found = MARKER.match(line)
+        if found and found.group(1) == "machine":
+            k = next((j for j in range(i + 1, len(lines)) if lines[j].strip() and not MARKER.match(lines[j])), None)
+            if k is None or not FENCE.match(lines[k]):
+                stray.append(f"{page.name}:{i + 1}")
+    assert not stray, f"machine markers above no fenced block: {stray}"
+
+
+def test_every_run_record_is_printed_by_a_page():
+    """A record under docs/runs/ backs a block; one no page prints is a run the docs dropped."""
+    printed = {record_of(c.text) for page in PAGES for block in read_blocks(page) for c in block.commands()}
+    orphans = sorted(str(p.relative_to(ROOT)) for p in RUNS.glob("*") if p.is_file() and p not in printed)
+    assert not orphans, f"no page prints {orphans}"
 
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")

@@ -23,7 +23,13 @@ shared machine one level's TTFT moved 30-60 % between minutes, and a queue magni
 change of speed, so one pass's figure at a busy level is partly the minute it ran in.
 
     python benchmarks/accuracy/bench_serving.py [--threads 1] [--prompt 256] [--answer 64] \
-        [--requests 16] [--passes 2] [--quick]
+        [--requests 16] [--passes 2] [--quick] [--json FILE]
+    python benchmarks/accuracy/bench_serving.py --from-record FILE
+
+``--json FILE`` writes the run's record (the machine as calibrated, the probes, every level's
+measured figures); the run prints by rendering it, the predictions made again from the kept
+machine (the simulation is seeded), and ``--from-record`` prints a kept record the same way
+(docs/runs/ holds the records the docs quote; tests/test_docs.py prints them and compares).
 
 Needs llama-cpp-python==0.3.36 with its server extra and aiohttp (pip install -e '.[llamacpp,test]');
 takes a few minutes. The GGUF (about 70 MB) goes to a temporary folder, removed afterwards."""
@@ -32,12 +38,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, for tests.factories
 
@@ -51,12 +61,13 @@ from rooflab.core.measure.loadtest.plan import ServerMeasurement, ServerPlan  # 
 from rooflab.core.measure.loadtest.run import measure_server_blocking  # noqa: E402
 from rooflab.core.measure.workflow import after_engine_run  # noqa: E402
 from rooflab.core.predict.serving import Lengths, Load, Serving, ServingPlan, serve  # noqa: E402
-from rooflab.core.predict.serving_stats import ServingLevel  # noqa: E402
+from rooflab.core.predict.serving_stats import ServingLevel, saturation_rate  # noqa: E402
 from rooflab.core.values.machine import MachineProfile  # noqa: E402
 from rooflab.core.values.model import ModelSpec  # noqa: E402
 from rooflab.core.values.workload import Workload  # noqa: E402
 from tests.factories.llama_server import ORDINARY_ONLY, llama_server  # noqa: E402
 
+NAME = "bench llama 768x8 Q8_0"
 CONFIG = dict(model_type="llama", hidden_size=768, num_hidden_layers=8, num_attention_heads=12,
               num_key_value_heads=4, head_dim=64, intermediate_size=2048, vocab_size=8000,
               max_position_embeddings=4096, tie_word_embeddings=False)
@@ -75,9 +86,10 @@ def machine_profile(threads: int) -> MachineProfile:
     return run.profile(fallback=None)
 
 
-def calibrated(spec: ModelSpec, path: Path, machine: MachineProfile, threads: int) -> MachineProfile:
+def calibrated(spec: ModelSpec, path: Path, machine: MachineProfile, threads: int) -> tuple[MachineProfile, str]:
     """``machine`` with the efficiency fitted to this GGUF timed in llama.cpp in process, at the
-    server's settings (threads, batch, no flash attention): ``rooflab measure model``'s fit."""
+    server's settings (threads, batch, no flash attention): ``rooflab measure model``'s fit; and
+    the line that says what was fitted."""
     plan = LlamaCppPlan(threads=threads, flash_attention=False, batch_size=N_BATCH, ubatch_size=N_BATCH,
                         prompts=(64, 256, 512), depths=(0, 256, 512), gen_tokens=16, batches=(1, 2),
                         contexts=(256,), repeats=3)
@@ -85,10 +97,11 @@ def calibrated(spec: ModelSpec, path: Path, machine: MachineProfile, threads: in
     # every point, those the load disturbed too: the server runs under the same load
     done = after_engine_run(run, machine, source=str(path), keep=False, include_disturbed=True)
     eff = done.calibration.efficiency
-    print(f"calibration ({len(done.calibration.points)} points): bandwidth x{eff.bandwidth:.2f}, compute "
-          f"x{eff.compute:.2f}, decode compute x{eff.decode_compute_factor:.2f}, overhead "
-          f"{eff.step_overhead * 1e3:.2f} ms per pass, cache read x{eff.kv_read_factor:.2f}")
-    return dataclasses.replace(machine, efficiency=eff)
+    line = (f"calibration ({len(done.calibration.points)} points): bandwidth x{eff.bandwidth:.2f}, compute "
+            f"x{eff.compute:.2f}, decode compute x{eff.decode_compute_factor:.2f}, overhead "
+            f"{eff.step_overhead * 1e3:.2f} ms per pass, cache read x{eff.kv_read_factor:.2f}")
+    print(line, file=sys.stderr)
+    return dataclasses.replace(machine, efficiency=eff), line
 
 
 def error(predicted: float, measured: float) -> str:
@@ -131,12 +144,46 @@ def row(label: str, p: ServingLevel, passes: list[ServingLevel], below: bool) ->
     return f"  {label:>8} {done:>4}  {' '.join(cells)}  {spread:6.0%}  {'below' if below else 'at/above'}", errors
 
 
-def table(title: str, predicted: Serving, measured: list[ServerMeasurement]) -> None:
-    """Predicted against the mean of the passes at each level (``measured``: one measurement a
-    pass, its levels in the plan's order)."""
-    print(f"\n{title}")
+@dataclasses.dataclass(frozen=True)
+class KeptLevel:
+    """One level of one pass as a record keeps it: its figures and the errors that ended requests."""
+
+    stats: ServingLevel
+    said: tuple[tuple[str, int], ...] = ()
+
+    def problems(self) -> list[tuple[str, int]]:
+        return list(self.said)
+
+
+@dataclasses.dataclass(frozen=True)
+class KeptPass:
+    """One pass over the levels as a record keeps it, in the plan's order."""
+
+    levels: tuple[KeptLevel, ...]
+
+    @property
+    def saturation_rate(self) -> float:
+        return saturation_rate([lv.stats for lv in self.levels])
+
+
+def kept(run: ServerMeasurement) -> dict[str, Any]:
+    """A pass as the record keeps it: each level's figures and the errors that ended its requests."""
+    return {"levels": [{"stats": lv.stats.to_dict(), "problems": [[e, n] for e, n in lv.problems()]}
+                       for lv in run.levels]}
+
+
+def pass_of(data: dict[str, Any]) -> KeptPass:
+    return KeptPass(levels=tuple(KeptLevel(stats=ServingLevel.from_dict(lv["stats"]),
+                                           said=tuple((str(e), int(n)) for e, n in lv["problems"]))
+                                 for lv in data["levels"]))
+
+
+def table(title: str, predicted: Serving, measured: Sequence[KeptPass]) -> list[str]:
+    """Predicted against the mean of the passes at each level (``measured``: one pass each, its
+    levels in the plan's order)."""
+    lines = ["", title]
     heads = " ".join(f"{name:>8} {'meas':>8} {'err':>5}" for name in FIGURES)
-    print(f"  {'level':>8} {'done':>4}  {heads}  {'spread':>6}  load")
+    lines.append(f"  {'level':>8} {'done':>4}  {heads}  {'spread':>6}  load")
     saturation, _ = mean_and_spread([m.saturation_rate for m in measured])
     worst_below = 0.0
     for i, p in enumerate(predicted.levels):
@@ -146,17 +193,18 @@ def table(title: str, predicted: Serving, measured: list[ServerMeasurement]) -> 
         below = p.level <= 1 if p.mode == "concurrency" else p.level < saturation
         label = f"c={p.level:g}" if p.mode == "concurrency" else f"{p.level:g}/s"
         line, errors = row(label, p, [m.stats for m in passes], below)
-        print(line)
+        lines.append(line)
         if below and errors:
             worst_below = max(worst_below, max(errors))
         for m in passes:
             for said, count in m.problems():
-                print(f"           {count} x {said}")
+                lines.append(f"           {count} x {said}")
     sat_err = (predicted.saturation_rate - saturation) / saturation
     each = ", ".join(f"{m.saturation_rate:.3f}" for m in measured)
-    print(f"  saturation: predicted {predicted.saturation_rate:.3f} requests/s, measured {saturation:.3f} "
-          f"(passes: {each}; error {sat_err:+.0%}; target within 25 %)")
-    print(f"  worst error below saturation: {worst_below:.0%} (target within 20 %)")
+    lines.append(f"  saturation: predicted {predicted.saturation_rate:.3f} requests/s, measured {saturation:.3f} "
+                 f"(passes: {each}; error {sat_err:+.0%}; target within 25 %)")
+    lines.append(f"  worst error below saturation: {worst_below:.0%} (target within 20 %)")
+    return lines
 
 
 def in_order(loads: tuple[Load, ...], run: ServerMeasurement) -> ServerMeasurement:
@@ -182,7 +230,7 @@ def probe_overheads(spec: ModelSpec, tuned: MachineProfile, url: str, prompt: in
     print(f"server overhead from one client (prompt {prompt}, answer {answer}): TPOT {server.tpot.p50 * 1e3:.2f} ms "
           f"measured, {engine.tpot.p50 * 1e3:.2f} ms engine -> {per_step * 1e3:.2f} ms per step; TTFT "
           f"{server.ttft.p50 * 1e3:.1f} ms measured, {engine.ttft.p50 * 1e3:.1f} ms engine -> "
-          f"{per_request * 1e3:.1f} ms per request")
+          f"{per_request * 1e3:.1f} ms per request", file=sys.stderr)
     return per_step, per_request
 
 
@@ -201,7 +249,7 @@ def server_overheads(spec: ModelSpec, tuned: MachineProfile, url: str, args: arg
     return (both[0][0] + both[1][0]) / 2, (both[0][1] + both[1][1]) / 2
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads, server and calibration alike")
     parser.add_argument("--prompt", type=int, default=256)
@@ -210,19 +258,27 @@ def main() -> int:
     parser.add_argument("--passes", type=int, default=2,
                         help="sweeps over the levels, in turn forward and backward; a level's figure is their mean")
     parser.add_argument("--quick", action="store_true", help="concurrency 1, 2, 4 and two rates")
-    args = parser.parse_args()
-    load0 = os.getloadavg()
-    began = time.perf_counter()
+    parser.add_argument("--json", metavar="FILE", help="also write the run's record here")
+    parser.add_argument("--from-record", metavar="FILE", help="measure nothing: print a --json run's record as the "
+                        "run printed it (docs/runs/ holds the records the docs quote)")
+    return parser
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """The run: the server loaded level by level, beside the engine's calibration; its record."""
+    load0, began = _load(), time.perf_counter()
+    began_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     machine = machine_profile(args.threads)
-    spec = spec_from_config(CONFIG, weights="q8_0", name="bench llama 768x8 Q8_0")
+    spec = spec_from_config(CONFIG, weights="q8_0", name=NAME)
     workload = Workload(prompt=args.prompt, answer=args.answer)
-    print(f"machine: {machine.name}: {machine.bandwidth / 1e9:.1f} GB/s, {machine.flops() / 1e9:.0f} GFLOP/s; "
-          f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
+    print(f"load average before: {load0}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="rooflab-bench-serving-") as folder:
         path = run_job(write_synthetic_gguf(spec, Path(folder) / "bench-q8_0.gguf"))
-        print(f"model: {spec.name}, {spec.weight_bytes / 1e6:.0f} MB of weights, random; prompt {args.prompt} "
-              f"tokens, answer {args.answer}, {args.requests} requests per level, {args.threads} thread(s)")
-        tuned = calibrated(spec, path, machine, args.threads)
+        tuned, fitted = calibrated(spec, path, machine, args.threads)
         sim_plan = ServingPlan(prompt=Lengths(mean=args.prompt), answer=Lengths(mean=args.answer), slots=1,
                                step_tokens=N_BATCH, requests=args.requests)
         with llama_server(path, Path(folder) / "server.log", threads=args.threads, n_batch=N_BATCH,
@@ -244,18 +300,55 @@ def main() -> int:
                 print(f"pass {k + 1} of {args.passes}: {'forward' if k % 2 == 0 else 'backward'}", file=sys.stderr,
                       flush=True)
                 measured.append(in_order(loads, measure_server_blocking(dataclasses.replace(plan, loads=order))))
-    print(f"\nllama-cpp-python server, 1 slot, --n_batch {N_BATCH}; prompts counted by {measured[0].prompt_method}; "
-          f"ms (tok/s: output tokens/s); measured: the mean of {len(measured)} pass(es); spread: the passes' widest "
-          "(highest - lowest) / mean among the level's four figures; error = (predicted - measured) / measured")
-    table("predicted: the engine as calibrated in process", serve(spec, tuned, workload, sim_plan, loads), measured)
-    per_step, per_request = (sum(p[i] for p in probes) / len(probes) for i in (0, 1))
+    return {"date": began_at, "argv": sys.argv[1:], "load_before": load0, "load_after": _load(),
+            "seconds": round(time.perf_counter() - began), "machine": tuned.to_dict(), "calibration": fitted,
+            "prompt": args.prompt, "answer": args.answer, "requests": args.requests, "threads": args.threads,
+            "loads": [[ld.mode, ld.level] for ld in loads], "probes": [list(p) for p in probes],
+            "prompt_method": measured[0].prompt_method, "passes": [kept(m) for m in measured]}
+
+
+def render(run: dict[str, Any]) -> list[str]:
+    """A run's record as text, what the run printed once measured: the predictions are made
+    again from the calibrated machine it kept (the simulation is seeded), the measurements read back."""
+    tuned = MachineProfile.from_dict(run["machine"])
+    spec = spec_from_config(CONFIG, weights="q8_0", name=NAME)
+    workload = Workload(prompt=run["prompt"], answer=run["answer"])
+    loads = tuple(Load(mode=mode, level=level) for mode, level in run["loads"])
+    measured = [pass_of(p) for p in run["passes"]]
+    sim_plan = ServingPlan(prompt=Lengths(mean=run["prompt"]), answer=Lengths(mean=run["answer"]), slots=1,
+                           step_tokens=N_BATCH, requests=run["requests"])
+    lines = [f"run {run['date']}: bench_serving.py {' '.join(run['argv'])}",
+             f"machine: {tuned.name}: {tuned.bandwidth / 1e9:.1f} GB/s, {tuned.flops() / 1e9:.0f} GFLOP/s; "
+             f"load average before: {run['load_before']}",
+             f"model: {spec.name}, {spec.weight_bytes / 1e6:.0f} MB of weights, random; prompt {run['prompt']} "
+             f"tokens, answer {run['answer']}, {run['requests']} requests per level, {run['threads']} thread(s)",
+             run["calibration"],
+             *(f"server overhead, pair {i + 1} of one-client probes: {step * 1e3:.2f} ms per step, "
+               f"{request * 1e3:.1f} ms per request" for i, (step, request) in enumerate(run["probes"])),
+             "",
+             f"llama-cpp-python server, 1 slot, --n_batch {N_BATCH}; prompts counted by {run['prompt_method']}; "
+             f"ms (tok/s: output tokens/s); measured: the mean of {len(measured)} pass(es); spread: the passes' widest "
+             "(highest - lowest) / mean among the level's four figures; error = (predicted - measured) / measured"]
+    lines += table("predicted: the engine as calibrated in process", serve(spec, tuned, workload, sim_plan, loads),
+                   measured)
+    per_step, per_request = (sum(p[i] for p in run["probes"]) / len(run["probes"]) for i in (0, 1))
     with_server = dataclasses.replace(sim_plan, step_overhead=per_step, request_overhead=per_request)
-    table(f"predicted: the engine + the server's overhead, the mean of {len(probes)} pair(s) of one-client probes "
-          f"({per_step * 1e3:.2f} ms per step, {per_request * 1e3:.1f} ms per request)",
-          serve(spec, tuned, workload, with_server, loads), measured)
-    load1 = os.getloadavg()
-    print(f"\nload average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}; "
-          f"{time.perf_counter() - began:.0f} s in all")
+    lines += table(f"predicted: the engine + the server's overhead, the mean of {len(run['probes'])} pair(s) of "
+                   f"one-client probes ({per_step * 1e3:.2f} ms per step, {per_request * 1e3:.1f} ms per request)",
+                   serve(spec, tuned, workload, with_server, loads), measured)
+    lines += ["", f"load average after: {run['load_after']}; {run['seconds']} s in all"]
+    return lines
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    if args.from_record:
+        run = json.loads(Path(args.from_record).read_text())
+    else:
+        run = measure(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
+    print("\n".join(render(run)))
     return 0
 
 

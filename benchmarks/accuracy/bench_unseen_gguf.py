@@ -31,16 +31,26 @@ unseen model; the line after it gives the unseen model's error relative to the c
         [--weights q4_k_m] [--thorough] [--long] [--llama-bench PATH] [--threads N] [--repetitions 5]
         [--repeats 3] [--keep-machine | --machine-tries 3] [--control KEY | --no-control] [--after-only]
         [--json FILE]
+    python benchmarks/accuracy/bench_unseen_gguf.py --from-record FILE
     python benchmarks/accuracy/bench_unseen_gguf.py --refit FILE
 
-The GGUF is written to a temporary folder and removed afterwards. ``--refit`` measures nothing:
-it fits the points a ``--json`` run kept with the code as it is now and prices that run's tests
-again against the same llama-bench figures (a model change scored on the same measurements)."""
+The GGUF is written to a temporary folder and removed afterwards. ``--json FILE`` writes the
+run's record (its settings, load and time, the machine, the calibration and every point it was
+fitted to, the priced rows and each llama-bench run); the run prints by rendering that record,
+and ``--from-record`` prints a kept one again the same way (docs/runs/ holds the records the
+docs quote; tests/test_docs.py prints them and compares). ``--refit`` measures nothing: it fits
+the points a record kept with the code as it is now and prices that run's tests again against
+the same llama-bench figures (a model change scored on the same measurements).
+
+Llama-3.2-1B, the default model, is a design-era model: it steered the calibration's design, so
+its score is not an unseen model's; Gemma-3-270M is the built-in one no design step used
+(Qwen2.5-0.5B was one of ``bench_cache_shapes.py``'s models when the cache's walk was chosen)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import signal
@@ -48,6 +58,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +108,12 @@ __all__ = ["BATCH", "UBATCH", "LONG_TESTS", "REAL_SHAPES", "TARGETS", "TESTS", "
            "control_spec", "drift_line", "expected_rate", "model_line", "relative", "row_for", "seen_shape", "table",
            "unseen_spec", "workload_for"]
 
-DEFAULT_BINARY = "/tmp/lbbuild/bin/llama-bench"
+
+
+def _beside_python() -> str | None:
+    """The llama-bench beside this Python (a virtual environment's bin holding llama.cpp's tools), else None (PATH)."""
+    here = Path(sys.executable).parent / "llama-bench"
+    return str(here) if here.is_file() else None
 
 
 # --- the measuring parts ----------------------------------------------------------------------
@@ -183,12 +199,12 @@ def _bench_all(args: argparse.Namespace, tests: Sequence[BenchTest], threads: in
     return out
 
 
-def walks(lines: Sequence[str]) -> None:
+def _walks(lines: Sequence[str]) -> list[str]:
     """The calibration models' own deep steps beneath the unseen model's (``model_walks``)."""
-    if lines:
-        print("  the calibration's models in process, their deepest step beyond their shallowest:")
-        for line in lines:
-            print(f"    {line}")
+    if not lines:
+        return []
+    return ["  the calibration's models in process, their deepest step beyond their shallowest:",
+            *(f"    {line}" for line in lines)]
 
 
 def refit(path: str) -> int:
@@ -226,7 +242,7 @@ def refit(path: str) -> int:
     print("\n".join(table(rows)))
     if cost := depth_cost(unseen_spec(run["model"], run["weights"]), rows):
         print(cost)
-        walks(model_walks([(m.key, m.spec, m.points) for m in models]))
+        print("\n".join(_walks(model_walks([(m.key, m.spec, m.points) for m in models]))))
     control = run.get("control_model")
     if control in specs and run.get("control"):
         control_rows = priced(specs[control].spec(), run["control"])
@@ -240,15 +256,15 @@ def refit(path: str) -> int:
     return 0
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="llama-3.2-1b",
                         help=f"{', '.join(REAL_SHAPES)}, a catalogue key or a config.json (default llama-3.2-1b)")
     parser.add_argument("--weights", default="q4_k_m", help="its weight format (default q4_k_m)")
     parser.add_argument("--thorough", action="store_true", help="calibrate on the real-size set too (tens of minutes)")
     parser.add_argument("--long", action="store_true", help="also pp2048 and tg128 @ d2048")
-    parser.add_argument("--llama-bench", default=DEFAULT_BINARY, metavar="PATH",
-                        help=f"the llama-bench binary (default {DEFAULT_BINARY})")
+    parser.add_argument("--llama-bench", default=None, metavar="PATH",
+                        help="the llama-bench binary (default: the one beside this Python, else on PATH)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
     parser.add_argument("--repetitions", type=int, default=5, help="llama-bench's -r (default 5)")
     parser.add_argument("--repeats", type=int, default=3,
@@ -266,13 +282,18 @@ def main() -> int:
                         "the figure the mean of the two)")
     parser.add_argument("--refit", metavar="FILE", help="measure nothing: fit a --json run's points again and "
                         "price its tests (the code as it is now, the same llama-bench figures)")
-    args = parser.parse_args()
-    if args.refit:
-        return refit(args.refit)
+    parser.add_argument("--from-record", metavar="FILE", help="measure nothing: print a --json run's record "
+                        "as the run printed it (docs/runs/ holds the records the docs quote)")
+    return parser
+
+
+def measure(args: argparse.Namespace) -> int:
+    """The run: llama-bench and a calibration, its record written (``--json``) and printed."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))      # ``timeout``: remove the GGUF on the way out
     began, load0 = time.perf_counter(), _load()
+    began_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"load average before: {load0}")
-    find_binary("llama-bench", args.llama_bench)          # before any GGUF is written or machine measured
+    args.llama_bench = str(find_binary("llama-bench", args.llama_bench or _beside_python()))   # before any GGUF
     spec = unseen_spec(args.model, args.weights)
     plan = calibration_plan(args)
     seen = tuple(m.spec() for m in plan.models())
@@ -295,7 +316,9 @@ def main() -> int:
         if not args.after_only:
             print(f"llama-bench before the calibration: {threads} threads; load average {_load()}")
             before = _bench_all(args, tests, threads, models)
+        cal_began = time.perf_counter()
         cal, machine, cal_threads, seen, points = calibrate(args, plan)
+        cal_seconds = round(time.perf_counter() - cal_began)
         if cal_threads != threads:
             print(f"the calibration ran {cal_threads} threads, llama-bench before it {threads}: "
                   f"only the runs after it count")
@@ -313,48 +336,97 @@ def main() -> int:
                     for i, (test, point) in enumerate(zip(tests, after[k], strict=True))]
 
         rows = rows_of(0, opened, expected)
-        print(f"unseen model {model_line(opened)}")
-        print(f"  calibration models: {', '.join(f'{s.name} ({s.vocab:,})' for s in seen)}")
-        if before is not None:
-            print("llama-bench's figure is the mean of its run before the calibration and its run after; "
-                  "± is their spread")
-            for test, b, a in zip(tests, before[0], after[0], strict=True):
-                print("  " + drift_line(test, b, a))
-        print("\n".join(table(rows)))
-        if cost := depth_cost(opened, rows):
-            print(cost)
-            walks(model_walks([(s.name, s, [MeasuredPoint.from_dict(p) for p in points[s.name]]) for s in seen]))
-        control_rows: list[Row] = []
-        if control is not None:
-            control_rows = rows_of(1, control_opened, expected_for(control_opened, machine, cal))
-            print(f"control, a calibration model (the fit saw it), each test run right after the unseen "
-                  f"model's: {model_line(control_opened)}")
-            print("\n".join(table(control_rows)))
-            if cost := depth_cost(control_opened, control_rows):
-                print(cost)
-        control_name = control.name if control is not None else ""
-    if control_rows:
-        print(f"unseen relative to the control: {relative(rows, control_rows)}")
-    for note in expected.notes:
-        print(f"note: {note}")
-    print(f"load average before: {load0}; after: {_load()}; {time.perf_counter() - began:.0f} s in all")
-    if args.json:                   # for a second look at the fit without measuring again
-        def runs(i: int) -> list[dict[str, Any]]:
-            return [{"before": before[i][j].rate if before else None, "after": after[i][j].rate}
-                    for j in range(len(tests))]
-
-        Path(args.json).write_text(json.dumps({
-            "machine": machine.to_dict(), "calibration": cal.to_dict(), "points": points, "model": args.model,
-            "weights": args.weights,
-            "rows": [{"test": r.test.label, "expected": r.expected, "low": r.low, "high": r.high,
-                      "measured": r.measured, "stdev": r.stdev, **run} for r, run in zip(rows, runs(0), strict=True)],
-            "threads": threads, "control_model": control_name,
-            "control": [{"test": r.test.label, "expected": r.expected, "measured": r.measured, "stdev": r.stdev,
-                         **run} for r, run in zip(control_rows, runs(1) if control_rows else [], strict=True)]},
-            indent=1))
-    missed = [r.test.label for r in rows if not r.met]
-    print("targets missed: " + (", ".join(missed) if missed else "none"))
+        control_rows = rows_of(1, control_opened, expected_for(control_opened, machine, cal)) \
+            if control is not None else []
+        record = {
+            "date": began_at, "argv": sys.argv[1:], "load_before": load0, "load_after": _load(),
+            "seconds": round(time.perf_counter() - began), "calibration_seconds": cal_seconds,
+            "llama_bench": {"threads": threads, "repetitions": args.repetitions, "batch": BATCH, "ubatch": UBATCH,
+                            "when": "after" if before is None else "before and after"},
+            "model": args.model, "weights": args.weights, "model_line": model_line(opened),
+            "calibration_models": [{"name": s.name, "vocab": s.vocab} for s in seen],
+            "machine": machine.to_dict(), "calibration": cal.to_dict(), "points": points, "threads": threads,
+            "rows": _row_dicts(rows, before, after, 0), "control_model": control.name if control else "",
+            "control_line": model_line(control_opened) if control else "",
+            "control": _row_dicts(control_rows, before, after, 1), "notes": list(expected.notes)}
+    if args.json:                   # the run's record: --from-record prints it again, --refit fits it again
+        Path(args.json).write_text(json.dumps(record, indent=1) + "\n")
+    print("\n".join(render(record)))
     return 0
+
+
+def _row_dicts(rows: Sequence[Row], before: list[list[MeasuredPoint]] | None, after: list[list[MeasuredPoint]],
+               k: int) -> list[dict[str, Any]]:
+    """Model ``k``'s rows as the record keeps them: the priced figures and each llama-bench run's rate."""
+    return [{"test": r.test.label, "expected": r.expected, "low": r.low, "high": r.high, "measured": r.measured,
+             "stdev": r.stdev, "before": before[k][j].rate if before else None, "after": after[k][j].rate}
+            for j, r in enumerate(rows)]
+
+
+def _rows(items: Sequence[dict[str, Any]]) -> list[Row]:
+    tests = {t.label: t for t in TESTS + LONG_TESTS}
+    return [Row(test=tests[r["test"]], expected=r["expected"], low=r.get("low", r["expected"]),
+                high=r.get("high", r["expected"]), measured=r["measured"], stdev=r["stdev"]) for r in items]
+
+
+def _calibration_lines(run: dict[str, Any]) -> list[str]:
+    """The record's machine and calibration as the calibration command prints them (its fitted
+    terms and its own out-of-sample scores)."""
+    from rooflab.core.cli.calibrate import print_calibration
+
+    machine = MachineProfile.from_dict(run["machine"], key="measured")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_calibration(EngineCalibration.from_dict(run["calibration"]))
+    return [f"machine {machine.name}: {machine.bandwidth / 1e9:.1f} GB/s, {machine.flops() / 1e9:.0f} GFLOP/s "
+            f"{machine.default_dtype}", *printed.getvalue().splitlines()]
+
+
+def render(run: dict[str, Any]) -> list[str]:
+    """A run's record as text: what the run printed once its measuring was done (``--from-record``
+    prints the committed records of docs/runs/ this way, and the docs test compares)."""
+    bench = run["llama_bench"]
+    lines = [f"run {run['date']}: bench_unseen_gguf.py {' '.join(run['argv'])}",
+             f"  load average before: {run['load_before']}; after: {run['load_after']}; {run['seconds']} s in all "
+             f"(the calibration {run['calibration_seconds']} s)",
+             f"  llama-bench: {bench['threads']} threads, -fa 1 -b {bench['batch']} -ub {bench['ubatch']}, "
+             f"{bench['repetitions']} repetitions, {bench['when']} the calibration",
+             *_calibration_lines(run),
+             f"unseen model {run['model_line']}",
+             "  calibration models: " + ", ".join(f"{m['name']} ({m['vocab']:,})" for m in run["calibration_models"])]
+    rows = _rows(run["rows"])
+    if all(r.get("before") for r in run["rows"]):
+        lines.append("llama-bench's figure is the mean of its run before the calibration and its run after; "
+                     "± is their spread")
+        lines += ["  " + drift_line(row.test, r["before"], r["after"])
+                  for row, r in zip(rows, run["rows"], strict=True)]
+    lines += table(rows)
+    spec = unseen_spec(run["model"], run["weights"])
+    if cost := depth_cost(spec, rows):
+        specs = {m.spec().name: m.spec() for m in calibration_models("llamacpp", thorough=True)}
+        lines.append(cost)
+        lines += _walks(model_walks([(name, specs[name], [MeasuredPoint.from_dict(p) for p in points])
+                                     for name, points in run["points"].items() if name in specs]))
+    if run.get("control"):
+        control_rows = _rows(run["control"])
+        lines.append(f"control, a calibration model (the fit saw it), each test run right after the unseen "
+                     f"model's: {run['control_line']}")
+        lines += table(control_rows)
+        lines.append(f"unseen relative to the control: {relative(rows, control_rows)}")
+    lines += [f"note: {note}" for note in run.get("notes", ())]
+    missed = [r.test.label for r in rows if not r.met]
+    lines.append("targets missed: " + (", ".join(missed) if missed else "none"))
+    return lines
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    if args.from_record:
+        print("\n".join(render(json.loads(Path(args.from_record).read_text()))))
+        return 0
+    if args.refit:
+        return refit(args.refit)
+    return measure(args)
 
 
 if __name__ == "__main__":

@@ -133,10 +133,9 @@ def bracketed(before: MeasuredPoint | None, after: MeasuredPoint) -> MeasuredPoi
     return after if before is None else merge_points([before, after])
 
 
-def drift_line(test: BenchTest, before: MeasuredPoint, after: MeasuredPoint) -> str:
-    """How far one test's llama-bench figure moved over the calibration."""
-    return (f"{test.label:<14} {before.rate:9.2f} before, {after.rate:9.2f} after the calibration "
-            f"({after.rate / before.rate - 1:+.1%})")
+def drift_line(test: BenchTest, before: float, after: float) -> str:
+    """How far one test's llama-bench figure (tokens/s) moved over the calibration."""
+    return f"{test.label:<14} {before:9.2f} before, {after:9.2f} after the calibration ({after / before - 1:+.1%})"
 
 
 def table(rows: Sequence[Row]) -> list[str]:

@@ -124,7 +124,7 @@ def test_a_test_run_before_and_after_the_calibration_is_met_halfway(bench, tiny)
     assert bench.bracketed(None, after) is after
     row = bench.row_for(expected_for(tiny, MACHINE, _cal(_rates())), tiny, BenchTest(n_prompt=512), both)
     assert row.measured == pytest.approx(2560.0) and row.stdev == pytest.approx(2560.0 * 0.1414213 / 0.2)
-    line = bench.drift_line(BenchTest(n_prompt=512), before, after)
+    line = bench.drift_line(BenchTest(n_prompt=512), before.rate, after.rate)
     assert line.split() == ["pp512", "5120.00", "before,", "1706.67", "after", "the", "calibration", "(-66.7%)"]
     with pytest.raises(Exception, match="different tests"):
         bench.bracketed(before, dataclasses.replace(after, prompt=2048, test="pp2048"))
@@ -214,3 +214,51 @@ def test_the_calibration_models_deep_steps_are_told_per_pair_beside_the_unseen_o
     points = [step(3, 0.020), step(2051, 0.070), step(4096, 0.5, batch=4), step(4096, 0.9, disturbed=True)]
     assert bench.model_walks([("llama", llama, points), ("one step", llama, points[:1])]) == [
         "llama (head width 64): 50.0 ms at 2,051 cached tokens beyond 3, 48 ns a pair"]
+
+
+def _record(rows: list[dict]) -> dict:
+    """A run's record as ``--json`` writes it (no points: the tests priced are not at depth)."""
+    return {"date": "2026-12-07 05:05 UTC", "argv": ["--model", "gemma-3-270m", "--after-only"],
+            "load_before": "8.62 6.99 4.76", "load_after": "2.10 2.00 1.90", "seconds": 2400,
+            "calibration_seconds": 2300,
+            "llama_bench": {"threads": 2, "repetitions": 2, "batch": 2048, "ubatch": 512, "when": "after"},
+            "model": "gemma-3-270m", "weights": "q4_k_m", "model_line": "Gemma-3-270M (Q4_K_M): 0.27 B parameters",
+            "calibration_models": [{"name": "a", "vocab": 16000}, {"name": "b", "vocab": 151936}],
+            "machine": MACHINE.to_dict(), "calibration": _cal(_rates()).to_dict(), "points": {}, "threads": 2,
+            "rows": rows, "control_model": "", "control_line": "", "control": [], "notes": ["a note"]}
+
+
+def test_a_record_prints_as_its_run_printed_it(bench, tmp_path, capsys, monkeypatch):
+    """``--from-record FILE`` prints a run's record, the way the run printed it once measured:
+    its settings, load and time, the machine and the calibration (fitted terms, its own
+    out-of-sample scores), the rows and the targets missed; with llama-bench run before and
+    after the calibration, how far each test moved. The docs print the committed records so."""
+    import json
+
+    rows = [{"test": "pp512", "expected": 80.0, "low": 70.0, "high": 90.0, "measured": 100.0, "stdev": 2.0,
+             "before": None, "after": 100.0},
+            {"test": "tg128", "expected": 20.0, "low": 19.0, "high": 21.0, "measured": 20.5, "stdev": 0.5,
+             "before": None, "after": 20.5}]
+    lines = bench.render(_record(rows))
+    assert lines[0] == "run 2026-12-07 05:05 UTC: bench_unseen_gguf.py --model gemma-3-270m --after-only"
+    assert "load average before: 8.62 6.99 4.76; after: 2.10 2.00 1.90; 2400 s in all" in lines[1]
+    assert "2 repetitions, after the calibration" in lines[2]
+    assert lines[3] == "machine box: 100.0 GB/s, 1000 GFLOP/s fp32"
+    assert "  fitted terms (16th-84th percentile over resampled fits):" in lines
+    assert "    accuracy, leave one model out:" in lines          # the calibration's own scores
+    assert "  calibration models: a (16,000), b (151,936)" in lines
+    assert lines.index("unseen model Gemma-3-270M (Q4_K_M): 0.27 B parameters") > 3
+    assert next(x for x in lines if x.startswith("pp512 ")).split()[-3:] == ["15%", "NOT", "met"]
+    assert next(x for x in lines if x.startswith("tg128 ")).endswith("met")
+    assert lines[-2:] == ["note: a note", "targets missed: pp512"]
+    assert not any("before the calibration and its run after" in line for line in lines)
+    both = [dict(r, before=r["after"] * 0.9) for r in rows]
+    moved = bench.render(_record(both))
+    assert "llama-bench's figure is the mean of its run before the calibration and its run after; ± is their " \
+           "spread" in moved
+    assert any(line.split()[:2] == ["pp512", "90.00"] and line.endswith("(+11.1%)") for line in moved)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(_record(rows)))
+    monkeypatch.setattr("sys.argv", ["bench_unseen_gguf.py", "--from-record", str(path)])
+    assert bench.main() == 0
+    assert capsys.readouterr().out.splitlines() == lines
