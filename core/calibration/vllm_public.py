@@ -307,7 +307,7 @@ def vllm_calibration() -> EngineCalibration | None:
     machines = sorted({r.machine for r in runs})
     return EngineCalibration(
         machine_key="", machine_name="published vLLM machines", engine_key="vllm-published",
-        engine_label="vLLM (published runs)", settings={"engine": "vllm"}, date="2026-12-07",
+        engine_label="vLLM", settings={"engine": "vllm"}, date="2026-12-07",
         models=("published vLLM runs",), machine_bandwidth=1.0, machine_flops=1.0, central=rates,
         replicates=replicates, source="public", points=len(runs),
         accuracy={"leave_one_machine_out": {"run": Accuracy(median=float(np.median(errors)),

@@ -145,11 +145,19 @@ def with_expected(d: dict[str, Any], spec: ModelSpec, ex: Expected, workload: Wo
     return d
 
 
+def published_origin(cal: EngineCalibration) -> str:
+    """What a published calibration was fitted on: llama.cpp's back ends on their published
+    llama-bench results, vLLM on its own published runs."""
+    if cal.engine_key == "vllm-published":
+        return "vLLM's published runs"
+    return "published benchmarks of the back end"
+
+
 def expected_text(spec: ModelSpec, ex: Expected, workload: Workload, placement: StandsOn = None) -> str:
     """Lines for ``predict``'s text output: the expected request beside where it comes from."""
     r = expected_request(spec, ex, workload, placement)
     cal = ex.calibration
-    origin = {"public": "published benchmarks of the back end", "none": "no calibration: the ceiling"}.get(
+    origin = {"public": published_origin(cal), "none": "no calibration: the ceiling"}.get(
         cal.source, f"calibrated {cal.date[:10]}")
     lines = [f"expected with {cal.engine_label} ({origin}):"]
     for label, key in (("time to first token", "expected_ttft_seconds"),

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from rooflab.core.predict.expected import Expected
 from rooflab.core.report.chart_types import Scenario
-from rooflab.core.report.expected import StandsOn, accuracy_phrase, expected_request
+from rooflab.core.report.expected import StandsOn, accuracy_phrase, expected_request, published_origin
 from rooflab.core.report.explain import Line, per_sequence
 from rooflab.core.report.units import fmt, fmt_range
 
 
 def _origin(ex: Expected) -> str:
     cal = ex.calibration
+    if cal.source == "public" and cal.engine_key == "vllm-published":
+        return published_origin(cal)
     if cal.source == "public":
         return f"the {cal.engine_label} back end's published llama-bench results"
     if cal.source == "none":                 # nothing calibrated this engine: the ceiling (its note says so)

@@ -47,7 +47,7 @@ def test_predict_shows_vllms_figure_over_nvlink_and_none_over_pcie(capsys):
     # PCIe, which no published vLLM run did: no expected TPOT (it was the ceiling, 2-11x above what
     # users measured), the ceiling with its all-reduces, and why
     two = _predict(capsys, "--devices", "2", "--parallel", "tensor")
-    assert two["parallel"]["link_kind"] == "nvlink" and two["calibration"]["engine"] == "vLLM (published runs)"
+    assert two["parallel"]["link_kind"] == "nvlink" and two["calibration"]["engine"] == "vLLM"
     assert two["request"]["expected_tpot_seconds"] > two["request"]["tpot_seconds"] > 0
     four = _predict(capsys, "--devices", "4", "--parallel", "tensor")
     assert four["parallel"]["link_kind"] == "pcie"
@@ -60,3 +60,20 @@ def test_predict_shows_vllms_figure_over_nvlink_and_none_over_pcie(capsys):
     layer = _predict(capsys, "--devices", "2", "--parallel", "layer")
     assert layer["calibration"]["engine"] == "llama.cpp CUDA"
     assert layer["request"]["expected_tpot_seconds"] > layer["request"]["tpot_seconds"]
+
+
+def test_vllms_figure_names_its_own_runs_not_llama_cpps_benchmarks(capsys):
+    """The text and the window's lines say where vLLM's figure comes from: its published runs,
+    never "published benchmarks of the back end" or llama-bench's results."""
+    from rooflab.core.app.resolve import expected_for_choice
+    from rooflab.core.io import load_model
+    from rooflab.core.report.expected_lines import _origin
+
+    args = ["predict", "--model", "gpt-oss-120b-mxfp4", "--machine", "a100-pcie-80gb", "--devices", "2",
+            "--parallel", "tensor"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "expected with vLLM (vLLM's published runs):" in out and "benchmarks of the back end" not in out
+    ex = expected_for_choice(load_model("gpt-oss-120b-mxfp4"), load_machine("a100-pcie-80gb"),
+                             PlacementChoice(devices=2, parallel="tensor"))
+    assert ex is not None and _origin(ex) == "vLLM's published runs"
