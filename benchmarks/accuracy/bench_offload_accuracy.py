@@ -10,12 +10,12 @@ The ceiling and the expected figure are both priced (``offload.placed_prefill`` 
 ``placed_decode``; the expected one at the published llama.cpp calibration of the GPU's back
 end, the host at the CPU back end's, with ``offload_terms``' constants). Layer split: each
 device at its back end's fitted factors, the split's hops and pipelined prompt (``offload``),
-the pipeline keeping ``layer_split.PIPELINE_KEPT`` of its ideal saving.
+the pipeline keeping ``layer_split.pipeline_kept`` of its ideal saving (more the more devices).
 
 Each row's host is priced at its stated memory and its CPU's peak (``hosts`` in the data: cores
 the run used x max boost clock x fp32 FLOP a cycle, the machine's offload flops). The fitted
 constants (HOST_EXPERT_DECODE_SHARE and HOST_EXPERT_DECODE_COMPUTE together on generation rows,
-PCIE_STREAM_SHARE on prompt rows, PIPELINE_KEPT on layer-split prompt rows; each on a grid, the
+PCIE_STREAM_SHARE on prompt rows, PIPELINE_DEVICES on layer-split prompt rows; each on a grid, the
 mean over machines of each one's median |log(expected / measured)| minimised, so a machine with
 many rows weighs as one with few; of values that fit alike, the nearest the shipped) are
 refitted without the rows scored: leaving one source out (printed first), one machine out
@@ -68,7 +68,7 @@ from rooflab.core.values.workload import Workload
 DATA = Path(resources_dir()) / "placed" / "llamacpp-offload-public.json"
 SHARES = tuple(float(s) for s in np.round(np.arange(0.30, 1.001, 0.02), 2))
 COMPUTE = tuple(float(s) for s in np.round(np.arange(0.08, 0.601, 0.02), 2))
-KEPT = tuple(float(k) for k in np.round(np.arange(0.0, 1.001, 0.1), 1))
+KEPT = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 11.0, 16.0)   # PIPELINE_DEVICES
 CATEGORIES = ("on device", "offloaded", "several devices", "vLLM")
 NO_VLLM = ("scored by benchmarks/accuracy/bench_vllm_accuracy.py on resources/placed/vllm-public.json "
            "(vLLM's own calibration, not these constants)")
@@ -111,13 +111,13 @@ def shipped_constants() -> tuple[float, float, float]:
 
 @contextmanager
 def kept(value: float) -> Iterator[None]:
-    """``layer_split.PIPELINE_KEPT`` set to ``value`` for the block."""
-    old = layer_split.PIPELINE_KEPT
-    layer_split.PIPELINE_KEPT = value
+    """``layer_split.PIPELINE_DEVICES`` set to ``value`` for the block."""
+    old = layer_split.PIPELINE_DEVICES
+    layer_split.PIPELINE_DEVICES = value
     try:
         yield
     finally:
-        layer_split.PIPELINE_KEPT = old
+        layer_split.PIPELINE_DEVICES = old
 
 
 def _machine(row: dict[str, Any], hosts: dict[str, Any]) -> MachineProfile:
@@ -208,8 +208,8 @@ def _linked(machine: MachineProfile, key: str) -> MachineProfile:
 
 def several_rows() -> list[Scored]:
     """The layer-split runs of the published llama-bench sets (never fitted by the one-device
-    fit), each priced at its back end's fitted factors; ``predict(kept, _)`` at that share of
-    the pipeline's ideal saving."""
+    fit), each priced at its back end's fitted factors; ``predict(scale, _)`` with the pipeline
+    keeping ``layer_split.pipeline_kept`` of its ideal saving at that device scale."""
     from rooflab.core.calibration import public, public_fit, public_score
     from rooflab.core.predict.expected import efficiency_for
 
@@ -260,18 +260,18 @@ def error(predicted: float, measured: float) -> float:
 def shipped(row: Scored) -> tuple[float, float, float]:
     """The shipped constants ``row.predict`` takes."""
     if row.category == "several devices":
-        return layer_split.PIPELINE_KEPT, 0.0, 0.0
+        return layer_split.PIPELINE_DEVICES, 0.0, 0.0
     return shipped_constants()
 
 
 def fit(train: Sequence[Scored]) -> dict[str, float]:
     """The constants minimising the median error over ``train`` (rows above their ceiling left
     out: their stated set-up cannot have produced them): the host share on offloaded generation,
-    the link share on offloaded prompts, the pipeline's kept share on layer-split prompts; a
+    the link share on offloaded prompts, the pipeline's device scale on layer-split prompts; a
     constant with no training row keeps its shipped value."""
     train = [r for r in train if r.measured <= r.ceiling]
     host, link, compute = shipped_constants()
-    best = {"host": host, "link": link, "compute": compute, "kept": layer_split.PIPELINE_KEPT}
+    best = {"host": host, "link": link, "compute": compute, "kept": layer_split.PIPELINE_DEVICES}
 
     def pick(rows: list[Scored], grid: Sequence[Any], args: Callable[[Any], tuple[float, float, float]],
              now: Any) -> Any:
@@ -292,7 +292,7 @@ def fit(train: Sequence[Scored]) -> dict[str, float]:
     if pp := [r for r in offloaded if r.kind == "pp"]:
         best["link"] = pick(pp, SHARES, lambda s: (host, s, compute), link)
     if split := [r for r in train if r.category == "several devices" and r.kind == "pp"]:
-        best["kept"] = pick(split, KEPT, lambda s: (s, 0.0, 0.0), layer_split.PIPELINE_KEPT)
+        best["kept"] = pick(split, KEPT, lambda s: (s, 0.0, 0.0), layer_split.PIPELINE_DEVICES)
     return best
 
 
@@ -414,13 +414,13 @@ def main(argv: list[str] | None = None) -> int:
           + f"; set apart (the engine moved weights as the placed model does not price): {len(unpriced)}")
     print(f"shipped: HOST_EXPERT_DECODE_SHARE {offload_terms.HOST_EXPERT_DECODE_SHARE}, HOST_EXPERT_DECODE_COMPUTE "
           f"{offload_terms.HOST_EXPERT_DECODE_COMPUTE}, PCIE_STREAM_SHARE {offload_terms.PCIE_STREAM_SHARE}, "
-          f"PIPELINE_KEPT {layer_split.PIPELINE_KEPT}; bounded, not fitted: "
+          f"PIPELINE_DEVICES {layer_split.PIPELINE_DEVICES}; bounded, not fitted: "
           f"CROSSING_SECONDS {offload_terms.CROSSING_SECONDS * 1e6:.0f} us, LIVE_EXPERT_FLOOR "
           f"{offload_terms.LIVE_EXPERT_FLOOR}")
     whole = fit(rows)
     print(f"fitted on every row: HOST_EXPERT_DECODE_SHARE {whole['host']}, HOST_EXPERT_DECODE_COMPUTE "
           f"{whole['compute']}, PCIE_STREAM_SHARE {whole['link']}, "
-          f"PIPELINE_KEPT {whole['kept']}")
+          f"PIPELINE_DEVICES {whole['kept']}")
     print()
     print("median |expected - measured| / measured over machines (each one's median) and over rows; band: the "
           "other folds' residuals, 16-84 %: median width (high / low), share of rows inside")
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             ranges.append(f"{name} {len(fits)} fits: " + ", ".join(
                 f"{label} {min(f[k] for f in fits):g}-{max(f[k] for f in fits):g}"
                 for k, label in (("host", "host share"), ("compute", "host compute"), ("link", "link share"),
-                                  ("kept", "pipeline kept"))))
+                                  ("kept", "pipeline devices"))))
     print()
     for line in ranges:
         print(line)

@@ -27,13 +27,14 @@ split's inputs):
 
 One ubatch (k = 1) gains nothing; many ubatches on up to 4 devices approach N times faster.
 The hidden state's hops ride in the stages and scale alike. An expected figure keeps
-``PIPELINE_KEPT`` of the saving (published runs fall between no pipeline and the ideal one);
-a ceiling keeps all of it. Left out: llama.cpp's fit filling
+``pipeline_kept(N)`` of the saving, more of it the more devices (published runs fall between no
+pipeline and the ideal one); a ceiling keeps all of it. Left out: llama.cpp's fit filling
 a device's last layer in part with overflow to the next device (one device only here), and
 uneven stages (the device with the output layer does a little more)."""
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -44,11 +45,21 @@ from rooflab.core.predict.work import Array
 from rooflab.core.values.model import ModelSpec, Tensor
 
 SCHED_COPIES = 4          # ubatches in flight in a pipelined prefill (ggml's GGML_SCHED_MAX_COPIES)
-# Share of the ideal pipeline's saving an expected figure keeps: stages are uneven (the output's
-# device does more), each stage waits for its copy of the hidden state and the scheduler's events.
-# Fitted by benchmarks/accuracy/bench_offload_accuracy.py --several on the published layer-split runs
-# (none of them fitted elsewhere): 0.6 there, where 1.0 left prompts 58-77 % (median) too fast.
-PIPELINE_KEPT = 0.6
+# Share of the ideal pipeline's saving an expected figure keeps, 1 - exp(-(N - 1) / PIPELINE_DEVICES)
+# over N devices (``pipeline_kept``): stages are uneven (the output's device does more) and each
+# waits for its copy of the hidden state and the scheduler's events. Published runs of one model at
+# pp512 (one ubatch: no pipeline) and pp4096-8192 on the same devices isolate the saving from the
+# devices' own speed: two devices keep about a quarter of the ideal saving, four about 0.6, six and
+# eight 0.75-0.8, so one share for every count (0.6, before) put two devices' prompts 20 % too fast
+# and eight's 20 % too slow. Fitted by benchmarks/accuracy/bench_offload_accuracy.py on the published
+# layer-split runs (none of them fitted elsewhere), each machine weighing one.
+PIPELINE_DEVICES = 3.5
+
+
+def pipeline_kept(devices: int) -> float:
+    """The share of the ideal pipeline's saving an expected figure keeps over ``devices``
+    devices: 1 - exp(-(N - 1) / ``PIPELINE_DEVICES``), 0 for one device."""
+    return 1.0 - math.exp(-max(0, devices - 1) / PIPELINE_DEVICES)
 
 
 def pipelines(spec: ModelSpec, placement: Placement) -> bool:
@@ -65,7 +76,7 @@ def pipeline_share(tokens: ArrayLike, ubatch: int, devices: int, kept: float = 1
     when llama.cpp pipelines its ubatches of ``ubatch`` over ``devices`` devices in a layer
     split: (N + (k - 1) max(1, N / c)) / (k N), k = max(1, tokens / ubatch) (module docstring);
     1 on one device or for one ubatch. ``kept``: the share of that ideal saving the figure keeps,
-    1 - kept x (1 - ideal) (a ceiling 1; an expected figure ``PIPELINE_KEPT``)."""
+    1 - kept x (1 - ideal) (a ceiling 1; an expected figure ``pipeline_kept``)."""
     k = np.maximum(1.0, np.asarray(tokens, dtype=np.float64) / float(ubatch))
     n = float(devices)
     if devices <= 1:

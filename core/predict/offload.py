@@ -198,7 +198,7 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
         return placed
     # a layer split holding every layer: llama.cpp pipelines the ubatches across the devices
     share = pipeline_share(n * b, workload.ubatch, placement.devices,
-                           kept=1.0 if is_ceiling(machine) else layer_split.PIPELINE_KEPT)
+                           kept=1.0 if is_ceiling(machine) else layer_split.pipeline_kept(placement.devices))
     on_devices = dataclasses.replace(placed.device, seconds=placed.device.seconds * share)
     comm = placed.communication * share
     return PlacedPass(device=on_devices, host=placed.host, communication=comm, round_trips=placed.round_trips * share,

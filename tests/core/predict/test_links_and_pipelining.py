@@ -181,3 +181,24 @@ def test_the_prefill_attention_is_shared_like_the_rest(qwen8b):
     assert float(parallel_prefill(qwen8b, m, w, two).device.compute_seconds) == pytest.approx(
         flops / 2 / m.flops(w.compute_dtype), rel=1e-9)
     assert np.isfinite(float(parallel_prefill(qwen8b, m, w, two, context=4096).seconds))
+
+
+def test_an_expected_prefill_keeps_more_of_the_pipelines_saving_the_more_devices(gptoss):
+    """Published runs of one model at one ubatch and at 4,096-8,192 tokens on the same devices: two
+    devices keep about a quarter of the ideal saving, eight most of it; a ceiling keeps all of it."""
+    from rooflab.core.predict.layer_split import pipeline_kept
+    from rooflab.core.values.efficiency import Efficiency
+
+    assert pipeline_kept(1) == 0.0
+    assert 0.2 < pipeline_kept(2) < 0.35 < pipeline_kept(4) < 0.7 < pipeline_kept(8) < 1.0
+    m = load_machine("rtx-pro-6000-blackwell")
+    expected = dataclasses.replace(m, efficiency=Efficiency(bandwidth=0.8, compute=0.6))
+    w = Workload(prompt=4096, answer=128, ubatch=512)
+    for devices in (2, 4, 8):
+        on = dataclasses.replace(Placement.all_on_device(gptoss), devices=devices)
+        ideal = float(pipeline_share(4096, 512, devices))
+        for machine, kept in ((m, 1.0), (expected, pipeline_kept(devices))):
+            piped = placed_prefill(gptoss, machine, w, on)
+            whole = placed_prefill(gptoss, machine, dataclasses.replace(w, ubatch=4096), on)
+            assert float(piped.device.seconds) == pytest.approx(
+                float(whole.device.seconds) * (1 - kept * (1 - ideal)), rel=1e-9), (devices, kept)
