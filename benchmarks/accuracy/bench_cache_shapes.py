@@ -160,7 +160,8 @@ def main() -> int:
     parser.add_argument("--depth", type=int, default=1024, help="the deep test's cached tokens (default 1024)")
     parser.add_argument("--gen", type=int, default=32, help="tokens generated a test (default 32)")
     parser.add_argument("--repetitions", type=int, default=3, help="llama-bench's -r (default 3)")
-    parser.add_argument("--llama-bench", default=unseen.DEFAULT_BINARY, metavar="PATH")
+    parser.add_argument("--llama-bench", default=None, metavar="PATH",
+                        help="the llama-bench binary (default: the one beside this Python, else on PATH)")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.depth < 1 or args.gen < 1 or args.repetitions < 1:
@@ -171,7 +172,7 @@ def main() -> int:
     except ValueError as exc:
         print(f"--models: {exc}", file=sys.stderr)
         return 2
-    find_binary("llama-bench", args.llama_bench)          # before any GGUF is written
+    args.llama_bench = str(find_binary("llama-bench", args.llama_bench or unseen.beside_python()))   # before a GGUF
     threads = args.threads or default_threads()
     began, load0 = time.perf_counter(), unseen._load()
     print(f"load average before: {load0}; llama-bench {args.llama_bench}, {threads} threads, -fa 1, "

@@ -42,6 +42,10 @@ docs quote; tests/test_docs.py prints them and compares). ``--refit`` measures n
 the points a record kept with the code as it is now and prices that run's tests again against
 the same llama-bench figures (a model change scored on the same measurements).
 
+On cores other work shares, run it with ``--threads 1``: llama.cpp's threads wait for each other
+by spinning at every operation, and two of them on two busy cores put llama-bench's own
+repetitions a factor of two apart (docs/measured-here.md).
+
 Llama-3.2-1B, the default model, is a design-era model: it steered the calibration's design, so
 its score is not an unseen model's; Gemma-3-270M is the built-in one no design step used
 (Qwen2.5-0.5B was one of ``bench_cache_shapes.py``'s models when the cache's walk was chosen)."""
@@ -110,7 +114,7 @@ __all__ = ["BATCH", "UBATCH", "LONG_TESTS", "REAL_SHAPES", "TARGETS", "TESTS", "
 
 
 
-def _beside_python() -> str | None:
+def beside_python() -> str | None:
     """The llama-bench beside this Python (a virtual environment's bin holding llama.cpp's tools), else None (PATH)."""
     here = Path(sys.executable).parent / "llama-bench"
     return str(here) if here.is_file() else None
@@ -293,7 +297,7 @@ def measure(args: argparse.Namespace) -> int:
     began, load0 = time.perf_counter(), _load()
     began_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"load average before: {load0}")
-    args.llama_bench = str(find_binary("llama-bench", args.llama_bench or _beside_python()))   # before any GGUF
+    args.llama_bench = str(find_binary("llama-bench", args.llama_bench or beside_python()))   # before any GGUF
     spec = unseen_spec(args.model, args.weights)
     plan = calibration_plan(args)
     seen = tuple(m.spec() for m in plan.models())
