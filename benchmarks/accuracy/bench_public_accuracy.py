@@ -26,12 +26,13 @@ worse than 35 %, coverage 60-80 %.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 
 import numpy as np
 
-from rooflab.core.calibration import public, public_score
+from rooflab.core.calibration import public, public_fit, public_score
 
 PROTOCOLS = ("machine", "source", "family")     # the first is the headline: a machine with no rows of its own
 NAMES = {"machine": "leave one machine out", "source": "leave one source out",
@@ -95,6 +96,68 @@ def summary(data: public.PublicBenchmarks, preds: dict[str, list[public_score.Pr
         print(f"  {NAMES[protocol]:27} {cells[0]}   {cells[1]}")
 
 
+DEEP = 8192                  # a prompt whose depth plus tokens reach this is "deep": attention is most of it
+TARGETS = {"MoE generation": 0.15, "deep prompts": 0.35}     # issue 36's medians
+
+
+def targeted(data: public.PublicBenchmarks, row: public.PublicRow) -> str:
+    """The cell of issue 36's targets ``row`` falls in ("" for none): MoE generation, or a deep
+    prompt (depth + tokens >= ``DEEP``)."""
+    if public.kind(row) == "tg":
+        return "MoE generation" if public.spec_of(data, row).is_moe else ""
+    return "deep prompts" if row.source.depth + row.test.tokens >= DEEP else ""
+
+
+def cells(data: public.PublicBenchmarks, preds: dict[str, list[public_score.Prediction]]) -> None:
+    """MoE generation and deep prompts, each protocol: the median error over machines and over
+    rows, the median of measured / predicted (below 1: the figure too fast), the band's median
+    width and coverage, against issue 36's target."""
+    print("\nMoE generation and deep prompts (depth + tokens >= 8192), out of sample: median error over machines / "
+          "rows, median measured / predicted, band")
+    print(f"  {'protocol':27} {'cell':15} {'rows':>5} {'machines':>8} {'rows':>5} {'meas/pred':>9} {'band':>6} "
+          f"{'held':>5} {'target':>6}")
+    for protocol, ps in preds.items():
+        for name, target in TARGETS.items():
+            mine = [p for p in ps if targeted(data, data.rows[p.row]) == name]
+            if not mine:
+                print(f"  {NAMES[protocol]:27} {name:15} {0:5d}  no rows")
+                continue
+            c = public_score.cell(mine)
+            ratio = float(np.median([p.measured / p.predicted for p in mine]))
+            print(f"  {NAMES[protocol]:27} {name:15} {c.rows:5d} {_pct(machine_median(data, mine)[0]).strip():>8} "
+                  f"{_pct(c.median).strip():>5} {ratio:9.2f} x{band_width(mine):5.2f} {_pct(c.coverage).strip():>5} "
+                  f"{_pct(target).strip():>6}")
+
+
+def moe_generation_unseen(data: public.PublicBenchmarks, fits: dict[str, public_fit.Factors]) -> None:
+    """Each back end's MoE generation rows left out in turn (its machines' other rows kept, so
+    their offsets), priced as a back end without MoE generation rows is: the whole routed-expert
+    layer the others showed less its per-layer cost (``public.expert_layer_seconds``),
+    beside the median of the others' added parts alone (what such a back end took before)."""
+    print("\neach back end's MoE generation left out (its machines known): median error, measured / predicted")
+    for g, f in fits.items():
+        if f.expert_layer_seconds is None:
+            continue
+
+        def unseen(row: public.PublicRow, group: str = g) -> bool:
+            return (public.kind(row) == "tg" and public.spec_of(data, row).is_moe
+                    and public_fit.group_of(data.machine(row.machine)) == group)
+
+        without = {**fits, **public.fit_groups(data, unseen, [g])}
+        rows = [data.rows[i] for i in public.group_rows(data)[g] if unseen(data.rows[i])]
+        offsets = public.machine_offsets(data, without, {r.machine for r in rows}, unseen)
+        added = float(np.median([x.expert_layer_seconds for k, x in without.items()
+                                 if k != g and x.expert_layer_seconds is not None]))
+        shown = []
+        for how, seconds in (("whole layer", public.expert_layer_seconds(without, g)), ("added parts", added)):
+            rates = dataclasses.replace(public.group_rates(without, g), expert_layer_seconds=seconds)
+            ratios = np.array([r.tokens_per_second / public.predict_row(data, r, rates, offsets.get(r.machine))
+                               for r in rows])
+            shown.append(f"{how} {seconds * 1e6:.0f} us: {_pct(float(np.median(np.abs(1 / ratios - 1)))).strip()}"
+                         f" (x{np.median(ratios):.2f})")
+        print(f"  {g:14} {len(rows):3d} rows  " + "; ".join(shown))
+
+
 def worst(data: public.PublicBenchmarks, preds: list[public_score.Prediction], count: int = 8) -> None:
     print(f"\nworst {count} rows, leave one machine out (predicted / measured tokens/s, settings, why likely):")
     for p in sorted(preds, key=lambda p: -p.error)[:count]:
@@ -131,8 +194,9 @@ def main() -> None:
                  for name, table in (("bandwidth", f.class_bandwidth), ("dense", f.class_dense)) if len(table) > 1]
         if shown:
             print(f"  {g} by weight format: " + "; ".join(shown))
-    print(f"routed experts without rows of their own: {public.expert_ratio(fits):.3f} x the dense rate, "
-          f"{public.expert_layer_seconds(fits) * 1e6:.1f} us a routed-expert layer")
+    print(f"routed experts without rows of their own: {public.expert_ratio(fits):.3f} x the dense rate; "
+          f"a routed-expert layer {public.expert_layer_total(fits) * 1e6:.1f} us in all, its per-layer cost and "
+          "its own (a back end without MoE generation rows adds that less its per-layer cost)")
     ratio = public.attention_ratio(fits)
     if ratio is not None:
         print(f"a prompt's attention without rows of its own: {ratio:.3f} x the dense rate")
@@ -140,11 +204,13 @@ def main() -> None:
     tg, pp = (np.array([o[k] for o in offsets.values()]) for k in (0, 1))
     print(f"machines' own offsets ({len(offsets)} machines): generation x{np.min(tg):.2f} .. x{np.max(tg):.2f}, "
           f"prompt processing x{np.min(pp):.2f} .. x{np.max(pp):.2f}")
+    moe_generation_unseen(data, fits)
     preds = {protocol: report(protocol, data) for protocol in PROTOCOLS if protocol in args.protocols}
     if "machine" in preds:
         worst(data, preds["machine"])
         errors = np.array([p.error for p in preds["machine"]])
         print(f"\n{len(errors)} rows, {np.mean(errors <= 0.25):.0%} within 25 % (leave one machine out)")
+    cells(data, preds)
     summary(data, preds)
     print(f"took {time.perf_counter() - start:.1f} s")
 

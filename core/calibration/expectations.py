@@ -72,7 +72,7 @@ def vendor_of(name: str) -> str:
 
 
 ANY = "any format"
-PUBLIC_CACHE_FORMAT = 4       # bump when what ``_fitted_backend`` computes changes
+PUBLIC_CACHE_FORMAT = 5       # bump when what ``_fitted_backend`` computes changes
 
 
 Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float]]]   # (fit, peaks, offsets)

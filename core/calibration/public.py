@@ -164,11 +164,33 @@ def expert_ratio(fits: dict[str, public_fit.Factors]) -> float:
     return float(np.median(ratios)) if ratios else 1.0
 
 
-def expert_layer_seconds(fits: dict[str, public_fit.Factors]) -> float:
-    """A routed-expert layer's fixed seconds, the median over the groups whose decode rows had
-    experts: what a group without MoE decode rows is assumed to pay (0 without any)."""
-    seen = [f.expert_layer_seconds for f in fits.values() if f.expert_layer_seconds is not None]
+def expert_layer_total(fits: dict[str, public_fit.Factors]) -> float:
+    """The whole fixed seconds of a routed-expert layer in a decode step, its per-layer cost
+    plus its own (router, gather, the experts' kernels), the median over the groups whose
+    decode rows had experts (0 without any)."""
+    seen = [f.layer_seconds + f.expert_layer_seconds for f in fits.values() if f.expert_layer_seconds is not None]
     return float(np.median(seen)) if seen else 0.0
+
+
+def expert_layer_seconds(fits: dict[str, public_fit.Factors], group: str | None = None) -> float:
+    """What a routed-expert layer adds to a decode step of ``group``, a group without MoE decode
+    rows: the whole fixed cost of such a layer the other groups showed (``expert_layer_total``)
+    less ``group``'s own per-layer cost, at least 0.
+
+    The whole, not the added part: where a group fits its per-layer cost and the routed-expert
+    layer's after it, the MoE rows (Qwen3-30B-A3B's 48 layers) set much of the per-layer cost
+    and leave the expert layer's own a small remainder (on the 2026-12-07 rows, ROCm's 106 us a
+    layer and 0.3 us an expert layer were 0 and 0 without its MoE rows), so the added parts'
+    median said little of what such a layer costs (each back end's MoE generation rows left
+    out in turn, its machines known, and predicted each way: docs/accuracy.md). A back end
+    whose dense layers cost little (CUDA's graphs) is thus priced at the other back ends' MoE
+    layer, not at its own dense one. Pooled over every group, not by kind of back end: the
+    split of a group's fixed cost between pass and layer is loosely held by its rows, and one
+    group of a kind moved the kind's median by a factor of five as rows were added. What it
+    leaves out: the experts a token uses (4 or 8: one cost), the batch."""
+    total = expert_layer_total(fits)
+    own = fits[group].layer_seconds if group is not None and group in fits else 0.0
+    return max(0.0, total - own)
 
 
 def attention_ratio(fits: dict[str, public_fit.Factors]) -> float | None:
@@ -183,8 +205,9 @@ def attention_ratio(fits: dict[str, public_fit.Factors]) -> float | None:
 
 def group_rates(fits: dict[str, public_fit.Factors], group: str) -> Rates:
     """``group``'s factors as ``Rates``, a term its rows did not show taken from the other
-    groups (``expert_ratio``, ``expert_layer_seconds``, ``attention_ratio`` for a GPU group)."""
-    return fits[group].rates(expert_ratio(fits), expert_layer_seconds(fits),
+    groups (``expert_ratio``, ``expert_layer_seconds`` for ``group``, ``attention_ratio`` for a
+    GPU group)."""
+    return fits[group].rates(expert_ratio(fits), expert_layer_seconds(fits, group),
                              None if group == "cpu" else attention_ratio(fits))
 
 

@@ -143,10 +143,11 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
     attention = None if rates.attention_flops is None else _factor(rates.attention_flops * scale_c / c)
     flash = None if rates.flash_attention_flops is None else _factor(rates.flash_attention_flops * scale_c / c)
     batch = _mixed(rates, "batch_flops", flops, set()) * scale_c if rates.batch_flops else None
+    moe = rates.expert_layer_seconds * expert_layers(spec)
+    step = min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers + moe)
     return Efficiency(bandwidth=_factor(bandwidth / b), compute=_factor(prefill / c),
                       decode_compute=_factor(decode / c), kv_read_factor=_factor(bandwidth / cache),
-                      step_overhead=min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers
-                                        + rates.expert_layer_seconds * expert_layers(spec)),
+                      step_overhead=step, expert_overhead=min(moe, step),
                       overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c, attention_compute=attention,
                       flash_attention_compute=flash, batch_compute=None if batch is None else _factor(batch / c),
                       kv_chunks=rates.kv_chunks, **rows_terms(spec, rates, flops))

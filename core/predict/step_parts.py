@@ -3,6 +3,7 @@ named parts, each in seconds and as a share of the pass, that sum to the pass's 
 
     t = GPU weights + GPU cache (or GPU arithmetic) + host weights + host cache (or host
         arithmetic) + PCIe streaming + round trips + link between devices + per-step overhead
+        + routed-expert layers' fixed cost
 
 Each part is read off the pass as ``offload`` priced it, never priced again:
 
@@ -16,7 +17,8 @@ Each part is read off the pass as ``offload`` priced it, never priced again:
 - the GPU <-> host crossings (``offload_terms.crossing_seconds``, 0 in a ceiling) are the round
   trips, counted as ``crossings`` per graph pass x ``passes`` x ``CROSSING_SECONDS``; the rest
   of the communication is the hidden state's hops between devices;
-- the efficiency's fixed seconds per step are the overhead.
+- the efficiency's fixed seconds per step are the overhead, the part a model's routed-expert
+  layers add (router, gather, the experts' kernels: ``Efficiency.expert_overhead``) apart.
 
 Left out: any overlap between parts (the model adds them, so the split is exact), and which of
 a memory-bound side's bytes wait on which (a proportional split of its seconds)."""
@@ -134,7 +136,9 @@ def step_parts(spec: ModelSpec, machine: MachineProfile, placement: Placement | 
         parts.append(StepPart(key="link", label="link between devices", seconds=_scalar(p.communication)))
     else:
         parts += _side(p, _scalar(p.seconds) - overhead, "device", f"weights {device_word}")
-    parts.append(StepPart(key="overhead", label="per-step overhead", seconds=overhead))
+    experts = min(machine.efficiency.expert_overhead, overhead)
+    parts.append(StepPart(key="overhead", label="per-step overhead", seconds=overhead - experts))
+    parts.append(StepPart(key="expert_overhead", label="routed-expert layers' fixed cost", seconds=experts))
     return StepParts(phase=phase, seconds=_scalar(p.seconds), parts=tuple(x for x in parts if x.seconds > 0),
                      crossings=count, passes=passes)
 

@@ -165,6 +165,10 @@ def expected_text(spec: ModelSpec, ex: Expected, workload: Workload, placement: 
         # in a person's units, as every other figure ("7.62 s", not "7622.65 ms")
         band = fmt_range(r[key + "_low"], r[key + "_high"], "s")
         lines.append(f"  {label:<22} {fmt(r[key], 's'):>10}  (band {band})")
+    moe = ex.machine.efficiency.expert_overhead
+    if moe > 0:        # a small-active MoE model's step is more than its bytes: say how much more
+        lines.append(f"  {'of each step':<22} {fmt(moe, 's'):>10}  the routed-expert layers' fixed cost (router, "
+                     "gather, the experts' kernels)")
     for phase, label in (("prefill", "prompt processing"), ("decode", "generation"), ("batch", "batched decode")):
         phrase = accuracy_phrase(cal, phase)
         if phrase:

@@ -47,7 +47,9 @@ class Efficiency:
     attention reads them). host_expert_bandwidth: the factor of the host memory's bandwidth that a
     decode step's routed experts kept on the host behind a GPU are read at, as this machine's own
     measurement found it (``calibration.host_experts``; None: ``host_bandwidth`` times the fitted
-    ``offload_terms.HOST_EXPERT_DECODE_SHARE``).
+    ``offload_terms.HOST_EXPERT_DECODE_SHARE``). expert_overhead: the part of step_overhead a
+    model's routed-expert layers add (router, gather, the experts' kernels), shown apart in a
+    pass's parts (at most step_overhead there).
     """
 
     bandwidth: float = 1.0
@@ -66,6 +68,7 @@ class Efficiency:
     batch_compute: float | None = None
     kv_chunks: int = 0
     host_expert_bandwidth: float | None = None
+    expert_overhead: float = 0.0    # seconds, part of step_overhead
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
@@ -78,6 +81,8 @@ class Efficiency:
                                 f"got {value!r}")
         if not (math.isfinite(self.step_overhead) and 0 <= self.step_overhead < 60):
             raise SpecError(f"efficiency.step_overhead must be in [0, 60) s, got {self.step_overhead!r}")
+        if not (math.isfinite(self.expert_overhead) and 0 <= self.expert_overhead < 60):
+            raise SpecError(f"efficiency.expert_overhead must be in [0, 60) s, got {self.expert_overhead!r}")
         if not in_range(self.overlap, (0.0, 1.0)):
             raise SpecError(f"efficiency.overlap must be in [0, 1], got {self.overlap!r}")
         if not in_range(self.rows_half, (0.0, 1e6)):

@@ -264,9 +264,35 @@ def test_a_routed_expert_layers_fixed_cost_is_fitted_after_the_shared_terms():
     assert worst(with_cost) < 0.5 * worst(without) and worst(with_cost) < 0.05
     dense = public.fit_groups(_synthetic(MACHINES))["cuda"]
     assert dense.expert_layer_seconds is None
-    assert public.expert_layer_seconds({"cuda": dense, "rocm": f}) == pytest.approx(f.expert_layer_seconds)
+    whole = f.layer_seconds + f.expert_layer_seconds       # what a routed-expert layer costs in all
+    assert public.expert_layer_seconds({"cuda": dense, "rocm": f}, "cuda") == pytest.approx(
+        whole - dense.layer_seconds)
     assert public.group_rates({"cuda": dense, "rocm": f}, "cuda").expert_layer_seconds == pytest.approx(
-        f.expert_layer_seconds)
+        whole - dense.layer_seconds)
+
+
+def test_a_group_without_moe_decode_rows_pays_the_others_whole_expert_layer():
+    """ROCm's MoE rows made its per-layer cost (100 us) and left its expert layer's own a
+    remainder (10 us); Metal's 150 + 40 us, Vulkan's 60 + 30. A group without MoE decode rows
+    adds the median whole expert layer (100 + 10 = 110 us) less its own per-layer cost (CUDA's
+    30 us: 80 us), never below 0 (a CPU's 200 us a layer: 0). The median of the added parts
+    alone (30 us) is what the fallback was, and what made CUDA's MoE decode too fast."""
+    rocm, metal, vulkan = (dataclasses.replace(TERMS, layer_seconds=a, expert_layer_seconds=b)
+                           for a, b in ((100e-6, 10e-6), (150e-6, 40e-6), (60e-6, 30e-6)))
+    cuda, cpu = (dataclasses.replace(TERMS, layer_seconds=a) for a in (30e-6, 200e-6))
+    fits = {"cuda": cuda, "metal": metal, "rocm": rocm, "vulkan-amd": vulkan, "cpu": cpu}
+    assert public.expert_layer_total(fits) == pytest.approx(110e-6)
+    assert public.group_rates(fits, "cuda").expert_layer_seconds == pytest.approx(80e-6)
+    assert public.group_rates(fits, "cpu").expert_layer_seconds == 0.0
+    assert public.group_rates(fits, "rocm").expert_layer_seconds == pytest.approx(10e-6)     # its own
+    assert public.expert_layer_total({"cuda": cuda}) == 0.0 and public.expert_layer_seconds({"cuda": cuda}, "cuda") == 0
+    # a bound, never a lift: every row is priced below its ceiling, a MoE decode step 80 us a layer slower
+    data = _synthetic({"a": MACHINES["a"]}, tests=("tg128", "pp512"), models=MOE_MODELS)
+    for r in data.rows:
+        priced = public.predict_row(data, r, public.group_rates(fits, "cuda"))
+        assert priced < public.tokens_per_second(data, r)
+        if r.model.startswith("qwen3") and r.test.kind == "decode":
+            assert 1 / priced - 1 / public.predict_row(data, r, cuda.rates(1.0)) == pytest.approx(48 * 80e-6, rel=1e-6)
 
 
 def test_the_expert_layers_cost_is_in_every_pass_of_a_moe_model_only():
@@ -307,3 +333,21 @@ def test_a_gpu_group_without_deep_rows_prices_attention_as_the_others_showed():
         before = public.predict_row(data, r, blind.rates(1.0))
         after = public.predict_row(data, r, public.group_rates(fits, "vulkan-intel"))
         assert before / after > slower if slower > 1 else before / after == pytest.approx(1.0, rel=0.15)
+
+
+def test_prompts_at_depth_fit_the_attention_rate_and_are_predicted_out_of_sample():
+    """pp512 at 0, 4k, 8k and 16k of depth made with the prompt's attention at 0.02 of the peak
+    (a back end that walks the scores through memory: a 16k-deep prompt several times slower
+    than a fresh one) beside dense multiplies at 0.45: the fit sees the attention rate from the
+    deep rows (within 10 %), keeps the dense one, and each machine left out has its deep prompts
+    predicted within 5 %; priced at the dense rate instead they would run 3x too fast."""
+    terms = dataclasses.replace(TERMS, attention=0.02)
+    pages = tuple(RowSource(url=f"https://example.org/d{d}/", depth=d) for d in (0, 4096, 8192, 16384))
+    data = _synthetic(MACHINES, tests=("tg128", "pp512"), terms=terms, sources=pages)
+    f = public.fit_groups(data)["cuda"]
+    assert f.attention == pytest.approx(0.02, rel=0.1) and f.dense == pytest.approx(0.45, rel=0.05)
+    deep = [p for p in public_score.held_out(data, "machine")
+            if data.rows[p.row].test.kind == "prefill" and data.rows[p.row].source.depth == 16384]
+    assert deep and max(p.error for p in deep) < 0.05
+    blind = dataclasses.replace(f, attention=None).rates(1.0)
+    assert all(public.predict_row(data, data.rows[p.row], blind) > 3 * p.measured for p in deep)
