@@ -67,7 +67,7 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
     return dataclasses.replace(machine, **changes) if changes else machine
 
 
-def host_changes(args: argparse.Namespace, machine: MachineProfile) -> dict[str, float]:
+def host_changes(args: argparse.Namespace, machine: MachineProfile) -> dict[str, Any]:
     """--host-tflops and --host-bandwidth as changes to ``machine``'s second tier (the CPU and
     memory behind a GPU); SpecError where the machine has none."""
     changes = {field: value for field, value in (

@@ -50,6 +50,7 @@ from rooflab.core.errors import SpecError
 from rooflab.core.predict import work
 from rooflab.core.predict.clocks import Pass, combined_seconds
 from rooflab.core.predict.offload_terms import (
+    DEFAULT_HOST_FLOPS,
     host_decode_compute,
     host_decode_share,
     is_ceiling,
@@ -62,7 +63,6 @@ from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
-DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
 OP_OFFLOAD_MIN_TOKENS = 32         # llama.cpp copies host weights to the GPU for ops this large
 
 

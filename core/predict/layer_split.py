@@ -49,11 +49,13 @@ SCHED_COPIES = 4          # ubatches in flight in a pipelined prefill (ggml's GG
 # over N devices (``pipeline_kept``): stages are uneven (the output's device does more) and each
 # waits for its copy of the hidden state and the scheduler's events. Published runs of one model at
 # pp512 (one ubatch: no pipeline) and pp4096-8192 on the same devices isolate the saving from the
-# devices' own speed: two devices keep about a quarter of the ideal saving, four about 0.6, six and
-# eight 0.75-0.8, so one share for every count (0.6, before) put two devices' prompts 20 % too fast
-# and eight's 20 % too slow. Fitted by benchmarks/accuracy/bench_offload_accuracy.py on the published
-# layer-split runs (none of them fitted elsewhere), each machine weighing one.
-PIPELINE_DEVICES = 3.5
+# devices' own speed: with the published fit as it stood before 2026-12-07's refit, two devices kept
+# about a quarter of the ideal saving, four about 0.6, six and eight 0.75-0.8, so one share for every
+# count (0.6, before) put two devices' prompts 20 % too fast and eight's 20 % too slow; with 6.0,
+# two keep 0.15, four 0.39, eight 0.69. Fitted by benchmarks/accuracy/bench_offload_accuracy.py on the published
+# layer-split runs (none of them fitted elsewhere), each machine weighing one: 3.5, then 6.0 once the
+# published fit was refitted on the rows added on 2026-12-07 (its long-prompt rates moved).
+PIPELINE_DEVICES = 6.0
 
 
 def pipeline_kept(devices: int) -> float:

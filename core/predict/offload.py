@@ -33,7 +33,6 @@ from rooflab.core.predict.clocks import Clocked, Pass, combined_seconds, memory_
 from rooflab.core.predict.crossover import first_crossing
 from rooflab.core.predict.footprint import memory_grid
 from rooflab.core.predict.host_part import (
-    DEFAULT_HOST_FLOPS,
     OP_OFFLOAD_MIN_TOKENS,
     HostPass,
     host_clock,
@@ -41,7 +40,7 @@ from rooflab.core.predict.host_part import (
     host_link_bandwidth,
 )
 from rooflab.core.predict.layer_split import pipeline_share, pipelines
-from rooflab.core.predict.offload_terms import crossing_seconds, is_ceiling
+from rooflab.core.predict.offload_terms import DEFAULT_HOST_FLOPS, crossing_seconds, is_ceiling
 from rooflab.core.predict.parallel import Parallel, communication_seconds
 from rooflab.core.predict.placement import Part, Placement, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request

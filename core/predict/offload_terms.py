@@ -32,26 +32,32 @@ CROSSING_SECONDS = 25e-6
 # generation rows of resources/placed (seven hosts) with the compute share below, each machine
 # weighing one (benchmarks/accuracy/bench_offload_accuracy.py, 2026-12-07): 0.74. Alone (before
 # the compute bound) no share fitted every host: a Ryzen-7950X's rows took about 0.7, a
-# Threadripper 5975WX's 0.3.
+# Threadripper 5975WX's 0.3. Refitted after the published fit took its fourth file of rows and the
+# MoE layer cost (2026-12-07, later): 0.74 again.
 HOST_EXPERT_DECODE_SHARE = 0.74
 # Share of the CPU back end's fitted compute factor (of the host's fp32 FMA peak: cores x clock x
-# FLOP a cycle, the profile's offload flops, else ``host_part.DEFAULT_HOST_FLOPS``) that the same
+# FLOP a cycle, the profile's offload flops, else ``DEFAULT_HOST_FLOPS`` below) that the same
 # GEMVs reach: each weight is unpacked from its block format and multiplied once per token, so a
 # host with wide memory and few or slow cores is bound by its arithmetic, not its DRAM (a
 # Threadripper 5975WX's eight channels read experts no faster than a Ryzen 7950X's two). Fitted
-# with the share above; both are the fit of every row of resources/placed (2026-12-07).
-HOST_EXPERT_DECODE_COMPUTE = 0.18
+# with the share above; both are the fit of every row of resources/placed (2026-12-07): 0.18, then
+# 0.08 once the CPU back end's compute factor was refitted on the published CPU rows added that day
+# (the product, what the host reaches, moved far less than the share).
+HOST_EXPERT_DECODE_COMPUTE = 0.08
 # Share of the PCIe link a prompt's host weights cross at: llama.cpp copies them from mmap'd,
 # pageable host memory, which CUDA stages through a pinned buffer. Fitted on the 22 prompt rows of
 # resources/placed whose engine copies as priced, each machine weighing one (2026-12-07): 0.54
-# (0.76 when every row weighed one: most rows are one Ryzen-7950X's).
-PCIE_STREAM_SHARE = 0.54
+# (0.76 when every row weighed one: most rows are one Ryzen-7950X's); 0.70 after the published
+# fit's refit of the same day (the GPU's own prompt rate moved, and with it what the link must carry).
+PCIE_STREAM_SHARE = 0.70
 # Measured / expected of the offloaded generation rows of resources/placed, each priced with the
 # shares fitted without its machine (16th and 84th percentiles, each machine weighing one;
 # bench_offload_accuracy.py, 2026-12-07): how far a host nobody fitted strays from the fit. An
 # expected figure's replicates take it on their host factors (``spread_host``), so its band
 # widens by the share of the time spent on the host, not by the calibration's spread alone.
-HOST_SPREAD = (0.74, 1.27)
+# (0.74, 1.27) before the published fit's refit of 2026-12-07; (0.78, 1.25) after it.
+HOST_SPREAD = (0.78, 1.25)
+DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
 # A profile that states no host CPU is priced at the lessons' 8-core desktop (1.02 TFLOP/s); the
 # hosts behind the published runs reach up to a 16-core Ryzen 7950X's 2.92 (16 x 5.7 GHz x 32),
 # 2.85 times that. The band of such a figure reaches that far up on the host's arithmetic.
@@ -156,7 +162,8 @@ def spread_host(machines: Sequence[MachineProfile]) -> tuple[MachineProfile, ...
     """An expected figure's replicates with ``HOST_SPREAD`` on their host factors: the first
     half's host bandwidth and compute factors times its low end, the rest's times its high end
     (at most 1: no replicate reads past the host's peak); where the profile states no host CPU,
-    the high half's compute factor also times ``UNSTATED_CPU_SPAN`` (the CPU could be a 16-core).
+    the high half's compute factor also times ``UNSTATED_CPU_SPAN`` (the CPU could be a 16-core),
+    still at most 1: the ceiling is priced at the assumed CPU's peak, and no band beats it.
     Unchanged where there is no host tier behind a GPU. A kept host-expert measurement of this
     machine sets its experts' rate itself (``host_decode_share`` divides the host factor out), so
     the spread leaves that rate alone."""

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from rooflab.core.errors import RooflabError
 from rooflab.core.io import presets
-from rooflab.core.predict.host_part import DEFAULT_HOST_FLOPS
+from rooflab.core.predict.offload_terms import DEFAULT_HOST_FLOPS
 from rooflab.core.predict.roofline import balance
 from rooflab.core.report import units
 from rooflab.core.values.machine import MachineProfile
