@@ -23,7 +23,6 @@ The GGUFs are written to a temporary folder and removed afterwards (about 100-20
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -44,7 +43,7 @@ from rooflab.core.values.measured import MeasuredPoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llama_bench_side_by_side as side_by_side  # noqa: E402
-from entry import finish  # noqa: E402
+from entry import finish, recorded  # noqa: E402
 
 BASE = dict(hidden_size=768, num_hidden_layers=8, num_attention_heads=12, num_key_value_heads=4, head_dim=64,
             intermediate_size=2048, vocab_size=32000, max_position_embeddings=8192, tie_word_embeddings=False)
@@ -137,13 +136,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.llama_bench is not None:
         return side_by_side.compare(args)
-    if args.from_record:
-        run = json.loads(Path(args.from_record).read_text())
-    else:
-        run = measure(args)
-        if args.json:
-            Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
-    print("\n".join(render(run)))
+    print("\n".join(render(recorded(args, measure))))
     return 0
 
 

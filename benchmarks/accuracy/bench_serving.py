@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -50,6 +49,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, for tests.factories
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from entry import recorded  # noqa: E402
 
 from rooflab.core.io.hf import spec_from_config  # noqa: E402
 from rooflab.core.io.presets import load_measured_machine  # noqa: E402
@@ -342,13 +344,7 @@ def render(run: dict[str, Any]) -> list[str]:
 
 def main() -> int:
     args = _parser().parse_args()
-    if args.from_record:
-        run = json.loads(Path(args.from_record).read_text())
-    else:
-        run = measure(args)
-        if args.json:
-            Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
-    print("\n".join(render(run)))
+    print("\n".join(render(recorded(args, measure))))
     return 0
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rooflab.core.errors import RooflabError
 
@@ -17,3 +20,15 @@ def finish(main: Callable[[], int]) -> int:
     except RooflabError as exc:
         print(f"{Path(sys.argv[0]).name}: {exc}", file=sys.stderr)
         return 2
+
+
+def recorded(args: argparse.Namespace, measure: Callable[[argparse.Namespace], dict[str, Any]]) -> dict[str, Any]:
+    """The run's record: read back from ``--from-record FILE`` (a committed one under docs/runs/
+    prints again as it printed), else measured now and, with ``--json FILE``, written there."""
+    if args.from_record:
+        run: dict[str, Any] = json.loads(Path(args.from_record).read_text())
+        return run
+    run = measure(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
+    return run

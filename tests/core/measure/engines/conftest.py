@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,27 @@ def guarded_models(llama_cpp_survives_on: Callable[[Path], None],
     for path in models.values():
         llama_cpp_survives_on(path)
     return models
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_decodes(llama_cpp_survives_on: Callable[[Path], None]) -> Callable[[Any, Path], None]:
+    """A check that llama.cpp loads the GGUF at ``path`` (written from ``spec``) in this process,
+    once it has survived it in a child, and that a 32-token prompt gives finite logits."""
+    import llama_cpp
+    import numpy as np
+
+    from rooflab.core.measure.engines.llamacpp.binding import Engine, open_handles
+
+    def check(spec: Any, path: Path) -> None:
+        llama_cpp_survives_on(path)
+        with Engine(llama_cpp) as engine:
+            engine.load(str(path), 0)
+            assert engine.n_vocab == spec.vocab
+            engine.new_context(n_ctx=256, n_seq_max=1, n_batch=64, n_ubatch=64, threads=1, flash_attention=None,
+                               type_k="f16", type_v="f16", capacity=64)
+            engine.decode(np.arange(32, dtype=np.int32) * 7, np.arange(32, dtype=np.int32))
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(engine.ctx, -1), shape=(spec.vocab,))
+            assert np.isfinite(logits).all()
+        assert open_handles() == 0
+
+    return check
