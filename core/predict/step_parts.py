@@ -138,7 +138,7 @@ def step_parts(spec: ModelSpec, machine: MachineProfile, placement: Placement | 
         parts += _side(p, _scalar(p.seconds) - overhead, "device", f"weights {device_word}")
     experts = min(machine.efficiency.expert_overhead, overhead)
     parts.append(StepPart(key="overhead", label="per-step overhead", seconds=overhead - experts))
-    parts.append(StepPart(key="expert_overhead", label="routed-expert layers' fixed cost", seconds=experts))
+    parts.append(StepPart(key="expert_overhead", label="expert layers' overhead", seconds=experts))
     return StepParts(phase=phase, seconds=_scalar(p.seconds), parts=tuple(x for x in parts if x.seconds > 0),
                      crossings=count, passes=passes)
 

@@ -299,11 +299,11 @@ def _host_bound(sc: Scenario, decode: StepParts) -> bool:
 
 def host_cpu_sentence(sc: Scenario, decode: StepParts) -> str:
     """Where a decode step's host part is bound by the CPU's arithmetic, the peak it is priced at
-    and whether the profile states it (" CPU peak 1.02 TFLOP/s (assumed: set the host CPU's)."); ""
+    and whether the profile states it (" CPU peak 1.02 TFLOP/s (assumed)."); ""
     otherwise."""
     if not _host_bound(sc, decode):
         return ""
-    stated = "stated" if sc.machine.offload_flops > 0 else "assumed: set the host CPU's"
+    stated = "stated" if sc.machine.offload_flops > 0 else "assumed"
     return f" CPU peak {fmt(host_flops(sc.machine), 'FLOP/s')} ({stated})."
 
 
