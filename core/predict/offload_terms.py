@@ -48,8 +48,10 @@ HOST_EXPERT_DECODE_COMPUTE = 0.08
 # pageable host memory, which CUDA stages through a pinned buffer. Fitted on the 22 prompt rows of
 # resources/placed whose engine copies as priced, each machine weighing one (2026-12-07): 0.54
 # (0.76 when every row weighed one: most rows are one Ryzen-7950X's); 0.70 after the published
-# fit's refit of the same day (the GPU's own prompt rate moved, and with it what the link must carry).
-PCIE_STREAM_SHARE = 0.70
+# fit's refit of the same day (the GPU's own prompt rate moved, and with it what the link must carry);
+# 0.54 again once an expected figure streams every ubatch of 32 tokens or more as llama.cpp does
+# (it had taken the host's arithmetic where that was faster, and the share had made up for it).
+PCIE_STREAM_SHARE = 0.54
 # Measured / expected of the offloaded generation rows of resources/placed, each priced with the
 # shares fitted without its machine (16th and 84th percentiles, each machine weighing one;
 # bench_offload_accuracy.py, 2026-12-07): how far a host nobody fitted strays from the fit. An
@@ -124,14 +126,19 @@ def host_decode_share(machine: MachineProfile, sub: ModelSpec | None) -> float:
     return HOST_EXPERT_DECODE_SHARE
 
 
-def host_decode_compute(machine: MachineProfile, sub: ModelSpec | None) -> float:
-    """The share of the host's compute factor its decode multiplies routed experts at, behind a
-    GPU in an expected figure: ``HOST_EXPERT_DECODE_COMPUTE``; 1 where the host's own compute
-    factor applies (a ceiling, no routed experts on the host, not behind a GPU, or this machine's
-    own host-expert measurement kept, whose rate already holds its arithmetic)."""
-    if not _experts_behind_gpu(machine, sub) or machine.efficiency.host_expert_bandwidth is not None:
-        return 1.0
-    return HOST_EXPERT_DECODE_COMPUTE
+def host_decode_compute(machine: MachineProfile, sub: ModelSpec | None, host_c: float) -> float:
+    """The factor of the host's compute peak its decode multiplies at, given the host's compute
+    factor ``host_c``: behind a GPU in an expected figure, routed experts on the host are
+    multiplied at ``Efficiency.host_expert_compute`` where a band's replicate sets it, else at
+    ``HOST_EXPERT_DECODE_COMPUTE`` of ``host_c``; ``host_c`` itself where the host's own factor
+    applies (a ceiling, no routed experts on the host, not behind a GPU, or this machine's own
+    host-expert measurement kept, whose rate already holds its arithmetic)."""
+    eff = machine.efficiency
+    if not _experts_behind_gpu(machine, sub) or eff.host_expert_bandwidth is not None:
+        return host_c
+    if eff.host_expert_compute is not None:
+        return eff.host_expert_compute
+    return host_c * HOST_EXPERT_DECODE_COMPUTE
 
 
 def link_share(machine: MachineProfile) -> float:
@@ -160,13 +167,14 @@ def streamed_weight_bytes(machine: MachineProfile, sub: ModelSpec, tokens: Array
 
 def spread_host(machines: Sequence[MachineProfile]) -> tuple[MachineProfile, ...]:
     """An expected figure's replicates with ``HOST_SPREAD`` on their host factors: the first
-    half's host bandwidth and compute factors times its low end, the rest's times its high end
-    (at most 1: no replicate reads past the host's peak); where the profile states no host CPU,
-    the high half's compute factor also times ``UNSTATED_CPU_SPAN`` (the CPU could be a 16-core),
-    still at most 1: the ceiling is priced at the assumed CPU's peak, and no band beats it.
-    Unchanged where there is no host tier behind a GPU. A kept host-expert measurement of this
-    machine sets its experts' rate itself (``host_decode_share`` divides the host factor out), so
-    the spread leaves that rate alone."""
+    half's host bandwidth and compute factors times its low end, the rest's times its high end;
+    where the profile states no host CPU, the high half's arithmetic also times
+    ``UNSTATED_CPU_SPAN`` (the CPU could be a 16-core). The routed experts' arithmetic behind a
+    GPU (``Efficiency.host_expert_compute``, ``HOST_EXPERT_DECODE_COMPUTE`` of the compute factor)
+    takes the same spread. No factor passes 1: the ceiling is priced at the stated or assumed
+    CPU's peak, and no band beats it. Unchanged where there is no host tier behind a GPU. A kept
+    host-expert measurement of this machine sets its experts' rate itself (``host_decode_share``
+    divides the host factor out), so the spread leaves that rate alone."""
     if not machines or machines[0].kind != "gpu" or not has_host_tier(machines[0]):
         return tuple(machines)
     low, high = HOST_SPREAD
@@ -176,6 +184,9 @@ def spread_host(machines: Sequence[MachineProfile]) -> tuple[MachineProfile, ...
         s = high if fast else low
         c = s * UNSTATED_CPU_SPAN if fast and m.offload_flops <= 0 else s
         eff = m.efficiency
+        experts = eff.host_compute * HOST_EXPERT_DECODE_COMPUTE if eff.host_expert_compute is None \
+            else eff.host_expert_compute
         out.append(dataclasses.replace(m, efficiency=dataclasses.replace(
-            eff, host_bandwidth=min(1.0, eff.host_bandwidth * s), host_compute=min(1.0, eff.host_compute * c))))
+            eff, host_bandwidth=min(1.0, eff.host_bandwidth * s), host_compute=min(1.0, eff.host_compute * c),
+            host_expert_compute=min(1.0, experts * c))))
     return tuple(out)

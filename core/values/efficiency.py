@@ -47,7 +47,10 @@ class Efficiency:
     attention reads them). host_expert_bandwidth: the factor of the host memory's bandwidth that a
     decode step's routed experts kept on the host behind a GPU are read at, as this machine's own
     measurement found it (``calibration.host_experts``; None: ``host_bandwidth`` times the fitted
-    ``offload_terms.HOST_EXPERT_DECODE_SHARE``). expert_overhead: the part of step_overhead a
+    ``offload_terms.HOST_EXPERT_DECODE_SHARE``). host_expert_compute: the factor of the host CPU's
+    peak those experts are multiplied at (None: ``host_compute`` times the fitted
+    ``offload_terms.HOST_EXPERT_DECODE_COMPUTE``; an expected figure's replicates set it to spread
+    the host's arithmetic, ``offload_terms.spread_host``). expert_overhead: the part of step_overhead a
     model's routed-expert layers add (router, gather, the experts' kernels), shown apart in a
     pass's parts (at most step_overhead there).
     """
@@ -68,14 +71,16 @@ class Efficiency:
     batch_compute: float | None = None
     kv_chunks: int = 0
     host_expert_bandwidth: float | None = None
+    host_expert_compute: float | None = None
     expert_overhead: float = 0.0    # seconds, part of step_overhead
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
-                     "attention_compute", "flash_attention_compute", "batch_compute", "host_expert_bandwidth"):
+                     "attention_compute", "flash_attention_compute", "batch_compute", "host_expert_bandwidth",
+                     "host_expert_compute"):
             value = getattr(self, name)
             optional = name in ("decode_compute", "attention_compute", "flash_attention_compute", "batch_compute",
-                                "host_expert_bandwidth")
+                                "host_expert_bandwidth", "host_expert_compute")
             if not (value is None and optional) and not in_range(value, FACTOR_RANGE):
                 raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
                                 f"got {value!r}")
@@ -100,7 +105,7 @@ class Efficiency:
                 self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
             and self.attention_compute in (None, 1) and self.flash_attention_compute in (None, 1) \
             and self.rows_half == 0 and self.batch_compute is None and self.kv_chunks == 0 \
-            and self.host_expert_bandwidth is None
+            and self.host_expert_bandwidth is None and self.host_expert_compute is None
 
     @property
     def decode_compute_factor(self) -> float:
@@ -132,7 +137,8 @@ class Efficiency:
                                "step_overhead": self.step_overhead, "kv_read_factor": self.kv_read_factor}
         if self.decode_compute is not None:
             out["decode_compute"] = self.decode_compute
-        for name in ("attention_compute", "flash_attention_compute", "batch_compute", "host_expert_bandwidth"):
+        for name in ("attention_compute", "flash_attention_compute", "batch_compute", "host_expert_bandwidth",
+                     "host_expert_compute"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.rows_half:
@@ -171,4 +177,6 @@ class Efficiency:
                        eff, "batch_compute", 1.0, "efficiency.batch_compute"),
                    kv_chunks=whole_field(eff, "kv_chunks", "efficiency.kv_chunks"),
                    host_expert_bandwidth=None if eff.get("host_expert_bandwidth") is None else read_number(
-                       eff, "host_expert_bandwidth", 1.0, "efficiency.host_expert_bandwidth"))
+                       eff, "host_expert_bandwidth", 1.0, "efficiency.host_expert_bandwidth"),
+                   host_expert_compute=None if eff.get("host_expert_compute") is None else read_number(
+                       eff, "host_expert_compute", 1.0, "efficiency.host_expert_compute"))

@@ -20,9 +20,9 @@ from rooflab.core.values.workload import Workload
 W = Workload(prompt=512, answer=128)
 
 
-def engine(machine):
+def engine(machine, **factors):
     """``machine`` as an engine's expected figure prices it: any efficiency but the identity."""
-    return dataclasses.replace(machine, efficiency=Efficiency(bandwidth=0.8, compute=0.6))
+    return dataclasses.replace(machine, efficiency=Efficiency(bandwidth=0.8, compute=0.6, **factors))
 
 
 def test_crossings_count_each_change_of_side(gptoss):
@@ -71,10 +71,14 @@ def test_the_host_multiplies_its_experts_at_a_share_of_its_cpus_peak(gptoss, qwe
     its arithmetic. A ceiling and a host without routed experts keep the whole factor."""
     m = load_machine("rtx-4090")
     host = split(gptoss, Placement(gpu_layers=37, cpu_moe=24), embedding_on_host=input_on_host(m)).host.spec
-    assert terms.host_decode_compute(m, host) == 1.0                             # a ceiling
-    assert terms.host_decode_compute(engine(m), host) == terms.HOST_EXPERT_DECODE_COMPUTE < 1.0
+    assert terms.host_decode_compute(m, host, 0.5) == 0.5                        # a ceiling
+    assert terms.host_decode_compute(engine(m), host, 0.5) == 0.5 * terms.HOST_EXPERT_DECODE_COMPUTE
+    assert terms.HOST_EXPERT_DECODE_COMPUTE < 1.0
     dense_host = split(qwen8b, Placement(gpu_layers=20), embedding_on_host=True).host.spec
-    assert terms.host_decode_compute(engine(m), dense_host) == 1.0
+    assert terms.host_decode_compute(engine(m), dense_host, 0.5) == 0.5
+    # a band's replicate states the experts' factor itself
+    spread = engine(m, host_expert_compute=0.3)
+    assert terms.host_decode_compute(spread, host, 0.5) == 0.3
     p = Placement(gpu_layers=37, cpu_moe=24)
     # a Threadripper's eight channels and 32 cores, at the CPU back end's compute factor (~0.34)
     wide = dataclasses.replace(m, offload_bandwidth=204.8e9, offload_flops=4.6e12,
@@ -100,7 +104,8 @@ def test_an_expected_figure_with_a_host_part_carries_the_hosts_spread(gptoss):
     central = ex.machine.efficiency.host_bandwidth
     factors = sorted(r.efficiency.host_bandwidth / central for r in ex.replicas)
     assert factors[0] == pytest.approx(lo, rel=0.3) and factors[-1] > 1.0
-    assert all(r.efficiency.host_bandwidth <= 1.0 and r.efficiency.host_compute <= 1.0 for r in ex.replicas)
+    assert all(max(r.efficiency.host_bandwidth, r.efficiency.host_compute, r.efficiency.host_expert_compute) <= 1.0
+               for r in ex.replicas)
     p = Placement(gpu_layers=37, cpu_moe=24)
     _, low, high = ex.band(lambda mm: float(placed_decode(gptoss, mm, W, p, context=0).seconds))
     assert high / low > 1.35                             # the host's spread, not the calibration's x1.06
@@ -154,7 +159,9 @@ def test_attention_over_a_host_cache_stays_on_the_host(qwen8b):
 
 def test_a_host_cpu_not_stated_widens_the_band_up_to_a_sixteen_core(gptoss):
     """A preset naming no host CPU is priced at the 8-core desktop; its band's fast end reaches
-    what a 16-core host (UNSTATED_CPU_SPAN x the peak) would give. Stating the CPU narrows it."""
+    what a 16-core host (UNSTATED_CPU_SPAN x the peak) would give: the experts' arithmetic, a
+    share of the compute factor, takes the span (capping the factor itself at 1 had left the
+    band no wider than a stated 8-core's). Stating the CPU narrows it."""
     from rooflab.core.calibration.expectations import expected_on
     p = Placement(gpu_layers=37, cpu_moe=24)
 
@@ -165,15 +172,13 @@ def test_a_host_cpu_not_stated_widens_the_band_up_to_a_sixteen_core(gptoss):
     # host memory fast enough that the CPU's arithmetic, not its reading, bounds its experts
     unstated = dataclasses.replace(load_machine("rtx-4090"), offload_bandwidth=400e9)
     stated = dataclasses.replace(unstated, offload_flops=1.024e12)
+    sixteen = dataclasses.replace(unstated, offload_flops=16 * 5.7e9 * 32)
     central, low, high = band(unstated)
     central_s, low_s, high_s = band(stated)
     assert central == pytest.approx(central_s)                  # the same figure
-    assert low <= low_s and high == pytest.approx(high_s)        # a faster host's end, not a slower one
-    # up to the ceiling, priced at the assumed CPU: the CPU back end's fitted compute factor times
-    # the span reaches the whole peak where the factor is above 1 / 2.85
-    ex = expected_on(gptoss, unstated)
-    ceiling = float(placed_decode(gptoss, unstated, W, p, context=0).seconds)
-    assert low >= ceiling * (1 - 1e-9)
-    if ex.machine.efficiency.host_compute * terms.UNSTATED_CPU_SPAN * terms.HOST_SPREAD[1] < 1.0:
-        assert low < low_s
+    assert high == pytest.approx(high_s)                        # a slower host's end is the stated 8-core's
+    assert low < 0.6 * low_s                                    # the fast end: far faster than an 8-core's
+    assert low == pytest.approx(band(sixteen)[1], rel=0.02)     # ... as fast as a stated 16-core's
+    # and never past the ceiling, priced at the assumed CPU
+    assert low >= float(placed_decode(gptoss, unstated, W, p, context=0).seconds) * (1 - 1e-9)
     assert terms.UNSTATED_CPU_SPAN == pytest.approx(16 * 5.7e9 * 32 / 1.024e12, rel=0.01)
