@@ -182,3 +182,19 @@ def test_a_host_cpu_not_stated_widens_the_band_up_to_a_sixteen_core(gptoss):
     # and never past the ceiling, priced at the assumed CPU
     assert low >= float(placed_decode(gptoss, unstated, W, p, context=0).seconds) * (1 - 1e-9)
     assert terms.UNSTATED_CPU_SPAN == pytest.approx(16 * 5.7e9 * 32 / 1.024e12, rel=0.01)
+
+
+def test_an_expected_prompt_streams_from_32_tokens_however_fast_the_host(gptoss):
+    """llama.cpp's op offload copies a ubatch's host weights to the GPU from 32 tokens on, whatever
+    the host's speed: an expected figure streams them even where a big host would multiply them
+    faster (a 12-channel, 64-core host here); the ceiling takes the faster of the two."""
+    m = dataclasses.replace(load_machine("rtx-4090"), offload_bandwidth=600e9, offload_flops=40e12)
+    p = Placement(gpu_layers=37, cpu_moe=24)
+    w = dataclasses.replace(W, ubatch=512)
+    expected = placed_prefill(gptoss, engine(m), w, p, prompt=512).host
+    ceiling = placed_prefill(gptoss, m, w, p, prompt=512).host
+    assert float(expected.link_seconds) > 0                     # streamed
+    assert float(ceiling.link_seconds) == 0                     # the host multiplies faster: the ceiling's pick
+    # below 32 tokens the host computes in both
+    short = placed_prefill(gptoss, engine(m), dataclasses.replace(w, ubatch=16), p, prompt=16).host
+    assert float(short.link_seconds) == 0
