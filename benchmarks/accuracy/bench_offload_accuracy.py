@@ -67,7 +67,7 @@ from rooflab.core.values.workload import Workload
 
 DATA = Path(resources_dir()) / "placed" / "llamacpp-offload-public.json"
 SHARES = tuple(float(s) for s in np.round(np.arange(0.30, 1.001, 0.02), 2))
-COMPUTE = tuple(float(s) for s in np.round(np.arange(0.08, 0.601, 0.02), 2))
+COMPUTE = tuple(float(s) for s in np.round(np.arange(0.02, 0.601, 0.02), 2))
 KEPT = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 11.0, 16.0)   # PIPELINE_DEVICES
 CATEGORIES = ("on device", "offloaded", "several devices", "vLLM")
 NO_VLLM = ("scored by benchmarks/accuracy/bench_vllm_accuracy.py on resources/placed/vllm-public.json "
