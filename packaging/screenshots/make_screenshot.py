@@ -46,7 +46,8 @@ def main() -> int:
     where.add_argument("--replace-tracked", action="store_true",
                        help=f"overwrite the README's screenshot, {TRACKED.relative_to(TRACKED.parents[2])}")
     parser.add_argument("--tab", default="decode",
-                        help="plot tab: roofline, prefill, decode, batching, memory, serving, compare, fit")
+                        choices=("roofline", "prefill", "decode", "batching", "memory", "serving", "compare", "fit"),
+                        help="plot tab (default decode)")
     parser.add_argument("--left", type=int, default=3, help="left tab: 0 machine, 1 model, 2 workload, 3 measure")
     parser.add_argument("--size", default="1560x1100", help="window size, WIDTHxHEIGHT pixels")
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
