@@ -109,7 +109,8 @@ def ubatches(tokens: Array, ubatch: int) -> tuple[Array, Array]:
 def _one(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, cache: Array, flops: Array,
          n: Array, k: Array, *, decode: bool, attention: Array) -> tuple[Array, Array, Array, Array, Array]:
     """(bytes moved, memory seconds, compute seconds, seconds, seconds on the link) of one ubatch of ``k`` of the
-    pass's ``n`` tokens, computed by the host or streamed to the GPU, whichever is faster.
+    pass's ``n`` tokens, computed by the host or streamed to the GPU (an expected figure streams
+    from 32 tokens on, as llama.cpp does; a ceiling takes whichever is faster).
     ``attention``: the pass's attention FLOPs over the host's cache, which stay on the host when
     the rest streams (llama.cpp offloads an op for its host *weights*; the cache is none)."""
     eff = machine.efficiency
