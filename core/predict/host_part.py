@@ -136,11 +136,12 @@ def _one(machine: MachineProfile, workload: Workload, sub: ModelSpec | None, cac
         on_gpu = (f - att) / (machine.flops(workload.compute_dtype) * factor)
         # llama.cpp copies a split's weights, then computes: one after the other (a ceiling
         # lets them overlap), and the host's attention over its own cache after that
-        gpu_part = np.maximum(link, on_gpu) if is_ceiling(machine) else link + on_gpu
+        ceiling = is_ceiling(machine)
+        gpu_part = np.maximum(link, on_gpu) if ceiling else link + on_gpu
         host_att = combined_seconds(c / (machine.offload_bandwidth * host_b), att / host_rate, eff.overlap)
         streamed_seconds = gpu_part + host_att
         # llama.cpp streams from 32 tokens whatever the host's speed; a ceiling takes the faster
-        streamed = (k >= OP_OFFLOAD_MIN_TOKENS) & ((streamed_seconds < seconds) | (not is_ceiling(machine)))
+        streamed = (k >= OP_OFFLOAD_MIN_TOKENS) & ((streamed_seconds < seconds) | (not ceiling))
         nbytes = np.where(streamed, resident + c, nbytes)
         mem = np.where(streamed, link + c / (machine.offload_bandwidth * host_b), mem)
         comp = np.where(streamed, on_gpu + att / host_rate, comp)

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from rooflab.core.predict.placement import Placement, device_layer_start, has_host_tier
 from rooflab.core.predict.work import Array
+from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec, Role
 
@@ -133,12 +134,16 @@ def host_decode_compute(machine: MachineProfile, sub: ModelSpec | None, host_c: 
     ``HOST_EXPERT_DECODE_COMPUTE`` of ``host_c``; ``host_c`` itself where the host's own factor
     applies (a ceiling, no routed experts on the host, not behind a GPU, or this machine's own
     host-expert measurement kept, whose rate already holds its arithmetic)."""
-    eff = machine.efficiency
-    if not _experts_behind_gpu(machine, sub) or eff.host_expert_bandwidth is not None:
+    if not _experts_behind_gpu(machine, sub) or machine.efficiency.host_expert_bandwidth is not None:
         return host_c
-    if eff.host_expert_compute is not None:
-        return eff.host_expert_compute
-    return host_c * HOST_EXPERT_DECODE_COMPUTE
+    return _expert_compute(machine.efficiency, host_c)
+
+
+def _expert_compute(eff: Efficiency, host_c: float) -> float:
+    """The factor of the host's peak routed experts behind a GPU are multiplied at: a band
+    replicate's own (``Efficiency.host_expert_compute``), else ``HOST_EXPERT_DECODE_COMPUTE`` of
+    the host's compute factor ``host_c``."""
+    return host_c * HOST_EXPERT_DECODE_COMPUTE if eff.host_expert_compute is None else eff.host_expert_compute
 
 
 def link_share(machine: MachineProfile) -> float:
@@ -184,9 +189,7 @@ def spread_host(machines: Sequence[MachineProfile]) -> tuple[MachineProfile, ...
         s = high if fast else low
         c = s * UNSTATED_CPU_SPAN if fast and m.offload_flops <= 0 else s
         eff = m.efficiency
-        experts = eff.host_compute * HOST_EXPERT_DECODE_COMPUTE if eff.host_expert_compute is None \
-            else eff.host_expert_compute
         out.append(dataclasses.replace(m, efficiency=dataclasses.replace(
             eff, host_bandwidth=min(1.0, eff.host_bandwidth * s), host_compute=min(1.0, eff.host_compute * c),
-            host_expert_compute=min(1.0, experts * c))))
+            host_expert_compute=min(1.0, _expert_compute(eff, eff.host_compute) * c))))
     return tuple(out)

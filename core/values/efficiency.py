@@ -15,6 +15,9 @@ from rooflab.core.errors import SpecError
 from rooflab.core.values.fields import in_range, read_number, whole_field
 
 FACTOR_RANGE = (1e-4, 100.0)             # efficiency factors (a fit clamps to 1e-4)
+# factors that may be None (another factor stands in), in the order a preset file writes them
+OPTIONAL_FACTORS = ("decode_compute", "attention_compute", "flash_attention_compute", "batch_compute",
+                    "host_expert_bandwidth", "host_expert_compute")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,13 +78,9 @@ class Efficiency:
     expert_overhead: float = 0.0    # seconds, part of step_overhead
 
     def __post_init__(self) -> None:
-        for name in ("bandwidth", "compute", "kv_read_factor", "decode_compute", "host_bandwidth", "host_compute",
-                     "attention_compute", "flash_attention_compute", "batch_compute", "host_expert_bandwidth",
-                     "host_expert_compute"):
+        for name in ("bandwidth", "compute", "kv_read_factor", "host_bandwidth", "host_compute", *OPTIONAL_FACTORS):
             value = getattr(self, name)
-            optional = name in ("decode_compute", "attention_compute", "flash_attention_compute", "batch_compute",
-                                "host_expert_bandwidth", "host_expert_compute")
-            if not (value is None and optional) and not in_range(value, FACTOR_RANGE):
+            if not (value is None and name in OPTIONAL_FACTORS) and not in_range(value, FACTOR_RANGE):
                 raise SpecError(f"efficiency.{name} must be in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}], "
                                 f"got {value!r}")
         if not (math.isfinite(self.step_overhead) and 0 <= self.step_overhead < 60):
@@ -135,10 +134,7 @@ class Efficiency:
         """The preset file's "efficiency" object (fields at their defaults left out)."""
         out: dict[str, Any] = {"bandwidth": self.bandwidth, "compute": self.compute,
                                "step_overhead": self.step_overhead, "kv_read_factor": self.kv_read_factor}
-        if self.decode_compute is not None:
-            out["decode_compute"] = self.decode_compute
-        for name in ("attention_compute", "flash_attention_compute", "batch_compute", "host_expert_bandwidth",
-                     "host_expert_compute"):
+        for name in OPTIONAL_FACTORS:
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.rows_half:
