@@ -3,8 +3,9 @@ machines measured, with the peaks of those machines and where every figure came 
 
 The file holds ``sources`` (the pages read), ``models`` (a benchmark's model name -> a catalogue
 entry), ``machines`` (back end, bandwidth in bytes/s, dense FP16 peak in FLOP/s, a source for
-each) and ``rows`` (machine, model, weight format, llama-bench test such as "pp512" or "tg128",
-tokens/s, and the row's own source: URL, date, build, settings; null where not stated). This
+each; ``kind`` "unified" for a GPU on the host's memory and power) and ``rows`` (machine,
+model, weight format, llama-bench test such as "pp512" or "tg128", tokens/s, and the row's own
+source: URL, date, build, settings; null where not stated). This
 module is the only code that knows those spellings; it returns frozen value objects and
 raises ResourceError (one line naming the file and the problem) for anything malformed.
 
@@ -83,6 +84,8 @@ class PublicMachine:
     vendor: str | None = None                  # "nvidia", "amd", "intel", "apple", ...; None: not given
     cores: int | None = None                   # CPUs: physical cores, where known
     threads: int | None = None                 # CPUs: hardware threads, where known
+    kind: str = "gpu"                          # "gpu" (its own memory), "unified" (a GPU on the host's memory and
+    #                                            power: Apple, AMD APUs, DGX Spark) or "cpu"; as MachineProfile.kind
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,7 +272,23 @@ def _machine(d: Mapping[str, Any]) -> PublicMachine:
                          bandwidth=f.positive(d, "bandwidth", where), peak_fp16=f.positive(d, "peak_fp16", where),
                          sources=tuple((f.clean(k, 40), f.clean(v, 600)) for k, v in figures.items()),
                          notes=f.text(d, "notes", ""), vendor=f.vendor(d, where),
-                         cores=f.maybe_int(d, "cores", where, low=1), threads=f.maybe_int(d, "threads", where, low=1))
+                         cores=f.maybe_int(d, "cores", where, low=1), threads=f.maybe_int(d, "threads", where, low=1),
+                         kind=_kind(d, backend, where))
+
+
+MACHINE_KINDS = ("gpu", "unified", "cpu")
+
+
+def _kind(d: Mapping[str, Any], backend: str, where: str) -> str:
+    """The machine's ``kind``; when absent, "cpu" on the CPU back end, "unified" on Metal (every
+    Apple GPU is on the host's memory), else "gpu"."""
+    value = d.get("kind")
+    if value is None:
+        return {"cpu": "cpu", "metal": "unified"}.get(backend, "gpu")
+    if value not in MACHINE_KINDS or (value == "cpu") != (backend == "cpu"):
+        raise ValueError(f"{where}: kind must be one of {', '.join(MACHINE_KINDS)} (cpu only on the cpu back end), "
+                         f"got {shown(value)}")
+    return str(value)
 
 
 def _row(d: Mapping[str, Any], number: int, known: Mapping[str, set[str]]) -> PublicRow:

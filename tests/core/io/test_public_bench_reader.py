@@ -177,6 +177,25 @@ def test_bad_vendor_is_refused(tmp_path):
         read_public_benchmark_files([default_path(), path])
 
 
+@pytest.mark.parametrize("kind", ["integrated", "cpu", 1])
+def test_bad_machine_kind_is_refused(tmp_path, kind):
+    data = _broad()
+    gpu = next(m for m in data["machines"] if m["backend"] != "cpu")
+    gpu["kind"] = kind
+    path = _write(tmp_path, data)
+    with pytest.raises(ResourceError) as err:
+        read_public_benchmark_files([default_path(), path])
+    message = str(err.value)
+    assert message.startswith(str(path)) and "kind must be one of" in message and "\n" not in message
+
+
+def test_machine_kind_is_stated_or_follows_the_back_end():
+    data = read_public_benchmark_files(default_paths())
+    kinds = {m.key: m.kind for m in data.machines}
+    assert kinds["ryzen-ai-max-395-rocm"] == kinds["radeon-890m-vulkan"] == "unified"      # stated: AMD APUs
+    assert kinds["m1-max-32c"] == "unified" and kinds["epyc-7702"] == "cpu" and kinds["rtx-4090"] == "gpu"
+
+
 def test_colliding_keys_between_files_are_refused(tmp_path):
     data = _shipped()
     other = tmp_path / "other.json"
