@@ -6,9 +6,11 @@ The four terms (bandwidth share, compute share, seconds a layer, seconds a route
 are refitted without the rows scored: leaving one machine out first (a GPU, every device count
 of it), then one source out, then in sample. Printed by kind of run (benchmark_latency's
 end-to-end seconds; one request's decode rate) and device count: the median error over
-machines (each one's median) and over rows, and the band built from the other folds'
-residuals (16-84 %, each fold one vote): its median width (high / low) and the share of rows
-inside. Then the run the fit does not take (the MI300X: the calibration is not applied to AMD
+machines (each one's median) and over rows, and the band (``vllm_public.held_out_bands``: h
+from the other folds' runs of the same kind, one device or tensor parallel, each priced by a
+fit without their fold and the scored one, each fold one vote at the conformal 68 (n + 1) / n
+percentile; in sample, the other runs at the whole fit): its median width (high / low) and the
+share of rows inside. Then the run the fit does not take (the MI300X: the calibration is not applied to AMD
 GPUs), the TTFTs set apart (through an HTTP client), every measurement against its ceiling, the
 residual by device count (what the link's all-reduces leave) and the worst rows.
 
@@ -47,8 +49,7 @@ def cell(runs: Sequence[v.Run], predicted: Sequence[float], bands: Sequence[tupl
 
 
 def matrix(name: str, runs: Sequence[v.Run], predicted: Sequence[float],
-           fold: Callable[[v.Run], str] | None) -> list[str]:
-    band = v.bands(runs, predicted, fold or (lambda r: r.label))
+           band: Sequence[tuple[float, float]]) -> list[str]:
     lines = []
     groups = [(label, lambda r, k=kind: r.test == k) for kind, label in KINDS]
     groups += [("one device", lambda r: r.devices == 1), ("tensor parallel", lambda r: r.devices > 1),
@@ -80,21 +81,28 @@ def main(argv: list[str] | None = None) -> int:
     whole = v.fit(runs)
     print(f"fitted on every row: {terms_text(whole)}")
     print()
-    print("median |expected - measured| / measured over machines (each one's median) and over rows; band: the other "
-          "folds' residuals, 16-84 %: median width (high / low), share of rows inside")
+    print("median |expected - measured| / measured over machines (each one's median) and over rows; band: exp(+-h), "
+          "h from the other folds' held-out runs of the same kind (one device / tensor parallel), 68 % at the "
+          "conformal rank, each fold one vote: median width (high / low), share of rows inside")
     print(f"  {'protocol':<24} {'runs':<18} machines  rows   band   held rows")
     protocols: list[tuple[str, Callable[[v.Run], str] | None]] = [
         ("leave one machine out", lambda r: r.machine), ("leave one source out", lambda r: r.source),
         ("in sample", None)]
     ranges = []
     lomo: list[float] = []
+    lomo_terms: dict[str, v.Terms] = {}
+    fast = 0
     for name, fold in protocols:
         if fold is None:
             predicted, fits = [r.parts.seconds(whole) for r in runs], {}
+            band = v.in_sample_bands(runs, whole)
         else:
             predicted, fits = v.held_out_seconds(runs, fold)
+            band = v.held_out_bands(runs, fold)
         lomo = lomo or predicted
-        for line in matrix(name, runs, predicted, fold):
+        lomo_terms = lomo_terms or fits
+        fast += sum(lo < r.parts.ceiling * (1 - 1e-9) for r, (lo, _) in zip(runs, band, strict=True))
+        for line in matrix(name, runs, predicted, band):
             print(line)
         if fits:
             ranges.append(f"{name}, {len(fits)} fits: " + ", ".join(
@@ -111,9 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         xs = [math.exp(x) for r, x in zip(runs, res, strict=True) if keep(r)]
         print(f"measured / expected leaving one machine out, {label}: median {statistics.median(xs):.2f} "
               f"({min(xs):.2f}..{max(xs):.2f}, {len(xs)} rows)")
-    lo, hi = v.weighted_percentiles(res, [r.machine for r in runs], v.BAND)
-    print(f"the band `rooflab predict` shows (what machines the fit left out ran, 16-84 %, each machine one vote): "
-          f"the expected seconds x{math.exp(lo):.2f}..x{math.exp(hi):.2f}")
+    for several, label in ((False, "one device"), (True, "tensor parallel")):
+        h = v.shipped_half_width(runs, lomo_terms, several)
+        print(f"the band `rooflab predict` shows, {label} (what machines the fit left out ran, each one vote, 68 % at "
+              f"the conformal rank): the expected seconds x{math.exp(-h):.2f}..x{math.exp(h):.2f}, its fast end "
+              "never past the ceiling")
+    print(f"band fast ends faster than their ceiling, all protocols: {fast}")
     print()
     for r in apart:
         p = r.parts.seconds(whole)

@@ -305,7 +305,7 @@ def vllm_calibration_for(machine: MachineProfile, devices: int = 2) -> EngineCal
     kept = calibration_for(machine, VLLM)
     if kept is not None or not_applied(machine, devices):
         return kept
-    return vllm_calibration()
+    return vllm_calibration(devices)
 
 
 def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None = None,

@@ -15,10 +15,17 @@ sequence; a TTFT row (measured through an HTTP client, request handling in it) i
 never fitted.
 
 The four terms are fitted on a grid, the mean over machines (each one's median) of
-|log(expected / measured)| minimised, so a GPU with many rows weighs as one with few; the
-band is what machines the fit left out ran against it (leave one machine out, each machine one
-vote). Every published tensor-parallel run all-reduced over NVLink or NVSwitch, and every run
-but one was an NVIDIA GPU, so the calibration is applied to NVIDIA GPUs, one device or several
+|log(expected / measured)| minimised, so a GPU with many rows weighs as one with few.
+
+The band is what a new machine meets: the expected seconds times exp(+-h), h the size
+|log(measured / expected)| of the runs each machine ran against the fit that left it out, at
+the 68th percentile raised to 68 (n + 1) / n over the n machines (each one vote; the conformal
+rank, so a machine outside them falls inside about as often as theirs did). Only the size is
+carried over, not the direction: two machines' batched runs missed by up to 4x, one each way
+(the compute share is 0.1 on one GPU's fused-MoE kernels, 0.45 on another's). One device and
+tensor parallel have a band each: the runs over several devices missed by up to 4x, those on
+one by 30 %. Every published tensor-parallel run all-reduced over NVLink or NVSwitch, and every
+run but one was an NVIDIA GPU, so the calibration is applied to NVIDIA GPUs, one device or several
 over NVLink, and nowhere else (``not_applied`` says why)."""
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from rooflab.core.errors import ResourceError, RooflabError
 from rooflab.core.files.resources import resources_dir
 from rooflab.core.predict.expected import expert_layers
 from rooflab.core.predict.parallel import Parallel, device_link, parallel_decode, parallel_prefill
-from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
+from rooflab.core.values.calibration import BAND, Accuracy, EngineCalibration, Rates
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.workload import Workload
@@ -48,9 +55,11 @@ LAYER_SECONDS = tuple(float(v) * 1e-6 for v in range(0, 151, 6))
 EXPERT_SECONDS = tuple(float(v) * 1e-6 for v in range(0, 401, 25))
 DECODE_POINTS = 8            # contexts a run's decode steps are priced at (their mean is the step)
 FITTED_BACKENDS = ("cuda",)   # back ends with published runs on more than one GPU (NVIDIA's)
-BAND = (16.0, 84.0)          # the band's percentiles of held-out measured / expected
-REPLICATE_PERCENTILES = tuple(float(q) for q in np.linspace(2.0, 98.0, 25))
+BAND_LEVEL = 68.0            # share of a new machine's runs the band is meant to hold (16-84 %)
+REPLICATES = 12              # the band's replicates (``predict.expected.MAX_REPLICATES`` keeps them all)
 TESTS = ("latency", "tg", "ttft")
+MAX_FACTOR = 1.0             # a share of a peak (``public_fit.MAX_FACTOR``): the ceiling
+MAX_LOG_SCALE = math.log(100.0)   # the farthest a run's terms are scaled to meet it (``term_scale``)
 
 
 def data_path() -> Path:
@@ -66,6 +75,13 @@ class Terms:
     compute: float
     layer_seconds: float
     expert_seconds: float
+
+    def scaled(self, factor: float) -> Terms:
+        """The terms of a run ``factor`` times faster, as ``public_fit.scaled`` makes a
+        replicate: each share times ``factor`` but never above 1 (a band's fast end stops at the
+        ceiling), the fixed seconds divided by it."""
+        return Terms(bandwidth=min(MAX_FACTOR, self.bandwidth * factor), compute=min(MAX_FACTOR, self.compute * factor),
+                     layer_seconds=self.layer_seconds / factor, expert_seconds=self.expert_seconds / factor)
 
     def rates(self) -> Rates:
         """As relative rates (a published calibration's: factors of the machine's B and C)."""
@@ -262,16 +278,94 @@ def residuals(runs: Sequence[Run], predicted: Sequence[float]) -> list[float]:
     return [math.log(r.measured / p) for r, p in zip(runs, predicted, strict=True)]
 
 
-def bands(runs: Sequence[Run], predicted: Sequence[float], fold: Callable[[Run], str]) -> list[tuple[float, float]]:
-    """Each run's band in seconds: its expected seconds times the 16th-84th percentiles of
-    measured / expected over the other folds' fitted runs (each fold one vote)."""
-    res = residuals(runs, predicted)
+def tensor_parallel(run: Run) -> bool:
+    """The band's kind of run: several devices (tensor parallel) or one."""
+    return run.devices > 1
+
+
+def term_scale(run: Run, terms: Terms) -> float:
+    """log f: how many times faster than ``terms`` (``Terms.scaled``) the run went, found by
+    bisection (its seconds fall as f grows); the band's unit, since a band scales the terms and
+    leaves the link's all-reduces as the link prices them. +-``MAX_LOG_SCALE`` where no f within
+    it makes the measured seconds (a run faster than its ceiling and all-reduces allow)."""
+    lo, hi = -MAX_LOG_SCALE, MAX_LOG_SCALE
+    if run.parts.seconds(terms.scaled(math.exp(hi))) > run.measured:
+        return hi
+    if run.parts.seconds(terms.scaled(math.exp(lo))) < run.measured:
+        return lo
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if run.parts.seconds(terms.scaled(math.exp(mid))) > run.measured:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def half_width(sizes: Sequence[float], groups: Sequence[str]) -> float:
+    """h, the band's half-width in log: the ``BAND_LEVEL`` percentile of ``sizes`` (|``term_scale``|
+    of held-out runs), each group one vote, at the conformal level 68 (n + 1) / n for
+    n groups (the largest where that passes 100), so a run of a group none of them is inside
+    exp(+-h) about as often as theirs were. 0 with no runs."""
+    n = len(set(groups))
+    if n == 0:
+        return 0.0
+    return weighted_percentiles(sizes, groups, [min(100.0, BAND_LEVEL * (n + 1) / n)])[0]
+
+
+def band_seconds(parts: Parts, terms: Terms, h: float) -> tuple[float, float]:
+    """(fast, slow) ends of a run's band: its seconds at ``terms`` exp(h) times faster and
+    exp(h) times slower (``Terms.scaled``: the fast end never below the ceiling)."""
+    return parts.seconds(terms.scaled(math.exp(h))), parts.seconds(terms.scaled(math.exp(-h)))
+
+
+def held_out_bands(runs: Sequence[Run], fold: Callable[[Run], str]) -> list[tuple[float, float]]:
+    """Each run's band, scored out of sample: around its seconds from the terms fitted without
+    its fold, h (``half_width``) from the fitted runs of the other folds of its kind (one device
+    or tensor parallel, ``tensor_parallel``), each of those priced by a fit without both its own
+    fold and the scored one. Neither the run nor its fold shapes the band it is scored against."""
+    tables = {id(r): np.abs(_table(r)) for r in runs if r.fitted}
+    fits: dict[frozenset[str], Terms] = {}
+
+    def without(*folds: str) -> Terms:
+        key = frozenset(folds)
+        if key not in fits:
+            fits[key] = fit([r for r in runs if fold(r) not in key], tables)
+        return fits[key]
+
     out = []
-    for r, p in zip(runs, predicted, strict=True):
-        others = [(x, fold(o)) for o, x in zip(runs, res, strict=True) if o.fitted and fold(o) != fold(r)]
-        lo, hi = weighted_percentiles([x for x, _ in others], [g for _, g in others], BAND)
-        out.append((p * math.exp(lo), p * math.exp(hi)))
+    for r in runs:
+        f = fold(r)
+        others = [o for o in runs if o.fitted and fold(o) != f and tensor_parallel(o) == tensor_parallel(r)]
+        sizes = [abs(term_scale(o, without(f, fold(o)))) for o in others]
+        out.append(band_seconds(r.parts, without(f), half_width(sizes, [fold(o) for o in others])))
     return out
+
+
+def in_sample_bands(runs: Sequence[Run], terms: Terms) -> list[tuple[float, float]]:
+    """Each run's band at ``terms`` (fitted on every run), h from the other fitted runs of its
+    kind at the same terms, each run one vote: what the fit's own spread would claim."""
+    out = []
+    for r in runs:
+        others = [o for o in runs if o is not r and o.fitted and tensor_parallel(o) == tensor_parallel(r)]
+        sizes = [abs(term_scale(o, terms)) for o in others]
+        out.append(band_seconds(r.parts, terms, half_width(sizes, [str(i) for i in range(len(others))])))
+    return out
+
+
+def shipped_half_width(runs: Sequence[Run], terms: dict[str, Terms], several: bool) -> float:
+    """The half-width of the band ``rooflab predict`` shows for one device (``several`` False)
+    or tensor parallel: ``half_width`` of what each machine ran against the fit that left it out
+    (``terms``: by machine, ``held_out_seconds``'s), over the fitted runs of that kind."""
+    kind = [r for r in runs if r.fitted and tensor_parallel(r) == several]
+    return half_width([abs(term_scale(r, terms[r.machine])) for r in kind], [r.machine for r in kind])
+
+
+def replicate_logs(h: float) -> list[float]:
+    """``REPLICATES`` log factors evenly spaced over +-a, a = h / (1 - 2 x 16 %): their 16th and
+    84th percentiles (``values.calibration.band``, linear between them) are exactly -h and +h."""
+    a = h / (1.0 - 2.0 * BAND[0] / 100.0)
+    return [float(x) for x in np.linspace(-a, a, REPLICATES)]
 
 
 # ---- the calibration ------------------------------------------------------------------------
@@ -281,13 +375,17 @@ def _machine_fold(r: Run) -> str:
     return r.machine
 
 
-@functools.lru_cache(maxsize=1)
-def vllm_calibration() -> EngineCalibration | None:
-    """The published vLLM calibration: the terms fitted on every run, and as replicates those
-    terms scaled by the 2nd..98th percentiles of what each machine the fit left out ran against
-    it (``public_fit.scaled``: decode and prompt sides alike), so the band is the spread unseen
-    machines showed. None when the file cannot be read (logged, never raised: the figure is then
-    absent, not wrong)."""
+def vllm_calibration(devices: int = 2) -> EngineCalibration | None:
+    """The published vLLM calibration of ``devices`` GPUs: the terms fitted on every run, and as
+    replicates those terms scaled (``public_fit.scaled``: decode and prompt sides alike) over
+    exp(+-h), h the half-width of what machines the fit left out ran against it on one device
+    or on several (``shipped_half_width``). None when the file cannot be read (logged, never
+    raised: the figure is then absent, not wrong)."""
+    return _calibration(devices > 1)
+
+
+@functools.lru_cache(maxsize=2)
+def _calibration(several: bool) -> EngineCalibration | None:
     import logging
 
     from rooflab.core.calibration.public_fit import scaled
@@ -298,13 +396,14 @@ def vllm_calibration() -> EngineCalibration | None:
         logging.getLogger(__name__).warning("published vLLM runs unusable: %s", exc)
         return None
     central = fit(runs)
-    predicted, _ = held_out_seconds(runs, _machine_fold)
-    res = residuals(runs, predicted)
-    factors = weighted_percentiles(res, [r.machine for r in runs], REPLICATE_PERCENTILES)
+    predicted, terms = held_out_seconds(runs, _machine_fold)
+    h = shipped_half_width(runs, terms, several)
     rates = central.rates()
-    replicates = tuple(scaled(rates, math.exp(-x), math.exp(-x)) for x in factors)
-    errors = [abs(p / r.measured - 1.0) for r, p in zip(runs, predicted, strict=True)]
-    machines = sorted({r.machine for r in runs})
+    replicates = tuple(scaled(rates, math.exp(x), math.exp(x)) for x in replicate_logs(h))
+    kind = [(r, p) for r, p in zip(runs, predicted, strict=True) if tensor_parallel(r) == several]
+    errors = [abs(p / r.measured - 1.0) for r, p in kind]
+    machines = sorted({r.machine for r, _ in kind})
+    what = "tensor parallel" if several else "one device"
     return EngineCalibration(
         machine_key="", machine_name="published vLLM machines", engine_key="vllm-published",
         engine_label="vLLM", settings={"engine": "vllm"}, date="2026-12-07",
@@ -312,10 +411,12 @@ def vllm_calibration() -> EngineCalibration | None:
         replicates=replicates, source="public", points=len(runs),
         accuracy={"leave_one_machine_out": {"run": Accuracy(median=float(np.median(errors)),
                                                             worst=float(np.max(errors)), count=len(errors))}},
-        notes=(f"vLLM's published runs: {len(runs)} on {len(machines)} GPUs; streams weights at "
-               f"{central.bandwidth:.2f} of the bandwidth, multiplies at {central.compute:.2f} of the peak, "
+        notes=(f"vLLM's published runs: {len(runs)} on {len(set(r.machine for r in runs))} GPUs; streams weights "
+               f"at {central.bandwidth:.2f} of the bandwidth, multiplies at {central.compute:.2f} of the peak, "
                f"{central.layer_seconds * 1e6:.0f} us a layer and {central.expert_seconds * 1e6:.0f} us a "
-               "routed-expert layer beside; the link's all-reduces as the link prices them",))
+               "routed-expert layer beside; the link's all-reduces as the link prices them",
+               f"band ({what}): x{math.exp(-h):.2f}..x{math.exp(h):.2f} of the expected seconds, what "
+               f"{len(machines)} machines the fit left out ran ({len(kind)} runs), never faster than the ceiling"))
 
 
 def not_applied(machine: MachineProfile, devices: int) -> str:
