@@ -5,8 +5,9 @@ Reads resources/benchmarks/*.json (public llama-bench results, each row with its
 each group (back end; Vulkan per GPU vendor) in the calibration model form (``public_fit``:
 shares of bandwidth and FP16 peak by weight format, routed experts apart, rows per multiply,
 attention with and without flash attention, fixed seconds per pass and layer, the clocks'
-overlap, each machine's own offset), and prints for each protocol (leave one machine out first: what
-a machine rooflab has no rows for gets; then one source out and one model family out: a known
+overlap, each machine's own offset; a unified GPU's prompts at the share the others showed),
+and prints for each protocol (leave one machine out first: what a machine rooflab has no rows
+for gets; then one source out and one model family out: a known
 machine on a new page or a new model) a matrix of out-of-sample median and worst
 |predicted - measured| / measured by (group x dense/MoE x tg/pp x short/long) with each cell's
 band coverage (the share of its rows inside the 16-84 % band built without them: about 68 % is a
@@ -129,6 +130,23 @@ def cells(data: public.PublicBenchmarks, preds: dict[str, list[public_score.Pred
                   f"{_pct(target).strip():>6}")
 
 
+def unified_prompts(data: public.PublicBenchmarks, fits: dict[str, public_fit.Factors]) -> None:
+    """The unified GPUs' prompt share (``public.unified_share``) and what each such machine ran
+    at against its back end's discrete fit: the spread the one share leaves."""
+    share = public.unified_share(data, fits)
+    if share is None:
+        return
+    rates = {g: public.group_rates(fits, g) for g in fits}
+    ratios: dict[str, list[float]] = {}
+    for i, g in public.row_groups(data).items():
+        row = data.rows[i]
+        if public.kind(row) == "pp" and public.unified(data, row.machine) and g in fits:
+            ratios.setdefault(row.machine, []).append(row.tokens_per_second / public.predict_row(data, row, rates[g]))
+    each = ", ".join(f"{m} x{math.exp(np.median(np.log(v))):.2f} ({len(v)})" for m, v in sorted(ratios.items()))
+    print(f"unified GPUs off Metal ({len(ratios)} machines; their prompt rows not in their back end's fit): "
+          f"prompts at x{share:.2f} of the discrete fit; each (rows): {each}")
+
+
 def moe_generation_unseen(data: public.PublicBenchmarks, fits: dict[str, public_fit.Factors]) -> None:
     """Each back end's MoE generation rows left out in turn (its machines' other rows kept, so
     their offsets), priced as a back end without MoE generation rows is: the whole routed-expert
@@ -204,6 +222,7 @@ def main() -> None:
     tg, pp = (np.array([o[k] for o in offsets.values()]) for k in (0, 1))
     print(f"machines' own offsets ({len(offsets)} machines): generation x{np.min(tg):.2f} .. x{np.max(tg):.2f}, "
           f"prompt processing x{np.min(pp):.2f} .. x{np.max(pp):.2f}")
+    unified_prompts(data, fits)
     moe_generation_unseen(data, fits)
     preds = {protocol: report(protocol, data) for protocol in PROTOCOLS if protocol in args.protocols}
     if "machine" in preds:

@@ -55,7 +55,7 @@ def public_calibration(machine: MachineProfile) -> EngineCalibration | None:
     group = f"vulkan-{vendor_of(machine.name)}" if backend == "vulkan" else backend
     try:
         return _public(group, machine.published_twin or machine.key,
-                       machine.flops("fp16") if "fp16" in machine.peak_flops else 0.0)
+                       machine.flops("fp16") if "fp16" in machine.peak_flops else 0.0, machine.kind == "unified")
     except RooflabError as exc:
         log.warning("published benchmarks unusable for %s: %s", group, exc)
         return None
@@ -72,14 +72,15 @@ def vendor_of(name: str) -> str:
 
 
 ANY = "any format"
-PUBLIC_CACHE_FORMAT = 5       # bump when what ``_fitted_backend`` computes changes
+PUBLIC_CACHE_FORMAT = 6       # bump when what ``_fitted_backend`` computes changes
 
 
-Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float]]]   # (fit, peaks, offsets)
+# (fit, peaks, offsets, a unified GPU's prompt share: ``public.unified_share``, None where no row shows it)
+Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float]], float | None]
 
 
 @functools.lru_cache(maxsize=64)
-def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
+def _public(group: str, key: str, fp16: float, unified: bool = False) -> EngineCalibration | None:
     """The group's calibration for one machine. When ``key`` (the preset's published twin, or
     its own key) is among the published machines, compute factors are rescaled to the preset's
     own FP16 peak (the tables count GeForce FP16 at FP16 accumulate, presets at FP32), and its
@@ -87,11 +88,13 @@ def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
     applies to the central figure and the band alike. A machine without rows of its own gets the
     median of what the machines the fit left out ran (``public_score.banded`` scores that figure):
     the fit's figure times their median measured / predicted. Either way the figure is the middle
-    of its band, and the band is the held-out spread the accuracy script reports the coverage of."""
+    of its band, and the band is the held-out spread the accuracy script reports the coverage of.
+    A ``unified`` GPU off Metal without rows of its own (on the host's memory and power budget)
+    runs its prompts at the share of that figure that the unified GPUs with rows showed."""
     kept = _backend(group)
     if kept is None:
         return None
-    cal, peaks, offsets = kept
+    cal, peaks, offsets, share = kept
     scale = peaks[key] / fp16 if key in peaks and fp16 > 0 else 1.0
     from rooflab.core.calibration.public_fit import scaled
 
@@ -108,12 +111,16 @@ def _public(group: str, key: str, fp16: float) -> EngineCalibration | None:
     base = rescaled(cal.central)
     factors = [held_out_factors(cal.central, r) for r in cal.replicates]
     mid = _median_factors(factors)
-    tg, pp = offsets.get(key, mid)
+    apart = unified and group != "metal" and share is not None and key not in offsets
+    tg, pp = offsets.get(key, (mid[0], mid[1] * share) if apart and share is not None else mid)
     replicates = tuple(scaled(base, d / mid[0] * tg, p / mid[1] * pp) for d, p in factors)
     notes = cal.notes
     if key in offsets:
         notes += (f"{key}'s own published rows: generation x{tg:.2f}, prompt processing x{pp:.2f} of the "
                   f"{group} fit",)
+    elif apart:
+        notes += (f"a GPU on the host's memory and power budget: its prompts are expected at x{share:.2f} of the "
+                  f"{group} fit, what the unified GPUs with published rows ran at",)
     elif max(abs(mid[0] - 1.0), abs(mid[1] - 1.0)) > LEAN:
         notes += (f"machines the {group} fit left out ran a median x{mid[0]:.2f} of its generation and x{mid[1]:.2f} "
                   "of its prompt processing figures: the expected figure is the fit's times that",)
@@ -184,8 +191,20 @@ def _fits(data: dict[str, Any]) -> tuple[str, dict[str, Kept]]:
         raise TypeError("made by another version of the fit")
     peaks = {str(k): float(v) for k, v in data["peaks"].items()}
     offsets = data["offsets"]
+    shares = data["unified_share"]
     return str(data["digest"]), {str(g): (store.printable_calibration(EngineCalibration.from_dict(c)), peaks,
-                                          _offsets(offsets[g])) for g, c in data["groups"].items()}
+                                          _offsets(offsets[g]), _share(shares.get(g)))
+                                 for g, c in data["groups"].items()}
+
+
+def _share(value: Any) -> float | None:
+    """A stored unified prompt share: None, or a number in (0, 1]."""
+    if value is None:
+        return None
+    share = float(value)
+    if not 0 < share <= 1:
+        raise ValueError(f"unified share {share} out of range")
+    return share
 
 
 def _offsets(data: Any) -> dict[str, tuple[float, float]]:
@@ -209,7 +228,8 @@ def write_shipped_fits(path: Path | None = None) -> Path:
     target = path or shipped_path()
     write_record(target, {"fit_format": PUBLIC_CACHE_FORMAT, "digest": data_digest(), "peaks": peaks,
                           "groups": {g: f[0].to_dict() for g, f in kept.items()},
-                          "offsets": {g: {k: list(v) for k, v in f[2].items()} for g, f in kept.items()}})
+                          "offsets": {g: {k: list(v) for k, v in f[2].items()} for g, f in kept.items()},
+                          "unified_share": {g: f[3] for g, f in kept.items()}})
     _shipped.cache_clear()
     return target
 
@@ -232,7 +252,8 @@ def _backend(group: str) -> Kept | None:
     if fitted is not None:
         try:
             write_record(path, {"calibration": fitted[0].to_dict(), "peaks": fitted[1],
-                                "offsets": {k: list(v) for k, v in fitted[2].items()}})
+                                "offsets": {k: list(v) for k, v in fitted[2].items()},
+                                "unified_share": fitted[3]})
         except OSError as exc:          # a cache that cannot be written costs time, not the figure
             log.info("cannot keep %s: %s", path, exc)
     return fitted
@@ -243,7 +264,8 @@ def _cached(data: dict[str, Any]) -> Kept:
     if not isinstance(peaks, dict):
         raise TypeError("peaks must be an object")
     return (store.printable_calibration(EngineCalibration.from_dict(data["calibration"])),
-            {str(k): float(v) for k, v in peaks.items()}, _offsets(data.get("offsets", {})))
+            {str(k): float(v) for k, v in peaks.items()}, _offsets(data.get("offsets", {})),
+            _share(data.get("unified_share")))
 
 
 BAND_REPLICATES = 25          # replicates that make an expected figure's band
@@ -285,8 +307,9 @@ def _fitted_group(group: str) -> Kept | None:
         machine_bandwidth=1.0, machine_flops=1.0, central=central, replicates=replicates,
         accuracy=accuracy, source="public", points=len(rows[group]),
         notes=(f"llama.cpp on {group}: {len(machines)} machines, {len(rows[group])} published results",))
-    offsets = public.machine_offsets(data, fits, machines)
-    return cal, {m.key: m.peak_fp16 for m in data.machines}, offsets
+    share = public.unified_share(data, fits)
+    offsets = public.machine_offsets(data, fits, machines, share=share)
+    return cal, {m.key: m.peak_fp16 for m in data.machines}, offsets, share
 
 
 BACKEND_NAMES = {"cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}

@@ -136,7 +136,8 @@ def design(data: PublicBenchmarks, group: str) -> public_fit.GroupData:
 def fit_groups(data: PublicBenchmarks, leave_out: Callable[[PublicRow], bool] | None = None,
                groups: Sequence[str] | None = None) -> dict[str, public_fit.Factors]:
     """Each group's factors (of ``groups``; None: all), fitted to its rows but those ``leave_out``
-    picks (a group left with no row of a kind it needs is left out)."""
+    picks and the prompt rows of unified GPUs off Metal (``unified_share``'s); a group left with
+    no row of a kind it needs is left out."""
     out = {}
     for g in group_rows(data):
         if groups is not None and g not in groups:
@@ -145,16 +146,71 @@ def fit_groups(data: PublicBenchmarks, leave_out: Callable[[PublicRow], bool] | 
         keep = np.array([not (leave_out and leave_out(data.rows[i])) for i in gd.rows])
         if keep.all():
             out[g] = whole_fit(data, g)       # a fold that leaves none of the group's rows out
-        elif keep.any() and (keep & gd.design.prefill).any() and (keep & ~gd.design.prefill).any():
+            continue
+        keep &= _fitted(data, g)
+        if keep.any() and (keep & gd.design.prefill).any() and (keep & ~gd.design.prefill).any():
             out[g] = public_fit.fit_factors(gd, keep)
     return out
 
 
 @functools.lru_cache(maxsize=32)
 def whole_fit(data: PublicBenchmarks, group: str) -> public_fit.Factors:
-    """The group's factors fitted to all its rows, once per data set: every fold that leaves
-    none of them out (most folds of every protocol, for all but one group) reuses it."""
-    return public_fit.fit_factors(design(data, group))
+    """The group's factors fitted to all its rows (but unified GPUs' prompts), once per data set:
+    every fold that leaves none of them out (most folds of every protocol, for all but one group)
+    reuses it."""
+    return public_fit.fit_factors(design(data, group), _fitted(data, group))
+
+
+def unified(data: PublicBenchmarks, machine: str) -> bool:
+    """Whether ``machine`` is a GPU on the host's memory and power budget outside Metal (an AMD
+    APU's iGPU, NVIDIA's GB10 and Orin): its prompts are priced at ``unified_share``."""
+    m = data.machine(machine)
+    return m.kind == "unified" and m.backend != "metal"
+
+
+def _fitted(data: PublicBenchmarks, group: str) -> np.ndarray:
+    """(rows of ``group``,): the rows its fit reads, all but unified GPUs' prompts. Those ran at a
+    seventh to two thirds of what the discrete GPUs of their back end reach of their stated peaks
+    (the 2026-12-07 rows); fitted with them, ROCm's dense share fell from 0.48 to 0.23 and every
+    discrete Radeon's prompt was expected at half its speed."""
+    gd = design(data, group)
+    return np.array([not (gd.design.prefill[j] and unified(data, data.rows[i].machine))
+                     for j, i in enumerate(gd.rows)], dtype=bool)
+
+
+def unified_groups(data: PublicBenchmarks) -> frozenset[str]:
+    """The groups with a unified GPU's rows (``unified``): the fits ``unified_share`` reads."""
+    return frozenset(g for i, g in row_groups(data).items() if unified(data, data.rows[i].machine))
+
+
+MIN_UNIFIED_MACHINES = 1        # unified GPUs with prompt rows before the share is fitted (else None)
+
+
+def unified_share(data: PublicBenchmarks, fits: dict[str, public_fit.Factors],
+                  leave_out: Callable[[PublicRow], bool] | None = None) -> float | None:
+    """What a unified GPU off Metal reaches of the prompt rate its back end's discrete GPUs do:
+    for each such machine with prompt rows (but those ``leave_out`` picks) the geometric median
+    of measured / predicted by its group's fit, then the geometric median over machines, each
+    one vote (one chip swept 250 ways weighs as one), at most 1; None without one.
+
+    Why a share of its own: an integrated GPU shares the package's power with the CPU (the
+    Ryzen AI Max+ 395's 40 CUs and 16 cores have 55-120 W between them, the Radeon 890M's 16 CUs
+    15-54 W with 12 cores) and its stated peak is at its boost clock; a long multiply holds
+    a lower clock, and reads through the host's memory controller. Measured, not assumed: it
+    applies to every unified GPU alike, so a chip whose rows differ (a GB10 or an Orin, whose
+    stated peaks are at other clocks) is off by what its own rows would show."""
+    rates = {g: group_rates(fits, g) for g in fits}
+    groups = row_groups(data)
+    logs: dict[str, list[float]] = {}
+    for i, g in groups.items():
+        row = data.rows[i]
+        if g not in fits or kind(row) != "pp" or not unified(data, row.machine) \
+                or (leave_out is not None and leave_out(row)):
+            continue
+        logs.setdefault(row.machine, []).append(math.log(row.tokens_per_second / predict_row(data, row, rates[g])))
+    if len(logs) < MIN_UNIFIED_MACHINES:
+        return None
+    return min(1.0, math.exp(float(np.median([np.median(v) for v in logs.values()]))))
 
 
 def expert_ratio(fits: dict[str, public_fit.Factors]) -> float:
@@ -226,12 +282,15 @@ SHRINK = 1.0                      # sources of a machine's own that weigh as muc
 
 
 def machine_offsets(data: PublicBenchmarks, fits: dict[str, public_fit.Factors], machines: Iterable[str],
-                    leave_out: Callable[[PublicRow], bool] | None = None) -> dict[str, Offset]:
+                    leave_out: Callable[[PublicRow], bool] | None = None,
+                    share: float | None = None) -> dict[str, Offset]:
     """Each of ``machines``' own factor for generation and for prompt processing: how far its
     fitted rows (but those ``leave_out`` picks) ran from its group's fit, the geometric median
-    of measured / predicted shrunk toward 1 by the number of sources s that show it,
-    ratio ** (s / (s + ``SHRINK``)). A machine's chip, clocks and driver, which no group term
-    knows, carry from one page to the next; a machine without rows of its own gets none."""
+    of measured / predicted shrunk toward its prior by the number of sources s that show it,
+    prior x (ratio / prior) ** (s / (s + ``SHRINK``)). A machine's chip, clocks and driver, which no
+    group term knows, carry from one page to the next. The prior is 1, but a unified GPU's
+    prompt (``unified``) has ``share`` (``unified_share``; None: 1); a machine without rows of its
+    own gets none, but a unified one gets (1, ``share``)."""
     wanted, groups = set(machines), row_groups(data)
     rates = {g: group_rates(fits, g) for g in fits}
     logs: dict[tuple[str, str], list[float]] = {}
@@ -245,9 +304,11 @@ def machine_offsets(data: PublicBenchmarks, fits: dict[str, public_fit.Factors],
         sources.setdefault(k, set()).add(row.source.url)
     out = {}
     for m in wanted:
-        tg, pp = ((math.exp(float(np.median(logs[(m, x)])) * len(sources[(m, x)]) / (len(sources[(m, x)]) + SHRINK))
-                   if (m, x) in logs else 1.0) for x in ("tg", "pp"))
-        if (m, "tg") in logs or (m, "pp") in logs:
+        prior = {"tg": 1.0, "pp": share if share is not None and unified(data, m) else 1.0}
+        tg, pp = ((prior[x] * math.exp((float(np.median(logs[(m, x)])) - math.log(prior[x]))
+                                       * len(sources[(m, x)]) / (len(sources[(m, x)]) + SHRINK))
+                   if (m, x) in logs else prior[x]) for x in ("tg", "pp"))
+        if (m, "tg") in logs or (m, "pp") in logs or prior["pp"] != 1.0:
             out[m] = (tg, pp)
     return out
 

@@ -5,7 +5,8 @@ Three protocols, each a fit per group without the left-out rows: leave one sourc
 and the rows read from it), leave one model family out (all sizes and formats of a family, MoE
 apart from dense), leave one machine out. Every row is scored by the fit that did not see it,
 with its machine's own offset (``public.machine_offsets``) from that fit's rows where it has any:
-none when its machine is left out.
+none when its machine is left out (a unified GPU's prompt then gets the share the other unified
+GPUs showed, ``public.unified_share``).
 
 The band: an expected figure's 16-84 % band is the central figure times the 16th and 84th
 percentiles of measured / predicted over out-of-sample rows of its group and test kind (pooled
@@ -79,11 +80,13 @@ def held_out(data: PublicBenchmarks, protocol: str, groups: Sequence[str] | None
     for i in rows:
         folds.setdefault(key(data, data.rows[i]), []).append(i)
     group_of = public.row_groups(data)
+    fitted = None if groups is None else sorted(set(groups) | public.unified_groups(data))
     out = []
     for fold, members in folds.items():
         leave = functools.partial(_in_fold, data, key, fold)
-        fits = public.fit_groups(data, leave, groups)
-        offsets = public.machine_offsets(data, fits, {data.rows[i].machine for i in members}, leave)
+        fits = public.fit_groups(data, leave, fitted)
+        offsets = public.machine_offsets(data, fits, {data.rows[i].machine for i in members}, leave,
+                                         public.unified_share(data, fits, leave))
         for i in members:
             if group_of[i] not in fits:
                 continue

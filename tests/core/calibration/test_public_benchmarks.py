@@ -66,9 +66,10 @@ TERMS = public_fit.Factors(bandwidth=0.8, cache=0.8, dense=0.45, experts=None, a
                            decode=0.45, pass_seconds=0.002, layer_seconds=2e-5, overlap=1.0)
 
 
-def _machine(key: str, backend: str = "cuda", bandwidth: float = 500e9, peak: float = 100e12) -> PublicMachine:
+def _machine(key: str, backend: str = "cuda", bandwidth: float = 500e9, peak: float = 100e12,
+             kind: str = "gpu") -> PublicMachine:
     return PublicMachine(key=key, name=key, backend=backend, bandwidth=bandwidth, peak_fp16=peak,
-                         sources=(("bandwidth", "test"), ("peak_fp16", "test")))
+                         sources=(("bandwidth", "test"), ("peak_fp16", "test")), kind=kind)
 
 
 def _synthetic(machines: dict[str, tuple[float, float, float]], tests: tuple[str, ...] = ("tg128", "pp512"),
@@ -150,6 +151,50 @@ def test_a_machines_own_offset_carries_to_a_page_the_fit_did_not_see():
     assert public.SHRINK == 1.0
     assert by_source and all(p.error == pytest.approx(1.6 ** 0.5 - 1, rel=0.05) for p in by_source)
     assert all(p.error == pytest.approx(0.6, rel=0.05) for p in by_machine)
+
+
+def _with_unified(data: PublicBenchmarks, unified: dict[str, float]) -> PublicBenchmarks:
+    """``data`` with the machines of ``unified`` {key: prompt slowness} made unified GPUs whose
+    prompts run that many times slower than the terms (their generation as the terms)."""
+    machines = tuple(dataclasses.replace(m, kind="unified") if m.key in unified else m for m in data.machines)
+    rows = tuple(dataclasses.replace(r, tokens_per_second=r.tokens_per_second / unified[r.machine])
+                 if r.machine in unified and r.test.kind == "prefill" else r for r in data.rows)
+    return dataclasses.replace(data, machines=machines, rows=rows)
+
+
+def test_a_unified_gpus_prompts_are_its_own_share_not_its_back_ends():
+    """Three unified GPUs whose prompts run 3x slower than four discrete GPUs' terms. Their
+    prompt rows stay out of the back end's fit, so the discrete GPUs keep the terms' dense
+    share; the unified ones get the share they showed (1/3), and left out one at a time, each
+    is predicted from the other two: right, where pricing it as a discrete GPU is 3x too fast.
+    A discrete GPU left out is not touched by the share."""
+    slow = {"u1": 3.0, "u2": 2.7, "u3": 3.3}
+    data = _with_unified(_synthetic({**MACHINES, "u1": (250e9, 40e12, 1.0), "u2": (120e9, 24e12, 1.0),
+                                     "u3": (256e9, 60e12, 1.0)}), slow)
+    fits = public.fit_groups(data)
+    assert fits["cuda"].dense == pytest.approx(TERMS.dense, rel=0.05)
+    assert public.unified_share(data, fits) == pytest.approx(1 / 3.0, rel=0.05)
+    preds = public_score.held_out(data, "machine")
+    for p in preds:
+        row = data.rows[p.row]
+        assert p.error < (0.2 if row.machine in slow else 0.05), (row, p)     # u3: 3.3 / sqrt(3 x 2.7)
+    pp = [p for p in preds if data.rows[p.row].machine == "u1" and data.rows[p.row].test.kind == "prefill"]
+    as_discrete = public.predict_row(data, data.rows[pp[0].row], public.group_rates(fits, "cuda"))
+    assert as_discrete / pp[0].measured == pytest.approx(3.0, rel=0.05)
+
+
+def test_a_unified_gpus_own_rows_move_it_from_the_share():
+    """A unified GPU with rows of its own keeps an offset shrunk toward the share, not toward 1:
+    one page a machine, halfway in log from the share to what it showed."""
+    slow = {"u1": 3.0, "u2": 3.0, "u3": 1.5}
+    data = _with_unified(_synthetic({**MACHINES, "u1": (250e9, 40e12, 1.0), "u2": (120e9, 24e12, 1.0),
+                                     "u3": (256e9, 60e12, 1.0)}), slow)
+    fits = public.fit_groups(data)
+    share = public.unified_share(data, fits)
+    assert share == pytest.approx(1 / 3.0, rel=0.05)
+    offsets = public.machine_offsets(data, fits, ["u3", "a"], share=share)
+    assert offsets["u3"][1] == pytest.approx(share * ((1 / 1.5) / share) ** 0.5, rel=0.05)
+    assert offsets["a"][1] == pytest.approx(1.0, rel=0.05)
 
 
 def test_a_slow_machine_moves_only_its_own_error_when_it_is_left_out():

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 
 from rooflab.core.calibration import expectations, public, public_fit
 
@@ -63,9 +64,10 @@ def test_every_group_refitted_now_is_the_shipped_one():
     for group in public.group_rows(public.load_public()):
         fresh = expectations._fitted_group(group)
         assert fresh is not None
-        cal, peaks, offsets = shipped[group]
-        found += differences({"calibration": cal.to_dict(), "peaks": peaks, "offsets": offsets},
-                             {"calibration": fresh[0].to_dict(), "peaks": fresh[1], "offsets": fresh[2]}, group)
+        cal, peaks, offsets, share = shipped[group]
+        found += differences({"calibration": cal.to_dict(), "peaks": peaks, "offsets": offsets, "share": share},
+                             {"calibration": fresh[0].to_dict(), "peaks": fresh[1], "offsets": fresh[2],
+                              "share": fresh[3]}, group)
     assert not found, ("the shipped fit is not what the code fits now (python packaging/refit_published.py):\n"
                        + "\n".join(found[:20]))
 
@@ -106,3 +108,24 @@ def test_a_preset_reads_the_shipped_fit_without_fitting(monkeypatch):
     assert cal is not None and cal.source == "public" and cal.settings["group"] == "cuda"
     expectations._backend.cache_clear()
     expectations._public.cache_clear()
+
+
+def test_a_unified_gpu_without_rows_of_its_own_gets_the_shipped_share():
+    """A GPU on the host's memory and power budget that no published row names (the Ryzen AI Max+
+    395 preset without its twin, on ROCm) expects its prompts at the shipped unified share of
+    its back end's figure, and says so; the same chip called discrete does not. Generation is
+    the same either way."""
+    from rooflab.core.io.presets import load_machine
+
+    unified = dataclasses.replace(load_machine("ryzen-ai-max-395"), published_twin="", backend="rocm",
+                                  key="a-new-apu")
+    discrete = dataclasses.replace(unified, kind="gpu")
+    a, b = expectations.public_calibration(unified), expectations.public_calibration(discrete)
+    assert a is not None and b is not None
+    share = expectations._backend("rocm")[3]
+    assert share is not None and 0.2 < share < 0.9
+    for k, v in b.central.prefill_flops.items():
+        assert a.central.prefill_flops[k] == pytest.approx(v * share, rel=1e-9), k
+    assert dict(a.central.bandwidth) == dict(b.central.bandwidth)
+    assert any("host's memory and power budget" in n for n in a.notes)
+    assert not any("host's memory and power budget" in n for n in b.notes)

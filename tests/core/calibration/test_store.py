@@ -265,8 +265,9 @@ def test_a_kept_engine_calibration_comes_back_printable(data):
 def test_a_cached_published_calibration_comes_back_printable():
     from rooflab.core.calibration import expectations
 
-    cal, peaks, offsets = expectations._cached({"calibration": _evil_calibration("").to_dict(), "peaks": {"x": 1e12}})
-    assert not any(c in _text_of(cal) for c in "\x1b\x07\x9b\n") and peaks == {"x": 1e12}
+    cal, peaks, offsets, share = expectations._cached({"calibration": _evil_calibration("").to_dict(),
+                                                       "peaks": {"x": 1e12}})
+    assert not any(c in _text_of(cal) for c in "\x1b\x07\x9b\n") and peaks == {"x": 1e12} and share is None
 
 
 def _import_of(rows: int) -> list[MeasuredPoint]:
