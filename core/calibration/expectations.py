@@ -72,11 +72,11 @@ def vendor_of(name: str) -> str:
 
 
 ANY = "any format"
-PUBLIC_CACHE_FORMAT = 6       # bump when what ``_fitted_backend`` computes changes
+PUBLIC_CACHE_FORMAT = 7       # bump when what ``_fitted_backend`` computes changes
 
 
 # (fit, peaks, offsets, a unified GPU's prompt share: ``public.unified_share``, None where no row shows it)
-Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float]], float | None]
+Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float, float]], float | None]
 
 
 @functools.lru_cache(maxsize=64)
@@ -112,19 +112,20 @@ def _public(group: str, key: str, fp16: float, unified: bool = False) -> EngineC
     factors = [held_out_factors(cal.central, r) for r in cal.replicates]
     mid = _median_factors(factors)
     apart = unified and group != "metal" and share is not None and key not in offsets
-    tg, pp = offsets.get(key, (mid[0], mid[1] * share) if apart and share is not None else mid)
-    replicates = tuple(scaled(base, d / mid[0] * tg, p / mid[1] * pp) for d, p in factors)
+    tg, pp, experts = offsets.get(key, (mid[0], mid[1] * (share if apart and share is not None else 1.0), 1.0))
+    replicates = tuple(scaled(base, d / mid[0] * tg, p / mid[1] * pp, experts) for d, p in factors)
     notes = cal.notes
     if key in offsets:
         notes += (f"{key}'s own published rows: generation x{tg:.2f}, prompt processing x{pp:.2f} of the "
-                  f"{group} fit",)
+                  f"{group} fit" + (f", its routed experts' prompt rate x{experts:.2f} beside that"
+                                    if abs(experts - 1.0) > LEAN else ""),)
     elif apart:
         notes += (f"a GPU on the host's memory and power budget: its prompts are expected at x{share:.2f} of the "
                   f"{group} fit, what the unified GPUs with published rows ran at",)
     elif max(abs(mid[0] - 1.0), abs(mid[1] - 1.0)) > LEAN:
         notes += (f"machines the {group} fit left out ran a median x{mid[0]:.2f} of its generation and x{mid[1]:.2f} "
                   "of its prompt processing figures: the expected figure is the fit's times that",)
-    return dataclasses.replace(cal, central=scaled(base, tg, pp), replicates=replicates, notes=notes)
+    return dataclasses.replace(cal, central=scaled(base, tg, pp, experts), replicates=replicates, notes=notes)
 
 
 LEAN = 0.05         # a median held-out factor this far from 1 is said in a note
@@ -207,14 +208,15 @@ def _share(value: Any) -> float | None:
     return share
 
 
-def _offsets(data: Any) -> dict[str, tuple[float, float]]:
-    """A stored {machine: [generation, prompt processing]} object, each a positive number."""
+def _offsets(data: Any) -> dict[str, tuple[float, float, float]]:
+    """A stored {machine: [generation, prompt processing, routed experts' prompt rate]} object,
+    each a positive number."""
     out = {}
     for k, v in data.items():
-        tg, pp = (float(x) for x in v)
-        if not (0 < tg < 100 and 0 < pp < 100):
+        tg, pp, experts = (float(x) for x in v)
+        if not all(0 < x < 100 for x in (tg, pp, experts)):
             raise ValueError(f"offset of {k} out of range")
-        out[str(k)] = (tg, pp)
+        out[str(k)] = (tg, pp, experts)
     return out
 
 

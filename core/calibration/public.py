@@ -18,6 +18,7 @@ devices (the placement model's), CPU thread counts."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -35,7 +36,7 @@ from rooflab.core.io.public_bench import (
     read_public_benchmarks,
 )
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
-from rooflab.core.predict.expected import efficiency_for
+from rooflab.core.predict.expected import EXPERTS, efficiency_for
 from rooflab.core.values.calibration import Rates
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
@@ -136,8 +137,8 @@ def design(data: PublicBenchmarks, group: str) -> public_fit.GroupData:
 def fit_groups(data: PublicBenchmarks, leave_out: Callable[[PublicRow], bool] | None = None,
                groups: Sequence[str] | None = None) -> dict[str, public_fit.Factors]:
     """Each group's factors (of ``groups``; None: all), fitted to its rows but those ``leave_out``
-    picks and the prompt rows of unified GPUs off Metal (``unified_share``'s); a group left with
-    no row of a kind it needs is left out."""
+    picks (``fit_group``: unified GPUs' prompts apart); a group left with no row of a kind it
+    needs is left out."""
     out = {}
     for g in group_rows(data):
         if groups is not None and g not in groups:
@@ -146,19 +147,69 @@ def fit_groups(data: PublicBenchmarks, leave_out: Callable[[PublicRow], bool] | 
         keep = np.array([not (leave_out and leave_out(data.rows[i])) for i in gd.rows])
         if keep.all():
             out[g] = whole_fit(data, g)       # a fold that leaves none of the group's rows out
-            continue
-        keep &= _fitted(data, g)
-        if keep.any() and (keep & gd.design.prefill).any() and (keep & ~gd.design.prefill).any():
-            out[g] = public_fit.fit_factors(gd, keep)
+        elif keep.any() and (keep & gd.design.prefill & ~_unified_prompts(data, g)).any() \
+                and (keep & ~gd.design.prefill).any():
+            out[g] = fit_group(data, g, keep)
     return out
 
 
 @functools.lru_cache(maxsize=32)
 def whole_fit(data: PublicBenchmarks, group: str) -> public_fit.Factors:
-    """The group's factors fitted to all its rows (but unified GPUs' prompts), once per data set:
-    every fold that leaves none of them out (most folds of every protocol, for all but one group)
-    reuses it."""
-    return public_fit.fit_factors(design(data, group), _fitted(data, group))
+    """The group's factors fitted to all its rows (``fit_group``), once per data set: every fold
+    that leaves none of them out (most folds of every protocol, for all but one group) reuses it."""
+    return fit_group(data, group, np.ones(len(design(data, group).rows), dtype=bool))
+
+
+def fit_group(data: PublicBenchmarks, group: str, keep: np.ndarray) -> public_fit.Factors:
+    """``group``'s factors fitted to the rows ``keep`` picks, but unified GPUs' prompts
+    (``unified``). Those ran at a seventh to two thirds of what the discrete GPUs of their back
+    end reach of their stated peaks (the 2026-12-07 rows); fitted with them, ROCm's dense share
+    fell from 0.48 to 0.23 and every discrete Radeon's prompt was expected at half its speed.
+    Their level is ``unified_share``'s. What they show of a term the discrete rows could not see
+    is kept: a second fit takes them in at their own level (``unified_levels``), and the term's
+    ratio to the dense rate there fills the first fit's gap (Vulkan on AMD's routed experts in a
+    fold without the Radeon Pro VII's two MoE prompt rows: its others are all the Ryzen AI Max+
+    395's; without the second fit it would borrow the other back ends' ratio, 0.20)."""
+    gd = design(data, group)
+    prompts = _unified_prompts(data, group)
+    first = public_fit.fit_factors(gd, keep & ~prompts)
+    if not (keep & prompts).any() or None not in (first.experts, first.attention, first.flash_attention):
+        return first
+    levels = unified_levels(data, group, first, keep & prompts)
+    second = public_fit.fit_factors(dataclasses.replace(
+        gd, design=dataclasses.replace(gd.design, flops=gd.design.flops / levels[:, None])), keep)
+
+    def filled(mine: float | None, theirs: float | None) -> float | None:
+        if mine is not None or theirs is None or second.dense <= 0:
+            return mine
+        return min(public_fit.MAX_FACTOR, first.dense * theirs / second.dense)
+
+    return dataclasses.replace(first, experts=filled(first.experts, second.experts),
+                               attention=filled(first.attention, second.attention),
+                               flash_attention=filled(first.flash_attention, second.flash_attention))
+
+
+def unified_levels(data: PublicBenchmarks, group: str, first: public_fit.Factors, rows: np.ndarray) -> np.ndarray:
+    """(rows of ``group``,): each row's level, 1 but for the prompt rows ``rows`` picks, where it
+    is their machine's geometric median of measured / ``first`` over its dense models' rows among
+    them (all of them where it has none): its MoE and deep rows then carry what their experts and
+    attention cost beside its dense multiplies to the second fit."""
+    gd = design(data, group)
+    rates = first.rates(1.0)
+    logs: dict[tuple[str, bool], list[float]] = {}
+    for j in np.flatnonzero(rows):
+        row = data.rows[gd.rows[j]]
+        logs.setdefault((row.machine, spec_of(data, row).is_moe), []).append(
+            math.log(row.tokens_per_second / predict_row(data, row, rates)))
+    level = {m: math.exp(float(np.median(logs.get((m, False), v)))) for (m, _), v in logs.items()}
+    return np.array([level[data.rows[i].machine] if rows[j] else 1.0 for j, i in enumerate(gd.rows)])
+
+
+def _unified_prompts(data: PublicBenchmarks, group: str) -> np.ndarray:
+    """(rows of ``group``,): whether each is a unified GPU's prompt row."""
+    gd = design(data, group)
+    return np.array([bool(gd.design.prefill[j]) and unified(data, data.rows[i].machine)
+                     for j, i in enumerate(gd.rows)], dtype=bool)
 
 
 def unified(data: PublicBenchmarks, machine: str) -> bool:
@@ -166,16 +217,6 @@ def unified(data: PublicBenchmarks, machine: str) -> bool:
     APU's iGPU, NVIDIA's GB10 and Orin): its prompts are priced at ``unified_share``."""
     m = data.machine(machine)
     return m.kind == "unified" and m.backend != "metal"
-
-
-def _fitted(data: PublicBenchmarks, group: str) -> np.ndarray:
-    """(rows of ``group``,): the rows its fit reads, all but unified GPUs' prompts. Those ran at a
-    seventh to two thirds of what the discrete GPUs of their back end reach of their stated peaks
-    (the 2026-12-07 rows); fitted with them, ROCm's dense share fell from 0.48 to 0.23 and every
-    discrete Radeon's prompt was expected at half its speed."""
-    gd = design(data, group)
-    return np.array([not (gd.design.prefill[j] and unified(data, data.rows[i].machine))
-                     for j, i in enumerate(gd.rows)], dtype=bool)
 
 
 def unified_groups(data: PublicBenchmarks) -> frozenset[str]:
@@ -277,40 +318,90 @@ def predict_row(data: PublicBenchmarks, row: PublicRow, rates: Rates, offset: Of
     return tokens_per_second(data, row, eff)
 
 
-Offset = tuple[float, float]      # (generation, prompt processing): a machine's measured / its group's figure
+Offset = tuple[float, float, float]     # (generation, prompt processing, routed experts' prompt rate): its
+#                                         machine's measured / its group's figure (the third on top of the second)
 SHRINK = 1.0                      # sources of a machine's own that weigh as much as its group's figure
+EXPERT_STEPS = 8                  # secant steps that find a machine's routed-expert factor
+MIN_EXPERTS = 0.05                # the least routed-expert factor a machine's rows may give
 
 
 def machine_offsets(data: PublicBenchmarks, fits: dict[str, public_fit.Factors], machines: Iterable[str],
                     leave_out: Callable[[PublicRow], bool] | None = None,
                     share: float | None = None) -> dict[str, Offset]:
-    """Each of ``machines``' own factor for generation and for prompt processing: how far its
-    fitted rows (but those ``leave_out`` picks) ran from its group's fit, the geometric median
-    of measured / predicted shrunk toward its prior by the number of sources s that show it,
-    prior x (ratio / prior) ** (s / (s + ``SHRINK``)). A machine's chip, clocks and driver, which no
-    group term knows, carry from one page to the next. The prior is 1, but a unified GPU's
-    prompt (``unified``) has ``share`` (``unified_share``; None: 1); a machine without rows of its
-    own gets none, but a unified one gets (1, ``share``)."""
+    """Each of ``machines``' own factors for generation, for prompt processing and for its
+    routed experts' prompt rate: how far its fitted rows (but those ``leave_out`` picks) ran from
+    its group's fit, the geometric median of measured / predicted shrunk toward its prior by the
+    number of sources s that show it, prior x (ratio / prior) ** (s / (s + ``SHRINK``)). A
+    machine's chip, clocks and driver, which no group term knows, carry from one page to the next.
+
+    Prompts are read off its dense models' rows where it has any (else all its prompt rows), and
+    its MoE prompt rows then give the routed experts' own factor on top: one chip's expert kernel
+    path differs from its back end's as much as its clocks do (the Ryzen AI Max+ 395 under Vulkan
+    ran its MoE prompts at 1.9x the figure its dense rows set, under ROCm at 0.6x). The experts'
+    factor scales their rate only, so it is solved for (``EXPERT_STEPS`` secant steps on its log)
+    such that those rows keep (1 - s / (s + SHRINK)) of their gap in log: shrunk as every
+    offset is, in what the rows show, not in the factor.
+    The prior is 1, but a unified GPU's prompt (``unified``) has ``share`` (``unified_share``;
+    None: 1); a machine without rows of its own gets none, but a unified one gets (1, ``share``, 1)."""
     wanted, groups = set(machines), row_groups(data)
     rates = {g: group_rates(fits, g) for g in fits}
-    logs: dict[tuple[str, str], list[float]] = {}
-    sources: dict[tuple[str, str], set[str]] = {}
+    rows: dict[tuple[str, str], list[tuple[int, str]]] = {}
     for i, g in groups.items():
         row = data.rows[i]
         if row.machine not in wanted or g not in fits or (leave_out is not None and leave_out(row)):
             continue
-        k = (row.machine, kind(row))
-        logs.setdefault(k, []).append(math.log(row.tokens_per_second / predict_row(data, row, rates[g])))
-        sources.setdefault(k, set()).add(row.source.url)
+        k = kind(row)
+        if k == "pp":
+            k = "moe" if spec_of(data, row).is_moe else "dense"
+        rows.setdefault((row.machine, k), []).append((i, g))
+
+    def weight(members: list[tuple[int, str]]) -> float:
+        s = len({data.rows[i].source.url for i, _ in members})
+        return s / (s + SHRINK)
+
+    def ratio(members: list[tuple[int, str]], offset: Offset | None, prior: float, shrink: bool = True) -> float:
+        logs = [math.log(data.rows[i].tokens_per_second / predict_row(data, data.rows[i], rates[g], offset))
+                for i, g in members]
+        return prior * math.exp((float(np.median(logs)) - math.log(prior)) * (weight(members) if shrink else 1.0))
+
     out = {}
     for m in wanted:
-        prior = {"tg": 1.0, "pp": share if share is not None and unified(data, m) else 1.0}
-        tg, pp = ((prior[x] * math.exp((float(np.median(logs[(m, x)])) - math.log(prior[x]))
-                                       * len(sources[(m, x)]) / (len(sources[(m, x)]) + SHRINK))
-                   if (m, x) in logs else prior[x]) for x in ("tg", "pp"))
-        if (m, "tg") in logs or (m, "pp") in logs or prior["pp"] != 1.0:
-            out[m] = (tg, pp)
+        pp_prior = share if share is not None and unified(data, m) else 1.0
+        tg = ratio(rows[(m, "tg")], None, 1.0) if (m, "tg") in rows else 1.0
+        prompts = rows.get((m, "dense")) or rows.get((m, "moe"))
+        pp = ratio(prompts, None, pp_prior) if prompts else pp_prior
+        experts = 1.0
+        if (m, "dense") in rows and (m, "moe") in rows:
+            moe = rows[(m, "moe")]
+            # beyond ``most`` the experts' share passes 1 and ``scaled`` clips it: a larger factor moves nothing
+            most = public_fit.MAX_FACTOR / max(rates[moe[0][1]].prefill_flops[EXPERTS] * pp, 1e-9)
+            experts = _solve(functools.partial(_gap, ratio, moe, pp), 1.0 - weight(moe), math.log(MIN_EXPERTS),
+                             math.log(most))
+        if prompts or (m, "tg") in rows or pp_prior != 1.0:
+            out[m] = (tg, pp, experts)
     return out
+
+
+def _gap(ratio: Callable[..., float], members: list[tuple[int, str]], pp: float, log_factor: float) -> float:
+    """log(measured / predicted) of ``members`` (``ratio``'s, unshrunk) with the routed experts'
+    factor exp(``log_factor``) on top of the prompt offset ``pp``."""
+    return math.log(ratio(members, (1.0, pp, math.exp(log_factor)), 1.0, shrink=False))
+
+
+def _solve(miss: Callable[[float], float], kept: float, low: float, high: float) -> float:
+    """exp(x) for the x in [``low``, ``high``] where ``miss(x)`` (a log gap that falls as x grows)
+    is ``kept`` of ``miss(0)``: secant steps on x (``EXPERT_STEPS``), the first guess as if the
+    gap moved one for one with x."""
+    left = kept * miss(0.0)
+    x0, g0 = 0.0, miss(0.0) - left
+    x1 = min(high, max(low, g0))
+    g1 = miss(x1) - left
+    for _ in range(EXPERT_STEPS):
+        if abs(g1) < 1e-4 or g1 == g0:
+            break
+        x0, g0, x1 = x1, g1, min(high, max(low, x1 - g1 * (x1 - x0) / (g1 - g0)))
+        g1 = miss(x1) - left
+    return math.exp(x1)
 
 
 def backends(data: PublicBenchmarks | None = None) -> tuple[str, ...]:

@@ -447,17 +447,19 @@ def _factor(inverse: float) -> float:
     return MAX_FACTOR if not inverse > 0 else float(min(MAX_FACTOR, 1.0 / inverse))
 
 
-def scaled(rates: Rates, decode: float, prefill: float) -> Rates:
+def scaled(rates: Rates, decode: float, prefill: float, experts: float = 1.0) -> Rates:
     """``rates`` with every decode-side term (bandwidths, decode FLOP/s, fixed costs) times
-    ``decode`` and the prefill FLOP/s times ``prefill``: a pass bound by either then runs that
-    many times faster (its fixed costs divided alike). Every share stays at most 1: a band's
-    fast edge, or a machine's offset, is never above the ceiling, however far faster some rows
-    were."""
+    ``decode`` and the prefill FLOP/s times ``prefill`` (the routed experts' also times
+    ``experts``: a machine's own MoE prompts, ``public.machine_offsets``): a pass bound by either
+    then runs that many times faster (its fixed costs divided alike). Every share stays at most
+    1: a band's fast edge, or a machine's offset, is never above the ceiling, however far faster
+    some rows were."""
     def limit(value: float) -> float:
         return min(MAX_FACTOR, value)
 
     return Rates(bandwidth={k: limit(v * decode) for k, v in rates.bandwidth.items()},
-                 prefill_flops={k: limit(v * prefill) for k, v in rates.prefill_flops.items()},
+                 prefill_flops={k: limit(v * prefill * (experts if k == EXPERTS else 1.0))
+                                for k, v in rates.prefill_flops.items()},
                  decode_flops={k: limit(v * decode) for k, v in rates.decode_flops.items()},
                  cache_bandwidth=limit(rates.cache_bandwidth * decode), pass_seconds=rates.pass_seconds / decode,
                  layer_seconds=rates.layer_seconds / decode, overlap=rates.overlap,

@@ -6,6 +6,7 @@ below are made from known terms, so a fit that saw the held-out row would be cau
 from __future__ import annotations
 
 import dataclasses
+import math
 import subprocess
 import sys
 
@@ -183,6 +184,30 @@ def test_a_unified_gpus_prompts_are_its_own_share_not_its_back_ends():
     assert as_discrete / pp[0].measured == pytest.approx(3.0, rel=0.05)
 
 
+def test_a_term_only_unified_gpus_show_is_taken_from_them_at_their_level():
+    """No discrete GPU has a MoE prompt row; three unified ones do, at a third of the discrete
+    speed. Their prompts stay out of the back end's level, but its routed experts' rate, which
+    only they show, comes from them at their own level: the experts / dense ratio the same rows
+    give when those machines are discrete GPUs at the discrete speed, not a borrowed one (without
+    the unified rows the fit has no experts' rate at all)."""
+    models = (("llama-2-7b", "q4_0"), ("qwen3-30b-a3b-q4_k_m", "q4_k_m"))
+    terms = dataclasses.replace(TERMS, rows_half=32.0, experts=0.15)
+    made = _synthetic({**MACHINES, "u1": (250e9, 40e12, 1.0), "u2": (120e9, 24e12, 1.0),
+                       "u3": (256e9, 60e12, 1.0)}, models=models, terms=terms)
+    slow = {"u1": 3.0, "u2": 3.0, "u3": 3.0}
+    kept = dataclasses.replace(made, rows=tuple(
+        r for r in made.rows if r.machine in slow or r.model == "llama-2-7b" or r.test.kind == "decode"))
+    data = _with_unified(kept, slow)
+    control = public.fit_groups(kept)["cuda"]          # the same rows, every machine discrete and at speed
+    alone = public.fit_groups(data, lambda r: r.machine in slow)["cuda"]
+    assert alone.experts is None
+    f = public.fit_groups(data)["cuda"]
+    assert f.dense == pytest.approx(alone.dense, rel=1e-9)          # the level is the discrete GPUs' own
+    assert f.experts is not None and 0 < f.experts <= 1.0
+    assert control.experts is not None
+    assert f.experts / f.dense == pytest.approx(control.experts / control.dense, rel=0.05)
+
+
 def test_a_unified_gpus_own_rows_move_it_from_the_share():
     """A unified GPU with rows of its own keeps an offset shrunk toward the share, not toward 1:
     one page a machine, halfway in log from the share to what it showed."""
@@ -195,6 +220,46 @@ def test_a_unified_gpus_own_rows_move_it_from_the_share():
     offsets = public.machine_offsets(data, fits, ["u3", "a"], share=share)
     assert offsets["u3"][1] == pytest.approx(share * ((1 / 1.5) / share) ** 0.5, rel=0.05)
     assert offsets["a"][1] == pytest.approx(1.0, rel=0.05)
+
+
+def test_a_machines_own_moe_prompts_get_their_own_factor():
+    """Machines "x" and "y" run like the others but for their MoE prompts: x's at half their
+    speed (another expert kernel path on that chip), y's at 1.5x. Each one's prompt offset is
+    read off its dense rows, and its routed experts get a factor of their own on top: x's MoE
+    prompts keep only the share of their gap its two pages leave (1 / 3 in log, as every
+    offset's), where the prompt offset alone left all of it; dense prompts and generation do not
+    move. y's cannot be helped here: the fit's routed experts already run at the whole peak, and
+    a factor that would pass it is clipped (``scaled``), so it stays where it moves nothing."""
+    pages = (RowSource(url="https://example.org/p1/"), RowSource(url="https://example.org/p2/"))
+    models = (("llama-2-7b", "q4_0"), ("qwen3-30b-a3b-q4_k_m", "q4_k_m"))
+    speed = {"x": 0.5, "y": 1.5}
+    data = _synthetic({**MACHINES, "x": (500e9, 80e12, 1.0), "y": (500e9, 80e12, 1.0)}, models=models,
+                      sources=pages)
+    data = dataclasses.replace(data, rows=tuple(
+        dataclasses.replace(r, tokens_per_second=r.tokens_per_second * speed[r.machine])
+        if r.machine in speed and r.model == "qwen3-30b-a3b-q4_k_m" and r.test.kind == "prefill" else r
+        for r in data.rows))
+    fits = public.fit_groups(data, lambda r: r.machine in speed)      # the terms, without x and y
+    offsets = public.machine_offsets(data, fits, ["x", "y"])
+    rates = public.group_rates(fits, "cuda")
+    assert rates.prefill_flops[public.EXPERTS] == 1.0         # these rows' MoE prompts put the experts at the peak
+    kept = public.SHRINK / (2 + public.SHRINK)
+
+    def off(machine: str, offset: public.Offset) -> dict[str, float]:
+        return {f"{r.model} {r.test.name}": public.predict_row(data, r, rates, offset) / r.tokens_per_second
+                for r in data.rows if r.machine == machine}
+
+    for m in speed:
+        tg, pp, experts = offsets[m]
+        assert tg == pytest.approx(1.0, rel=0.02) and pp == pytest.approx(1.0, rel=0.02), m
+        without, mine = off(m, (tg, pp, 1.0)), off(m, offsets[m])
+        for k, ratio in mine.items():
+            if k.endswith("pp512") and "qwen3" in k and m == "x":
+                assert math.log(ratio) == pytest.approx(kept * math.log(without[k]), abs=0.01)
+                assert experts < 0.7 and without[k] > 1.5
+            else:
+                assert ratio == pytest.approx(without[k], rel=1e-6), (m, k)
+    assert offsets["y"][2] * offsets["y"][1] <= 1.0 + 1e-9          # no factor past the clip
 
 
 def test_a_slow_machine_moves_only_its_own_error_when_it_is_left_out():
