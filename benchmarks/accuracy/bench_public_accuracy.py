@@ -136,13 +136,8 @@ def unified_prompts(data: public.PublicBenchmarks, fits: dict[str, public_fit.Fa
     share = public.unified_share(data, fits)
     if share is None:
         return
-    rates = {g: public.group_rates(fits, g) for g in fits}
-    ratios: dict[str, list[float]] = {}
-    for i, g in public.row_groups(data).items():
-        row = data.rows[i]
-        if public.kind(row) == "pp" and public.unified(data, row.machine) and g in fits:
-            ratios.setdefault(row.machine, []).append(row.tokens_per_second / public.predict_row(data, row, rates[g]))
-    each = ", ".join(f"{m} x{math.exp(np.median(np.log(v))):.2f} ({len(v)})" for m, v in sorted(ratios.items()))
+    ratios = public.unified_ratios(data, fits)
+    each = ", ".join(f"{m} x{math.exp(np.median(v)):.2f} ({len(v)})" for m, v in sorted(ratios.items()))
     print(f"unified GPUs off Metal ({len(ratios)} machines; their prompt rows not in their back end's fit): "
           f"prompts at x{share:.2f} of the discrete fit; each (rows): {each}")
 

@@ -53,9 +53,12 @@ def public_calibration(machine: MachineProfile) -> EngineCalibration | None:
     if not backend:
         return None
     group = f"vulkan-{vendor_of(machine.name)}" if backend == "vulkan" else backend
+    from rooflab.core.calibration.public import priced_apart
+
     try:
         return _public(group, machine.published_twin or machine.key,
-                       machine.flops("fp16") if "fp16" in machine.peak_flops else 0.0, machine.kind == "unified")
+                       machine.flops("fp16") if "fp16" in machine.peak_flops else 0.0,
+                       priced_apart(machine.kind, backend))
     except RooflabError as exc:
         log.warning("published benchmarks unusable for %s: %s", group, exc)
         return None
@@ -89,8 +92,9 @@ def _public(group: str, key: str, fp16: float, unified: bool = False) -> EngineC
     median of what the machines the fit left out ran (``public_score.banded`` scores that figure):
     the fit's figure times their median measured / predicted. Either way the figure is the middle
     of its band, and the band is the held-out spread the accuracy script reports the coverage of.
-    A ``unified`` GPU off Metal without rows of its own (on the host's memory and power budget)
-    runs its prompts at the share of that figure that the unified GPUs with rows showed."""
+    A ``unified`` GPU (``public.priced_apart``: on the host's memory and power budget, off Metal)
+    without rows of its own runs its prompts at the share of that figure that the unified GPUs
+    with rows showed."""
     kept = _backend(group)
     if kept is None:
         return None
@@ -111,16 +115,16 @@ def _public(group: str, key: str, fp16: float, unified: bool = False) -> EngineC
     base = rescaled(cal.central)
     factors = [held_out_factors(cal.central, r) for r in cal.replicates]
     mid = _median_factors(factors)
-    apart = unified and group != "metal" and share is not None and key not in offsets
-    tg, pp, experts = offsets.get(key, (mid[0], mid[1] * (share if apart and share is not None else 1.0), 1.0))
+    apart = share if unified and key not in offsets else None      # the share its prompts are priced at
+    tg, pp, experts = offsets.get(key, (mid[0], mid[1] * (1.0 if apart is None else apart), 1.0))
     replicates = tuple(scaled(base, d / mid[0] * tg, p / mid[1] * pp, experts) for d, p in factors)
     notes = cal.notes
     if key in offsets:
         notes += (f"{key}'s own published rows: generation x{tg:.2f}, prompt processing x{pp:.2f} of the "
                   f"{group} fit" + (f", its routed experts' prompt rate x{experts:.2f} beside that"
                                     if abs(experts - 1.0) > LEAN else ""),)
-    elif apart:
-        notes += (f"a GPU on the host's memory and power budget: its prompts are expected at x{share:.2f} of the "
+    elif apart is not None:
+        notes += (f"a GPU on the host's memory and power budget: its prompts are expected at x{apart:.2f} of the "
                   f"{group} fit, what the unified GPUs with published rows ran at",)
     elif max(abs(mid[0] - 1.0), abs(mid[1] - 1.0)) > LEAN:
         notes += (f"machines the {group} fit left out ran a median x{mid[0]:.2f} of its generation and x{mid[1]:.2f} "

@@ -205,18 +205,28 @@ def unified_levels(data: PublicBenchmarks, group: str, first: public_fit.Factors
     return np.array([level[data.rows[i].machine] if rows[j] else 1.0 for j, i in enumerate(gd.rows)])
 
 
+@functools.lru_cache(maxsize=32)
 def _unified_prompts(data: PublicBenchmarks, group: str) -> np.ndarray:
-    """(rows of ``group``,): whether each is a unified GPU's prompt row."""
+    """(rows of ``group``,): whether each is a unified GPU's prompt row, once per data set (every
+    fold's fit asks)."""
     gd = design(data, group)
-    return np.array([bool(gd.design.prefill[j]) and unified(data, data.rows[i].machine)
-                     for j, i in enumerate(gd.rows)], dtype=bool)
+    out = np.array([bool(gd.design.prefill[j]) and unified(data, data.rows[i].machine)
+                    for j, i in enumerate(gd.rows)], dtype=bool)
+    out.flags.writeable = False
+    return out
+
+
+def priced_apart(kind: str, backend: str) -> bool:
+    """Whether a machine of ``kind`` on ``backend`` is a GPU on the host's memory and power budget
+    outside Metal (an AMD APU's iGPU, NVIDIA's GB10 and Orin), whose prompts are priced at
+    ``unified_share``: Metal's machines are all unified, so its fit is theirs."""
+    return kind == "unified" and backend != "metal"
 
 
 def unified(data: PublicBenchmarks, machine: str) -> bool:
-    """Whether ``machine`` is a GPU on the host's memory and power budget outside Metal (an AMD
-    APU's iGPU, NVIDIA's GB10 and Orin): its prompts are priced at ``unified_share``."""
+    """``priced_apart`` for the published machine ``machine``."""
     m = data.machine(machine)
-    return m.kind == "unified" and m.backend != "metal"
+    return priced_apart(m.kind, m.backend)
 
 
 def unified_groups(data: PublicBenchmarks) -> frozenset[str]:
@@ -227,12 +237,27 @@ def unified_groups(data: PublicBenchmarks) -> frozenset[str]:
 MIN_UNIFIED_MACHINES = 1        # unified GPUs with prompt rows before the share is fitted (else None)
 
 
+def unified_ratios(data: PublicBenchmarks, fits: dict[str, public_fit.Factors],
+                   leave_out: Callable[[PublicRow], bool] | None = None) -> dict[str, list[float]]:
+    """{unified GPU off Metal: log(measured / predicted by its group's fit) of each of its prompt
+    rows, but those ``leave_out`` picks}."""
+    rates = {g: group_rates(fits, g) for g in fits}
+    logs: dict[str, list[float]] = {}
+    for i, g in row_groups(data).items():
+        row = data.rows[i]
+        if g not in fits or kind(row) != "pp" or not unified(data, row.machine) \
+                or (leave_out is not None and leave_out(row)):
+            continue
+        logs.setdefault(row.machine, []).append(math.log(row.tokens_per_second / predict_row(data, row, rates[g])))
+    return logs
+
+
 def unified_share(data: PublicBenchmarks, fits: dict[str, public_fit.Factors],
                   leave_out: Callable[[PublicRow], bool] | None = None) -> float | None:
     """What a unified GPU off Metal reaches of the prompt rate its back end's discrete GPUs do:
-    for each such machine with prompt rows (but those ``leave_out`` picks) the geometric median
-    of measured / predicted by its group's fit, then the geometric median over machines, each
-    one vote (one chip swept 250 ways weighs as one), at most 1; None without one.
+    for each such machine with prompt rows (``unified_ratios``) the geometric median of measured
+    / predicted by its group's fit, then the geometric median over machines, each one vote (one
+    chip swept 250 ways weighs as one), at most 1; None without one.
 
     Why a share of its own: an integrated GPU shares the package's power with the CPU (the
     Ryzen AI Max+ 395's 40 CUs and 16 cores have 55-120 W between them, the Radeon 890M's 16 CUs
@@ -240,15 +265,7 @@ def unified_share(data: PublicBenchmarks, fits: dict[str, public_fit.Factors],
     a lower clock, and reads through the host's memory controller. Measured, not assumed: it
     applies to every unified GPU alike, so a chip whose rows differ (a GB10 or an Orin, whose
     stated peaks are at other clocks) is off by what its own rows would show."""
-    rates = {g: group_rates(fits, g) for g in fits}
-    groups = row_groups(data)
-    logs: dict[str, list[float]] = {}
-    for i, g in groups.items():
-        row = data.rows[i]
-        if g not in fits or kind(row) != "pp" or not unified(data, row.machine) \
-                or (leave_out is not None and leave_out(row)):
-            continue
-        logs.setdefault(row.machine, []).append(math.log(row.tokens_per_second / predict_row(data, row, rates[g])))
+    logs = unified_ratios(data, fits, leave_out)
     if len(logs) < MIN_UNIFIED_MACHINES:
         return None
     return min(1.0, math.exp(float(np.median([np.median(v) for v in logs.values()]))))
