@@ -148,7 +148,7 @@ def score_placed(data: PublicBenchmarks, fits_for: Fits) -> list[Scored]:
     out = []
     for i, row in enumerate(data.rows):
         where = category(data, row)
-        if where is None or public_fit.fittable(row, public.spec_of(data, row).layers):
+        if where is None or public_fit.fittable(row, public.spec_of(data, row).layers, data.machine(row.machine)):
             continue
         fits, ratio = fits_for(row)
         group = public_fit.group_of(data.machine(row.machine))

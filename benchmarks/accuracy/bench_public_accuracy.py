@@ -171,6 +171,20 @@ def moe_generation_unseen(data: public.PublicBenchmarks, fits: dict[str, public_
         print(f"  {g:14} {len(rows):3d} rows  " + "; ".join(shown))
 
 
+def beyond_ceiling(data: public.PublicBenchmarks) -> None:
+    """The one-device rows faster than their ceiling, which the fit leaves out: their machine's
+    stated peak is not the unit they ran on."""
+    rows = public.past_ceiling(data)
+    if not rows:
+        return
+    print(f"rows faster than their ceiling, not fitted (the machine's stated peak is not the unit they ran on): "
+          f"{len(rows)}")
+    for i in rows:
+        r = data.rows[i]
+        print(f"  {r.machine:26} {r.model:24} {r.weights:7} {r.test.name:7} {r.tokens_per_second:9.1f} t/s, "
+              f"ceiling {public.tokens_per_second(data, r):9.1f}  {r.source.url}")
+
+
 def worst(data: public.PublicBenchmarks, preds: list[public_score.Prediction], count: int = 8) -> None:
     print(f"\nworst {count} rows, leave one machine out (predicted / measured tokens/s, settings, why likely):")
     for p in sorted(preds, key=lambda p: -p.error)[:count]:
@@ -217,7 +231,11 @@ def main() -> None:
     tg, pp = (np.array([o[k] for o in offsets.values()]) for k in (0, 1))
     print(f"machines' own offsets ({len(offsets)} machines): generation x{np.min(tg):.2f} .. x{np.max(tg):.2f}, "
           f"prompt processing x{np.min(pp):.2f} .. x{np.max(pp):.2f}")
+    serial = {g: f.serial_share for g, f in fits.items() if f.serial_share > 0}
+    if serial:
+        print("serial share of a pass's arithmetic (Amdahl): " + ", ".join(f"{g} {s:.4f}" for g, s in serial.items()))
     unified_prompts(data, fits)
+    beyond_ceiling(data)
     moe_generation_unseen(data, fits)
     preds = {protocol: report(protocol, data) for protocol in PROTOCOLS if protocol in args.protocols}
     if "machine" in preds:

@@ -75,7 +75,7 @@ def vendor_of(name: str) -> str:
 
 
 ANY = "any format"
-PUBLIC_CACHE_FORMAT = 7       # bump when what ``_fitted_backend`` computes changes
+PUBLIC_CACHE_FORMAT = 8       # bump when what ``_fitted_backend`` computes changes
 
 
 # (fit, peaks, offsets, a unified GPU's prompt share: ``public.unified_share``, None where no row shows it)

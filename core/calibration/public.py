@@ -65,9 +65,11 @@ def model_spec(catalogue: str, weights: str) -> ModelSpec:
 
 def machine_profile(machine: PublicMachine, efficiency: Efficiency | None = None) -> MachineProfile:
     """A MachineProfile with the row machine's bandwidth (bytes/s) and FP16 peak (FLOP/s)."""
+    cpu = machine.backend == "cpu"
     return MachineProfile(name=machine.name, bandwidth=machine.bandwidth, peak_flops={"fp16": machine.peak_fp16},
-                          memory=_CAPACITY, default_dtype="fp16", kind="cpu" if machine.backend == "cpu" else "gpu",
-                          efficiency=efficiency or Efficiency(), key=machine.key)
+                          memory=_CAPACITY, default_dtype="fp16", kind="cpu" if cpu else "gpu",
+                          efficiency=efficiency or Efficiency(), key=machine.key,
+                          cores=(machine.cores or 0) if cpu else 0)
 
 
 def tokens_per_second(data: PublicBenchmarks, row: PublicRow, efficiency: Efficiency | None = None) -> float:
@@ -79,19 +81,21 @@ def tokens_per_second(data: PublicBenchmarks, row: PublicRow, efficiency: Effici
     spec = spec_of(data, row)
     machine = machine_profile(data.machine(row.machine), efficiency)
     n, depth = int(row.test.tokens), int(row.source.depth)
-    workload = workload_of(row)
+    workload = workload_of(row, machine.kind == "cpu")
     if row.test.kind == "decode":
         steps = decode_pass(spec, machine, workload, context=depth + np.arange(n, dtype=np.float64), batch=1)
         return n / float(np.sum(steps.seconds))
     return n / float(prefill_pass(spec, machine, workload, prompt=n, context=depth).seconds)
 
 
-def workload_of(row: PublicRow) -> Workload:
+def workload_of(row: PublicRow, cpu: bool = False) -> Workload:
     """The workload ``row`` ran: its prompt, llama-bench's -ub (at most its -b) and -fa (unstated:
-    512, 2048 and off, llama-bench's defaults when most rows were published)."""
+    512, 2048 and off, llama-bench's defaults when most rows were published), and on a ``cpu``
+    its -t (unstated: llama.cpp's default, the physical cores)."""
     s = row.source
     ubatch = min(s.ubatch or DEFAULT_UBATCH, s.batch or public_fit.DEFAULT_BATCH)
-    return Workload(prompt=max(1, int(row.test.tokens)), ubatch=ubatch, flash_attention=bool(s.flash_attention))
+    return Workload(prompt=max(1, int(row.test.tokens)), ubatch=ubatch, flash_attention=bool(s.flash_attention),
+                    threads=s.threads if cpu else None)
 
 
 # --- the fit ----------------------------------------------------------------------------------
@@ -109,12 +113,29 @@ def spec_of(data: PublicBenchmarks, row: PublicRow) -> ModelSpec:
 @functools.lru_cache(maxsize=8)
 def group_rows(data: PublicBenchmarks) -> dict[str, tuple[int, ...]]:
     """The rows the one-device form describes, by group (``public_fit.group_of``), in
-    ``GROUPS`` order."""
+    ``GROUPS`` order: ``public_fit.fittable`` ones but those ``past_ceiling``."""
     found: dict[str, list[int]] = {}
+    beyond = set(past_ceiling(data))
     for i, r in enumerate(data.rows):
-        if public_fit.fittable(r, spec_of(data, r).layers):
+        if i not in beyond and public_fit.fittable(r, spec_of(data, r).layers, data.machine(r.machine)):
             found.setdefault(public_fit.group_of(data.machine(r.machine)), []).append(i)
     return {g: tuple(found[g]) for g in sorted(found, key=_group_order)}
+
+
+@functools.lru_cache(maxsize=8)
+def past_ceiling(data: PublicBenchmarks) -> tuple[int, ...]:
+    """The one-device rows (``public_fit.fittable``) that ran faster than their ceiling (the
+    machine's stated peaks at identity efficiency): the file's peak is not the unit the row ran
+    on, so no factor of it can describe the row and it is not fitted (the accuracy script lists
+    them). On 2026-12-07 these were ARM CPUs' quantized prompts: llama.cpp repacks Q4_0, Q8_0
+    and K-quants for the int8 matrix instructions (i8mm) of a Graviton3, a Grace or an M2 Max,
+    several times the FP32 rate the files state as those chips' peak."""
+    out = []
+    for i, r in enumerate(data.rows):
+        if public_fit.fittable(r, spec_of(data, r).layers, data.machine(r.machine)) \
+                and r.tokens_per_second > tokens_per_second(data, r):
+            out.append(i)
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=8)

@@ -73,15 +73,25 @@ def group_of(machine: PublicMachine) -> str:
 MIN_UBATCH = 256          # a ubatch below this re-reads the weights several times a prompt: not a term yet
 
 
-def fittable(row: PublicRow, layers: int) -> bool:
+def fittable(row: PublicRow, layers: int, machine: PublicMachine | None = None) -> bool:
     """Whether the one-device form describes ``row`` of a model of ``layers`` layers: every
-    weight on the one device (-ngl not given, or at least the layers plus the output layer), and
-    a prompt read in ubatches of at least ``MIN_UBATCH`` (a sweep down to -ub 1 reads the weights
-    once per ubatch, hundreds of times a prompt: the form prices one read)."""
+    weight on the one device (-ngl not given, or at least the layers plus the output layer; on a
+    CPU ``machine`` any -ngl, as there is no GPU to offload to), a prompt read in ubatches of at
+    least ``MIN_UBATCH`` (a sweep down to -ub 1 reads the weights once per ubatch, hundreds of
+    times a prompt: the form prices one read), and on a CPU a decode step on at least half its
+    cores (``MIN_DECODE_CORES``; on fewer, what each core streams binds, not the memory:
+    the Ryzen 9 7950X's f16 generation read 0.40 of its memory's peak on one thread, 0.76 on
+    four; not a term yet)."""
     s = row.source
     small_ubatch = row.test.kind != "decode" and s.ubatch is not None and s.ubatch < min(MIN_UBATCH, row.test.tokens)
-    return (not s.partial_offload and (s.devices or 1) == 1 and (s.ngl is None or s.ngl > layers)
-            and not small_ubatch)
+    cpu = machine is not None and machine.backend == "cpu"
+    few_cores = (cpu and row.test.kind == "decode" and machine is not None and bool(machine.cores)
+                 and row_threads(machine, row)[1] < MIN_DECODE_CORES)
+    return (not s.partial_offload and (s.devices or 1) == 1 and (cpu or s.ngl is None or s.ngl > layers)
+            and not small_ubatch and not few_cores)
+
+
+MIN_DECODE_CORES = 0.5    # the share of a CPU's cores a decode row must run on to be fitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +112,25 @@ class RowPass:
     expert_rows: float        # rows per routed expert: rows x used / count
     byte_shares: dict[str, float]    # the weights' bytes by format class (sums to 1)
     flop_shares: dict[str, float]    # the dense multiplies' FLOPs by format class (sums to 1)
+    threads: float = 1.0      # a CPU's cores the row computed on (``row_threads``); 1 on a GPU
+    thread_share: float = 1.0   # those cores' share of the machine's (its peak is theirs)
 
 
-def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
+def row_threads(machine: PublicMachine, row: PublicRow) -> tuple[int, float]:
+    """(cores computing, their share of the machine's) for ``row`` on a CPU: min(-t, cores),
+    all the cores where the row gives no -t (llama-bench's default); (1, 1.0) on a GPU or where
+    the file states no cores."""
+    if machine.backend != "cpu" or not machine.cores:
+        return 1, 1.0
+    used = min(row.source.threads or machine.cores, machine.cores)
+    return used, used / machine.cores
+
+
+def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares,
+             threads: tuple[int, float] = (1, 1.0)) -> RowPass:
     """The pass of ``row`` for ``spec``: a tgN row one decode step at the mean context of its N
-    steps after its depth, a ppN row one prefill of N tokens after its depth."""
+    steps after its depth, a ppN row one prefill of N tokens after its depth (``threads``: as
+    ``row_threads`` gives them)."""
     n, depth = int(row.test.tokens), int(row.source.depth)
     if row.test.kind == "decode":
         context = depth + (n - 1) / 2.0
@@ -124,7 +148,8 @@ def row_pass(spec: ModelSpec, row: PublicRow, shares: Shares) -> RowPass:
                    expert_flops=(flops - attention) * experts, attention_flops=attention,
                    prefill=row.test.kind != "decode", layers=float(spec.layers),
                    flash=bool(row.source.flash_attention), rows=rows, expert_rows=max(1.0, rows * spread),
-                   byte_shares=dict(shares.bytes), flop_shares=_without_experts(shares.flops))
+                   byte_shares=dict(shares.bytes), flop_shares=_without_experts(shares.flops),
+                   threads=float(threads[0]), thread_share=float(threads[1]))
 
 
 def _without_experts(flops: dict[str, float]) -> dict[str, float]:
@@ -146,22 +171,39 @@ class GroupData:
     flop_classes: tuple[str, ...] = ("any",)
     machines: tuple[str, ...] = ()    # each row's machine key
     expert_layers: NDArray[np.float64] | None = None   # (n,): each row's routed-expert layers (None: all 0)
+    threads: NDArray[np.float64] | None = None         # (n,): a CPU row's cores computing (None: all 1)
 
     @property
     def experts_column(self) -> int:
         return len(self.flop_classes)
 
-    def at_rows_half(self, rows_half: float, mask: NDArray[np.bool_] | None = None) -> Design:
-        """The design with each multiply's FLOPs weighted by 1 + r0 / rows (``mask``: only those rows)."""
+    @property
+    def serial_shares(self) -> tuple[float, ...]:
+        """The serial shares the fit chooses among: ``SERIAL_SHARES`` where some row ran on
+        several CPU cores, else none but 0."""
+        return SERIAL_SHARES if self.threads is not None and bool(np.any(self.threads > 1)) else (0.0,)
+
+    def at_rows_half(self, rows_half: float, mask: NDArray[np.bool_] | None = None, serial: float = 0.0) -> Design:
+        """The design with each multiply's FLOPs weighted by 1 + r0 / rows and, on a CPU, every
+        FLOP by 1 + s x (cores - 1) (``serial``: Amdahl's serial share; ``mask``: only those rows)."""
         d = self.design
-        if rows_half > 0:
+        if rows_half > 0 or (serial > 0 and self.threads is not None):
             flops = d.flops.copy()
             e = self.experts_column
-            flops[:, :e] *= (1.0 + rows_half / self.multiply_rows[:, 0])[:, None]
-            flops[:, e] *= 1.0 + rows_half / self.multiply_rows[:, 1]
+            if rows_half > 0:
+                flops[:, :e] *= (1.0 + rows_half / self.multiply_rows[:, 0])[:, None]
+                flops[:, e] *= 1.0 + rows_half / self.multiply_rows[:, 1]
+            if serial > 0 and self.threads is not None:
+                flops *= (1.0 + serial * (self.threads - 1.0))[:, None]
             d = dataclasses.replace(d, flops=flops)
         return d if mask is None else d.subset(mask)
 
+
+# Amdahl's serial share of a CPU pass's arithmetic, chosen on this grid as r0 is: llama.cpp's
+# threads meet at a barrier after every op and some work runs on one thread, so 64 cores reach
+# far less of their peak than 4 (the published EPYC and Threadripper prompts ran at 0.3-0.6 of
+# the FP32 peak their cores state, laptops' four cores at 0.8-0.9)
+SERIAL_SHARES = (0.0, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05)
 
 MIN_CLASS_ROWS = 8      # rows of a group mostly in one format class before that class gets its own rate
 MIN_CLASS_MACHINES = 3  # ... on this many machines: a format's effect shows on several, a machine's on one
@@ -209,10 +251,11 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
     passes = []
     for i in rows:
         spec = spec_of(data.rows[i])
-        passes.append(row_pass(spec, data.rows[i], Shares.of(spec)))
+        row = data.rows[i]
+        passes.append(row_pass(spec, row, Shares.of(spec), row_threads(data.machine(row.machine), row)))
     machines = [data.machine(data.rows[i].machine) for i in rows]
     b = np.array([m.bandwidth for m in machines])
-    c = np.array([m.peak_fp16 for m in machines])
+    c = np.array([m.peak_fp16 * p.thread_share for m, p in zip(machines, passes, strict=True)])
     # a batch-1 decode step does ~2 FLOP a weight byte: its arithmetic never binds on these
     # machines, so its rows carry no FLOP column (the decode rate is taken to be the dense one)
     keys = [data.rows[i].machine for i in rows]
@@ -245,9 +288,10 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
                     batch=np.ones(len(passes)), cache_model=np.zeros((len(passes), 0)),
                     walk=np.zeros((len(passes), 2)))
     moe_layers = np.array([expert_layers(spec_of(data.rows[i])) for i in rows], dtype=np.float64)
+    threads = np.array([p.threads for p in passes], dtype=np.float64)
     return GroupData(group=group, rows=tuple(rows), design=design, multiply_rows=multiply_rows,
                      byte_classes=byte_classes, flop_classes=flop_classes, machines=tuple(keys),
-                     expert_layers=moe_layers)
+                     expert_layers=moe_layers, threads=threads if np.any(threads > 1) else None)
 
 
 def _balanced(data: PublicBenchmarks, rows: Sequence[int]) -> Array:
@@ -279,6 +323,7 @@ class Factors:
     class_bandwidth: Mapping[str, float] = field(default_factory=dict)   # format classes with rows of their own
     class_dense: Mapping[str, float] = field(default_factory=dict)
     expert_layer_seconds: float | None = None   # a routed-expert layer's fixed cost; None: no MoE decode row
+    serial_share: float = 0.0  # a CPU pass's arithmetic its cores do not share (Amdahl; ``SERIAL_SHARES``)
 
     def rates(self, expert_ratio: float, expert_layer_seconds: float = 0.0,
               attention_ratio: float | None = None) -> Rates:
@@ -304,7 +349,7 @@ class Factors:
                      cache_bandwidth=self.cache, pass_seconds=self.pass_seconds,
                      layer_seconds=self.layer_seconds, overlap=self.overlap, attention_flops=attention,
                      flash_attention_flops=self.flash_attention, rows_half=self.rows_half,
-                     expert_layer_seconds=moe_layer)
+                     expert_layer_seconds=moe_layer, serial_share=self.serial_share)
 
 
 def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
@@ -315,8 +360,8 @@ def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
     some rows decides it as the shipped fit does."""
     keep = np.ones(len(g.rows), dtype=bool) if mask is None else mask
     machines = [m for m, k in zip(g.machines, keep, strict=True) if k] if g.machines else ["?"] * int(keep.sum())
-    u, overlap, rows_half = _chosen(g, mask, machines)
-    d, byte_classes, flop_classes = _merged(g, g.at_rows_half(rows_half, mask), machines)
+    u, overlap, rows_half, serial = _chosen(g, mask, machines)
+    d, byte_classes, flop_classes = _merged(g, g.at_rows_half(rows_half, mask, serial), machines)
     at = Unknowns.of(d)
     pre = u[at.prefill]
     e = len(flop_classes)
@@ -336,7 +381,7 @@ def fit_factors(g: GroupData, mask: NDArray[np.bool_] | None = None) -> Factors:
                    layer_seconds=float(min(u[at.layer_seconds], 0.01)), overlap=overlap, rows_half=rows_half,
                    class_bandwidth={k: v[0] for k, v in bandwidth.items()},
                    class_dense={k: v[0] for k, v in dense.items()},
-                   expert_layer_seconds=_expert_layer_fit(g, keep, d, u, overlap))
+                   expert_layer_seconds=_expert_layer_fit(g, keep, d, u, overlap), serial_share=serial)
 
 
 def _expert_layer_fit(g: GroupData, keep: NDArray[np.bool_], d: Design, u: Array, overlap: float) -> float | None:
@@ -354,23 +399,27 @@ CHOICE_TOLERANCE = 1e-7    # summed relative errors this close (relative to the 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One grid point of the fit's choices (r0, then the overlap) with its fit and its score."""
+    """One grid point of the fit's choices (the serial share, r0, then the overlap) with its fit and its score."""
 
+    serial: float
     rows_half: float
     overlap: float
     unknowns: Array
     error: float              # the summed, weighted relative error
 
 
-def _chosen(g: GroupData, mask: NDArray[np.bool_] | None, machines: Sequence[str]) -> tuple[Array, float, float]:
-    """(unknowns, overlap, r0): every (r0, overlap) of ``ROWS_HALF`` x ``OVERLAPS`` fitted, and
-    the first in that order whose error ``first_within`` the least."""
+def _chosen(g: GroupData, mask: NDArray[np.bool_] | None,
+            machines: Sequence[str]) -> tuple[Array, float, float, float]:
+    """(unknowns, overlap, r0, serial share): every (s, r0, overlap) of ``g.serial_shares`` x
+    ``ROWS_HALF`` x ``OVERLAPS`` fitted, and the first in that order whose error ``first_within``
+    the least."""
     candidates: list[Candidate] = []
-    for r0 in ROWS_HALF:
-        d = _merged(g, g.at_rows_half(r0, mask), machines)[0]
-        candidates.extend(Candidate(r0, o, *fit_at(d, o)) for o in OVERLAPS)
-    best = first_within([c.error for c in candidates])
-    return candidates[best].unknowns, candidates[best].overlap, candidates[best].rows_half
+    for s in g.serial_shares:
+        for r0 in ROWS_HALF:
+            d = _merged(g, g.at_rows_half(r0, mask, s), machines)[0]
+            candidates.extend(Candidate(s, r0, o, *fit_at(d, o)) for o in OVERLAPS)
+    best = candidates[first_within([c.error for c in candidates])]
+    return best.unknowns, best.overlap, best.rows_half, best.serial
 
 
 def first_within(errors: Sequence[float], tolerance: float = CHOICE_TOLERANCE) -> int:
@@ -466,4 +515,4 @@ def scaled(rates: Rates, decode: float, prefill: float, experts: float = 1.0) ->
                  attention_flops=None if rates.attention_flops is None else limit(rates.attention_flops * prefill),
                  flash_attention_flops=None if rates.flash_attention_flops is None
                  else limit(rates.flash_attention_flops * prefill), rows_half=rates.rows_half,
-                 expert_layer_seconds=rates.expert_layer_seconds / decode)
+                 expert_layer_seconds=rates.expert_layer_seconds / decode, serial_share=rates.serial_share)

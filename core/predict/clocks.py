@@ -119,7 +119,7 @@ def compute_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike,
     a prefill's n² arithmetic, at its own factor where one is fitted (with or without flash
     attention, as the workload says); ``rows``: a prefill's rows per multiply, which scale the
     weight multiplies' factor by r / (r + R) (``Efficiency.rows_factor``). On a CPU the peak is
-    the share of its cores the workload's threads use (``MachineProfile.thread_share``). Every
+    the share of it the workload's threads reach (``MachineProfile.compute_share``). Every
     pass's compute clock, on one device, several or a placement's device part."""
     eff = machine.efficiency
     factor: float | Array = eff.decode_compute_factor if decode else eff.compute
@@ -160,9 +160,10 @@ def pass_compute(machine: MachineProfile, workload: Workload, flops: ArrayLike, 
 
 
 def _peak(machine: MachineProfile, workload: Workload) -> float:
-    """FLOP/s of the machine's peak for the workload's dtype, at the share of its cores the
-    workload's threads use."""
-    return machine.flops(workload.compute_dtype) * machine.thread_share(workload.threads)
+    """FLOP/s of the machine's peak for the workload's dtype, at the share of it the workload's
+    threads reach on a CPU (``MachineProfile.compute_share``: the cores they use, less the
+    serial share a calibration found)."""
+    return machine.flops(workload.compute_dtype) * machine.compute_share(workload.threads)
 
 
 def prefill_rows(workload: Workload, prompt: ArrayLike, batch: ArrayLike) -> Array:

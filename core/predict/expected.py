@@ -150,7 +150,7 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
                       step_overhead=step, expert_overhead=min(moe, step),
                       overlap=rates.overlap, host_bandwidth=host_b, host_compute=host_c, attention_compute=attention,
                       flash_attention_compute=flash, batch_compute=None if batch is None else _factor(batch / c),
-                      kv_chunks=rates.kv_chunks, **rows_terms(spec, rates, flops))
+                      kv_chunks=rates.kv_chunks, serial_share=rates.serial_share, **rows_terms(spec, rates, flops))
 
 
 def rows_terms(spec: ModelSpec, rates: Rates, flops: dict[str, float]) -> dict[str, float]:

@@ -46,9 +46,11 @@ def _unplaced_why(sc: Scenario, s: Summary) -> tuple[str, str]:
     m, w = sc.machine, sc.workload
     e, pre, dec = s.estimate, s.prefill, s.decode
     bandwidth = fmt(m.effective_bandwidth, "B/s")
-    compute = fmt(m.effective_flops(w.compute_dtype) * m.thread_share(w.threads), "FLOP/s")
+    compute = fmt(m.effective_flops(w.compute_dtype) * m.compute_share(w.threads), "FLOP/s")
     if m.thread_share(w.threads) < 1 and w.threads is not None:     # the rate the clock used, named
         compute += f" ({w.threads:,} of {count(f'{m.cores:,}', 'core')}, -t {w.threads:,})"
+    if m.compute_share(w.threads) < m.thread_share(w.threads):
+        compute += f", {m.efficiency.serial_share:.1%} of its arithmetic serial across threads"
     prompts = f"{w.batch:,} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
     needs = "need" if w.batch > 1 else "needs"
     if pre.bound == "compute":

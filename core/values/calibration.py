@@ -26,7 +26,9 @@ after what it costs:
 - ``batch_flops[f]``: FLOP/s of the arithmetic each sequence beyond the first adds to a
   batched decode step, taken after the overlap (a CPU hides one sequence's arithmetic under
   the weights' streaming, not sixteen's); empty: every sequence's arithmetic in the compute
-  clock, the roofline's max(W / B, b x F / C).
+  clock, the roofline's max(W / B, b x F / C);
+- ``serial_share``: on a CPU, the share of a pass's arithmetic its threads do not share
+  (``Efficiency.serial_share``: n threads reach n / (1 + s x (n - 1)) of one thread's rate).
 
 A format class the fit never saw takes the geometric mean of the classes it did (and says
 so). Replicates (the fit redone on resampled data) carry the uncertainty."""
@@ -119,6 +121,7 @@ class Rates:
     cache_pair_seconds: float = 0.0          # seconds per (query head, cached token) pair beside the bytes
     cache_value_seconds: float = 0.0         # seconds per value of those pairs (d_k + d_v a pair)
     expert_layer_seconds: float = 0.0        # fixed seconds a routed-expert layer adds to a pass
+    serial_share: float = 0.0                # a CPU pass's arithmetic its threads do not share (Amdahl)
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "prefill_flops", "decode_flops"):
@@ -137,6 +140,9 @@ class Rates:
         if isinstance(self.rows_half, bool) or not isinstance(self.rows_half, (int, float)) \
                 or not 0 <= self.rows_half <= 1e6:
             raise SpecError(f"calibration.rows_half must be in [0, 1e6] rows, got {self.rows_half!r}")
+        if isinstance(self.serial_share, bool) or not isinstance(self.serial_share, (int, float)) \
+                or not 0 <= self.serial_share <= 1:
+            raise SpecError(f"calibration.serial_share must be in [0, 1], got {self.serial_share!r}")
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, (int, float)) or not 0 <= self.overlap <= 1:
             raise SpecError(f"calibration.overlap must be in [0, 1], got {self.overlap!r}")
         for name in ("cache_pair_seconds", "cache_value_seconds"):
@@ -173,7 +179,8 @@ class Rates:
                 **({"kv_chunks": self.kv_chunks} if self.kv_chunks else {}),
                 **{k: v for k, v in (("cache_pair_seconds", self.cache_pair_seconds),
                                      ("cache_value_seconds", self.cache_value_seconds),
-                                     ("expert_layer_seconds", self.expert_layer_seconds)) if v}}
+                                     ("expert_layer_seconds", self.expert_layer_seconds),
+                                     ("serial_share", self.serial_share)) if v}}
 
     @classmethod
     def from_dict(cls, data: Any) -> Rates:
@@ -188,7 +195,8 @@ class Rates:
                        rows_half=data.get("rows_half", 0.0), batch_flops=data.get("batch_flops") or {},
                        kv_chunks=data.get("kv_chunks", 0), cache_pair_seconds=data.get("cache_pair_seconds", 0.0),
                        cache_value_seconds=data.get("cache_value_seconds", 0.0),
-                       expert_layer_seconds=data.get("expert_layer_seconds", 0.0))
+                       expert_layer_seconds=data.get("expert_layer_seconds", 0.0),
+                       serial_share=data.get("serial_share", 0.0))
         except KeyError as exc:
             raise SpecError(f"calibration rates lack {exc}") from None
 

@@ -55,7 +55,11 @@ class Efficiency:
     ``offload_terms.HOST_EXPERT_DECODE_COMPUTE``; an expected figure's replicates set it to spread
     the host's arithmetic, ``offload_terms.spread_host``). expert_overhead: the part of step_overhead a
     model's routed-expert layers add (router, gather, the experts' kernels), shown apart in a
-    pass's parts (at most step_overhead there).
+    pass's parts (at most step_overhead there). serial_share: on a CPU, the share of a pass's
+    arithmetic that does not spread over its threads (llama.cpp's barriers between ops and the
+    work one thread does alone): n threads reach n / (1 + s x (n - 1)) of one thread's rate
+    (Amdahl's law), so a many-core chip reaches less of its peak than a four-core one (0: every
+    thread adds a core's worth; ``MachineProfile.compute_share``).
     """
 
     bandwidth: float = 1.0
@@ -76,6 +80,7 @@ class Efficiency:
     host_expert_bandwidth: float | None = None
     host_expert_compute: float | None = None
     expert_overhead: float = 0.0    # seconds, part of step_overhead
+    serial_share: float = 0.0       # a CPU pass's arithmetic that its threads do not share (Amdahl)
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "host_bandwidth", "host_compute", *OPTIONAL_FACTORS):
@@ -89,6 +94,8 @@ class Efficiency:
             raise SpecError(f"efficiency.expert_overhead must be in [0, 60) s, got {self.expert_overhead!r}")
         if not in_range(self.overlap, (0.0, 1.0)):
             raise SpecError(f"efficiency.overlap must be in [0, 1], got {self.overlap!r}")
+        if not in_range(self.serial_share, (0.0, 1.0)):
+            raise SpecError(f"efficiency.serial_share must be in [0, 1], got {self.serial_share!r}")
         if not in_range(self.rows_half, (0.0, 1e6)):
             raise SpecError(f"efficiency.rows_half must be in [0, 1e6] rows, got {self.rows_half!r}")
         for name in ("expert_share", "expert_spread"):
@@ -104,7 +111,7 @@ class Efficiency:
                 self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
             and self.attention_compute in (None, 1) and self.flash_attention_compute in (None, 1) \
             and self.rows_half == 0 and self.batch_compute is None and self.kv_chunks == 0 \
-            and self.host_expert_bandwidth is None and self.host_expert_compute is None
+            and self.host_expert_bandwidth is None and self.host_expert_compute is None and self.serial_share == 0
 
     @property
     def decode_compute_factor(self) -> float:
@@ -147,6 +154,8 @@ class Efficiency:
                 out[name] = getattr(self, name)
         if self.kv_chunks:
             out["kv_chunks"] = self.kv_chunks
+        if self.serial_share:
+            out["serial_share"] = self.serial_share
         return out
 
     @classmethod
@@ -172,6 +181,7 @@ class Efficiency:
                    batch_compute=None if eff.get("batch_compute") is None else read_number(
                        eff, "batch_compute", 1.0, "efficiency.batch_compute"),
                    kv_chunks=whole_field(eff, "kv_chunks", "efficiency.kv_chunks"),
+                   serial_share=read_number(eff, "serial_share", 0.0, "efficiency.serial_share"),
                    host_expert_bandwidth=None if eff.get("host_expert_bandwidth") is None else read_number(
                        eff, "host_expert_bandwidth", 1.0, "efficiency.host_expert_bandwidth"),
                    host_expert_compute=None if eff.get("host_expert_compute") is None else read_number(

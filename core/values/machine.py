@@ -142,6 +142,20 @@ class MachineProfile:
             return 1.0
         return min(threads, self.cores) / self.cores
 
+    def compute_share(self, threads: int | None) -> float:
+        """The share of the peak a CPU's arithmetic reaches on ``threads`` threads: the cores
+        they use (``thread_share``), each beyond the first slowed by the efficiency's serial share
+        s (Amdahl: n cores reach n / (1 + s x (n - 1)) of one core's rate; n the cores used,
+        llama.cpp's default all of them). At the ceiling's identity efficiency s is 0, so this
+        only ever lowers an expected figure. 1 for a GPU; a CPU whose cores are not stated is
+        taken as one core."""
+        share = self.thread_share(threads)
+        s = self.efficiency.serial_share
+        if self.kind != "cpu" or s <= 0 or self.cores <= 0:
+            return share
+        used = self.cores if threads is None else min(threads, self.cores)
+        return share / (1.0 + s * (used - 1))
+
     def flops(self, dtype: str | None = None) -> float:
         """Peak FLOP/s for ``dtype`` (the default dtype when None or not listed)."""
         if dtype and dtype in self.peak_flops:
