@@ -127,9 +127,10 @@ def past_ceiling(data: PublicBenchmarks) -> tuple[int, ...]:
     """The one-device rows (``public_fit.fittable``) that ran faster than their ceiling (the
     machine's stated peaks at identity efficiency): the file's peak is not the unit the row ran
     on, so no factor of it can describe the row and it is not fitted (the accuracy script lists
-    them). On 2026-12-07 these were ARM CPUs' quantized prompts: llama.cpp repacks Q4_0, Q8_0
-    and K-quants for the int8 matrix instructions (i8mm) of a Graviton3, a Grace or an M2 Max,
-    several times the FP32 rate the files state as those chips' peak."""
+    them). On 2026-12-07 these were eleven CPU prompts: ten ARM ones (llama.cpp repacks Q4_0,
+    Q8_0 and K-quants for the int8 matrix instructions, i8mm, of a Graviton3, a Grace or an M2
+    Max, several times the FP32 rate the files state as those chips' peak) and a Ryzen 9 7950X's
+    Q4_0 at its boost clock, past the base-clock peak CPUs are stated at."""
     out = []
     for i, r in enumerate(data.rows):
         if public_fit.fittable(r, spec_of(data, r).layers, data.machine(r.machine)) \

@@ -9,9 +9,9 @@ import pytest
 
 from rooflab.core.calibration import public, public_fit
 from rooflab.core.errors import SpecError
+from rooflab.core.io.catalogue import get_entry, load_entry
 from rooflab.core.io.public_bench import PublicBenchmarks, PublicMachine, PublicModel, PublicRow, RowSource, parse_test
 from rooflab.core.predict.clocks import prefill_pass
-from rooflab.core.io.catalogue import get_entry, load_entry
 from rooflab.core.values.calibration import Rates
 from rooflab.core.values.efficiency import Efficiency
 from rooflab.core.values.machine import MachineProfile
