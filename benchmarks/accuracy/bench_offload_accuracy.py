@@ -344,10 +344,11 @@ def residual_bands(rows: Sequence[Scored], predicted: Sequence[float], fold_of: 
     return out
 
 
-def host_spread(rows: Sequence[Scored], predicted: Sequence[float]) -> tuple[float, float]:
-    """The 16th and 84th percentiles of measured / expected over the offloaded generation rows,
-    each machine weighing one: what ``offload_terms.HOST_SPREAD`` ships."""
-    idx = [i for i, r in enumerate(rows) if r.category == "offloaded" and r.kind == "tg"]
+def host_spread(rows: Sequence[Scored], predicted: Sequence[float], kind: str = "tg") -> tuple[float, float]:
+    """The 16th and 84th percentiles of measured / expected over the offloaded rows of ``kind``,
+    each machine weighing one: what ``offload_terms.HOST_SPREAD`` ships (generation) and
+    ``offload_terms.LINK_SPREAD`` (prompts)."""
+    idx = [i for i, r in enumerate(rows) if r.category == "offloaded" and r.kind == kind]
     lo, hi = weighted_quantiles([float(np.log(rows[i].measured / predicted[i])) for i in idx],
                                 [rows[i].machine for i in idx], (0.16, 0.84))
     return float(np.exp(lo)), float(np.exp(hi))
@@ -436,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         loso = loso or predicted
         if name == "leave one machine out":
             spread = host_spread(rows, predicted)
+            link_spread = host_spread(rows, predicted, "pp")
         for line in matrix_lines(name, rows, predicted, key):
             print(line)
         if fits:
@@ -449,10 +451,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"offloaded generation, measured / expected leaving one machine out, 16th-84th percentile (each machine "
           f"one vote): {spread[0]:.2f}..{spread[1]:.2f}; shipped HOST_SPREAD {offload_terms.HOST_SPREAD[0]:.2f}.."
           f"{offload_terms.HOST_SPREAD[1]:.2f}")
+    print(f"offloaded prompts, the same: {link_spread[0]:.2f}..{link_spread[1]:.2f}; shipped LINK_SPREAD "
+          f"{offload_terms.LINK_SPREAD[0]:.2f}..{offload_terms.LINK_SPREAD[1]:.2f}")
     offloaded = [(r, lo <= r.measured <= hi, hi / lo) for r in placed for lo, hi in [r.calibration_band]
                  if r.category == "offloaded"]
     print(f"the calibration's band (what `rooflab predict` shows) holds {sum(h for _, h, _ in offloaded)} of "
-          f"{len(offloaded)} offloaded rows, median width x{statistics.median(w for _, _, w in offloaded):.2f}")
+          f"{len(offloaded)} offloaded rows, median width x{statistics.median(w for _, _, w in offloaded):.2f}; "
+          + ", ".join(f"{'generation' if k == 'tg' else 'prompts'} {sum(h for r, h, _ in offloaded if r.kind == k)} "
+                      f"of {sum(r.kind == k for r, _, _ in offloaded)}" for k in ("tg", "pp")))
     for why in sorted({r.unpriced for r in unpriced}):
         apart = [r for r in unpriced if r.unpriced == why]
         ratios = [r.measured / r.predict(*shipped(r)) for r in apart]

@@ -69,6 +69,11 @@ PCIE_STREAM_SHARE = 0.54
 # once unified GPUs' prompts were kept apart and the host's shares refitted (2026-12-07, last);
 # (0.77, 1.27) with the first CUDA MoE generation rows.
 HOST_SPREAD = (0.77, 1.27)
+# The same for the offloaded prompt rows (bench_offload_accuracy.py, 2026-12-07): an expected
+# figure's replicates take it on the link's share (``spread_host``). Before it, the band of an
+# offloaded prompt, whose time is mostly the host weights' copy, was the GPU's spread alone and
+# held 3 of the 22 rows.
+LINK_SPREAD = (0.76, 1.33)
 DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
 # A profile that states no host CPU is priced at the lessons' 8-core desktop (1.02 TFLOP/s); the
 # hosts behind the published runs reach up to a 16-core Ryzen 7950X's 2.92 (16 x 5.7 GHz x 32),
@@ -157,9 +162,12 @@ def _expert_compute(eff: Efficiency, host_c: float) -> float:
 
 def link_share(machine: MachineProfile) -> float:
     """The share of the PCIe host link a prompt's streamed host weights reach: 1 in a ceiling,
-    ``PCIE_STREAM_SHARE`` in an expected figure. Left out: pinned host buffers (--no-mmap),
-    which copy faster."""
-    return 1.0 if is_ceiling(machine) else PCIE_STREAM_SHARE
+    ``PCIE_STREAM_SHARE`` in an expected figure (a band replicate's own, ``spread_host``). Left
+    out: pinned host buffers (--no-mmap), which copy faster."""
+    if is_ceiling(machine):
+        return 1.0
+    own = machine.efficiency.host_link_share
+    return PCIE_STREAM_SHARE if own is None else min(1.0, own)
 
 
 def streamed_weight_bytes(machine: MachineProfile, sub: ModelSpec, tokens: Array) -> Array:
@@ -188,7 +196,9 @@ def spread_host(machines: Sequence[MachineProfile]) -> tuple[MachineProfile, ...
     takes the same spread. No factor passes 1: the ceiling is priced at the stated or assumed
     CPU's peak, and no band beats it. Unchanged where there is no host tier behind a GPU. A kept
     host-expert measurement of this machine sets its experts' rate itself (``host_decode_share``
-    divides the host factor out), so the spread leaves that rate alone."""
+    divides the host factor out), so the spread leaves that rate alone. The link a prompt streams
+    host weights over takes ``LINK_SPREAD`` on ``PCIE_STREAM_SHARE`` alike (at most the whole
+    link)."""
     if not machines or machines[0].kind != "gpu" or not has_host_tier(machines[0]):
         return tuple(machines)
     low, high = HOST_SPREAD
@@ -196,9 +206,11 @@ def spread_host(machines: Sequence[MachineProfile]) -> tuple[MachineProfile, ...
     for i, m in enumerate(machines):
         fast = i >= len(machines) / 2
         s = high if fast else low
+        link = PCIE_STREAM_SHARE * LINK_SPREAD[1 if fast else 0]
         c = s * UNSTATED_CPU_SPAN if fast and m.offload_flops <= 0 else s
         eff = m.efficiency
         out.append(dataclasses.replace(m, efficiency=dataclasses.replace(
             eff, host_bandwidth=min(1.0, eff.host_bandwidth * s), host_compute=min(1.0, eff.host_compute * c),
-            host_expert_compute=min(1.0, _expert_compute(eff, eff.host_compute) * c))))
+            host_expert_compute=min(1.0, _expert_compute(eff, eff.host_compute) * c),
+            host_link_share=min(1.0, link))))
     return tuple(out)

@@ -17,7 +17,7 @@ from rooflab.core.values.fields import in_range, read_number, whole_field
 FACTOR_RANGE = (1e-4, 100.0)             # efficiency factors (a fit clamps to 1e-4)
 # factors that may be None (another factor stands in), in the order a preset file writes them
 OPTIONAL_FACTORS = ("decode_compute", "attention_compute", "flash_attention_compute", "batch_compute",
-                    "host_expert_bandwidth", "host_expert_compute")
+                    "host_expert_bandwidth", "host_expert_compute", "host_link_share")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +59,10 @@ class Efficiency:
     arithmetic that does not spread over its threads (llama.cpp's barriers between ops and the
     work one thread does alone): n threads reach n / (1 + s x (n - 1)) of one thread's rate
     (Amdahl's law), so a many-core chip reaches less of its peak than a four-core one (0: every
-    thread adds a core's worth; ``MachineProfile.compute_share``).
+    thread adds a core's worth; ``MachineProfile.compute_share``). host_link_share: the share of
+    the PCIe host link a prompt's host weights, streamed to the GPU each ubatch, cross at (None:
+    ``offload_terms.PCIE_STREAM_SHARE`` in an expected figure; an expected figure's replicates set it
+    to spread the link, ``offload_terms.spread_host``).
     """
 
     bandwidth: float = 1.0
@@ -81,6 +84,7 @@ class Efficiency:
     host_expert_compute: float | None = None
     expert_overhead: float = 0.0    # seconds, part of step_overhead
     serial_share: float = 0.0       # a CPU pass's arithmetic that its threads do not share (Amdahl)
+    host_link_share: float | None = None   # the PCIe link's share a prompt's streamed host weights reach
 
     def __post_init__(self) -> None:
         for name in ("bandwidth", "compute", "kv_read_factor", "host_bandwidth", "host_compute", *OPTIONAL_FACTORS):
@@ -111,7 +115,8 @@ class Efficiency:
                 self.host_bandwidth, self.host_compute) == (1, 1, 0, 1, 1, 1, 1) and self.decode_compute in (None, 1) \
             and self.attention_compute in (None, 1) and self.flash_attention_compute in (None, 1) \
             and self.rows_half == 0 and self.batch_compute is None and self.kv_chunks == 0 \
-            and self.host_expert_bandwidth is None and self.host_expert_compute is None and self.serial_share == 0
+            and self.host_expert_bandwidth is None and self.host_expert_compute is None and self.serial_share == 0 \
+            and self.host_link_share is None
 
     @property
     def decode_compute_factor(self) -> float:
@@ -185,4 +190,6 @@ class Efficiency:
                    host_expert_bandwidth=None if eff.get("host_expert_bandwidth") is None else read_number(
                        eff, "host_expert_bandwidth", 1.0, "efficiency.host_expert_bandwidth"),
                    host_expert_compute=None if eff.get("host_expert_compute") is None else read_number(
-                       eff, "host_expert_compute", 1.0, "efficiency.host_expert_compute"))
+                       eff, "host_expert_compute", 1.0, "efficiency.host_expert_compute"),
+                   host_link_share=None if eff.get("host_link_share") is None else read_number(
+                       eff, "host_link_share", 1.0, "efficiency.host_link_share"))

@@ -113,6 +113,31 @@ def test_an_expected_figure_with_a_host_part_carries_the_hosts_spread(gptoss):
     assert terms.spread_host([alone]) == (alone,)
 
 
+def test_an_offloaded_prompts_band_carries_the_links_spread(gptoss):
+    """An offloaded prompt's time is mostly its host weights' copy over PCIe: the replicates take
+    LINK_SPREAD on the link's share (half the low end, half the high, none past the whole link),
+    so the band is about that wide, not the GPU's spread alone (which held 3 of the 22 published
+    offloaded prompts); the ceiling streams at the whole link and stays above the band."""
+    from rooflab.core.calibration.expectations import expected_on
+    m = load_machine("rtx-4090")
+    ex = expected_on(gptoss, m)
+    assert terms.link_share(ex.machine) == terms.PCIE_STREAM_SHARE
+    shares = sorted(terms.link_share(r) for r in ex.replicas)
+    lo, hi = terms.LINK_SPREAD
+    assert shares[0] == pytest.approx(terms.PCIE_STREAM_SHARE * lo) and shares[-1] == pytest.approx(
+        terms.PCIE_STREAM_SHARE * hi)
+    assert terms.link_share(m) == 1.0 and all(s <= 1.0 for s in shares)
+    p = Placement(gpu_layers=37, cpu_moe=24)
+    w = dataclasses.replace(W, ubatch=2048)
+
+    def ttft(mm):
+        return float(placed_prefill(gptoss, mm, w, p, prompt=8192).seconds)
+
+    central, low, high = ex.band(ttft)
+    assert high / low > 1.3
+    assert ttft(m) < low
+
+
 def test_a_prompt_streams_only_the_experts_its_tokens_route_to(gptoss):
     m = load_machine("rtx-4090")
     host = split(gptoss, Placement(gpu_layers=37, cpu_moe=24), embedding_on_host=input_on_host(m)).host.spec

@@ -77,9 +77,11 @@ def test_efficiency_bounds():
 
 def test_a_bands_host_expert_factors_survive_a_saved_profile():
     # a replicate's own experts' arithmetic (offload_terms.spread_host) is kept by to_dict / from_dict
-    e = Efficiency(bandwidth=0.7, host_compute=0.9, host_expert_bandwidth=0.5, host_expert_compute=0.2)
+    e = Efficiency(bandwidth=0.7, host_compute=0.9, host_expert_bandwidth=0.5, host_expert_compute=0.2,
+                   host_link_share=0.41)
     assert Efficiency.from_dict(e.to_dict()) == e
     assert not e.is_identity and not Efficiency(host_expert_compute=1.0).is_identity
+    assert not Efficiency(host_link_share=1.0).is_identity
 
 
 def test_quant_sizes():
