@@ -124,12 +124,16 @@ def n_star_on(sc: Scenario, on: On) -> float:
     return prefill_crossover(spec, m, w) if on is None else placed_prefill_crossover(spec, m, w, on)
 
 
-def _clock_names(on: On, total: str, memory: str, compute: str) -> tuple[str, str, str]:
-    """The legend names of a pass and its two clocks where it stands."""
+def _clock_names(sc: Scenario, on: On, total: str, memory: str, compute: str) -> tuple[str, str, str]:
+    """The legend names of a pass and its two clocks where it stands: a placement's clocks are
+    the GPU's and the host's only where the host holds part of the model, and a CPU has no
+    -ngl to show."""
     if isinstance(on, Parallel):
         share = "the devices in turn" if on.mode == "layer" else "each device's share"
         return f"{total}{_where(on)}", f"memory clock, {share}", f"compute clock, {share}"
-    if isinstance(on, Placement):
+    if isinstance(on, Placement) and sc.machine.kind != "cpu":
+        if on.clamp(sc.model) == Placement.all_on_device(sc.model):
+            return f"{total}{_where(on)}", memory, compute
         return f"{total}{_where(on)}", "memory clocks, GPU + host", "compute clocks, GPU + host"
     return f"{total} (slower clock)", memory, compute
 
@@ -145,7 +149,7 @@ def prefill_chart(sc: Scenario, n_star: float | None = None, placement: On = Non
     high = min(float(MAX_TOKENS), max(32768.0, 4.0 * w.prompt, 4.0 * finite_or(n_star, 0.0)))
     prompts = log_tokens(1, high)
     p, here = prefill_on(spec, m, w, placement, prompt=prompts), prefill_on(spec, m, w, placement)
-    names = _clock_names(placement, "TTFT", "memory clock (W / B)", "compute clock (2 N n / C)")
+    names = _clock_names(sc, placement, "TTFT", "memory clock (W / B)", "compute clock (2 N n / C)")
     ax = axes("prompt", "tokens", "seconds", "s")
     ttft = [
         Curve(key="ttft", label=names[0], x=prompts, y=p.seconds, **ax),
@@ -186,7 +190,8 @@ def decode_chart(sc: Scenario, placement: On = None, *, tpot: float | None = Non
     p = decode_on(spec, m, w, placement, context=t)
     first = decode_on(spec, m, w, placement, context=start)
     tpot = request_on(spec, m, w, placement).tpot if tpot is None else tpot
-    tpot_label = "TPOT over this answer" if placement is None else f"TPOT{_where(placement)}"
+    tpot_label = ("TPOT over this answer" if placement is None or m.kind == "cpu"
+                  else f"TPOT{_where(placement)}")
     window = spec.attention.sliding_window
     cap = [x_marker("window", "sliding window", window, "context", "tokens", "limit")] \
         if window and any(spec.attention.sliding) else []
@@ -196,7 +201,8 @@ def decode_chart(sc: Scenario, placement: On = None, *, tpot: float | None = Non
             Curve(key="current", label="current workload", x=pts(start), y=pts(1.0 / float(first.seconds)),
                   kind="points", role="marker", **rate_ax))
     sec = axes("context", "tokens", "seconds", "s")
-    names = _clock_names(placement, "time per token", "memory clock ((W + b k t) / B)", "compute clock (b 2 N / C)")
+    names = _clock_names(sc, placement, "time per token", "memory clock ((W + b k t) / B)",
+                         "compute clock (b 2 N / C)")
     step = (Curve(key="step", label=names[0], x=t, y=p.seconds, **sec),
             Curve(key="memory_clock", label=names[1], x=t, y=p.memory_seconds, role="memory", **sec),
             Curve(key="compute_clock", label=names[2], x=t, y=p.compute_seconds, role="compute", **sec),

@@ -91,3 +91,24 @@ def test_memory_reads_in_the_unit_the_vendor_sells_it_in():
     assert capacity_text(24 * 2**30) == "24 GiB (25.8 GB)"          # an RTX 4090's "24 GB"
     assert capacity_text(100e9) == "100 GB"                            # not a whole number of GiB
     assert capacity_text(128 * 2**30) == "128 GiB (137 GB)"
+
+
+def test_a_clocks_legend_names_the_host_only_where_it_holds_part_of_the_model(qwen):
+    """A CPU has no -ngl and no GPU: its TTFT and TPOT curves read as one memory's (they said
+    "as placed (-ngl 37)" and "compute clocks, GPU + host"). A card that holds the model says its
+    -ngl but names its own clocks; one that keeps layers on the host names both."""
+    from rooflab.core.app.figures import figures
+
+    def labels(machine: str, **workload: int) -> set[str]:
+        sc = Scenario(model=qwen, machine=load_machine(machine), workload=Workload(**workload))
+        charts = figures(sc).charts()
+        return {c.label for key in ("prefill", "decode") for p in charts[key].panels for c in p.curves}
+
+    cpu = labels("epyc-9654")
+    assert not any("GPU" in x or "-ngl" in x for x in cpu), cpu
+    assert "TTFT (slower clock)" in cpu and "memory clock (W / B)" in cpu
+    whole = labels("rtx-4090")
+    assert any(x.startswith("TTFT as placed (-ngl") for x in whole) and "compute clock (2 N n / C)" in whole
+    assert not any("GPU + host" in x for x in whole)
+    split = labels("rtx-4090", prompt=5600, batch=23)          # a reserve sends layers to the host
+    assert "memory clocks, GPU + host" in split
