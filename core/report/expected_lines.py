@@ -24,6 +24,19 @@ def _origin(ex: Expected) -> str:
         ("s" if models != 1 else "")
 
 
+def _serial(ex: Expected, threads: int | None) -> str:
+    """On a CPU whose calibration has a serial share: what its threads reach of their cores'
+    arithmetic (``MachineProfile.compute_share``), as a sentence; else nothing."""
+    m = ex.machine
+    s = m.efficiency.serial_share
+    if m.kind != "cpu" or s <= 0 or m.cores <= 0:
+        return ""
+    used = m.cores if threads is None else min(threads, m.cores)
+    reach = m.compute_share(threads) / m.thread_share(threads)
+    return (f". Its {used:,} core{'s' if used != 1 else ''} reach {reach:.0%} of {used:,} cores' arithmetic: "
+            f"{s:.1%} of each pass is serial across threads (Amdahl's law, fitted to the published CPU rows)")
+
+
 def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> list[Line]:
     """Rows for the expected TTFT, TPOT and rate per sequence, after the ceiling's rows (on
     ``placement`` when the headline is a placement's)."""
@@ -38,6 +51,8 @@ def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> li
         accuracy = accuracy_phrase(ex.calibration, phase)
         band = f"{fmt_range(low, high, 's')}; " if fmt(low, "s") != fmt(high, "s") else ""
         sentence = band + (accuracy or origin) + (f". {notes}" if notes else "")
+        if phase == "prefill":
+            sentence += _serial(ex, sc.workload.threads)
         sentence = sentence[0].upper() + sentence[1:]
         rows.append(Line(key=key, label=label, value=fmt(value, "s"), bound="", sentence=sentence, tooltip=tooltip))
     # per sequence, as the decode ceiling it sits under (a total beside a per-sequence ceiling

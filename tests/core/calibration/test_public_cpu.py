@@ -140,3 +140,27 @@ def test_a_row_faster_than_its_ceiling_is_listed_and_not_fitted():
     assert public.past_ceiling(data) == (fast,)
     assert fast not in public.group_rows(data)["cpu"]
     assert len(public.group_rows(data)["cpu"]) == len(data.rows) - 1
+
+
+def test_the_numbers_panel_says_what_a_cpus_threads_reach():
+    """The expected TTFT's sentence names the serial share where it applies (the shipped CPU fit
+    has one): 96 cores reach 1 / (1 + s x 95) of 96 cores' arithmetic; -t 8, 1 / (1 + 7 s); a GPU
+    says nothing of it."""
+    from rooflab.core.calibration.expectations import expected_on
+    from rooflab.core.io import load_model
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.report.chart_types import Scenario
+    from rooflab.core.report.expected_lines import expected_lines
+
+    spec = load_model("qwen3-8b-q4_k_m")
+    cpu = load_machine("epyc-9654")
+    ex = expected_on(spec, cpu)
+    s = ex.machine.efficiency.serial_share
+    assert s > 0 and ex.machine.cores == 96
+    for threads, used in ((None, 96), (8, 8)):
+        sc = Scenario(model=spec, machine=cpu, workload=Workload(prompt=2048, threads=threads))
+        ttft = next(line for line in expected_lines(sc, ex) if line.key == "expected_ttft")
+        assert f"Its {used} cores reach {1 / (1 + s * (used - 1)):.0%} of {used} cores' arithmetic" in ttft.sentence
+    gpu = load_machine("rtx-4090")
+    sc = Scenario(model=spec, machine=gpu, workload=Workload(prompt=2048))
+    assert not any("serial" in line.sentence for line in expected_lines(sc, expected_on(spec, gpu)))
