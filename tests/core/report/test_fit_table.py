@@ -136,6 +136,7 @@ def test_a_cpu_machine_names_its_own_memories(entries):
     machine = load_machine("desktop-ddr5")
     rows = _rows("desktop-ddr5", entries[:4])
     assert fit_words(rows[0], machine).startswith("all in memory, ")
+    assert all(r.row.flags == "" for r in rows)          # no -ngl on a machine without a GPU
 
 
 def test_the_job_reports_progress_and_an_unknown_format_is_one_line():
