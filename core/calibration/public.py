@@ -116,10 +116,17 @@ def group_rows(data: PublicBenchmarks) -> dict[str, tuple[int, ...]]:
     ``GROUPS`` order: ``public_fit.fittable`` ones but those ``past_ceiling``."""
     found: dict[str, list[int]] = {}
     beyond = set(past_ceiling(data))
-    for i, r in enumerate(data.rows):
-        if i not in beyond and public_fit.fittable(r, spec_of(data, r).layers, data.machine(r.machine)):
-            found.setdefault(public_fit.group_of(data.machine(r.machine)), []).append(i)
+    for i in _one_device(data):
+        if i not in beyond:
+            found.setdefault(public_fit.group_of(data.machine(data.rows[i].machine)), []).append(i)
     return {g: tuple(found[g]) for g in sorted(found, key=_group_order)}
+
+
+@functools.lru_cache(maxsize=8)
+def _one_device(data: PublicBenchmarks) -> tuple[int, ...]:
+    """The rows ``public_fit.fittable`` keeps, in order (``group_rows`` and ``past_ceiling`` read them)."""
+    return tuple(i for i, r in enumerate(data.rows)
+                 if public_fit.fittable(r, spec_of(data, r).layers, data.machine(r.machine)))
 
 
 @functools.lru_cache(maxsize=8)
@@ -131,12 +138,7 @@ def past_ceiling(data: PublicBenchmarks) -> tuple[int, ...]:
     Q8_0 and K-quants for the int8 matrix instructions, i8mm, of a Graviton3, a Grace or an M2
     Max, several times the FP32 rate the files state as those chips' peak) and a Ryzen 9 7950X's
     Q4_0 at its boost clock, past the base-clock peak CPUs are stated at."""
-    out = []
-    for i, r in enumerate(data.rows):
-        if public_fit.fittable(r, spec_of(data, r).layers, data.machine(r.machine)) \
-                and r.tokens_per_second > tokens_per_second(data, r):
-            out.append(i)
-    return tuple(out)
+    return tuple(i for i in _one_device(data) if data.rows[i].tokens_per_second > tokens_per_second(data, data.rows[i]))
 
 
 @functools.lru_cache(maxsize=8)

@@ -28,13 +28,13 @@ def _serial(ex: Expected, threads: int | None) -> str:
     """On a CPU whose calibration has a serial share: what its threads reach of their cores'
     arithmetic (``MachineProfile.compute_share``), as a sentence; else nothing."""
     m = ex.machine
-    s = m.efficiency.serial_share
-    if m.kind != "cpu" or s <= 0 or m.cores <= 0:
+    reach = m.serial_factor(threads)
+    if reach >= 1.0:
         return ""
-    used = m.cores if threads is None else min(threads, m.cores)
-    reach = m.compute_share(threads) / m.thread_share(threads)
-    return (f". Its {used:,} core{'s' if used != 1 else ''} reach {reach:.0%} of {used:,} cores' arithmetic: "
-            f"{s:.1%} of each pass is serial across threads (Amdahl's law, fitted to the published CPU rows)")
+    used = m.cores_used(threads)
+    return (f". Its {used:,} cores reach {reach:.0%} of {used:,} cores' arithmetic: "
+            f"{m.efficiency.serial_share:.1%} of each pass is serial across threads (Amdahl's law, fitted to the "
+            "published CPU rows)")
 
 
 def expected_lines(sc: Scenario, ex: Expected, placement: StandsOn = None) -> list[Line]:

@@ -49,7 +49,7 @@ def _unplaced_why(sc: Scenario, s: Summary) -> tuple[str, str]:
     compute = fmt(m.effective_flops(w.compute_dtype) * m.compute_share(w.threads), "FLOP/s")
     if m.thread_share(w.threads) < 1 and w.threads is not None:     # the rate the clock used, named
         compute += f" ({w.threads:,} of {count(f'{m.cores:,}', 'core')}, -t {w.threads:,})"
-    if m.compute_share(w.threads) < m.thread_share(w.threads):
+    if m.serial_factor(w.threads) < 1.0:
         compute += f", {m.efficiency.serial_share:.1%} of its arithmetic serial across threads"
     prompts = f"{w.batch:,} × {w.prompt:,}-token prompts" if w.batch > 1 else f"{w.prompt:,}-token prompt"
     needs = "need" if w.batch > 1 else "needs"

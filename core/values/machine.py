@@ -140,21 +140,27 @@ class MachineProfile:
         physical cores) and where the cores are not stated."""
         if self.kind != "cpu" or threads is None or self.cores <= 0:
             return 1.0
-        return min(threads, self.cores) / self.cores
+        return self.cores_used(threads) / self.cores
+
+    def cores_used(self, threads: int | None) -> int:
+        """The cores ``threads`` compute threads run on: min(threads, cores), all of them for
+        None (llama.cpp's default); 0 where the cores are not stated."""
+        return self.cores if threads is None else min(threads, self.cores)
+
+    def serial_factor(self, threads: int | None) -> float:
+        """The share of n cores' rate n cores reach when each beyond the first is slowed by the
+        efficiency's serial share s (Amdahl: 1 / (1 + s x (n - 1)), n = ``cores_used``). 1 for a
+        GPU, a CPU whose cores are not stated, and the ceiling's identity efficiency (s = 0)."""
+        s = self.efficiency.serial_share
+        if self.kind != "cpu" or s <= 0 or self.cores <= 0:
+            return 1.0
+        return 1.0 / (1.0 + s * (self.cores_used(threads) - 1))
 
     def compute_share(self, threads: int | None) -> float:
         """The share of the peak a CPU's arithmetic reaches on ``threads`` threads: the cores
-        they use (``thread_share``), each beyond the first slowed by the efficiency's serial share
-        s (Amdahl: n cores reach n / (1 + s x (n - 1)) of one core's rate; n the cores used,
-        llama.cpp's default all of them). At the ceiling's identity efficiency s is 0, so this
-        only ever lowers an expected figure. 1 for a GPU; a CPU whose cores are not stated is
-        taken as one core."""
-        share = self.thread_share(threads)
-        s = self.efficiency.serial_share
-        if self.kind != "cpu" or s <= 0 or self.cores <= 0:
-            return share
-        used = self.cores if threads is None else min(threads, self.cores)
-        return share / (1.0 + s * (used - 1))
+        they use (``thread_share``) times ``serial_factor``, so it only ever lowers an expected
+        figure below its ceiling. 1 for a GPU."""
+        return self.thread_share(threads) * self.serial_factor(threads)
 
     def flops(self, dtype: str | None = None) -> float:
         """Peak FLOP/s for ``dtype`` (the default dtype when None or not listed)."""
