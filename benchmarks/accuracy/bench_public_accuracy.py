@@ -176,6 +176,7 @@ def beyond_ceiling(data: public.PublicBenchmarks) -> None:
     stated peak is not the unit they ran on."""
     rows = public.past_ceiling(data)
     if not rows:
+        print("rows faster than their ceiling: none")
         return
     print(f"rows faster than their ceiling, not fitted (the machine's stated peak is not the unit they ran on): "
           f"{len(rows)}")

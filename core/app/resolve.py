@@ -59,8 +59,9 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
         from rooflab.core.calibration import store
 
         mkey = store.machine_key(machine)
-        fitted = None if spec is None else (store.load_calibration(store.model_key(spec), mkey)
-                                            or store.load_calibration(spec.source, mkey))
+        peak = machine.flops(getattr(args, "compute_dtype", None))
+        fitted = None if spec is None else (store.load_calibration(store.model_key(spec), mkey, peak)
+                                            or store.load_calibration(spec.source, mkey, peak))
         if fitted is None:
             raise SpecError(f"no calibration for this model on {machine.name}: run 'rooflab measure model' first")
         changes["efficiency"] = fitted

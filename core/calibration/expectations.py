@@ -75,7 +75,7 @@ def vendor_of(name: str) -> str:
 
 
 ANY = "any format"
-PUBLIC_CACHE_FORMAT = 8       # bump when what ``_fitted_backend`` computes changes
+PUBLIC_CACHE_FORMAT = 9       # bump when what ``_fitted_backend`` computes changes
 
 
 # (fit, peaks, offsets, a unified GPU's prompt share: ``public.unified_share``, None where no row shows it)
@@ -315,7 +315,7 @@ def _fitted_group(group: str) -> Kept | None:
         notes=(f"llama.cpp on {group}: {len(machines)} machines, {len(rows[group])} published results",))
     share = public.unified_share(data, fits)
     offsets = public.machine_offsets(data, fits, machines, share=share)
-    return cal, {m.key: m.peak_fp16 for m in data.machines}, offsets, share
+    return cal, {m.key: m.compute_peak for m in data.machines}, offsets, share
 
 
 BACKEND_NAMES = {"cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}

@@ -64,10 +64,12 @@ def model_spec(catalogue: str, weights: str) -> ModelSpec:
 
 
 def machine_profile(machine: PublicMachine, efficiency: Efficiency | None = None) -> MachineProfile:
-    """A MachineProfile with the row machine's bandwidth (bytes/s) and FP16 peak (FLOP/s)."""
+    """A MachineProfile with the row machine's bandwidth (bytes/s) and peak (FLOP/s): a GPU's
+    stated one, a CPU's FP32 and int8 ones, the int8 path its default (``compute_peak``)."""
     cpu = machine.backend == "cpu"
-    return MachineProfile(name=machine.name, bandwidth=machine.bandwidth, peak_flops={"fp16": machine.peak_fp16},
-                          memory=_CAPACITY, default_dtype="fp16", kind="cpu" if cpu else "gpu",
+    flops = {"fp32": machine.peak_fp16, "int8": machine.compute_peak} if cpu else {"fp16": machine.peak_fp16}
+    return MachineProfile(name=machine.name, bandwidth=machine.bandwidth, peak_flops=flops,
+                          memory=_CAPACITY, default_dtype="int8" if cpu else "fp16", kind="cpu" if cpu else "gpu",
                           efficiency=efficiency or Efficiency(), key=machine.key,
                           cores=(machine.cores or 0) if cpu else 0)
 
@@ -77,7 +79,7 @@ def tokens_per_second(data: PublicBenchmarks, row: PublicRow, efficiency: Effici
 
     tgN = N / sum of decode_pass seconds at contexts d..d+N-1 (batch 1, d the row's depth);
     ppN = N / prefill_pass seconds for N tokens after d cached ones. KV cache F16, compute at
-    the FP16 peak."""
+    the machine's peak (a GPU's FP16, a CPU's int8 path: ``machine_profile``)."""
     spec = spec_of(data, row)
     machine = machine_profile(data.machine(row.machine), efficiency)
     n, depth = int(row.test.tokens), int(row.source.depth)
@@ -134,10 +136,9 @@ def past_ceiling(data: PublicBenchmarks) -> tuple[int, ...]:
     """The one-device rows (``public_fit.fittable``) that ran faster than their ceiling (the
     machine's stated peaks at identity efficiency): the file's peak is not the unit the row ran
     on, so no factor of it can describe the row and it is not fitted (the accuracy script lists
-    them). On 2026-12-07 these were eleven CPU prompts: ten ARM ones (llama.cpp repacks Q4_0,
-    Q8_0 and K-quants for the int8 matrix instructions, i8mm, of a Graviton3, a Grace or an M2
-    Max, several times the FP32 rate the files state as those chips' peak) and a Ryzen 9 7950X's
-    Q4_0 at its boost clock, past the base-clock peak CPUs are stated at."""
+    them). Until CPUs were priced on their int8 path (``MachineProfile``'s INT8_PATH) there were
+    eleven, all CPU prompts: Graviton3, Grace and M2 Max quantized prompts up to 1.8x the FP32
+    peak, and a Ryzen 9 7950X Q4_0 one at its boost clock. Since then, none."""
     return tuple(i for i in _one_device(data) if data.rows[i].tokens_per_second > tokens_per_second(data, data.rows[i]))
 
 
@@ -355,7 +356,7 @@ def predict_row(data: PublicBenchmarks, row: PublicRow, rates: Rates, offset: Of
     machine = machine_profile(data.machine(row.machine))
     if offset is not None:
         rates = public_fit.scaled(rates, *offset)
-    eff = efficiency_for(spec_of(data, row), machine, rates, dtype="fp16", relative=True)
+    eff = efficiency_for(spec_of(data, row), machine, rates, relative=True)
     return tokens_per_second(data, row, eff)
 
 

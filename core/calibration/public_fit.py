@@ -240,6 +240,24 @@ def class_columns(shares: dict[str, float], classes: tuple[str, ...]) -> Array:
     return out
 
 
+def path_columns(shares: dict[str, float], classes: tuple[str, ...], slow: float) -> Array:
+    """``class_columns`` with the float class's share ``slow`` times over: its multiplies run
+    at 1 / ``slow`` of the peak the columns are divided by (a CPU's FP32 rate beside its int8
+    path), in the column it goes to (its own, else the row's largest)."""
+    out = class_columns(shares, classes)
+    share = shares.get("float", 0.0)
+    if slow == 1.0 or share <= 0:
+        return out
+    if "float" in classes:
+        at = classes.index("float")
+    else:
+        own = np.array([shares.get(k, 0.0) for k in classes])
+        at = int(np.argmax(own)) if own.sum() > 0 else 0
+    out = out.copy()
+    out[at] += (slow - 1.0) * share
+    return out
+
+
 def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[PublicRow], ModelSpec],
                group: str = "") -> GroupData:
     """The design of ``rows``: each row's bytes over its machine's B, FLOPs over its C. One byte
@@ -255,7 +273,7 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
         passes.append(row_pass(spec, row, Shares.of(spec), row_threads(data.machine(row.machine), row)))
     machines = [data.machine(data.rows[i].machine) for i in rows]
     b = np.array([m.bandwidth for m in machines])
-    c = np.array([m.peak_fp16 * p.thread_share for m, p in zip(machines, passes, strict=True)])
+    c = np.array([m.compute_peak * p.thread_share for m, p in zip(machines, passes, strict=True)])
     # a batch-1 decode step does ~2 FLOP a weight byte: its arithmetic never binds on these
     # machines, so its rows carry no FLOP column (the decode rate is taken to be the dense one)
     keys = [data.rows[i].machine for i in rows]
@@ -264,9 +282,12 @@ def group_data(data: PublicBenchmarks, rows: Sequence[int], spec_of: Callable[[P
     flop_classes = own_classes([p.flop_shares for p in passes if p.prefill],
                                [m for m, p in zip(keys, passes, strict=True) if p.prefill])
     k = len(flop_classes)
-    flops = np.array([[*(p.dense_flops * class_columns(p.flop_shares, flop_classes)), p.expert_flops,
-                       0.0 if p.flash else p.attention_flops, p.attention_flops if p.flash else 0.0]
-                      if p.prefill else [0.0] * (k + 3) for p in passes]) / c[:, None]
+    # on a CPU, whose peak is its int8 path, float multiplies and attention run at its FP32 rate:
+    # they count 1 / float_share times the work, so their factors are of that rate
+    slow = [1.0 / m.float_share for m in machines]
+    flops = np.array([[*(p.dense_flops * path_columns(p.flop_shares, flop_classes, r)), p.expert_flops,
+                       0.0 if p.flash else p.attention_flops * r, p.attention_flops * r if p.flash else 0.0]
+                      if p.prefill else [0.0] * (k + 3) for p, r in zip(passes, slow, strict=True)]) / c[:, None]
     total = flops.sum(axis=1)
     for column in (k + 1, k + 2):
         if not np.any(flops[:, column] > ATTENTION_SHARE * total):

@@ -210,19 +210,23 @@ def _calibration(data: dict[str, Any]) -> tuple[str, Calibration]:
     return source, Calibration.from_dict(data["calibration"])
 
 
-def load_calibration(model: str, machine: str) -> Efficiency | None:
+def load_calibration(model: str, machine: str, peak: float | None = None) -> Efficiency | None:
     """The fitted Efficiency for ``model`` (a ``model_key``, or the model's source path) on
-    ``machine`` (a machine key), None when there is none."""
+    ``machine`` (a machine key), None when there is none. ``peak``: the machine's compute peak
+    now, FLOP/s; the fit's factors were of the peak it kept (``Calibration.peak_flops``), and are
+    rescaled so that each rate stays what was measured (a CPU's peak became its int8 path)."""
     found = load_calibration_record(model, machine)
-    if found is not None:
-        return found.efficiency
-    if not model:
+    if found is None and model:
+        for path in _calibration_paths("*", machine):
+            stored = load_record(path, _calibration)
+            if stored is not None and _same_source(stored[0], model):
+                found = stored[1]
+                break
+    if found is None:
         return None
-    for path in _calibration_paths("*", machine):
-        stored = load_record(path, _calibration)
-        if stored is not None and _same_source(stored[0], model):
-            return stored[1].efficiency
-    return None
+    if peak and found.peak_flops > 0:
+        return found.efficiency.compute_scaled(found.peak_flops / peak)
+    return found.efficiency
 
 
 # --- calibrations of a machine and engine (any model) ----------------------------------------

@@ -102,7 +102,8 @@ def add_host_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-tflops", type=number_in(FLOPS_RANGE[0] / 1e12, FLOPS_RANGE[1] / 1e12, "TFLOP/s"),
                    metavar="T", help="peak TFLOP/s of the host CPU behind the GPU, which computes what is "
                                      "offloaded: cores x GHz x 32 / 1000 with AVX2 FMA (a 16-core at 5.7 GHz "
-                                     "is 2.9; default: an 8-core desktop, 1.02)")
+                                     "is 2.9; default: an 8-core desktop, 1.02); its quantized multiplies run "
+                                     "on int8 dot products at 4x that")
     p.add_argument("--host-bandwidth", type=number_in(BANDWIDTH_RANGE[0] / GB, BANDWIDTH_RANGE[1] / GB, "GB/s"),
                    metavar="GB/s", help="the host memory's bandwidth behind the GPU (default: the preset's, "
                                         "e.g. two channels of DDR5-5600, 89.6)")

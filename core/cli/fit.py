@@ -15,7 +15,7 @@ from rooflab.core.app.resolve import expected_machine, with_host
 from rooflab.core.cli.args import add_engine_options, add_host_options
 from rooflab.core.cli.compare import RowProgress, compare_workload, names
 from rooflab.core.errors import SpecError
-from rooflab.core.predict.host_part import host_flops
+from rooflab.core.predict.host_part import host_flops, host_fp32_flops
 from rooflab.core.report.compare import row_dict
 from rooflab.core.report.fit_table import FORMATS, SORTS, USABLE_TPS, FitEntry, FitRow, fit_words
 from rooflab.core.report.text import capacity_text
@@ -62,7 +62,8 @@ def _host_cpu(machine: MachineProfile) -> str:
     if machine.kind != "gpu":
         return ""
     stated = "" if machine.offload_flops > 0 else " (an 8-core desktop assumed: --host-tflops states yours)"
-    return f", CPU {fmt(host_flops(machine), 'FLOP/s')}{stated}"
+    return (f", CPU {fmt(host_fp32_flops(machine), 'FLOP/s')} FP32 (int8 path {fmt(host_flops(machine), 'OP/s')})"
+            f"{stated}")
 
 
 def fit_text(rows: Sequence[FitRow], machine: MachineProfile, workload: Workload, min_tps: float,

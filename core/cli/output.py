@@ -15,7 +15,7 @@ from rooflab.core.app.tables import Tables
 from rooflab.core.cli.placement import placement_dict, placement_lines
 from rooflab.core.files.safe_json import dumps_json
 from rooflab.core.io.textfile import printable
-from rooflab.core.predict.host_part import host_flops
+from rooflab.core.predict.host_part import host_flops, host_fp32_flops
 from rooflab.core.predict.roofline import balance
 from rooflab.core.predict.speculative import speculative
 from rooflab.core.predict.work import weight_bytes_read_per_token
@@ -29,6 +29,24 @@ GB = 1e9
 
 
 PRETTY_JSON_BYTES = 1 << 20    # larger documents are written compact: indenting runs in pure Python
+
+
+def peak_text(machine: MachineProfile, dtype: str | None) -> str:
+    """"165.20 TFLOP/s"; a CPU's int8 path as "4.10 TOP/s int8" (its multiply-adds are integer)."""
+    flops = machine.flops(dtype)
+    if (dtype or machine.default_dtype) == "int8":
+        return f"{flops / 1e12:,.2f} TOP/s int8"
+    return f"{flops / 1e12:,.2f} TFLOP/s"
+
+
+def _host_peaks(m: MachineProfile) -> dict[str, float | None]:
+    """The processor that computes what the second tier holds: its FP32 peak (TFLOP/s) and the
+    int8 path its quantized multiplies run on (TOP/s; None for a unified machine's GPU)."""
+    if m.kind == "gpu":
+        return {"peak_tflops": host_fp32_flops(m) / 1e12, "int8_path_tops": host_flops(m) / 1e12}
+    if m.kind == "cpu":
+        return {"peak_tflops": m.flops("fp32") / 1e12, "int8_path_tops": m.flops("int8") / 1e12}
+    return {"peak_tflops": host_flops(m) / 1e12, "int8_path_tops": None}
 
 
 def print_json(obj: Any) -> None:
@@ -137,7 +155,7 @@ def machine_dict(m: MachineProfile) -> dict[str, Any]:
         "offload": {"name": m.offload_name, "bandwidth_gb_per_s": m.offload_bandwidth / GB,
                     "memory_gb": m.offload_memory / GB,
                     # the processor computing what is kept there; not stated: the desktop default
-                    "peak_tflops": host_flops(m) / 1e12, "peak_stated": m.kind != "gpu" or m.offload_flops > 0,
+                    **_host_peaks(m), "peak_stated": m.kind != "gpu" or m.offload_flops > 0,
                     } if m.has_offload else None,
         "host_link": None if m.host_link is None else {
             "name": m.host_link.name, "pcie_generation": m.host_link.generation, "lanes": m.host_link.lanes,
@@ -251,7 +269,7 @@ def predict_text(figures: Figures, t: Tables) -> str:
                f"batch {workload.batch}")
     lines = [
         f"{spec.name} on {machine.name}: {machine.bandwidth / GB:,.1f} GB/s, "
-        f"{machine.flops(workload.compute_dtype) / 1e12:,.2f} TFLOP/s, {capacity_text(machine.memory)}"
+        f"{peak_text(machine, workload.compute_dtype)}, {capacity_text(machine.memory)}"
         + ("" if eff.is_identity else f"  (efficiency: bandwidth x{eff.bandwidth:.2f}, compute x{eff.compute:.2f}, "
                                       f"+{eff.step_overhead * 1e3:.2f} ms/step, cache x{eff.kv_read_factor:.2f})"),
         f"W = {weight_bytes_read_per_token(spec) / GB:.3f} GB read per token; KV "

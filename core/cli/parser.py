@@ -43,7 +43,8 @@ def add_machine_options(p: argparse.ArgumentParser, *, required: bool = True) ->
     p.add_argument("--bandwidth", type=number_in(BANDWIDTH_RANGE[0] / GB, BANDWIDTH_RANGE[1] / GB, "GB/s"),
                    metavar="GB/s", help="override memory bandwidth")
     p.add_argument("--peak-tflops", type=number_in(FLOPS_RANGE[0] / 1e12, FLOPS_RANGE[1] / 1e12, "TFLOP/s"),
-                   metavar="T", help="override peak TFLOP/s (compute dtype)")
+                   metavar="T", help="override peak TFLOP/s (compute dtype; a CPU's default is its int8 path, "
+                                                      "4x its FP32 FMA rate)")
     p.add_argument("--memory-gb", type=number_in(MEMORY_RANGE[0] / GB, MEMORY_RANGE[1] / GB, "GB"), metavar="G",
                    help="override memory size (10^9 bytes)")
     add_host_options(p)

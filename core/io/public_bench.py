@@ -28,6 +28,7 @@ from rooflab.core.files.safe_json import read_json
 from rooflab.core.io import public_bench_rows as f
 from rooflab.core.io.public_bench_rows import KV_TYPES, SPLIT_MODES
 from rooflab.core.io.textfile import shown
+from rooflab.core.values.machine import INT8_PATH
 
 __all__ = ["BACKENDS", "KV_TYPES", "SPLIT_MODES", "PublicBenchmarks", "PublicMachine", "PublicModel",
            "PublicRow", "PublicSource", "PublishedTest", "RowSource", "default_path", "default_paths", "parse_test",
@@ -72,7 +73,9 @@ class PublicModel:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PublicMachine:
-    """One machine of the tables, with vendor peaks. bandwidth: bytes/s; peak_fp16: FLOP/s."""
+    """One machine of the tables, with vendor peaks. bandwidth: bytes/s; peak_fp16: FLOP/s (a
+    CPU's FP32 FMA rate); peak_int8: a CPU's int8 dot-product rate, the unit its quantized
+    multiplies run on (``MachineProfile``'s INT8_PATH x peak_fp16 where the file states none)."""
 
     key: str
     name: str
@@ -86,6 +89,21 @@ class PublicMachine:
     threads: int | None = None                 # CPUs: hardware threads, where known
     kind: str = "gpu"                          # "gpu" (its own memory), "unified" (a GPU on the host's memory and
     #                                            power: Apple, AMD APUs, DGX Spark) or "cpu"; as MachineProfile.kind
+    peak_int8: float | None = None             # CPUs: multiply-add ops/s of the int8 path
+
+    @property
+    def compute_peak(self) -> float:
+        """The peak the fit and the ceiling divide a row's arithmetic by: a CPU's int8 path
+        (``peak_int8``, else INT8_PATH x its FP32 peak), a GPU's stated peak."""
+        if self.backend != "cpu":
+            return self.peak_fp16
+        return self.peak_int8 or self.peak_fp16 * INT8_PATH
+
+    @property
+    def float_share(self) -> float:
+        """The share of ``compute_peak`` a CPU's float multiplies reach at most (its FP32 FMA
+        rate: F16/BF16 weights, attention over an F16 cache); 1 on a GPU."""
+        return self.peak_fp16 / self.compute_peak if self.backend == "cpu" else 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -273,7 +291,18 @@ def _machine(d: Mapping[str, Any]) -> PublicMachine:
                          sources=tuple((f.clean(k, 40), f.clean(v, 600)) for k, v in figures.items()),
                          notes=f.text(d, "notes", ""), vendor=f.vendor(d, where),
                          cores=f.maybe_int(d, "cores", where, low=1), threads=f.maybe_int(d, "threads", where, low=1),
-                         kind=_kind(d, backend, where))
+                         kind=_kind(d, backend, where), peak_int8=_int8(d, backend, figures, where))
+
+
+def _int8(d: Mapping[str, Any], backend: str, figures: Mapping[str, Any], where: str) -> float | None:
+    """A CPU's ``peak_int8`` with its source; None where the file states none."""
+    if d.get("peak_int8") is None:
+        return None
+    if backend != "cpu":
+        raise ValueError(f"{where}: peak_int8 is a CPU's int8 path; this is a {backend} machine")
+    if not str(figures.get("peak_int8") or "").strip():
+        raise ValueError(f"{where}: no source for peak_int8")
+    return f.positive(d, "peak_int8", where)
 
 
 MACHINE_KINDS = ("gpu", "unified", "cpu")

@@ -34,7 +34,7 @@ def crossing(excess: Callable[[float], float], low: float, high: float) -> float
     return high
 
 
-def first_crossing(excess: Callable[[Array], Array], low: float, high: float, points: int = 97) -> float:
+def first_crossing(excess: Callable[[Array], Array], low: float, high: float, points: int = 385) -> float:
     """Smallest x in [low, high] where ``excess(x) >= 0`` when the excess need not keep its
     sign once past zero: its first sign change on a log grid of ``points`` (``excess`` takes an
     array), refined by ``crossing`` inside that bracket. low when already >= 0 there; inf

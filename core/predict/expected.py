@@ -78,20 +78,23 @@ def _normalised(values: dict[str, float]) -> dict[str, float]:
 MINOR_SHARE = 0.05
 
 
-def _mixed(rates: Rates, kind: str, shares: dict[str, float], missing: set[str]) -> float:
+def _mixed(rates: Rates, kind: str, shares: dict[str, float], missing: set[str], floats: float = 1.0) -> float:
     """1 / sum(share / rate): the rate at which a mix of classes goes through. A minor class the
     rates do not cover (F32 norms and routers beside K-quants) goes at the model's largest
-    class's rate, as the fit counted it; a major one at the pooled rate, noted in ``missing``."""
+    class's rate, as the fit counted it; a major one at the pooled rate, noted in ``missing``.
+    ``floats``: the share of the rate the float class's multiplies reach (a CPU's FP32 rate
+    beside the int8 path its peak is, ``MachineProfile.float_share``)."""
     table: dict[str, float] = getattr(rates, kind)
     largest = max(shares, key=lambda k: shares[k])
     inverse = 0.0
     for klass, share in shares.items():
+        original = klass
         if klass not in table and share < MINOR_SHARE and largest in table:
             klass = largest
         rate, seen = rates.rate(kind, klass)
         if not seen:
             missing.add(klass)
-        inverse += share / rate
+        inverse += share / (rate * (floats if original == "float" else 1.0))
     return 1.0 / inverse
 
 
@@ -130,19 +133,22 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
     missing = set() if missing is None else missing
     b, c = machine.bandwidth, machine.flops(dtype)
     scale_b, scale_c = (b, c) if relative else (1.0, 1.0)
+    # relative factors of a CPU's int8 path: its float multiplies and attention go at its FP32 rate
+    floats = machine.float_share(dtype) if relative else 1.0
     shares = shares or Shares.of(spec)
     bytes_, flops = shares.bytes, shares.flops
     bandwidth = _mixed(rates, "bandwidth", bytes_, missing) * scale_b
-    prefill = _mixed(rates, "prefill_flops", flops, missing) * scale_c
-    decode = _mixed(rates, "decode_flops", flops, missing) * scale_c
+    prefill = _mixed(rates, "prefill_flops", flops, missing, floats) * scale_c
+    decode = _mixed(rates, "decode_flops", flops, missing, floats) * scale_c
     cache = rates.cache_rate(work.attention_walk_per_cache_byte(spec)) * scale_b
     host_b = host_c = 1.0
     if host is not None:
         host_b = _factor(_mixed(host, "bandwidth", bytes_, set()))
         host_c = _factor(_mixed(host, "prefill_flops", flops, set()))
-    attention = None if rates.attention_flops is None else _factor(rates.attention_flops * scale_c / c)
-    flash = None if rates.flash_attention_flops is None else _factor(rates.flash_attention_flops * scale_c / c)
-    batch = _mixed(rates, "batch_flops", flops, set()) * scale_c if rates.batch_flops else None
+    attention = None if rates.attention_flops is None else _factor(rates.attention_flops * floats * scale_c / c)
+    flash = None if rates.flash_attention_flops is None else \
+        _factor(rates.flash_attention_flops * floats * scale_c / c)
+    batch = _mixed(rates, "batch_flops", flops, set(), floats) * scale_c if rates.batch_flops else None
     moe = rates.expert_layer_seconds * expert_layers(spec)
     step = min(59.0, rates.pass_seconds + rates.layer_seconds * spec.layers + moe)
     return Efficiency(bandwidth=_factor(bandwidth / b), compute=_factor(prefill / c),

@@ -63,7 +63,7 @@ from rooflab.core.predict.offload_terms import (
 )
 from rooflab.core.predict.placement import has_host_tier
 from rooflab.core.predict.work import Array
-from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine import INT8_PATH, MachineProfile
 from rooflab.core.values.model import ModelSpec
 from rooflab.core.values.workload import Workload
 
@@ -71,11 +71,18 @@ OP_OFFLOAD_MIN_TOKENS = 32         # llama.cpp copies host weights to the GPU fo
 
 
 def host_flops(machine: MachineProfile, dtype: str | None = None) -> float:
-    """Peak FLOP/s the host computes its layers at: behind a discrete GPU the profile's
-    ``offload_flops`` when stated, else ``DEFAULT_HOST_FLOPS``; the machine's own peak on a CPU
-    or unified machine (efficiency not applied)."""
+    """Peak FLOP/s the host computes its layers at: behind a discrete GPU the int8 path of the
+    CPU ``host_fp32_flops`` states (``INT8_PATH`` x it: its quantized multiplies run on int8 dot
+    products, as a CPU's own peak does, and the CPU back end's published factors are of that
+    path); the machine's own peak on a CPU or unified machine (efficiency not applied)."""
     if machine.kind != "gpu":
         return machine.flops(dtype)
+    return host_fp32_flops(machine) * INT8_PATH
+
+
+def host_fp32_flops(machine: MachineProfile) -> float:
+    """The FP32 FMA peak of the CPU behind a discrete GPU: the profile's ``offload_flops`` when
+    stated, else ``DEFAULT_HOST_FLOPS``."""
     return machine.offload_flops if machine.offload_flops > 0 else DEFAULT_HOST_FLOPS
 
 

@@ -36,10 +36,12 @@ CROSSING_SECONDS = 25e-6
 # Threadripper 5975WX's 0.3. Refitted after the published fit took its fourth file of rows and the
 # MoE layer cost (2026-12-07, later): 0.74 again; 0.78 with the compute share below refitted once
 # unified GPUs' prompts were kept apart (2026-12-07, last); 0.76 with the first CUDA MoE generation
-# rows (llamacpp-public-moe.json, the same day).
-HOST_EXPERT_DECODE_SHARE = 0.76
-# Share of the CPU back end's fitted compute factor (of the host's fp32 FMA peak: cores x clock x
-# FLOP a cycle, the profile's offload flops, else ``DEFAULT_HOST_FLOPS`` below) that the same
+# rows (llamacpp-public-moe.json, the same day); 0.74 once CPUs were priced on their int8 path and
+# their float multiplies on its FP32 share (2026-12-07, second session).
+HOST_EXPERT_DECODE_SHARE = 0.74
+# Share of the CPU back end's fitted compute factor (of the host's int8 path: INT8_PATH x its fp32
+# FMA peak of cores x clock x FLOP a cycle, the profile's offload flops, else ``DEFAULT_HOST_FLOPS``
+# below) that the same
 # GEMVs reach: each weight is unpacked from its block format and multiplied once per token, so a
 # host with wide memory and few or slow cores is bound by its arithmetic, not its DRAM (a
 # Threadripper 5975WX's eight channels read experts no faster than a Ryzen 7950X's two). Fitted
@@ -50,8 +52,9 @@ HOST_EXPERT_DECODE_SHARE = 0.76
 # ratio the CPU back end borrows from the GPU back ends (``public.expert_ratio``) fell from 0.83
 # to 0.27, and the host's expert arithmetic is a share of that rate (0.066 of the CPU's peak
 # before, 0.054 then; 0.20-0.22 by fold, inside the grid's 0.02-0.60); 0.24 (0.24-0.26 by fold) with
-# the first CUDA MoE generation rows, whose fit moved the ratio to 0.20.
-HOST_EXPERT_DECODE_COMPUTE = 0.24
+# the first CUDA MoE generation rows, whose fit moved the ratio to 0.20; 0.20 (0.18-0.20 by fold)
+# once CPUs were priced on their int8 path (2026-12-07, second session).
+HOST_EXPERT_DECODE_COMPUTE = 0.20
 # Share of the PCIe link a prompt's host weights cross at: llama.cpp copies them from mmap'd,
 # pageable host memory, which CUDA stages through a pinned buffer. Fitted on the 22 prompt rows of
 # resources/placed whose engine copies as priced, each machine weighing one (2026-12-07): 0.54
@@ -67,13 +70,14 @@ PCIE_STREAM_SHARE = 0.54
 # widens by the share of the time spent on the host, not by the calibration's spread alone.
 # (0.74, 1.27) before the published fit's refit of 2026-12-07; (0.78, 1.25) after it; (0.74, 1.23)
 # once unified GPUs' prompts were kept apart and the host's shares refitted (2026-12-07, last);
-# (0.77, 1.27) with the first CUDA MoE generation rows.
-HOST_SPREAD = (0.77, 1.27)
+# (0.77, 1.27) with the first CUDA MoE generation rows; (0.79, 1.23) once CPUs were priced on their
+# int8 path (2026-12-07, second session).
+HOST_SPREAD = (0.79, 1.23)
 # The same for the offloaded prompt rows (bench_offload_accuracy.py, 2026-12-07): an expected
 # figure's replicates take it on the link's share (``spread_host``). Before it, the band of an
 # offloaded prompt, whose time is mostly the host weights' copy, was the GPU's spread alone and
-# held 3 of the 22 rows.
-LINK_SPREAD = (0.76, 1.33)
+# held 3 of the 22 rows. (0.63, 1.33) once CPUs were priced on their int8 path (0.76 before).
+LINK_SPREAD = (0.63, 1.33)
 DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
 # A profile that states no host CPU is priced at the lessons' 8-core desktop (1.02 TFLOP/s); the
 # hosts behind the published runs reach up to a 16-core Ryzen 7950X's 2.92 (16 x 5.7 GHz x 32),

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from rooflab.core.predict.footprint import compute_buffer_bytes
-from rooflab.core.predict.host_part import host_flops
+from rooflab.core.predict.host_part import host_flops, host_fp32_flops
 from rooflab.core.predict.offload import OP_OFFLOAD_MIN_TOKENS
 from rooflab.core.predict.offload_terms import CROSSING_SECONDS
 from rooflab.core.predict.parallel import ParallelEstimate, mode_text
@@ -306,7 +306,7 @@ def host_cpu_sentence(sc: Scenario, decode: StepParts) -> str:
     if not _host_bound(sc, decode):
         return ""
     stated = "stated" if sc.machine.offload_flops > 0 else "assumed"
-    return f" CPU peak {fmt(host_flops(sc.machine), 'FLOP/s')} ({stated})."
+    return f" CPU int8 path {fmt(host_flops(sc.machine), 'OP/s')} ({stated})."
 
 
 def host_cpu_tip(sc: Scenario, decode: StepParts) -> str:
@@ -317,7 +317,9 @@ def host_cpu_tip(sc: Scenario, decode: StepParts) -> str:
     whose = ("the host CPU this profile states" if sc.machine.offload_flops > 0 else
              "none is stated, so an 8-core desktop at 4 GHz; for yours give cores × GHz × 32 (AVX2) as the "
              "host CPU's FLOP/s: the Machine tab, or 'flops' under 'offload' in a machine file")
-    return f" The CPU's part is bound by its arithmetic at {fmt(host_flops(sc.machine), 'FLOP/s')} peak ({whose})."
+    return (f" The CPU's part is bound by its arithmetic: its quantized multiplies run on int8 dot products at "
+            f"{fmt(host_flops(sc.machine), 'OP/s')}, 4 × the FP32 peak of {fmt(host_fp32_flops(sc.machine), 'FLOP/s')} "
+            f"({whose}).")
 
 
 _PARTS_AFTER = {"prompt_parts": ("ttft", "expected_ttft"), "token_parts": ("tpot", "expected_tpot")}

@@ -102,7 +102,8 @@ SECTIONS: tuple[Section, ...] = (
             "balance = C / B  (FLOP per byte)",
             "The intensity where the roofline bends: how many FLOP a kernel must do per byte before arithmetic, "
             "not memory, limits it. Work below it waits for memory. Worked: an RTX 4090 has 165.2 TFLOP/s over "
-            "1,008 GB/s, about 164 FLOP per byte; an 8-core desktop CPU with DDR5 about 11; an H100 SXM about 295. "
+            "1,008 GB/s, about 164 FLOP per byte; an 8-core desktop CPU with DDR5 about 46 on the int8 dot "
+            "products its quantized multiplies run on (11 at FP32); an H100 SXM about 295. "
             "Decode's 1 to 4 FLOP per byte is memory-bound on all of them."),
     Section("compute_crossover", "Compute crossover",
             "compute clock = memory clock: 2 N n / C = W / B (prefill), 2 N b / C = (W_b + b k t) / B (decode)",

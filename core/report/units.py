@@ -15,7 +15,7 @@ from rooflab.core.values.readable import si_prefix, significant
 
 _SMALL = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 _WORDS = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
-_PREFIXED = {"B", "B/s", "FLOP", "FLOP/s"}          # take k, M, G, T, P
+_PREFIXED = {"B", "B/s", "FLOP", "FLOP/s", "OP/s"}  # take k, M, G, T, P
 _COUNTS = ("tokens", "sequences", "experts", "requests")
 
 

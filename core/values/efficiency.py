@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -108,6 +109,16 @@ class Efficiency:
         if not isinstance(self.kv_chunks, int) or isinstance(self.kv_chunks, bool) or not 0 <= self.kv_chunks <= 4096:
             raise SpecError(f"efficiency.kv_chunks must be a whole number of threads in [0, 4096], "
                             f"got {self.kv_chunks!r}")
+
+    def compute_scaled(self, factor: float) -> Efficiency:
+        """The same efficiency with its factors of the compute peak times ``factor``: what keeps
+        every rate it prices where it was on a peak 1 / ``factor`` times as high (a CPU given its
+        int8 path, 4x the FP32 peak its factors were fitted on). The identity stays as it is."""
+        if self.is_identity or factor == 1.0:
+            return self
+        return dataclasses.replace(self, **{name: getattr(self, name) * factor for name in (
+            "compute", "decode_compute", "attention_compute", "flash_attention_compute", "batch_compute")
+            if getattr(self, name) is not None})
 
     @property
     def is_identity(self) -> bool:

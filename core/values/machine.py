@@ -26,6 +26,17 @@ BANDWIDTH_RANGE = (1e6, 1e16)            # bytes/s
 FLOPS_RANGE = (1e6, 1e22)                # FLOP/s
 MEMORY_RANGE = (1e6, 1e18)               # bytes
 
+# A CPU's quantized multiplies run on its int8 dot-product instructions, not its FP32 FMAs:
+# llama.cpp quantizes the activations to 8 bits and multiplies them with the weights' 8-bit
+# (or unpacked 4-6-bit) values. AVX2's vpmaddubsw, AVX-512 and AVX-VNNI's vpdpbusd and Arm's
+# SDOT each retire four times the multiply-adds of an FP32 FMA of the same width, at the same
+# issue rate; Arm's SMMLA (i8mm) eight times where the core issues it as fast as SDOT (Neoverse
+# V1 and V2; Apple's cores issue it at half SDOT's rate, so no faster there). The int8 peak is
+# the ceiling of a CPU prompt: the published Graviton3, Grace and M2 Max prompts ran up to 1.8x
+# the FP32 peak, and the fit, priced on FP32, wanted factors above 1.
+INT8_PATH = 4.0
+INT8_MATRIX_PATH = 8.0
+
 
 def _positive(value: float) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
@@ -93,6 +104,13 @@ class MachineProfile:
             if not in_range(value, FLOPS_RANGE):
                 raise SpecError(f"{self.name}: peak_flops[{dtype}] must be between {FLOPS_RANGE[0]:g} and "
                                 f"{FLOPS_RANGE[1]:g} FLOP/s, got {value!r}")
+        if self.kind == "cpu" and "int8" not in self.peak_flops:
+            # a CPU profile that states no int8 path (one saved before it, written by hand, or a
+            # copy given new peaks): INT8_PATH x its FP32 peak (else its default's), its default
+            base = self.peak_flops.get("fp32") or self.peak_flops.get(self.default_dtype) \
+                or max(self.peak_flops.values())
+            object.__setattr__(self, "peak_flops", {**self.peak_flops, "int8": base * INT8_PATH})
+            object.__setattr__(self, "default_dtype", "int8")
         if self.default_dtype not in self.peak_flops:
             raise SpecError(f"{self.name}: default_dtype {self.default_dtype!r} has no peak_flops entry")
         for name, bounds in (("offload_bandwidth", BANDWIDTH_RANGE), ("offload_memory", MEMORY_RANGE),
@@ -162,6 +180,15 @@ class MachineProfile:
         figure below its ceiling. 1 for a GPU."""
         return self.thread_share(threads) * self.serial_factor(threads)
 
+    def float_share(self, dtype: str | None = None) -> float:
+        """The share of the peak at ``dtype`` (None: the default) a CPU's float multiplies reach at
+        most where that peak is its int8 path: its FP32 FMA rate over it (F16, BF16 and F32
+        weights, and attention over an F16 cache, multiply-add in FP32). 1 for a GPU, or a peak
+        that is not the int8 path."""
+        if self.kind != "cpu" or (dtype or self.default_dtype) != "int8" or "fp32" not in self.peak_flops:
+            return 1.0
+        return min(1.0, self.peak_flops["fp32"] / self.peak_flops["int8"])
+
     def flops(self, dtype: str | None = None) -> float:
         """Peak FLOP/s for ``dtype`` (the default dtype when None or not listed)."""
         if dtype and dtype in self.peak_flops:
@@ -228,6 +255,11 @@ class MachineProfile:
         sources = data.get("sources") or {}
         if not isinstance(sources, Mapping):
             raise SpecError("machine profile field 'sources' must be an object")
+        efficiency = Efficiency.from_dict(eff)
+        if read_text(data, "kind", "gpu") == "cpu" and "int8" not in flops:
+            # a saved profile from before the int8 path: its compute factors were of the FP32
+            # (default) peak it is now given INT8_PATH times of (``__post_init__``)
+            efficiency = efficiency.compute_scaled(1.0 / INT8_PATH)
         return cls(
             name=read_text(data, "name", None),
             kind=read_text(data, "kind", "gpu"),
@@ -245,10 +277,11 @@ class MachineProfile:
             interconnect_kind=read_text(link, "kind", "", "interconnect.kind"),
             interconnect_devices=whole_field(link, "devices", "interconnect.devices"),
             host_link=None if host_link is None else HostLink.from_dict(host_link),
-            efficiency=Efficiency.from_dict(eff),
+            efficiency=efficiency,
             sources={str(k): str(v) for k, v in sources.items()},
             notes=read_text(data, "notes", ""),
             key=key,
             published_twin=read_text(data, "published_twin", ""),
             cores=whole_field(data, "cores", "cores"),
         )
+

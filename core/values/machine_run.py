@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooflab.core.errors import SpecError
-from rooflab.core.values.machine import MEASURED_KEY, MachineProfile
+from rooflab.core.values.machine import INT8_PATH, MEASURED_KEY, MachineProfile
 
 GB = 1e9
 #: (fastest - slowest) / median of one figure's runs up to which the median of all runs is taken.
@@ -118,6 +118,7 @@ class MachineMeasurement:
     disturbed: str = ""            # why a plausibility check failed; "" for a run that passed them
     unsteady: str = ""             # what moved while it ran (runs far apart, the load rising): kept, said
     fp32_bound: float | None = None   # FLOP/s the CPU's cores, clock and vectors allow (None: not known)
+    int8_path: float = INT8_PATH      # a CPU's int8 dot-product rate over its FP32 one (``sysinfo.cpu_int8_path``)
 
     def best_bandwidth(self, kernel: str = "read") -> float | None:
         """Best bytes/s of ``kernel``, None when it was not measured."""
@@ -160,7 +161,12 @@ class MachineMeasurement:
             flops = {**dict(fallback.peak_flops), **flops}
         if not read or not flops:
             raise SpecError("a measured profile needs the bandwidth and at least one matmul peak")
-        default = self.default_dtype if self.default_dtype in flops else next(iter(flops))
+        kind = "cpu" if self.device == "cpu" else ("unified" if self.device.startswith("mps") else "gpu")
+        if kind == "cpu" and "fp32" in flops and not any(r.dtype == "int8" for r in self.matmul):
+            # the quantized multiplies' unit: the measured FP32 rate x the int8 path's ratio
+            flops["int8"] = flops["fp32"] * self.int8_path
+        default = "int8" if kind == "cpu" and "int8" in flops else (
+            self.default_dtype if self.default_dtype in flops else next(iter(flops)))
         sources = {"bandwidth": self._bandwidth_source(), "memory": "operating system total",
                    "date": self.date, "device": self.device_name, "torch": self.torch_version,
                    "threads": str(self.threads)}
@@ -169,7 +175,9 @@ class MachineMeasurement:
             sources[f"peak_flops.{r.dtype}"] = (f"{which} of {r.repeats} runs of {r.size}x{r.size} matmuls "
                                                 f"(spread {r.spread:.0%}), {r.threads} threads, "
                                                 f"torch {self.torch_version}")
-        kind = "cpu" if self.device == "cpu" else ("unified" if self.device.startswith("mps") else "gpu")
+        if kind == "cpu" and "fp32" in flops and not any(r.dtype == "int8" for r in self.matmul):
+            sources["peak_flops.int8"] = (f"the measured fp32 figure x {self.int8_path:g}: the int8 dot-product path "
+                                          "llama.cpp's quantized multiplies run on (values.machine.INT8_PATH)")
         return MachineProfile(
             name=f"This machine, measured ({self.device_name})", kind=kind, bandwidth=read,
             peak_flops=flops, memory=self.memory_total or (fallback.memory if fallback else 1.0),

@@ -61,10 +61,16 @@ def machine_done_text(profile: MachineProfile, saved: Path, spread: str = "") ->
     """What a machine measurement found and where it went: "Measured 52.3 GB/s bandwidth,
     peaks 1.23 TFLOP/s fp32 and 2.1 TFLOP/s bf16. Medians of 5 runs each; runs differ by ...
     Saved in PATH; the Machine tab lists it as 'NAME'." (``spread``: the run's ``spread_text``)."""
-    peaks = [f"{fmt(flops, 'FLOP/s')} {dtype}" for dtype, flops in profile.peak_flops.items()]
+    # a CPU's int8 path is its measured fp32 figure times the path's ratio, not a measurement
+    path = profile.kind == "cpu" and "int8" in profile.peak_flops and "fp32" in profile.peak_flops
+    peaks = [f"{fmt(flops, 'FLOP/s')} {dtype}" for dtype, flops in profile.peak_flops.items()
+             if not (path and dtype == "int8")]
     listed = ", ".join(peaks[:-1]) + f" and {peaks[-1]}" if len(peaks) > 1 else "".join(peaks)
+    int8 = (f" (quantized multiplies take its int8 path, "
+            f"{profile.peak_flops['int8'] / profile.peak_flops['fp32']:g} × fp32: "
+            f"{fmt(profile.peak_flops['int8'], 'OP/s')})") if path else ""
     return (f"Measured {fmt(profile.bandwidth, 'B/s')} bandwidth, {'peaks' if len(peaks) > 1 else 'peak'} "
-            f"{listed}. {f'{spread}. ' if spread else ''}Saved in {saved}; the Machine tab lists it as "
+            f"{listed}{int8}. {f'{spread}. ' if spread else ''}Saved in {saved}; the Machine tab lists it as "
             f"'{profile.name}'.")
 
 

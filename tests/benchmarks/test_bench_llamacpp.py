@@ -39,7 +39,7 @@ def test_a_record_prints_each_point_beside_its_ceiling(bench, tmp_path, capsys, 
                        "points": [p.to_dict() for p in points]}]}
     lines = bench.render(run)
     assert lines[:3] == ["run 2026-12-07 05:58 UTC: bench_llamacpp.py --quick",
-                         "machine: box: 20.0 GB/s, 100 GFLOP/s fp32 (the ceiling's figures)",
+                         "machine: box: 20.0 GB/s, 400 GFLOP/s int8 (the ceiling's figures)",
                          "llama.cpp threads 2; load average before: 1.70 2.46 3.64"]
     rows = [x for x in lines if x.startswith(("  prefill", "  decode"))]
     assert [r.split()[0] for r in rows] == ["prefill", "decode"]

@@ -243,7 +243,7 @@ def test_a_record_prints_as_its_run_printed_it(bench, tmp_path, capsys, monkeypa
     assert lines[0] == "run 2026-12-07 05:05 UTC: bench_unseen_gguf.py --model gemma-3-270m --after-only"
     assert "load average before: 8.62 6.99 4.76; after: 2.10 2.00 1.90; 2400 s in all" in lines[1]
     assert "2 repetitions, after the calibration" in lines[2]
-    assert lines[3] == "machine box: 100.0 GB/s, 1000 GFLOP/s fp32"
+    assert lines[3] == "machine box: 100.0 GB/s, 4000 GFLOP/s int8"      # a CPU: its int8 path, 4 x its FP32
     assert "  fitted terms (16th-84th percentile over resampled fits):" in lines
     assert "    accuracy, leave one model out:" in lines          # the calibration's own scores
     assert "  calibration models: a (16,000), b (151,936)" in lines

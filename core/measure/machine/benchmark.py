@@ -26,7 +26,12 @@ from rooflab.core.jobs import CancelFlag, EtaTracker, Progress, check_cancel, ru
 from rooflab.core.measure.engines.torch import backend
 from rooflab.core.measure.engines.torch.backend import timed
 from rooflab.core.measure.machine.checks import judge_machine
-from rooflab.core.measure.machine.sysinfo import cpu_fp32_bound, free_and_total_memory, last_level_cache_bytes
+from rooflab.core.measure.machine.sysinfo import (
+    cpu_fp32_bound,
+    cpu_int8_path,
+    free_and_total_memory,
+    last_level_cache_bytes,
+)
 from rooflab.core.measure.machine.trust import load_average
 from rooflab.core.values.machine_run import (
     BandwidthResult,
@@ -339,7 +344,7 @@ def measure_machine(plan: MachinePlan | None = None, cancel: CancelFlag = None,
             timespec="seconds"), memory_total=float(total or 0.0), bandwidth=bw, matmul=mm, roofline=rl,
         default_dtype=default_dtype(device, tuple(r.dtype for r in mm) or dtypes),
         seconds=time.perf_counter() - start, load_start=load_start, load_end=load_average(),
-        fp32_bound=cpu_fp32_bound(threads) if device == "cpu" else None)
+        fp32_bound=cpu_fp32_bound(threads) if device == "cpu" else None, int8_path=cpu_int8_path())
     return judge_machine(run)
 
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rooflab.core.values.machine import INT8_MATRIX_PATH, INT8_PATH
+
 _MEMINFO = Path("/proc/meminfo")
 
 
@@ -239,3 +241,19 @@ def cpu_fp32_bound(threads: int) -> float | None:
     lanes = 16 if "avx512f" in names else 8 if "avx2" in names else 4
     cores = max(1, min(threads, physical_cores() or threads))
     return cores * top * lanes * 2 * 2
+
+
+def cpu_int8_path(text: str | None = None) -> float:
+    """This CPU's int8 dot-product rate over its FP32 FMA rate: ``INT8_MATRIX_PATH`` on a Linux
+    Arm core whose features name i8mm (Neoverse V1 and V2 issue SMMLA at SDOT's rate), else
+    ``INT8_PATH`` (AVX2, AVX-512 VNNI, SDOT; Apple's cores, off Linux, gain nothing from i8mm).
+    ``text``: a /proc/cpuinfo to read instead of this machine's."""
+    if text is None:
+        if not sys.platform.startswith("linux"):
+            return INT8_PATH
+        try:
+            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return INT8_PATH
+    features = re.search(r"^Features\s*:\s*(.+)$", text, re.MULTILINE)
+    return INT8_MATRIX_PATH if features and "i8mm" in features.group(1).split() else INT8_PATH

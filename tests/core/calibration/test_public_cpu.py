@@ -164,3 +164,82 @@ def test_the_numbers_panel_says_what_a_cpus_threads_reach():
     gpu = load_machine("rtx-4090")
     sc = Scenario(model=spec, machine=gpu, workload=Workload(prompt=2048))
     assert not any("serial" in line.sentence for line in expected_lines(sc, expected_on(spec, gpu)))
+
+
+def test_a_cpu_is_priced_on_its_int8_path():
+    """A CPU's quantized multiplies run on int8 dot products, INT8_PATH x its FP32 FMA rate (8x on
+    Neoverse cores with i8mm, ``peak_int8``): the published rows are priced there, the fit's
+    factors are of that path, and no published row beats its ceiling (eleven CPU prompts did at
+    FP32: Graviton3, Grace and M2 Max quantized prompts ran up to 1.8x the FP32 peak, and the CPU
+    fit, held at a factor of 1, wanted more)."""
+    from rooflab.core.values.machine import INT8_MATRIX_PATH, INT8_PATH
+
+    data = public.load_public()
+    cpus = {m.key: m for m in data.machines if m.backend == "cpu"}
+    assert cpus["graviton3"].compute_peak == INT8_MATRIX_PATH * cpus["graviton3"].peak_fp16
+    assert cpus["ryzen-9-7950x"].compute_peak == INT8_PATH * cpus["ryzen-9-7950x"].peak_fp16
+    profile = public.machine_profile(cpus["ryzen-9-7950x"])
+    assert profile.default_dtype == "int8" and profile.flops() == cpus["ryzen-9-7950x"].compute_peak
+    assert public.machine_profile(data.machine("rtx-4090")).flops() == data.machine("rtx-4090").peak_fp16
+    assert public.past_ceiling(data) == ()
+    fit = public.whole_fit(data, "cpu")
+    assert 0 < fit.dense < public_fit.MAX_FACTOR                 # a share of the path, no longer held at the bound
+    # a file may state peak_int8 only for a CPU, and only with its source
+    from rooflab.core.io.public_bench import _machine
+    entry = {"key": "x", "name": "x", "backend": "cpu", "bandwidth": 1e11, "peak_fp16": 1e12, "peak_int8": 8e12,
+             "sources": {"bandwidth": "a", "peak_fp16": "b"}}
+    with pytest.raises(ValueError, match="no source for peak_int8"):
+        _machine(entry)
+    with pytest.raises(ValueError, match="peak_int8 is a CPU's"):
+        _machine({**entry, "backend": "cuda", "sources": {**entry["sources"], "peak_int8": "c"}})
+    assert _machine({**entry, "sources": {**entry["sources"], "peak_int8": "c"}}).compute_peak == 8e12
+
+
+def test_a_cpu_profile_without_an_int8_peak_takes_the_path():
+    """A CPU profile saved before the int8 path, written by hand or given new peaks (the Machine
+    tab, ``dataclasses.replace``) takes INT8_PATH x its FP32 peak as its default; one that states
+    its int8 path keeps it; a GPU is left as it is."""
+    from rooflab.core.values.machine import INT8_PATH
+
+    old = MachineProfile.from_dict({"name": "old", "kind": "cpu", "bandwidth": 5e10, "memory": 1e10,
+                                    "peak_flops": {"fp32": 1e12}, "default_dtype": "fp32"})
+    assert old.default_dtype == "int8" and old.flops() == INT8_PATH * 1e12 and old.flops("fp32") == 1e12
+    assert MachineProfile.from_dict(old.to_dict()) == old
+    edited = dataclasses.replace(old, peak_flops={"fp32": 2e12})
+    assert edited.flops() == INT8_PATH * 2e12
+    stated = dataclasses.replace(old, peak_flops={"fp32": 1e12, "int8": 8e12}, default_dtype="int8")
+    assert stated.flops() == 8e12
+    gpu = MachineProfile(name="g", bandwidth=1e12, peak_flops={"fp16": 1e14}, memory=1e10)
+    assert dict(gpu.peak_flops) == {"fp16": 1e14} and gpu.default_dtype == "fp16"
+
+
+def test_a_saved_cpu_profile_and_a_kept_fit_keep_their_rates_on_the_int8_path(tmp_path, monkeypatch):
+    """A CPU profile saved before the int8 path, with an efficiency fitted on its FP32 peak,
+    prices every pass as it did: its factors are divided by INT8_PATH as the peak is multiplied.
+    A model's kept calibration is rescaled the same way from the peak it kept."""
+    from rooflab.core.calibration import store
+    from rooflab.core.calibration.calibrate import Calibration
+    from rooflab.core.io import load_model
+    from rooflab.core.predict.clocks import decode_pass
+    from rooflab.core.values.machine import INT8_PATH
+
+    eff = Efficiency(bandwidth=0.8, compute=0.9, decode_compute=0.7, attention_compute=0.5)
+    saved = {"name": "old", "kind": "cpu", "bandwidth": 5e10, "memory": 1e11, "peak_flops": {"fp32": 1e12},
+             "default_dtype": "fp32", "efficiency": eff.to_dict()}
+    old = MachineProfile.from_dict(saved)
+    assert old.efficiency.compute == pytest.approx(0.9 / INT8_PATH) and old.efficiency.bandwidth == 0.8
+    assert old.efficiency.attention_compute == pytest.approx(0.5 / INT8_PATH)
+    spec, w = load_model("qwen3-0.6b"), Workload(prompt=512)
+    at_fp32 = MachineProfile(name="then", kind="cpu", bandwidth=5e10, memory=1e11,
+                             peak_flops={"fp32": 1e12, "int8": 1e12}, default_dtype="fp32", efficiency=eff)
+    for a, b in ((prefill_pass(spec, old, w, prompt=512), prefill_pass(spec, at_fp32, w, prompt=512)),
+                 (decode_pass(spec, old, w, batch=4), decode_pass(spec, at_fp32, w, batch=4))):
+        assert float(a.seconds) == pytest.approx(float(b.seconds), rel=1e-9)
+    # a stated int8 path is the profile's own: nothing to rescale
+    assert MachineProfile.from_dict({**saved, "peak_flops": {"fp32": 1e12, "int8": 4e12}}).efficiency == eff
+    monkeypatch.setenv("ROOFLAB_DATA_DIR", str(tmp_path))
+    kept = Calibration(efficiency=eff, prior=Efficiency(), fitted=("compute",), bandwidth=5e10, peak_flops=1e12,
+                       dtype="fp32", kv_type="f16", points=(), predicted_before=(), predicted_after=())
+    store.save_calibration("m", "old", kept)
+    assert store.load_calibration("m", "old") == eff
+    assert store.load_calibration("m", "old", old.flops()).compute == pytest.approx(0.9 / INT8_PATH)

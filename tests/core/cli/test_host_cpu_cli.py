@@ -26,6 +26,7 @@ def test_a_faster_host_cpu_speeds_the_experts_it_computes(capsys):
     assumed = _predict(capsys)
     slow, fast = _predict(capsys, "--host-tflops", "0.25"), _predict(capsys, "--host-tflops", "4")
     assert fast["machine"]["offload"]["peak_tflops"] == pytest.approx(4)
+    assert fast["machine"]["offload"]["int8_path_tops"] == pytest.approx(16)      # its quantized multiplies
     assert fast["machine"]["offload"]["peak_stated"] is True
     # not stated: the lessons' 8-core desktop prices it, and the JSON says so
     assert assumed["machine"]["offload"]["peak_tflops"] == pytest.approx(1.024)
@@ -50,13 +51,15 @@ def test_the_why_says_whether_the_host_cpu_was_stated(capsys):
     assumed = capsys.readouterr().out
     assert main(["predict", *OFFLOADED, "--host-tflops", "0.25"]) == 0
     stated = capsys.readouterr().out
-    assert "CPU peak 1.02 TFLOP/s (assumed" in assumed
-    assert "CPU peak 250 GFLOP/s (stated)" in stated
+    # --host-tflops states the host's FP32 peak; its quantized multiplies run on the int8 path, 4x it
+    assert "CPU int8 path 4.1 TOP/s (assumed" in assumed
+    assert "CPU int8 path 1 TOP/s (stated)" in stated
 
 
 def test_fit_names_the_host_cpu_it_priced_and_ranks_by_it(capsys):
     assert main(["fit", "--machine", "rtx-4090", "--host-tflops", "2.92"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].endswith("64 GB at 89.6 GB/s, CPU 2.92 TFLOP/s")
+    assert capsys.readouterr().out.splitlines()[0].endswith(
+        "64 GB at 89.6 GB/s, CPU 2.92 TFLOP/s FP32 (int8 path 11.7 TOP/s)")
     ranked = {}
     for peak in ("0.25", "4"):
         assert main(["fit", "--machine", "rtx-4090", "--host-tflops", peak, "--json"]) == 0
@@ -74,7 +77,8 @@ def test_fit_names_the_host_cpu_it_priced_and_ranks_by_it(capsys):
 def test_fit_says_the_host_cpu_is_assumed(capsys):
     assert main(["fit", "--machine", "rtx-3060-12gb", "--ceiling-only", "--model", "qwen3-8b-q4_k_m"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first.endswith("CPU 1.02 TFLOP/s (an 8-core desktop assumed: --host-tflops states yours)")
+    assert first.endswith("CPU 1.02 TFLOP/s FP32 (int8 path 4.1 TOP/s) (an 8-core desktop assumed: "
+                          "--host-tflops states yours)")
 
 
 @pytest.mark.parametrize(("command", "machine", "option"), [

@@ -195,9 +195,13 @@ def test_the_placed_crossovers_are_the_windows(capsys):
                            workload=Workload(prompt=2048, answer=256)))
     assert code == 0 and s.placed is not None and s.placed.placement.flags() == p["flags"]
     assert p["prefill_crossover_tokens"] == pytest.approx(s.headline_prefill_crossover)
-    assert p["batch_crossover"] == pytest.approx(s.headline_batch_crossover)
+    # JSON has no infinity: a placement that never turns compute-bound as it batches prints null
+    b_star = s.headline_batch_crossover
+    assert p["batch_crossover"] == (None if b_star == float("inf") else pytest.approx(b_star))
     assert p["max_batch_that_fits"] == s.headline_max_batch
-    # the one-memory figures keep their meaning beside them: the card alone never turns compute-bound
-    assert json.loads(out)["batch_crossover"] is None and p["batch_crossover"] < 1000
+    # the one-memory figures keep their meaning beside them: the card alone never turns compute-bound;
+    # as placed, the host's experts stream from its DDR5 at every batch (their int8 arithmetic,
+    # 4.1 TOP/s, never binds: below 32 sequences the host multiplies, from 32 on they cross PCIe)
+    assert json.loads(out)["batch_crossover"] is None and b_star == float("inf")
     code, text, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090")
     assert f"as placed, prefill turns compute-bound at n* = {p['prefill_crossover_tokens']:,.1f} tokens" in text

@@ -99,15 +99,17 @@ DATASHEETS: dict[str, tuple[str, float, float, dict[str, float], float, str]] = 
     "m4-pro": ("Apple: 273 GB/s", 273, 64, {"fp32": 8.5, "fp16": 8.5, "bf16": 8.5}, 10, "metal"),
     "m4-max": ("Apple: 546 GB/s", 546, 128, {"fp32": 17, "fp16": 17, "bf16": 17}, 10, "metal"),
     # CPUs
-    "desktop-ddr4": ("JEDEC DDR4-3200", 3200 * 8 * 2 / 1000, 32, {"fp32": 8 * 4 * 2 * 8 * 2 / 1000}, 0, "cpu"),
+    # a CPU's int8: the dot-product path its quantized multiplies run on, 4x its FP32 FMA rate
+    "desktop-ddr4": ("JEDEC DDR4-3200", 3200 * 8 * 2 / 1000, 32,
+                     {"fp32": 8 * 4 * 2 * 8 * 2 / 1000, "int8": 4 * 8 * 4 * 2 * 8 * 2 / 1000}, 0, "cpu"),
     "desktop-ddr5": ("JEDEC DDR5-5600", 5600 * 8 * 2 / 1000, 64,
-                     {"fp32": 1.024, "fp16": 1.024, "bf16": 1.024}, 0, "cpu"),
+                     {"fp32": 1.024, "fp16": 1.024, "bf16": 1.024, "int8": 4 * 1.024}, 0, "cpu"),
     "epyc-9654": ("AMD EPYC 9004 series (Genoa) specifications", 4800 * 8 * 12 / 1000, 768,
-                  {"fp32": 96 * 2.4 * 2 * 8 * 2 / 1000}, 0, "cpu"),
+                  {"fp32": 96 * 2.4 * 2 * 8 * 2 / 1000, "int8": 4 * 96 * 2.4 * 2 * 8 * 2 / 1000}, 0, "cpu"),
     "xeon-8480": ("Intel Xeon Platinum 8480+", 4800 * 8 * 8 / 1000, 512,
                   {"fp32": 56 * 2.0 * 2 * 16 * 2 / 1000, "bf16": 56 * 2.0 * 1024 / 1000,
-                   "int8": 56 * 2.0 * 2048 / 1000}, 0, "cpu"),
-    "reference-cpu": ("roofline lesson example 7", 12.8, 32, {"fp32": 0.2}, 0, "cpu"),
+                   "int8": 4 * 56 * 2.0 * 2 * 16 * 2 / 1000}, 0, "cpu"),      # VNNI, not AMX: see its source
+    "reference-cpu": ("roofline lesson example 7", 12.8, 32, {"fp32": 0.2, "int8": 0.8}, 0, "cpu"),
 }
 
 

@@ -20,6 +20,7 @@ from rooflab.core.values.workload import Workload
 
 CPU = MachineProfile(name="cpu", bandwidth=40e9, peak_flops={"fp32": 200e9}, memory=64e9, default_dtype="fp32",
                      kind="cpu")
+C = CPU.flops()             # the int8 path its quantized multiplies run on: 4 x its FP32 peak
 WORK = Workload(prompt=128, context=256, batch=1)
 
 
@@ -36,11 +37,11 @@ def test_one_sequence_is_priced_as_before_and_each_added_one_adds_its_arithmetic
     b = np.array([1.0, 2.0, 8.0])
     step = decode_pass(spec, split, WORK, batch=b)
     f1 = float(work.decode_flops(spec, WORK.context, 1))
-    first = f1 / (200e9 * 0.5)
+    first = f1 / (C * 0.5)
     memory = np.asarray(step.memory_seconds)
-    expected = combined_seconds(memory, first, 1.0) + (b - 1) * f1 / (200e9 * 0.25)
+    expected = combined_seconds(memory, first, 1.0) + (b - 1) * f1 / (C * 0.25)
     assert np.asarray(step.seconds) == pytest.approx(expected)
-    assert np.asarray(step.compute_seconds) == pytest.approx(first + (b - 1) * f1 / (200e9 * 0.25))
+    assert np.asarray(step.compute_seconds) == pytest.approx(first + (b - 1) * f1 / (C * 0.25))
     # the roofline (no batch_compute): b sequences' arithmetic in the one clock
     roof = decode_pass(spec, plain, WORK, batch=b)
     assert np.asarray(roof.seconds) == pytest.approx(np.maximum(memory, b * first))
@@ -54,15 +55,15 @@ def test_several_devices_price_added_sequences_alike(dense_spec):
     step = parallel_decode(spec, machine, WORK, p, batch=b)
     f1 = float(work.decode_flops(spec, WORK.context, 1)) / 2
     added = np.asarray(step.device.seconds) - combined_seconds(np.asarray(step.device.memory_seconds),
-                                                               f1 / 200e9, 1.0)
-    assert added == pytest.approx((b - 1) * f1 / (200e9 * 0.25))
+                                                               f1 / C, 1.0)
+    assert added == pytest.approx((b - 1) * f1 / (C * 0.25))
 
 
 def test_a_calibration_with_an_added_sequence_rate_sets_the_factor(dense_spec):
     spec = dense_spec
     rates = Rates(bandwidth={"float": 30e9}, prefill_flops={"float": 150e9}, decode_flops={"float": 100e9},
                   cache_bandwidth=8e9, batch_flops={"float": 50e9})
-    assert efficiency_for(spec, CPU, rates).batch_compute == pytest.approx(0.25)
+    assert efficiency_for(spec, CPU, rates).batch_compute == pytest.approx(50e9 / C)
     assert efficiency_for(spec, CPU, dataclasses.replace(rates, batch_flops={})).batch_compute is None
     eff = Efficiency(batch_compute=0.3, overlap=0.5)
     assert Efficiency.from_dict(eff.to_dict()) == eff and not eff.is_identity

@@ -28,7 +28,7 @@ from rooflab.core.predict.placement import (
     split,
 )
 from rooflab.core.predict.request import request
-from rooflab.core.values.machine import MachineProfile
+from rooflab.core.values.machine import INT8_PATH, MachineProfile
 from rooflab.core.values.model import AttentionLayout, ModelSpec, Role, Tensor
 from rooflab.core.values.workload import Workload
 
@@ -171,18 +171,20 @@ def test_lesson_example12_split_is_gpu_time_plus_cpu_time():
 
 
 def test_host_computes_at_its_own_flops():
-    # a prompt of 16 tokens (below llama.cpp's 32-token op_offload) on host layers: 2 x N x n / 1.024 TFLOP/s
+    # a prompt of 16 tokens (below llama.cpp's 32-token op_offload) on host layers: 2 x N x n / 4.096 TOP/s,
+    # the int8 path (4x) of the 1.024 TFLOP/s desktop CPU assumed behind a GPU
     spec = layered_spec(layers=10, params_per_layer=1e9)
     p = placed_prefill(spec, gpu(), Workload(), Placement(gpu_layers=1), prompt=16)
-    assert host_flops(gpu()) == DEFAULT_HOST_FLOPS == 1.024e12
-    assert float(p.host.compute_seconds) == pytest.approx(2 * 10e9 * 16 / 1.024e12)
+    assert DEFAULT_HOST_FLOPS == 1.024e12 and INT8_PATH == 4.0
+    assert host_flops(gpu()) == DEFAULT_HOST_FLOPS * INT8_PATH
+    assert float(p.host.compute_seconds) == pytest.approx(2 * 10e9 * 16 / 4.096e12)
     cpu = gpu(kind="cpu", peak_flops={"fp32": 2e12}, default_dtype="fp32")
-    assert host_flops(cpu) == 2e12                  # a CPU's second tier is read by the CPU itself
+    assert host_flops(cpu) == 8e12                  # a CPU's second tier is read by the CPU itself, on its int8 path
     # a profile that states its host CPU (offload.flops: a 16-core Zen 4, 16 x 5 GHz x 32 FLOP) is used
     zen4 = gpu(offload_flops=2.56e12)
-    assert host_flops(zen4) == 2.56e12
+    assert host_flops(zen4) == 4 * 2.56e12
     faster = placed_prefill(spec, zen4, Workload(), Placement(gpu_layers=1), prompt=16)
-    assert float(faster.host.compute_seconds) == pytest.approx(2 * 10e9 * 16 / 2.56e12)
+    assert float(faster.host.compute_seconds) == pytest.approx(2 * 10e9 * 16 / (4 * 2.56e12))
 
 
 def test_a_profiles_host_flops_is_read_kept_and_checked():
@@ -192,7 +194,7 @@ def test_a_profiles_host_flops_is_read_kept_and_checked():
     assert data["offload"]["flops"] == 2.56e12
     assert MachineProfile.from_dict(data).offload_flops == 2.56e12
     del data["offload"]["flops"]                                  # a profile that does not state it
-    assert host_flops(MachineProfile.from_dict(data)) == DEFAULT_HOST_FLOPS
+    assert host_flops(MachineProfile.from_dict(data)) == DEFAULT_HOST_FLOPS * INT8_PATH
     with pytest.raises(Refused, match="offload_flops"):
         gpu(offload_flops=-1.0)
     data["offload"]["flops"] = "fast"
@@ -212,7 +214,7 @@ def test_large_passes_stream_host_weights_to_the_gpu_when_faster():
     streamed = 4 * max(host_bytes / 32e9, 2 * 10e9 * 512 / 165.2e12)      # 4 x 0.176 s = 0.703 s
     assert float(big.host.seconds) == pytest.approx(streamed)
     small = placed_prefill(spec, machine, Workload(), Placement(gpu_layers=1), prompt=OP_OFFLOAD_MIN_TOKENS - 1)
-    cpu_time = max(host_bytes / 89.6e9, 2 * 10e9 * 31 / 1.024e12)
+    cpu_time = max(host_bytes / 89.6e9, 2 * 10e9 * 31 / 4.096e12)
     assert float(small.host.seconds) == pytest.approx(cpu_time)
 
 
@@ -253,11 +255,12 @@ def test_a_placed_batch_sweep_is_the_placed_step_and_each_memorys_bill():
     # 31 layers on a 89.6 GB/s host: far slower per step than the card alone would be
     alone = batch_sweep(spec, machine, w, batches, context=2048)
     assert np.all(placed.sweep.per_sequence < alone.per_sequence / 5)
-    # the host computes its 31 layers at 1.024 TFLOP/s: the step turns compute-bound at a few
-    # sequences, long before the card alone would (70), even though from 32 sequences on the host
-    # layers stream to the GPU and the step is memory-bound again (the first crossing is the one)
+    # the host computes its 31 layers at 4.096 TOP/s (the desktop's int8 path): the step turns
+    # compute-bound at 15 sequences, long before the card alone would (70), even though from 32
+    # sequences on the host layers stream to the GPU and the step is memory-bound again (the first
+    # crossing is the one)
     cross = placed_batch_crossover(spec, machine, w, at40, context=2048)
-    assert 1 < cross < 8 and batch_crossover(spec, machine, w, 2048) == pytest.approx(70.0, abs=0.5)
+    assert 8 < cross < 32 and batch_crossover(spec, machine, w, 2048) == pytest.approx(70.0, abs=0.5)
     at = placed_decode(spec, machine, w, at40, context=2048, batch=cross)
     assert float(at.compute_seconds) == pytest.approx(float(at.memory_seconds), rel=1e-5)
     late = placed_decode(spec, machine, w, at40, context=2048, batch=4096)
@@ -268,15 +271,16 @@ def test_a_placed_batch_sweep_is_the_placed_step_and_each_memorys_bill():
 
 
 def test_placed_n_star_is_the_hosts_own_balance_when_the_host_computes_everything():
-    # every layer in host memory: n* = (W / B_host) / (2 N / C_host) = 0.5625 B x 1.024 TFLOP/s / (2 x 89.6 GB/s)
-    # = 3.21 tokens, where the card alone crosses at 0.5625 x 165.2 T / (2 x 1,008 G) = 46 tokens
+    # every layer in host memory: n* = (W / B_host) / (2 N / C_host) = 0.5625 B x 4.096 TOP/s / (2 x 89.6 GB/s)
+    # = 12.9 tokens (C_host: the desktop's int8 path), where the card alone crosses at
+    # 0.5625 x 165.2 T / (2 x 1,008 G) = 46 tokens
     from rooflab.core.predict.crossover import prefill_crossover
     from rooflab.core.predict.offload import placed_prefill_crossover
 
     spec = layered_spec(layers=10)
     w = Workload(prompt=512, answer=2)
     assert placed_prefill_crossover(spec, gpu(), w, Placement(gpu_layers=0)) == pytest.approx(
-        0.5625 * DEFAULT_HOST_FLOPS / (2 * 89.6e9), rel=1e-4)
+        0.5625 * DEFAULT_HOST_FLOPS * INT8_PATH / (2 * 89.6e9), rel=1e-4)
     machine = gpu(peak_flops={"fp16": 165.2e12})
     assert prefill_crossover(spec, machine, w) == pytest.approx(0.5625 * 165.2e12 / (2 * 1008e9), rel=1e-3)
     assert placed_prefill_crossover(spec, machine, w, Placement(gpu_layers=11)) == pytest.approx(

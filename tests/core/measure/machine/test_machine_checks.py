@@ -195,3 +195,19 @@ def test_of_runs_spread_over_a_job_the_fastest_that_passes_is_used_and_the_rest_
                                         ("after", slowed_run())])
     assert "\n" not in str(caught.value) and presets.load_measured_machine().peak_flops["fp32"] == pytest.approx(
         33.9e9)
+
+
+def test_a_measured_cpu_takes_the_int8_path_its_flags_allow():
+    """A measured CPU's quantized multiplies run on int8 dot products: its measured fp32 figure x
+    4 (AVX2, VNNI, SDOT), x 8 on an Arm core whose features name i8mm; the profile says so."""
+    from rooflab.core.measure.machine.sysinfo import cpu_int8_path
+
+    x86 = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n"
+    neoverse = "processor\t: 0\nFeatures\t: fp asimd asimddp sve i8mm bf16\nCPU part\t: 0xd40\n"
+    older = "processor\t: 0\nFeatures\t: fp asimd asimddp\n"
+    assert (cpu_int8_path(x86), cpu_int8_path(neoverse), cpu_int8_path(older)) == (4.0, 8.0, 4.0)
+    for ratio in (4.0, 8.0):
+        profile = quiet_run(int8_path=ratio).profile()
+        fp32 = profile.peak_flops["fp32"]
+        assert profile.default_dtype == "int8" and profile.flops() == pytest.approx(ratio * fp32)
+        assert f"x {ratio:g}" in profile.sources["peak_flops.int8"]
