@@ -113,22 +113,29 @@ def combined_seconds(memory: ArrayLike, compute: ArrayLike, overlap: float = 1.0
 
 
 def compute_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike, *, decode: bool = False,
-                  attention: ArrayLike = 0.0, rows: ArrayLike | None = None) -> Array:
+                  attention: ArrayLike = 0.0, rows: ArrayLike | None = None,
+                  row_reads: ArrayLike | None = None) -> Array:
     """Seconds of ``flops`` at the machine's peak for the workload's dtype times its compute
     factor (a decode step's own where it has one); ``attention``, the part of ``flops`` that is
     a prefill's n² arithmetic, at its own factor where one is fitted (with or without flash
     attention, as the workload says); ``rows``: a prefill's rows per multiply, which scale the
     weight multiplies' factor by r / (r + R) (``Efficiency.rows_factor``). On a CPU the peak is
     the share of it the workload's threads reach (``MachineProfile.compute_share``). Every
-    pass's compute clock, on one device, several or a placement's device part."""
+    pass's compute clock, on one device, several or a placement's device part.
+
+    ``row_reads``: seconds reading the weights once for every row takes. The rows' stretch then
+    stops there: a multiply over r rows is never slower than r one-row multiplies, which read
+    their weights once each (llama.cpp's vector kernels). An r0 fitted on prompts of 128 tokens
+    or more had priced a one-token prompt at 20 times a decode step on a CPU."""
     eff = machine.efficiency
     factor: float | Array = eff.decode_compute_factor if decode else eff.compute
-    if rows is not None and not decode and eff.rows_half > 0:
-        factor = factor * eff.rows_factor(rows)
     peak = _peak(machine, workload)
     att = np.asarray(attention, dtype=np.float64)
-    return ((np.asarray(flops, dtype=np.float64) - att) / (peak * factor)
-            + att / (peak * eff.attention_factor(workload.flash_attention)))
+    weights = (np.asarray(flops, dtype=np.float64) - att) / (peak * factor)
+    if rows is not None and not decode and eff.rows_half > 0:
+        stretched = weights / eff.rows_factor(rows)
+        weights = stretched if row_reads is None else np.minimum(stretched, np.maximum(weights, row_reads))
+    return weights + att / (peak * eff.attention_factor(workload.flash_attention))
 
 
 def decode_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike,
@@ -148,13 +155,14 @@ def decode_clock(machine: MachineProfile, workload: Workload, flops: ArrayLike,
 
 
 def pass_compute(machine: MachineProfile, workload: Workload, flops: ArrayLike, *, batch: ArrayLike | None,
-                 attention: ArrayLike = 0.0, rows: ArrayLike | None = None) -> tuple[Array, Array]:
+                 attention: ArrayLike = 0.0, rows: ArrayLike | None = None,
+                 row_reads: ArrayLike | None = None) -> tuple[Array, Array]:
     """(compute clock, seconds added after the overlap) of a pass's ``flops``: a prefill's
     (``batch`` None; ``attention`` and ``rows`` as ``compute_clock`` takes them) adds nothing;
     a decode step of ``batch`` sequences is split by ``decode_clock``. The one place every pass
     (one device, a placement's device part, several devices) prices its arithmetic."""
     if batch is None:
-        comp = compute_clock(machine, workload, flops, attention=attention, rows=rows)
+        comp = compute_clock(machine, workload, flops, attention=attention, rows=rows, row_reads=row_reads)
         return comp, np.zeros_like(comp)
     return decode_clock(machine, workload, flops, batch)
 
@@ -175,13 +183,14 @@ def prefill_rows(workload: Workload, prompt: ArrayLike, batch: ArrayLike) -> Arr
 
 def _clock(machine: MachineProfile, workload: Workload, weight_bytes: Array, cache_bytes: Array,
            flops: Array, *, batch: ArrayLike | None = None, attention: ArrayLike = 0.0,
-           rows: ArrayLike | None = None) -> Pass:
+           rows: ArrayLike | None = None, row_reads: ArrayLike | None = None) -> Pass:
     # every byte on the one memory: the workload's offload share is a placement (``predict.placed``
     # turns it into llama.cpp's layers, priced by ``offload``), never a share of these clocks.
     # ``batch``: a decode step's sequences (None: a prefill)
     eff = machine.efficiency
     mem = memory_seconds(machine, weight_bytes + cache_bytes)
-    comp, added = pass_compute(machine, workload, flops, batch=batch, attention=attention, rows=rows)
+    comp, added = pass_compute(machine, workload, flops, batch=batch, attention=attention, rows=rows,
+                               row_reads=row_reads)
     seconds = combined_seconds(mem, comp, eff.overlap) + added + eff.step_overhead
     w, c, f, m, k, s = np.broadcast_arrays(weight_bytes, cache_bytes, flops, mem, comp + added, seconds)
     return Pass(w, c, f, m, k, s)
@@ -212,5 +221,7 @@ def prefill_pass(spec: ModelSpec, machine: MachineProfile, workload: Workload, *
     b = workload.batch if batch is None else batch
     weights, cache = work.prefill_weight_and_cache_bytes(spec, n, t, workload.kv_type, b)
     attention = np.asarray(b, dtype=np.float64) * work.attention_flops(spec, n, t)
+    tokens = np.asarray(n, dtype=np.float64) * np.asarray(b, dtype=np.float64)
     return _clock(machine, workload, weights, cache, work.prefill_flops(spec, n, t, b), attention=attention,
-                  rows=prefill_rows(workload, n, b))
+                  rows=prefill_rows(workload, n, b),
+                  row_reads=memory_seconds(machine, tokens * work.weight_bytes_read(spec, 1.0)))

@@ -146,6 +146,8 @@ def efficiency_for(spec: ModelSpec, machine: MachineProfile, rates: Rates, *, dt
         host_b = _factor(_mixed(host, "bandwidth", bytes_, set()))
         host_c = _factor(_mixed(host, "prefill_flops", flops, set()))
     attention = None if rates.attention_flops is None else _factor(rates.attention_flops * floats * scale_c / c)
+    if attention is None and floats < 1.0:       # at the dense rate's float share, as the fit counts it
+        attention = _factor(_mixed(rates, "prefill_flops", flops, set()) * floats * scale_c / c)
     flash = None if rates.flash_attention_flops is None else \
         _factor(rates.flash_attention_flops * floats * scale_c / c)
     batch = _mixed(rates, "batch_flops", flops, set(), floats) * scale_c if rates.batch_flops else None

@@ -54,8 +54,10 @@ SCHED_COPIES = 4          # ubatches in flight in a pipelined prefill (ggml's GG
 # count (0.6, before) put two devices' prompts 20 % too fast and eight's 20 % too slow; with 6.0,
 # two keep 0.15, four 0.39, eight 0.69. Fitted by benchmarks/accuracy/bench_offload_accuracy.py on the published
 # layer-split runs (none of them fitted elsewhere), each machine weighing one: 3.5, then 6.0 once the
-# published fit was refitted on the rows added on 2026-12-07 (its long-prompt rates moved).
-PIPELINE_DEVICES = 6.0
+# published fit was refitted on the rows added on 2026-12-07 (its long-prompt rates moved); 2.5 once
+# a placement's device part priced its prompt's attention at the attention's own factor, as one
+# device does (2026-12-07, second session: the long prompts' rates moved again).
+PIPELINE_DEVICES = 2.5
 
 
 def pipeline_kept(devices: int) -> float:

@@ -101,13 +101,17 @@ def _rows(spec: ModelSpec, part: Part, tokens: Array) -> Array:
 
 
 def _clock(machine: MachineProfile, workload: Workload, weights: Array, cache: Array, flops: Array,
-           *, batch: ArrayLike | None, rows: ArrayLike | None = None) -> Pass:
+           *, batch: ArrayLike | None, rows: ArrayLike | None = None, row_reads: ArrayLike | None = None,
+           attention: ArrayLike = 0.0) -> Pass:
     """The device part's clocks, combined as ``clocks`` combines them (the efficiency's overlap,
-    decode compute factor, each further decode sequence's arithmetic and rows per multiply;
-    per-step overhead left to the caller). ``batch``: a decode step's sequences (None: a prefill)."""
+    decode compute factor, each further decode sequence's arithmetic and rows per multiply, no
+    slower than reading the weights once a row: ``row_reads``; a prefill's ``attention`` FLOPs at
+    its own factor, as on one device; per-step overhead left to the caller). ``batch``: a decode
+    step's sequences (None: a prefill)."""
     eff = machine.efficiency
     mem = memory_seconds(machine, weights + cache)
-    comp, added = pass_compute(machine, workload, flops, batch=batch, rows=rows)
+    comp, added = pass_compute(machine, workload, flops, batch=batch, rows=rows, row_reads=row_reads,
+                               attention=attention)
     w, c, f, m, k, a = np.broadcast_arrays(weights, cache, flops, mem, comp, added)
     return Pass(w, c, f, m, k + a, combined_seconds(m, k, eff.overlap) + a)
 
@@ -189,8 +193,13 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     shape = np.broadcast(n, t, b).shape
     device, host, sub = _parts_work(spec, machine, placement, n * b, shape, price)
     attention = b * work.attention_flops(sub, n, t) if sub is not None else 0.0     # over the host's cache
+    on_device = split(spec, placement, embedding_on_host=input_on_host(machine)).device.spec
+    per_row = 0.0 if on_device is None else work.weight_bytes_read(on_device, 1.0)
+    device_attention = 0.0 if on_device is None else b * work.attention_flops(on_device, n, t)
     placed = _placed(machine, spec, placement, _clock(machine, workload, *device, batch=None,
-                                                      rows=prefill_rows(workload, n, b)),
+                                                      rows=prefill_rows(workload, n, b),
+                                                      row_reads=memory_seconds(machine, n * b * per_row),
+                                                      attention=device_attention),
                      host_clock(machine, workload, sub, *host, n * b + np.zeros(shape), decode=False,
                                 attention=attention), n * b, passes=np.ceil(n * b / workload.ubatch))
     if not pipelines(spec, placement):

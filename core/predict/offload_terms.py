@@ -61,8 +61,10 @@ HOST_EXPERT_DECODE_COMPUTE = 0.20
 # (0.76 when every row weighed one: most rows are one Ryzen-7950X's); 0.70 after the published
 # fit's refit of the same day (the GPU's own prompt rate moved, and with it what the link must carry);
 # 0.54 again once an expected figure streams every ubatch of 32 tokens or more as llama.cpp does
-# (it had taken the host's arithmetic where that was faster, and the share had made up for it).
-PCIE_STREAM_SHARE = 0.54
+# (it had taken the host's arithmetic where that was faster, and the share had made up for it);
+# 0.58 once the device part priced its attention at the attention's own factor (2026-12-07, second
+# session).
+PCIE_STREAM_SHARE = 0.58
 # Measured / expected of the offloaded generation rows of resources/placed, each priced with the
 # shares fitted without its machine (16th and 84th percentiles, each machine weighing one;
 # bench_offload_accuracy.py, 2026-12-07): how far a host nobody fitted strays from the fit. An
@@ -76,8 +78,9 @@ HOST_SPREAD = (0.79, 1.23)
 # The same for the offloaded prompt rows (bench_offload_accuracy.py, 2026-12-07): an expected
 # figure's replicates take it on the link's share (``spread_host``). Before it, the band of an
 # offloaded prompt, whose time is mostly the host weights' copy, was the GPU's spread alone and
-# held 3 of the 22 rows. (0.63, 1.33) once CPUs were priced on their int8 path (0.76 before).
-LINK_SPREAD = (0.63, 1.33)
+# held 3 of the 22 rows. (0.63, 1.34) once CPUs were priced on their int8 path (0.76 before) and a
+# placement's device part its attention at the attention's own factor.
+LINK_SPREAD = (0.63, 1.34)
 DEFAULT_HOST_FLOPS = 1.024e12      # FLOP/s: the lessons' 8-core desktop CPU, fp32 FMA peak
 # A profile that states no host CPU is priced at the lessons' 8-core desktop (1.02 TFLOP/s); the
 # hosts behind the published runs reach up to a 16-core Ryzen 7950X's 2.92 (16 x 5.7 GHz x 32),

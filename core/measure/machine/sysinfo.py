@@ -218,16 +218,23 @@ def physical_cores() -> int:
 BOOST_HEADROOM = 1.5
 
 
+def _cpuinfo() -> str | None:
+    """/proc/cpuinfo's text; None off Linux or where it cannot be read."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def cpu_fp32_bound(threads: int) -> float | None:
     """FLOP/s no fp32 multiply on ``threads`` threads of this CPU can beat: its physical cores
     among them x its highest clock x two FMA units of the widest vector its flags name (AVX-512:
     16 lanes, AVX2: 8, else 4) x 2 FLOP. An upper bound from the processor's own description,
     not a figure to reach; None off Linux or when /proc/cpuinfo says nothing usable."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = _cpuinfo()
+    if text is None:
         return None
     flags = re.search(r"^flags\s*:\s*(.+)$", text, re.MULTILINE)
     mhz = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([0-9.]+)$", text, re.MULTILINE)]
@@ -248,12 +255,8 @@ def cpu_int8_path(text: str | None = None) -> float:
     Arm core whose features name i8mm (Neoverse V1 and V2 issue SMMLA at SDOT's rate), else
     ``INT8_PATH`` (AVX2, AVX-512 VNNI, SDOT; Apple's cores, off Linux, gain nothing from i8mm).
     ``text``: a /proc/cpuinfo to read instead of this machine's."""
+    text = _cpuinfo() if text is None else text
     if text is None:
-        if not sys.platform.startswith("linux"):
-            return INT8_PATH
-        try:
-            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return INT8_PATH
+        return INT8_PATH
     features = re.search(r"^Features\s*:\s*(.+)$", text, re.MULTILINE)
     return INT8_MATRIX_PATH if features and "i8mm" in features.group(1).split() else INT8_PATH

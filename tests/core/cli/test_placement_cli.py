@@ -200,8 +200,7 @@ def test_the_placed_crossovers_are_the_windows(capsys):
     assert p["batch_crossover"] == (None if b_star == float("inf") else pytest.approx(b_star))
     assert p["max_batch_that_fits"] == s.headline_max_batch
     # the one-memory figures keep their meaning beside them: the card alone never turns compute-bound;
-    # as placed, the host's experts stream from its DDR5 at every batch (their int8 arithmetic,
-    # 4.1 TOP/s, never binds: below 32 sequences the host multiplies, from 32 on they cross PCIe)
-    assert json.loads(out)["batch_crossover"] is None and b_star == float("inf")
+    # as placed, the host's experts do at ~425 sequences (their int8 path, 4.1 TOP/s)
+    assert json.loads(out)["batch_crossover"] is None and 200 < b_star < 1000
     code, text, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090")
     assert f"as placed, prefill turns compute-bound at n* = {p['prefill_crossover_tokens']:,.1f} tokens" in text

@@ -67,3 +67,32 @@ def test_a_calibration_with_an_added_sequence_rate_sets_the_factor(dense_spec):
     assert efficiency_for(spec, CPU, dataclasses.replace(rates, batch_flops={})).batch_compute is None
     eff = Efficiency(batch_compute=0.3, overlap=0.5)
     assert Efficiency.from_dict(eff.to_dict()) == eff and not eff.is_identity
+
+
+def test_a_short_prompt_is_never_slower_than_its_tokens_decoded_one_by_one():
+    """r0 stretches a prefill's multiplies by 1 + r0 / rows, fitted on prompts of 128 tokens or
+    more; a multiply over r rows is never slower than r one-row multiplies that each read the
+    weights once, so a one-token prompt costs what a decode step does, and past a few dozen rows
+    the stretch is the fit's own."""
+    from rooflab.core.calibration.expectations import expected_on
+    from rooflab.core.io import load_model
+    from rooflab.core.io.presets import load_machine
+    from rooflab.core.predict.clocks import compute_clock, memory_seconds, prefill_pass
+
+    spec = load_model("qwen3-8b-q4_k_m")
+    m = expected_on(spec, load_machine("epyc-9654")).machine
+    assert m.efficiency.rows_half > 0                        # the shipped CPU fit stretches short prompts
+    w = Workload(prompt=2048)
+    one = float(prefill_pass(spec, m, w, prompt=1).seconds)
+    assert one == pytest.approx(float(decode_pass(spec, m, w, context=0, batch=1).seconds), rel=0.05)
+    n = np.array([1.0, 4.0, 16.0, 512.0, 2048.0])
+    p = prefill_pass(spec, m, w, prompt=n)
+    flops = np.asarray(work.prefill_flops(spec, n)) - np.asarray(work.attention_flops(spec, n, 0))
+    reads = memory_seconds(m, n * work.weight_bytes_read(spec, 1.0))
+    stretched = compute_clock(m, w, flops, rows=np.minimum(n, w.ubatch))
+    plain = compute_clock(m, w, flops)
+    bounded = compute_clock(m, w, flops, rows=np.minimum(n, w.ubatch), row_reads=reads)
+    assert np.all(bounded <= stretched) and np.all(bounded >= plain * (1 - 1e-12))
+    assert bounded[-1] == pytest.approx(stretched[-1])       # a long prompt: the fit's stretch
+    assert bounded[0] == pytest.approx(max(plain[0], reads[0]))
+    assert np.all(np.diff(np.asarray(p.seconds)) > 0)
