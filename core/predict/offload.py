@@ -42,7 +42,7 @@ from rooflab.core.predict.host_part import (
 from rooflab.core.predict.layer_split import pipeline_share, pipelines
 from rooflab.core.predict.offload_terms import DEFAULT_HOST_FLOPS, crossing_seconds, is_ceiling
 from rooflab.core.predict.parallel import Parallel, communication_seconds
-from rooflab.core.predict.placement import Part, Placement, input_on_host, split
+from rooflab.core.predict.placement import Part, Placement, Split, input_on_host, split
 from rooflab.core.predict.request import RequestEstimate, request
 from rooflab.core.predict.work import Array
 from rooflab.core.values.machine import MachineProfile
@@ -145,17 +145,17 @@ Work = tuple[Array, Array, Array]       # weight bytes, cache bytes, FLOPs of on
 
 def _parts_work(spec: ModelSpec, machine: MachineProfile, placement: Placement, tokens: Array,
                 shape: tuple[int, ...], price: Callable[[ModelSpec], tuple[Array, Array, Array]]
-                ) -> tuple[Work, Work, ModelSpec | None]:
+                ) -> tuple[Work, Work, Split]:
     """(device, host) work of one pass: ``price`` applied to each part's sub-model, broadcast
     to ``shape``, the input lookup's embedding rows (``tokens`` of them) added where it sits;
-    and the host's sub-model (None when it holds no tensor)."""
+    and the split itself (a part's ``spec`` None where it holds no tensor)."""
     s = split(spec, placement, embedding_on_host=input_on_host(machine))
     out = []
     for part in (s.device, s.host):
         zero = np.zeros(shape)
         weights, cache, flops = price(part.spec) if part.spec is not None else (zero, zero, zero)
         out.append((weights + _rows(spec, part, tokens + zero), cache + zero, flops + zero))
-    return out[0], out[1], s.host.spec
+    return out[0], out[1], s
 
 
 def placed_decode(spec: ModelSpec, machine: MachineProfile, workload: Workload, placement: Placement, *,
@@ -172,7 +172,8 @@ def placed_decode(spec: ModelSpec, machine: MachineProfile, workload: Workload, 
         return weights, cache, work.decode_flops(sub, t, b)
 
     shape = np.broadcast(t, b).shape
-    device, host, sub = _parts_work(spec, machine, placement, b, shape, price)
+    device, host, parts = _parts_work(spec, machine, placement, b, shape, price)
+    sub = parts.host.spec
     return _placed(machine, spec, placement, _clock(machine, workload, *device, batch=b),
                    host_clock(machine, workload, sub, *host, b + np.zeros(shape), decode=True), b)
 
@@ -191,9 +192,9 @@ def placed_prefill(spec: ModelSpec, machine: MachineProfile, workload: Workload,
         return weights, cache, work.prefill_flops(sub, n, t, b)
 
     shape = np.broadcast(n, t, b).shape
-    device, host, sub = _parts_work(spec, machine, placement, n * b, shape, price)
+    device, host, parts = _parts_work(spec, machine, placement, n * b, shape, price)
+    sub, on_device = parts.host.spec, parts.device.spec
     attention = b * work.attention_flops(sub, n, t) if sub is not None else 0.0     # over the host's cache
-    on_device = split(spec, placement, embedding_on_host=input_on_host(machine)).device.spec
     per_row = 0.0 if on_device is None else work.weight_bytes_read(on_device, 1.0)
     device_attention = 0.0 if on_device is None else b * work.attention_flops(on_device, n, t)
     placed = _placed(machine, spec, placement, _clock(machine, workload, *device, batch=None,
