@@ -97,6 +97,7 @@ class Figures:
     scenario: Scenario
     summary: Summary
     expected: Expected | None = None
+    missing: str = ""           # why there is no expected figure, where the reason is not the usual one
 
     @property
     def placed(self) -> PlacedSummary:
@@ -120,6 +121,10 @@ class Figures:
         lines = explain(self.scenario, self.summary)
         ex = self.expected_figures
         lines = lines if ex is None else merged(lines, expected_lines(self.scenario, ex, self.stands_on))
+        if ex is None and self.missing:
+            lines = [*lines, Line(key="expected", label="Expected", value="none", bound="",
+                                  sentence=f"No expected figure: {self.missing}.",
+                                  tooltip="Only the ceiling is shown where no calibration applies.")]
         return with_parts(lines, self.parts_lines())
 
     def why_text(self) -> str:
@@ -162,6 +167,7 @@ class Figures:
         return scenario_operations(self.scenario, self.expected_figures)
 
 
-def figures(sc: Scenario, *, expected: Expected | None = None) -> Figures:
-    """``sc``'s one answer: placed and summarised once, beside ``expected``."""
-    return Figures(scenario=sc, summary=summarise(sc), expected=expected)
+def figures(sc: Scenario, *, expected: Expected | None = None, missing: str = "") -> Figures:
+    """``sc``'s one answer: placed and summarised once, beside ``expected`` (``missing``: why
+    there is none, where that is not the usual reason)."""
+    return Figures(scenario=sc, summary=summarise(sc), expected=expected, missing=missing)

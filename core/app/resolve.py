@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from rooflab.core.calibration.expectations import expected_on
+from rooflab.core.calibration.expectations import expected_on, missing_expected
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.expected import Expected
@@ -40,9 +40,7 @@ def resolve_machine(args: argparse.Namespace, spec: ModelSpec | None = None) -> 
         changes["bandwidth"] = args.bandwidth * GB
     if getattr(args, "peak_tflops", None):
         dtype = getattr(args, "compute_dtype", None) or machine.default_dtype
-        flops = dict(machine.peak_flops)
-        flops[dtype] = args.peak_tflops * 1e12
-        changes["peak_flops"] = flops
+        changes["peak_flops"] = machine.peaks_with(dtype, args.peak_tflops * 1e12)
         if dtype not in machine.peak_flops:
             changes["default_dtype"] = dtype
     if getattr(args, "memory_gb", None):
@@ -160,6 +158,12 @@ def expected_for_choice(spec: ModelSpec, machine: MachineProfile, choice: Placem
     end) expects of ``spec`` run as ``choice`` asks (its engine: ``engine_for``); None without
     one."""
     return expected_on(spec, machine, dtype=dtype, engine=engine_for(choice), devices=choice.devices)
+
+
+def missing_for_choice(machine: MachineProfile, choice: PlacementChoice, dtype: str | None = None) -> str:
+    """Why ``expected_for_choice`` finds nothing for ``machine`` run as ``choice`` asks at
+    ``dtype``, as one line ("" where it finds a figure, or where nothing calibrates the machine)."""
+    return missing_expected(machine, engine_for(choice), devices=choice.devices, dtype=dtype)
 
 
 def expected_machine(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoice = AUTO) -> MachineProfile | None:

@@ -343,17 +343,38 @@ def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None =
     ``engine`` "vllm" (tensor parallel over ``devices``): a vLLM calibration (``vllm_calibration_for``),
     else None: a ceiling is never labelled expected (``missing_expected`` says why there is none)."""
     cal = vllm_calibration_for(machine, devices) if engine == VLLM else calibration_for(machine, engine)
-    if cal is None:
+    if cal is None or off_int8_path(machine, cal, dtype):
         return None
     # the host's routed experts as this machine's CPU back end read them, where that was measured
     return with_host_experts(spec, machine, expected_for(spec, machine, cal, dtype=dtype, host=host_rates(machine)),
                              load_host_experts() if machine.kind == "gpu" and spec.is_moe else None)
 
 
-def missing_expected(machine: MachineProfile, engine: str | None, devices: int = 2) -> str:
-    """The line that says why ``machine`` has no expected figure for ``engine`` ("" when it has
-    one, or when the reason is the ordinary one: no calibration of the machine at all)."""
-    if engine != VLLM or vllm_calibration_for(machine, devices) is not None:
+def off_int8_path(machine: MachineProfile, cal: EngineCalibration, dtype: str | None) -> bool:
+    """Whether ``cal`` is llama.cpp's published CPU fit and ``dtype`` is not the int8 path its
+    factors are of: its quantized multiplies run on int8 dot products whatever dtype is asked,
+    so its factors put on another peak (an FP32 one, 4x lower) would price them 4x slow."""
+    return (cal.source == "public" and machine.kind == "cpu" and "int8" in machine.peak_flops
+            and _applied(machine, dtype) != "int8")
+
+
+def _applied(machine: MachineProfile, dtype: str | None) -> str:
+    """The dtype whose peak ``machine.flops(dtype)`` gives: ``dtype`` where listed, else the default."""
+    return dtype if dtype and dtype in machine.peak_flops else machine.default_dtype
+
+
+def missing_expected(machine: MachineProfile, engine: str | None, devices: int = 2,
+                     dtype: str | None = None) -> str:
+    """The line that says why ``machine`` has no expected figure for ``engine`` at ``dtype``
+    ("" when it has one, or when the reason is the ordinary one: no calibration of the machine
+    at all)."""
+    if engine != VLLM:
+        cal = calibration_for(machine, engine)
+        if cal is not None and off_int8_path(machine, cal, dtype):
+            return (f"llama.cpp's published CPU factors are of the int8 path its quantized multiplies run on, "
+                    f"not of {_applied(machine, dtype)}; compute in int8 (the default) for its figure")
+        return ""
+    if vllm_calibration_for(machine, devices) is not None:
         return ""
     from rooflab.core.calibration.vllm_public import not_applied
 

@@ -37,7 +37,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from rooflab.core.app.figures import figures
-    from rooflab.core.app.resolve import choice_from, expected_for_choice
+    from rooflab.core.app.resolve import choice_from, expected_for_choice, missing_for_choice
     from rooflab.core.app.tables import tables
     from rooflab.core.cli.output import predict_csv, predict_dict, predict_text, print_json, warn_past_training
     from rooflab.core.io import load_model
@@ -56,6 +56,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     warn_past_training(spec, workload, args.contexts or (), args.prompts or ())
     expected = None if args.calibrated or args.ceiling_only else expected_for_choice(
         spec, machine, choice, workload.compute_dtype)
+    missing = "" if expected is not None or args.calibrated or args.ceiling_only else missing_for_choice(
+        machine, choice, workload.compute_dtype)
     if args.ops:                # the operation view: every operation of the two passes (report.ops_table)
         from rooflab.core.report.ops_table import ops_output
 
@@ -63,7 +65,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                                     "csv" if args.csv else "text"))
         return 0
     # the one answer: placed once (auto-fit unless placement flags), summarised once
-    answer = figures(Scenario(model=spec, machine=machine, workload=workload, placement=choice), expected=expected)
+    answer = figures(Scenario(model=spec, machine=machine, workload=workload, placement=choice), expected=expected,
+                     missing=missing)
     placed = answer.placed
     if args.serve or args.concurrency or args.request_rate:     # serving under load: cli/serve.py
         from rooflab.core.cli.serve import run_serve
@@ -85,13 +88,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             print(expected_text(spec, expected, workload, on))
         elif expected is not None:
             print(f"expected with {expected.calibration.engine_label}: none, the model does NOT fit here")
-        elif not (args.calibrated or args.ceiling_only):        # none: say why when it is not the usual
-            from rooflab.core.calibration.expectations import VLLM, missing_expected
-
-            why = missing_expected(machine, VLLM if args.devices > 1 and args.parallel == "tensor" else None,
-                                   devices=args.devices)
-            if why:
-                print(f"expected: none ({why})")
+        elif missing:                       # none: say why when it is not the usual
+            print(f"expected: none ({missing})")
     return 0
 
 

@@ -189,6 +189,17 @@ class MachineProfile:
             return 1.0
         return min(1.0, self.peak_flops["fp32"] / self.peak_flops["int8"])
 
+    def peaks_with(self, dtype: str, value: float) -> dict[str, float]:
+        """``peak_flops`` with ``dtype``'s peak set to ``value``. A CPU's int8 path moves with its
+        FP32 peak (it is a ratio of the same FMA units: ``INT8_PATH``, or the ratio it states),
+        so a new FP32 figure does not leave the int8 one, which prices its quantized multiplies,
+        where it was."""
+        peaks = {**self.peak_flops, dtype: value}
+        old = self.peak_flops.get("fp32", 0.0)
+        if self.kind == "cpu" and dtype == "fp32" and old > 0 and "int8" in self.peak_flops:
+            peaks["int8"] = self.peak_flops["int8"] * value / old
+        return peaks
+
     def flops(self, dtype: str | None = None) -> float:
         """Peak FLOP/s for ``dtype`` (the default dtype when None or not listed)."""
         if dtype and dtype in self.peak_flops:

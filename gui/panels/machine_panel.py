@@ -305,7 +305,7 @@ class MachinePanel(QWidget):
             return {"efficiency": dataclasses.replace(m.efficiency, step_overhead=self.step_overhead.value() / 1e3)}
         for dtype, box in self.flops.items():
             if widget is box:
-                return {"peak_flops": {**m.peak_flops, dtype: box.value() * 1e12}}
+                return {"peak_flops": m.peaks_with(dtype, box.value() * 1e12)}
         return {}
 
     def edit_field(self, widget: object) -> None:

@@ -97,3 +97,24 @@ def _quick_plan(self):
 
     return LlamaCppPlan(threads=self.threads, prompts=(16, 64, 256, 768), depths=(0, 512, 1536), gen_tokens=4,
                         contexts=(128,), batches=(1, 2, 4, 8), batch_steps=2, repeats=self.repeats)
+
+
+def test_a_cpu_asked_for_fp32_says_why_it_has_no_expected_figure(qtbot, window):
+    """The Machine tab's compute dtype at fp32 on a CPU: llama.cpp's published factors are of the
+    int8 path, so the numbers panel shows no expected figure and one row saying why (it had put
+    them on the FP32 peak, 4x slow)."""
+    window.state.set_machine(presets.load_machine("epyc-9654"))
+    qtbot.waitUntil(lambda: window.recompute.frame is not None
+                    and window.recompute.frame.scenario.machine.key == "epyc-9654", timeout=WAIT_MS)
+    window.recompute.recompute_now()
+    keys = [line.key for line in window.numbers.lines]
+    assert "expected_tpot" in keys and "expected" not in keys
+    panel = window.machine_panel
+    panel.default_dtype.setCurrentText("fp32")
+    panel.edit_field(panel.default_dtype)
+    window.recompute.recompute_now()
+    assert window.state.machine.default_dtype == "fp32"
+    keys = [line.key for line in window.numbers.lines]
+    assert window.numbers.value_text("expected") == "none" and "expected_tpot" not in keys
+    row = next(line for line in window.numbers.lines if line.key == "expected")
+    assert "int8 path" in row.sentence and "fp32" in row.sentence

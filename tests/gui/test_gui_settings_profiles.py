@@ -205,6 +205,12 @@ def test_peak_flops_fields_follow_the_machine(window):
     panel.flops[dtype].setValue(50.0)
     assert window.state.machine.peak_flops[dtype] == pytest.approx(50e12)
     assert window.state.machine.bandwidth == load_machine("m4-pro").bandwidth    # untouched, not rounded
+    # a CPU's int8 path (what its quantized multiplies are priced on) moves with its FP32 field
+    window.state.set_machine(load_machine("epyc-9654"))
+    ratio = window.state.machine.peak_flops["int8"] / window.state.machine.peak_flops["fp32"]
+    panel.flops["fp32"].setValue(2.0)
+    assert window.state.machine.peak_flops["int8"] == pytest.approx(2e12 * ratio)
+    assert panel.flops["int8"].value() == pytest.approx(2.0 * ratio)
 
 
 def _hostile_model(tmp_path) -> dict[str, str]:
