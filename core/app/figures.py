@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 from rooflab.core.app.resolve import alternatives
+from rooflab.core.calibration.expectations import Missing
 from rooflab.core.predict.autofit import suggestions
 from rooflab.core.predict.batching import batch_crossover, cache_resident, max_batch_that_fits, memory_resident
 from rooflab.core.predict.clocks import decode_pass, prefill_pass
@@ -97,7 +98,7 @@ class Figures:
     scenario: Scenario
     summary: Summary
     expected: Expected | None = None
-    missing: str = ""           # why there is no expected figure, where the reason is not the usual one
+    missing: Missing | None = None      # why there is no expected figure, where the reason is not the usual one
 
     @property
     def placed(self) -> PlacedSummary:
@@ -121,10 +122,12 @@ class Figures:
         lines = explain(self.scenario, self.summary)
         ex = self.expected_figures
         lines = lines if ex is None else merged(lines, expected_lines(self.scenario, ex, self.stands_on))
-        if ex is None and self.missing:
-            lines = [*lines, Line(key="expected", label="Expected", value="none", bound="",
-                                  sentence=f"No expected figure: {self.missing}.",
-                                  tooltip="Only the ceiling is shown where no calibration applies.")]
+        if ex is None and self.missing is not None:     # under the time per token, where its figures would be
+            at = next((i + 1 for i, line in enumerate(lines) if line.key == "tpot"), len(lines))
+            lines = [*lines[:at], Line(key="expected", label="Expected", value="none", bound="",
+                                       sentence=f"No expected figure: {self.missing.reason}.",
+                                       tooltip=self.missing.line[:1].upper() + self.missing.line[1:] + "."),
+                     *lines[at:]]
         return with_parts(lines, self.parts_lines())
 
     def why_text(self) -> str:
@@ -167,7 +170,7 @@ class Figures:
         return scenario_operations(self.scenario, self.expected_figures)
 
 
-def figures(sc: Scenario, *, expected: Expected | None = None, missing: str = "") -> Figures:
+def figures(sc: Scenario, *, expected: Expected | None = None, missing: Missing | None = None) -> Figures:
     """``sc``'s one answer: placed and summarised once, beside ``expected`` (``missing``: why
     there is none, where that is not the usual reason)."""
     return Figures(scenario=sc, summary=summarise(sc), expected=expected, missing=missing)

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from rooflab.core.calibration.expectations import expected_on, missing_expected
+from rooflab.core.calibration.expectations import Missing, expected_on, missing_expected
 from rooflab.core.errors import SpecError
 from rooflab.core.predict.choice import AUTO, PlacementChoice
 from rooflab.core.predict.expected import Expected
@@ -160,9 +160,9 @@ def expected_for_choice(spec: ModelSpec, machine: MachineProfile, choice: Placem
     return expected_on(spec, machine, dtype=dtype, engine=engine_for(choice), devices=choice.devices)
 
 
-def missing_for_choice(machine: MachineProfile, choice: PlacementChoice, dtype: str | None = None) -> str:
+def missing_for_choice(machine: MachineProfile, choice: PlacementChoice, dtype: str | None = None) -> Missing | None:
     """Why ``expected_for_choice`` finds nothing for ``machine`` run as ``choice`` asks at
-    ``dtype``, as one line ("" where it finds a figure, or where nothing calibrates the machine)."""
+    ``dtype`` (None where it finds a figure, or where nothing calibrates the machine)."""
     return missing_expected(machine, engine_for(choice), devices=choice.devices, dtype=dtype)
 
 

@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import hashlib
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -363,23 +364,33 @@ def _applied(machine: MachineProfile, dtype: str | None) -> str:
     return dtype if dtype and dtype in machine.peak_flops else machine.default_dtype
 
 
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """Why a machine has no expected figure: ``reason``, the short why the numbers panel shows
+    under its "Expected: none" row, and ``line``, the whole of it (``rooflab predict``, the
+    row's tooltip)."""
+
+    reason: str
+    line: str
+
+
 def missing_expected(machine: MachineProfile, engine: str | None, devices: int = 2,
-                     dtype: str | None = None) -> str:
-    """The line that says why ``machine`` has no expected figure for ``engine`` at ``dtype``
-    ("" when it has one, or when the reason is the ordinary one: no calibration of the machine
-    at all)."""
+                     dtype: str | None = None) -> Missing | None:
+    """Why ``machine`` has no expected figure for ``engine`` at ``dtype`` (None when it has one,
+    or when the reason is the ordinary one: no calibration of the machine at all)."""
     if engine != VLLM:
         cal = calibration_for(machine, engine)
-        if cal is not None and off_int8_path(machine, cal, dtype):
-            return (f"llama.cpp's published CPU factors are of the int8 path its quantized multiplies run on, "
-                    f"not of {_applied(machine, dtype)}; compute in int8 (the default) for its figure")
-        return ""
+        if cal is None or not off_int8_path(machine, cal, dtype):
+            return None
+        why = (f"llama.cpp's published CPU factors are of the int8 path its quantized multiplies run on, "
+               f"not of {_applied(machine, dtype)}; compute in int8 (the default) for its figure")
+        return Missing(reason=why, line=why)
     if vllm_calibration_for(machine, devices) is not None:
-        return ""
+        return None
     from rooflab.core.calibration.vllm_public import not_applied
 
     why = not_applied(machine, devices) or "the published vLLM runs could not be read"
-    return f"{NO_VLLM_CALIBRATION}: {why}; time vLLM here to get one"
+    return Missing(reason=why, line=f"{NO_VLLM_CALIBRATION}: {why}; time vLLM here to get one")
 
 
 def host_rates(machine: MachineProfile) -> Rates | None:

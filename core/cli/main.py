@@ -56,7 +56,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     warn_past_training(spec, workload, args.contexts or (), args.prompts or ())
     expected = None if args.calibrated or args.ceiling_only else expected_for_choice(
         spec, machine, choice, workload.compute_dtype)
-    missing = "" if expected is not None or args.calibrated or args.ceiling_only else missing_for_choice(
+    missing = None if expected is not None or args.calibrated or args.ceiling_only else missing_for_choice(
         machine, choice, workload.compute_dtype)
     if args.ops:                # the operation view: every operation of the two passes (report.ops_table)
         from rooflab.core.report.ops_table import ops_output
@@ -88,8 +88,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             print(expected_text(spec, expected, workload, on))
         elif expected is not None:
             print(f"expected with {expected.calibration.engine_label}: none, the model does NOT fit here")
-        elif missing:                       # none: say why when it is not the usual
-            print(f"expected: none ({missing})")
+        elif missing is not None:           # none: say why when it is not the usual
+            print(f"expected: none ({missing.line})")
     return 0
 
 

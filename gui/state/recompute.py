@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from rooflab.core.app.figures import Figures, figures
 from rooflab.core.app.resolve import engine_for, expected_for_choice, missing_for_choice
+from rooflab.core.calibration.expectations import Missing
 from rooflab.core.errors import RooflabError
 from rooflab.core.predict.expected import Expected
 from rooflab.core.predict.parallel import Parallel
@@ -92,7 +93,7 @@ class RecomputeController(QObject):
         self._band_timer.timeout.connect(self._on_band_timer_timeout)
         self._pinned_charts: dict[int, dict[str, Chart]] = {}
         self._pinned_figures: dict[int, Figures] = {}
-        self._last_expected: tuple[tuple[object, ...], Expected | None, str] | None = None
+        self._last_expected: tuple[tuple[object, ...], Expected | None, Missing | None] | None = None
         self.frame: Frame | None = None
         state.changed.connect(self._on_state_changed)
 
@@ -162,7 +163,7 @@ class RecomputeController(QObject):
         self._last_expected = None
         self.schedule()
 
-    def _expected(self, sc: Scenario) -> tuple[Expected | None, str]:
+    def _expected(self, sc: Scenario) -> tuple[Expected | None, Missing | None]:
         """What the calibration of the scenario's machine expects of its model, for the engine
         that runs it (``app.resolve.engine_for``: tensor parallel is vLLM's, as ``rooflab predict``
         takes it), with why there is none where the reason is not the usual one
@@ -171,13 +172,14 @@ class RecomputeController(QObject):
         change, so a slider's drag does not re-mix the rates."""
         machine = sc.machine
         if not machine.efficiency.is_identity:
-            return None, ""
+            return None, None
         # vLLM's published calibration holds over NVLink only, so its figure also turns on the device count
         key = (sc.model, machine, engine_for(sc.placement), sc.workload.compute_dtype, sc.placement.devices)
         last = self._last_expected
         if last is None or last[0][0] is not sc.model or last[0][1] != machine or last[0][2:] != key[2:]:
-            found = expected_for_choice(sc.model, machine, sc.placement, sc.workload.compute_dtype)
-            missing = "" if found is not None else missing_for_choice(machine, sc.placement, sc.workload.compute_dtype)
+            dtype = sc.workload.compute_dtype
+            found = expected_for_choice(sc.model, machine, sc.placement, dtype)
+            missing = None if found is not None else missing_for_choice(machine, sc.placement, dtype)
             last = (key, found, missing)
             self._last_expected = last
         return last[1], last[2]

@@ -118,3 +118,17 @@ def test_a_cpu_asked_for_fp32_says_why_it_has_no_expected_figure(qtbot, window):
     assert window.numbers.value_text("expected") == "none" and "expected_tpot" not in keys
     row = next(line for line in window.numbers.lines if line.key == "expected")
     assert "int8 path" in row.sentence and "fp32" in row.sentence
+
+
+def test_tensor_parallel_over_pcie_says_why_it_has_no_expected_figure(qtbot, window):
+    """Two RTX 4090s in tensor parallel: no published vLLM run all-reduced over PCIe, so the
+    numbers panel has no expected figure, and its "Expected: none" row says that (the command
+    line said it; the window only dropped the row)."""
+    from rooflab.core.predict.choice import PlacementChoice
+    from tests.gui.conftest import open_placed
+
+    open_placed(qtbot, window, "qwen3-32b-q4_k_m", PlacementChoice(devices=2, parallel="tensor"))
+    row = next(line for line in window.numbers.lines if line.key == "expected")
+    assert row.value == "none" and "PCIe" in row.sentence and "expected_tpot" not in \
+        [line.key for line in window.numbers.lines]
+    assert row.tooltip.startswith("No vLLM calibration applies here")

@@ -26,18 +26,18 @@ def qwen_q4():
 def test_an_fp32_cpu_has_no_expected_figure_and_says_why(qwen_q4):
     cpu = load_machine("epyc-9654")
     assert cpu.default_dtype == "int8"
-    assert expected_for_choice(qwen_q4, cpu, AUTO) is not None and missing_for_choice(cpu, AUTO) == ""
+    assert expected_for_choice(qwen_q4, cpu, AUTO) is not None and missing_for_choice(cpu, AUTO) is None
     assert expected_for_choice(qwen_q4, cpu, AUTO, "int8") is not None
     assert expected_for_choice(qwen_q4, cpu, AUTO, "fp32") is None
     why = missing_for_choice(cpu, AUTO, "fp32")
-    assert "int8 path" in why and "fp32" in why
+    assert why is not None and "int8 path" in why.line and "fp32" in why.reason
     # the numbers panel says it too, once, in the row it would have filled
     sc = Scenario(model=qwen_q4, machine=cpu, workload=Workload(compute_dtype="fp32"), placement=AUTO)
     rows = [line for line in figures(sc, missing=why).lines() if line.key == "expected"]
     assert len(rows) == 1 and rows[0].value == "none" and "int8 path" in rows[0].sentence
     # a GPU's dtype choice keeps its figure
     gpu = load_machine("rtx-4090")
-    assert expected_for_choice(qwen_q4, gpu, AUTO, "fp16") is not None and missing_for_choice(gpu, AUTO, "fp16") == ""
+    assert expected_for_choice(qwen_q4, gpu, AUTO, "fp16") is not None and missing_for_choice(gpu, AUTO, "fp16") is None
 
 
 def test_predict_says_why_an_fp32_cpu_has_no_expected_figure(capsys):
