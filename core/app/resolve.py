@@ -160,10 +160,11 @@ def expected_for_choice(spec: ModelSpec, machine: MachineProfile, choice: Placem
     return expected_on(spec, machine, dtype=dtype, engine=engine_for(choice), devices=choice.devices)
 
 
-def missing_for_choice(machine: MachineProfile, choice: PlacementChoice, dtype: str | None = None) -> Missing | None:
-    """Why ``expected_for_choice`` finds nothing for ``machine`` run as ``choice`` asks at
-    ``dtype`` (None where it finds a figure, or where nothing calibrates the machine)."""
-    return missing_expected(machine, engine_for(choice), devices=choice.devices, dtype=dtype)
+def missing_for_choice(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoice,
+                       dtype: str | None = None) -> Missing | None:
+    """Why ``expected_for_choice`` finds nothing for ``spec`` on ``machine`` run as ``choice``
+    asks at ``dtype`` (None where it finds a figure, or where nothing calibrates the machine)."""
+    return missing_expected(spec, machine, engine_for(choice), devices=choice.devices, dtype=dtype)
 
 
 def expected_machine(spec: ModelSpec, machine: MachineProfile, choice: PlacementChoice = AUTO) -> MachineProfile | None:

@@ -30,7 +30,7 @@ from rooflab.core.errors import ResourceError, RooflabError
 from rooflab.core.files.paths import cache_dir
 from rooflab.core.files.records import load_record, write_record
 from rooflab.core.files.resources import resources_dir
-from rooflab.core.predict.expected import Expected, expected_for
+from rooflab.core.predict.expected import MINOR_SHARE, Expected, expected_for, flop_shares
 from rooflab.core.values.calibration import Accuracy, EngineCalibration, Rates
 from rooflab.core.values.machine import MachineProfile
 from rooflab.core.values.model import ModelSpec
@@ -344,19 +344,26 @@ def expected_on(spec: ModelSpec, machine: MachineProfile, *, dtype: str | None =
     ``engine`` "vllm" (tensor parallel over ``devices``): a vLLM calibration (``vllm_calibration_for``),
     else None: a ceiling is never labelled expected (``missing_expected`` says why there is none)."""
     cal = vllm_calibration_for(machine, devices) if engine == VLLM else calibration_for(machine, engine)
-    if cal is None or off_int8_path(machine, cal, dtype):
+    if cal is None or off_int8_path(spec, machine, cal, dtype):
         return None
     # the host's routed experts as this machine's CPU back end read them, where that was measured
     return with_host_experts(spec, machine, expected_for(spec, machine, cal, dtype=dtype, host=host_rates(machine)),
                              load_host_experts() if machine.kind == "gpu" and spec.is_moe else None)
 
 
-def off_int8_path(machine: MachineProfile, cal: EngineCalibration, dtype: str | None) -> bool:
-    """Whether ``cal`` is llama.cpp's published CPU fit and ``dtype`` is not the int8 path its
-    factors are of: its quantized multiplies run on int8 dot products whatever dtype is asked,
-    so its factors put on another peak (an FP32 one, 4x lower) would price them 4x slow."""
+def off_int8_path(spec: ModelSpec, machine: MachineProfile, cal: EngineCalibration, dtype: str | None) -> bool:
+    """Whether ``cal`` is llama.cpp's published CPU fit, ``spec`` has quantized weights and
+    ``dtype`` is not the int8 path their factors are of: those multiplies run on int8 dot
+    products whatever dtype is asked, so their factors put on another peak (an FP32 one, 4x
+    lower) would price them 4x slow. A float model's factors are of the FP32 rate its
+    multiplies run at (``MachineProfile.float_share``): any dtype prices it."""
     return (cal.source == "public" and machine.kind == "cpu" and "int8" in machine.peak_flops
-            and _applied(machine, dtype) != "int8")
+            and _applied(machine, dtype) != "int8" and not is_float_model(spec))
+
+
+def is_float_model(spec: ModelSpec) -> bool:
+    """Whether all but a minor share of ``spec``'s multiplies are of float weights (F32, F16, BF16)."""
+    return flop_shares(spec).get("float", 0.0) >= 1.0 - MINOR_SHARE
 
 
 def _applied(machine: MachineProfile, dtype: str | None) -> str:
@@ -374,13 +381,13 @@ class Missing:
     line: str
 
 
-def missing_expected(machine: MachineProfile, engine: str | None, devices: int = 2,
+def missing_expected(spec: ModelSpec, machine: MachineProfile, engine: str | None, devices: int = 2,
                      dtype: str | None = None) -> Missing | None:
-    """Why ``machine`` has no expected figure for ``engine`` at ``dtype`` (None when it has one,
-    or when the reason is the ordinary one: no calibration of the machine at all)."""
+    """Why ``machine`` has no expected figure of ``spec`` for ``engine`` at ``dtype`` (None when it
+    has one, or when the reason is the ordinary one: no calibration of the machine at all)."""
     if engine != VLLM:
         cal = calibration_for(machine, engine)
-        if cal is None or not off_int8_path(machine, cal, dtype):
+        if cal is None or not off_int8_path(spec, machine, cal, dtype):
             return None
         why = (f"llama.cpp's published CPU factors are of the int8 path its quantized multiplies run on, "
                f"not of {_applied(machine, dtype)}; compute in int8 (the default) for its figure")

@@ -57,7 +57,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     expected = None if args.calibrated or args.ceiling_only else expected_for_choice(
         spec, machine, choice, workload.compute_dtype)
     missing = None if expected is not None or args.calibrated or args.ceiling_only else missing_for_choice(
-        machine, choice, workload.compute_dtype)
+        spec, machine, choice, workload.compute_dtype)
     if args.ops:                # the operation view: every operation of the two passes (report.ops_table)
         from rooflab.core.report.ops_table import ops_output
 

@@ -179,7 +179,7 @@ class RecomputeController(QObject):
         if last is None or last[0][0] is not sc.model or last[0][1] != machine or last[0][2:] != key[2:]:
             dtype = sc.workload.compute_dtype
             found = expected_for_choice(sc.model, machine, sc.placement, dtype)
-            missing = None if found is not None else missing_for_choice(machine, sc.placement, dtype)
+            missing = None if found is not None else missing_for_choice(sc.model, machine, sc.placement, dtype)
             last = (key, found, missing)
             self._last_expected = last
         return last[1], last[2]

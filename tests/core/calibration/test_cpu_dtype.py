@@ -4,6 +4,7 @@ new FP32 peak carries the int8 path with it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -14,6 +15,7 @@ from rooflab.core.cli.main import main
 from rooflab.core.io import load_model
 from rooflab.core.io.presets import load_machine
 from rooflab.core.predict.choice import AUTO
+from rooflab.core.predict.clocks import prefill_pass
 from rooflab.core.report.chart_types import Scenario
 from rooflab.core.values.workload import Workload
 
@@ -26,18 +28,27 @@ def qwen_q4():
 def test_an_fp32_cpu_has_no_expected_figure_and_says_why(qwen_q4):
     cpu = load_machine("epyc-9654")
     assert cpu.default_dtype == "int8"
-    assert expected_for_choice(qwen_q4, cpu, AUTO) is not None and missing_for_choice(cpu, AUTO) is None
+    assert expected_for_choice(qwen_q4, cpu, AUTO) is not None and missing_for_choice(qwen_q4, cpu, AUTO) is None
     assert expected_for_choice(qwen_q4, cpu, AUTO, "int8") is not None
     assert expected_for_choice(qwen_q4, cpu, AUTO, "fp32") is None
-    why = missing_for_choice(cpu, AUTO, "fp32")
+    why = missing_for_choice(qwen_q4, cpu, AUTO, "fp32")
     assert why is not None and "int8 path" in why.line and "fp32" in why.reason
     # the numbers panel says it too, once, in the row it would have filled
     sc = Scenario(model=qwen_q4, machine=cpu, workload=Workload(compute_dtype="fp32"), placement=AUTO)
     rows = [line for line in figures(sc, missing=why).lines() if line.key == "expected"]
     assert len(rows) == 1 and rows[0].value == "none" and "int8 path" in rows[0].sentence
+    # a float model's factors are of the FP32 rate its multiplies run at: fp32 prices it, as the int8 default does
+    f16 = load_model("qwen3-8b-q4_k_m", weights="f16")
+    at_fp32, at_int8 = expected_for_choice(f16, cpu, AUTO, "fp32"), expected_for_choice(f16, cpu, AUTO)
+    assert at_fp32 is not None and at_int8 is not None and missing_for_choice(f16, cpu, AUTO, "fp32") is None
+    w = Workload(prompt=512, compute_dtype="fp32")
+    seconds = [prefill_pass(f16, ex.machine, dataclasses.replace(w, compute_dtype=d)).seconds
+               for ex, d in ((at_fp32, "fp32"), (at_int8, None))]
+    assert seconds[0] == pytest.approx(seconds[1], rel=1e-6)
     # a GPU's dtype choice keeps its figure
     gpu = load_machine("rtx-4090")
-    assert expected_for_choice(qwen_q4, gpu, AUTO, "fp16") is not None and missing_for_choice(gpu, AUTO, "fp16") is None
+    assert expected_for_choice(qwen_q4, gpu, AUTO, "fp16") is not None
+    assert missing_for_choice(qwen_q4, gpu, AUTO, "fp16") is None
 
 
 def test_predict_says_why_an_fp32_cpu_has_no_expected_figure(capsys):

@@ -178,15 +178,16 @@ def test_the_calibration_applies_only_where_its_runs_were(qwen8b):
     # NVIDIA over NVLink: an expected figure, vLLM's, never faster than the ceiling's terms allow
     h100 = load_machine("h100-sxm")
     ex = expected_on(qwen8b, h100, engine=VLLM, devices=8)
-    assert ex is not None and ex.calibration.engine_key == "vllm-published" and missing_expected(h100, VLLM, 8) is None
+    assert ex is not None and ex.calibration.engine_key == "vllm-published"
+    assert missing_expected(qwen8b, h100, VLLM, 8) is None
     eff = ex.machine.efficiency
     assert 0 < eff.bandwidth <= 1 and 0 < eff.compute <= 1 and eff.step_overhead > 0
     # a two-card NVLink bridge: two devices yes, four (over PCIe) no, and why
     a100 = load_machine("a100-pcie-80gb")
     assert vllm_calibration_for(a100, 2) is not None and vllm_calibration_for(a100, 4) is None
-    pcie = missing_expected(a100, VLLM, 4)
+    pcie = missing_expected(qwen8b, a100, VLLM, 4)
     assert pcie is not None and "over PCIe" in pcie.reason and "no expected figure" in pcie.line
     # no NVLink at all, an AMD GPU, a Mac: none
     assert expected_on(qwen8b, load_machine("rtx-4090"), engine=VLLM) is None
-    assert "MI300X decode rate" in str(missing_expected(load_machine("mi300x"), VLLM, 2))
-    assert "NVIDIA GPUs'" in str(missing_expected(load_machine("m3-max"), VLLM, 2))
+    assert "MI300X decode rate" in str(missing_expected(qwen8b, load_machine("mi300x"), VLLM, 2))
+    assert "NVIDIA GPUs'" in str(missing_expected(qwen8b, load_machine("m3-max"), VLLM, 2))

@@ -18,11 +18,11 @@ def test_without_a_vllm_calibration_there_is_no_expected_figure(qwen8b):
     m = load_machine("rtx-4090")
     assert engine_of("tensor") == VLLM
     assert expected_on(qwen8b, m, engine=engine_of("tensor")) is None
-    why = missing_expected(m, VLLM)          # two 4090s all-reduce over PCIe: no published vLLM run did
+    why = missing_expected(qwen8b, m, VLLM)          # two 4090s all-reduce over PCIe: no published vLLM run did
     assert why is not None and why.line.startswith(NO_VLLM_CALIBRATION) and "no expected figure" in why.line
     assert "PCIe" in why.reason and why.reason in why.line
     # the usual engine has its published figure and nothing to explain
-    assert expected_on(qwen8b, m) is not None and missing_expected(m, None) is None
+    assert expected_on(qwen8b, m) is not None and missing_expected(qwen8b, m, None) is None
 
 
 def test_the_one_device_and_layer_split_figures_keep_llama_cpps_factors(qwen8b):
