@@ -128,8 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for r in apart:
         p = r.parts.seconds(whole)
-        why = "TTFT through an HTTP client" if r.test == "ttft" else "not fitted (AMD: not applied)"
-        print(f"scored apart, {why}: {r.machine} {r.label}: measured / expected {r.measured / p:.2f}")
+        print(f"scored apart, {r.apart}: {r.machine} {r.label}: measured / expected {r.measured / p:.2f}")
     above = [r for r in every if r.measured < r.parts.ceiling]
     print(f"measurements faster than their ceiling: {len(above)} of {len(every)}")
     for r in above:

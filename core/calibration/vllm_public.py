@@ -11,8 +11,9 @@ share of the peak FLOP/s the multiplies reach; t_layer: seconds every layer adds
 (kernel launches and gaps between them); t_expert: seconds a routed-expert layer adds beside
 (router, top-k, gather, the fused-MoE kernels). A benchmark_latency row is one prefill of b
 prompts and answer - 1 decode steps at batch b; a decode-rate row the mean step of one
-sequence; a TTFT row (measured through an HTTP client, request handling in it) is printed and
-never fitted.
+sequence; a TTFT row (measured through an HTTP client, request handling in it) and a server's
+decode rate under concurrency (its steps also run other requests' prefills, which a decode step
+of b sequences does not price) are printed and never fitted.
 
 The four terms are fitted on a grid, the mean over machines (each one's median) of
 |log(expected / measured)| minimised, so a GPU with many rows weighs as one with few.
@@ -129,12 +130,26 @@ class Run:
     label: str
     measured: float       # seconds (a decode rate as seconds per token)
     parts: Parts
+    batch: int = 1        # requests at once (a server run's max concurrency)
 
     @property
     def fitted(self) -> bool:
-        """Whether the fit takes it: a decode or benchmark_latency run on a GPU of a fitted maker
-        (a TTFT through an HTTP client, or the one MI300X run, is scored, not fitted)."""
-        return self.test != "ttft" and self.backend in FITTED_BACKENDS
+        """Whether the fit takes it: a benchmark_latency run, or one request's decode rate, on a
+        GPU of a fitted maker. Scored, not fitted (``apart``): a TTFT through an HTTP client, a
+        server's decode rate under concurrency (other requests' prefills run in its steps, which
+        a decode step of ``batch`` sequences does not price), the one MI300X run."""
+        return not self.apart
+
+    @property
+    def apart(self) -> str:
+        """Why the fit leaves the run out, in words ("" where it takes it)."""
+        if self.test == "ttft":
+            return "TTFT through an HTTP client"
+        if self.test == "tg" and self.batch > 1:
+            return "a server's decode rate under concurrency (other requests' prefills in its steps)"
+        if self.backend not in FITTED_BACKENDS:
+            return "not fitted (AMD: not applied)"
+        return ""
 
 
 def _identity(machine: MachineProfile) -> MachineProfile:
@@ -211,7 +226,8 @@ def load_runs(path: str | None = None) -> tuple[Run, ...]:
         label = (f"{row['model']} {row['weights']} {row['test']} b{row['batch']} {row['prompt']}+{row['answer']} "
                  f"TP{devices}")
         runs.append(Run(source=row["source"], machine=machine.name, backend=machine.backend, devices=devices,
-                        link=link, test=row["test"], label=label, measured=measured, parts=parts))
+                        link=link, test=row["test"], label=label, measured=measured, parts=parts,
+                        batch=int(row["batch"])))
     return tuple(runs)
 
 
