@@ -87,7 +87,8 @@ Kept = tuple[EngineCalibration, dict[str, float], dict[str, tuple[float, float, 
 def _public(group: str, key: str, fp16: float, unified: bool = False) -> EngineCalibration | None:
     """The group's calibration for one machine. When ``key`` (the preset's published twin, or
     its own key) is among the published machines, compute factors are rescaled to the preset's
-    own FP16 peak (the tables count GeForce FP16 at FP16 accumulate, presets at FP32), and its
+    own FP16 peak (both count a GeForce card's FP16 at FP16 accumulate, the rate llama.cpp's
+    kernels run at; a preset stated otherwise keeps its own ceiling), and its
     own offset (``public.machine_offsets``: how its published rows ran against the group's fit)
     applies to the central figure and the band alike. A machine without rows of its own gets the
     median of what the machines the fit left out ran (``public_score.banded`` scores that figure):
@@ -104,8 +105,8 @@ def _public(group: str, key: str, fp16: float, unified: bool = False) -> EngineC
     from rooflab.core.calibration.public_fit import scaled
 
     def rescaled(r: Rates) -> Rates:
-        # at most the preset's own peak: an expected figure is never above its ceiling, even where
-        # llama.cpp's FP16-accumulate kernels outrun a GeForce peak stated at FP32 accumulate
+        # at most the preset's own peak: an expected figure is never above its ceiling (a profile
+        # whose peak its engine outruns is wrong, as GeForce presets at FP32 accumulate were)
         return dataclasses.replace(r, prefill_flops={k: min(1.0, v * scale) for k, v in r.prefill_flops.items()},
                                    decode_flops={k: min(1.0, v * scale) for k, v in r.decode_flops.items()},
                                    attention_flops=None if r.attention_flops is None else

@@ -71,7 +71,8 @@ SECTIONS: tuple[Section, ...] = (
             "read of the weights nearly for free and the total rate grows with b; past it the total stops growing "
             "and each sequence slows. Each sequence's cache moves it to larger batches; when the caches grow as "
             "fast as the arithmetic there is none. Worked: an 8B model at 4.5 bits per weight on an RTX 4090 "
-            "(balance 164) gives 164 x 0.5625 / 2 ~= 46 sequences."),
+            "(balance 164 at the lesson's FP32-accumulate 165.2 TFLOP/s) gives 164 x 0.5625 / 2 ~= 46 sequences; "
+            "92 at the FP16 accumulate llama.cpp's kernels run at (balance 328)."),
     Section("step_bytes", "The decode step: (W + b k t) / B",
             "step = max((W_b + b k t) / B, 2 N b / C);  per sequence 1 / step, total b / step",
             "The memory clock of one decode step for b sequences: the weights once (W_b, the experts the batch "
@@ -101,8 +102,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("balance", "Machine balance C / B",
             "balance = C / B  (FLOP per byte)",
             "The intensity where the roofline bends: how many FLOP a kernel must do per byte before arithmetic, "
-            "not memory, limits it. Work below it waits for memory. Worked: an RTX 4090 has 165.2 TFLOP/s over "
-            "1,008 GB/s, about 164 FLOP per byte; an 8-core desktop CPU with DDR5 about 46 on the int8 dot "
+            "not memory, limits it. Work below it waits for memory. Worked: an RTX 4090 has 330.3 TFLOP/s over "
+            "1,008 GB/s, about 328 FLOP per byte (FP16 at FP16 accumulate, the rate llama.cpp's kernels run at; "
+            "164 at the 165.2 of FP32 accumulate); an 8-core desktop CPU with DDR5 about 46 on the int8 dot "
             "products its quantized multiplies run on (11 at FP32); an H100 SXM about 295. "
             "Decode's 1 to 4 FLOP per byte is memory-bound on all of them."),
     Section("compute_crossover", "Compute crossover",

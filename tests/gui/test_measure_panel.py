@@ -257,7 +257,7 @@ def test_calibration_of_a_gpu_reads_in_gpu_units(qtbot, window, tmp_path, monkey
         ctl.import_file(str(path))
     fitted = panel.results.text().split("<br>")[1]        # the line under "Calibration"
     assert "TFLOP/s" in fitted and "GB/s" in fitted and "GFLOP/s" not in fitted   # was "39953 of 165200 GFLOP/s"
-    assert "of 165 TFLOP/s" in fitted and "of 1.01 TB/s" in fitted
+    assert "of 330 TFLOP/s" in fitted and "of 1.01 TB/s" in fitted
 
 
 def test_measurements_follow_the_machine_they_were_made_on(qtbot, window, tmp_path, monkeypatch):

@@ -13,6 +13,15 @@ from tests.factories.waits import WAIT_MS
 from tests.gui.conftest import open_placed
 
 
+def _at_fp32_accumulate(qtbot, window, frame=None):
+    """The open machine computing at its bf16 peak (an RTX 4090's FP32-accumulate 165.2 TFLOP/s, the
+    lesson's; its default fp16 is the FP16-accumulate 330.3), and the frame drawn for it."""
+    window.state.update_machine(default_dtype="bf16")
+    qtbot.waitUntil(lambda: window.recompute.frame is not None and not window.recompute.pending
+                    and window.recompute.frame.scenario.machine.default_dtype == "bf16", timeout=WAIT_MS)
+    return window.recompute.frame
+
+
 def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     frame = open_placed(qtbot, window, "gpt-oss-120b-mxfp4")
     placed = frame.summary.placed
@@ -83,8 +92,14 @@ def test_gpt_oss_on_a_4090_opens_with_its_experts_on_the_cpu(qtbot, window):
     assert memory_line.sentence.startswith("As placed: ") and "on the GPU and " in memory_line.sentence
     assert f"at most {most:,} such sequences fit" in memory_line.sentence and "NOT" not in memory_line.sentence
     assert window.numbers.value_text("memory").startswith(fmt(placed.fit.memory.device.used, "B"))
-    # the host's experts turn the step compute-bound at ~425 sequences (their int8 path, 4 x the host's
-    # FP32 peak; ~99 when the host was priced at FP32); the card alone never would
+    # at the card's FP16-accumulate peak (its default) the step never turns compute-bound as placed;
+    # at FP32 accumulate (its bf16, the lesson's 165.2 TFLOP/s) the host's experts turn it so at ~425
+    # sequences (their int8 path, 4 x the host's FP32 peak; ~99 when the host was priced at FP32);
+    # the card alone never would
+    assert math.isinf(frame.summary.headline_batch_crossover)
+    assert not any(c.key == "crossover" for c in rates.curves)
+    frame = _at_fp32_accumulate(qtbot, window)
+    rates = frame.charts["batching"].panel("rate")
     cross = next(c for c in rates.curves if c.key == "crossover")
     assert math.isinf(frame.summary.batch_crossover)
     assert frame.summary.headline_batch_crossover == pytest.approx(float(cross.x[0])) and 200 < float(cross.x[0]) < 1000
@@ -187,7 +202,7 @@ def test_a_placement_that_does_not_fit_draws_nothing_as_if_it_ran(qtbot, window)
 def test_the_bounds_and_n_star_are_the_placements(qtbot, window):
     # auto-fit gpt-oss on a 4090: a 2,048-token prompt streams the host's experts over PCIe and is
     # memory-bound as placed, though the placed prefill first turned compute-bound near 100 tokens
-    frame = open_placed(qtbot, window, "gpt-oss-120b-mxfp4")
+    frame = _at_fp32_accumulate(qtbot, window, open_placed(qtbot, window, "gpt-oss-120b-mxfp4"))
     e = frame.summary.estimate
     assert e.prefill_bound == "memory" and frame.summary.prefill.bound == "compute"   # card alone: compute
     bounds = {line.key: line.bound for line in window.numbers.lines}

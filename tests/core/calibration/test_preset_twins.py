@@ -88,3 +88,27 @@ def test_every_preset_has_expected_figures_from_its_back_ends_fit(key):
     ceiling = decode_pass(spec, machine, w, context=512, batch=1).seconds
     expected = decode_pass(spec, ex.machine, w, context=512, batch=1).seconds
     assert float(expected) >= float(ceiling) * 0.999, key
+
+
+def test_no_published_row_beats_its_presets_ceiling():
+    """A preset's ceiling holds every row its twin published (at the preset's own default dtype).
+    GeForce presets stated FP16 at FP32 accumulate, half the rate llama.cpp's kernels run at:
+    nine of them had published prompts up to 1.25x past their ceiling."""
+    data = public.load_public()
+    fitted = {i for rows in public.group_rows(data).values() for i in rows}
+    beaten, seen = [], 0
+    for key in TWINNED:
+        preset = load_machine(key)
+        for i, row in enumerate(data.rows):
+            if row.machine != preset.published_twin or i not in fitted:
+                continue
+            spec, n, depth = public.spec_of(data, row), row.test.tokens, row.source.depth
+            if row.test.kind == "decode":
+                steps = decode_pass(spec, preset, Workload(), context=depth + np.arange(n, dtype=np.float64), batch=1)
+                ceiling = n / float(np.sum(steps.seconds))
+            else:
+                ceiling = n / float(prefill_pass(spec, preset, Workload(prompt=n), prompt=n, context=depth).seconds)
+            seen += 1
+            if row.tokens_per_second > ceiling * 1.001:
+                beaten.append((key, row.model, row.weights, row.test.name, row.tokens_per_second, round(ceiling)))
+    assert seen >= 100 and not beaten, beaten

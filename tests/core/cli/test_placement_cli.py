@@ -189,10 +189,11 @@ def test_the_placed_crossovers_are_the_windows(capsys):
     from rooflab.core.report.chart_types import Scenario
     from rooflab.core.values.workload import Workload
 
-    code, out, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--json")
+    # at FP32 accumulate (bf16, the lesson's 165.2 TFLOP/s), where the placed step turns compute-bound
+    code, out, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--dtype", "bf16", "--json")
     p = json.loads(out)["placement"]
     s = summarise(Scenario(model=load_model("gpt-oss-120b-mxfp4"), machine=load_machine("rtx-4090"),
-                           workload=Workload(prompt=2048, answer=256)))
+                           workload=Workload(prompt=2048, answer=256, compute_dtype="bf16")))
     assert code == 0 and s.placed is not None and s.placed.placement.flags() == p["flags"]
     assert p["prefill_crossover_tokens"] == pytest.approx(s.headline_prefill_crossover)
     # JSON has no infinity: a placement that never turns compute-bound as it batches prints null
@@ -202,5 +203,5 @@ def test_the_placed_crossovers_are_the_windows(capsys):
     # the one-memory figures keep their meaning beside them: the card alone never turns compute-bound;
     # as placed, the host's experts do at ~425 sequences (their int8 path, 4.1 TOP/s)
     assert json.loads(out)["batch_crossover"] is None and 200 < b_star < 1000
-    code, text, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090")
+    code, text, _ = run(capsys, "--model", "gpt-oss-120b-mxfp4", "--machine", "rtx-4090", "--dtype", "bf16")
     assert f"as placed, prefill turns compute-bound at n* = {p['prefill_crossover_tokens']:,.1f} tokens" in text

@@ -43,11 +43,16 @@ def test_example3_decode_intensity():
                                           ("h100-sxm", 295)])
 def test_example5_machine_balance(key, balance):
     # the lesson's balance is of the FP32 (a CPU) or FP16 (a GPU) peak; a CPU's default is now its
-    # int8 path, four times its FP32 arithmetic, so its balance there is four times the lesson's
+    # int8 path, four times its FP32 arithmetic, so its balance there is four times the lesson's; a
+    # GeForce card's fp16 is now its FP16-accumulate rate, twice the lesson's FP32-accumulate one,
+    # which its bf16 keeps
     m = load_machine(key)
-    assert round(roofline.balance(m, "fp32" if m.kind == "cpu" else None)) == balance
+    lesson = "fp32" if m.kind == "cpu" else "bf16" if key == "rtx-4090" else None
+    assert round(roofline.balance(m, lesson)) == balance
     if m.kind == "cpu":
         assert roofline.balance(m) == pytest.approx(4 * roofline.balance(m, "fp32"))
+    if key == "rtx-4090":
+        assert roofline.balance(m) == pytest.approx(2 * roofline.balance(m, "bf16"), rel=1e-3)
 
 
 def test_example6_attainable():

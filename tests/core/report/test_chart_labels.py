@@ -69,7 +69,7 @@ def test_look_alikes_say_how_they_differ_and_identical_ones_say_so(qwen):
     assert _labels(one, one)[1] == "Qwen3-8B Q4_K_M · NVIDIA GeForce RTX 4090 · auto placement (same as above)"
     slower = dataclasses.replace(one, machine=dataclasses.replace(m, bandwidth=500e9, key=""))
     first, second = _labels(one, slower)
-    assert "(1,008 GB/s, 165 TFLOP/s, 24 GiB (25.8 GB))" in first and "(500 GB/s, 165 TFLOP/s" in second
+    assert "(1,008 GB/s, 330 TFLOP/s, 24 GiB (25.8 GB))" in first and "(500 GB/s, 330 TFLOP/s" in second
     assert distinguishing_labels([]) == []
     bare = Description(model="x", machine="m")
     assert distinguishing_labels([bare, Description(model="y", machine="m")]) == ["x · m", "y · m"]
