@@ -63,8 +63,8 @@ HOST_EXPERT_DECODE_COMPUTE = 0.20
 # 0.54 again once an expected figure streams every ubatch of 32 tokens or more as llama.cpp does
 # (it had taken the host's arithmetic where that was faster, and the share had made up for it);
 # 0.58 once the device part priced its attention at the attention's own factor (2026-12-07, second
-# session).
-PCIE_STREAM_SHARE = 0.58
+# session); 0.56 once GeForce presets took their FP16-accumulate peak (2026-12-08).
+PCIE_STREAM_SHARE = 0.56
 # Measured / expected of the offloaded generation rows of resources/placed, each priced with the
 # shares fitted without its machine (16th and 84th percentiles, each machine weighing one;
 # bench_offload_accuracy.py, 2026-12-07): how far a host nobody fitted strays from the fit. An
