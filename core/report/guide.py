@@ -33,7 +33,8 @@ SECTIONS: tuple[Section, ...] = (
             "The wait before the first token appears: one prefill pass over the whole prompt, which reads every "
             "weight once and does 2 N n FLOP of multiplies plus attention's n² work. A long prompt makes it "
             "compute-bound, a short one bandwidth-bound. Queueing and tokenisation are left out. Worked: an 8B "
-            "model's 8,000-token prompt on an RTX 4090 at half its 165.2 TFLOP/s takes about 1.6 s; on an 8-core "
+            "model's 8,000-token prompt on an RTX 4090 at half its 165.2 TFLOP/s (FP32 accumulate, the lesson's "
+            "figure) takes about 1.6 s; on an 8-core "
             "desktop CPU (1.024 TFLOP/s) about 251 s, which is why prompts dominate on a CPU."),
     Section("tpot", "Time per output token (TPOT)",
             "TPOT = mean decode step over the answer = (end to end - TTFT) / (answer - 1)",
