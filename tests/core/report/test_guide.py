@@ -93,7 +93,8 @@ def test_figures_the_guide_quotes_are_rooflabs_own():
         _has("balance", f"about {figure}")
     _has("balance", f"{round(balance(load_machine('rtx-4090'), 'bf16'))} at the 165.2 of FP32 accumulate")
     m = load_machine("rtx-4090")
-    _has("batch_crossover", f"{round(balance(m) * 0.5625 / 2)} at the FP16 accumulate", f"(balance {round(balance(m))})")
+    _has("batch_crossover", f"{round(balance(m) * 0.5625 / 2)} at the FP16 accumulate",
+         f"(balance {round(balance(m))})")
     _has("balance", f"({round(balance(load_machine('desktop-ddr5'), 'fp32'))} at FP32)")
     # the decode ceiling rooflab computes for the same model, machine and context
     grid = decode_grid(load_model("qwen3-8b-q4_k_m"), load_machine("dgx-spark"), DEFAULT_WORKLOAD, [4096], [1])
