@@ -77,6 +77,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     on = answer.stands_on
     if args.json:
         d = predict_dict(answer, grid)
+        if missing is not None:             # none, and why: what the text and the numbers panel say
+            d["expected_missing"] = missing.line
         print_json(with_expected(d, spec, expected, workload, contexts, batches, prompts, on, runs=placed.fits,
                                  rows_on=placed.priced_on) if expected else d)
     elif args.csv:

@@ -60,6 +60,13 @@ def test_predict_says_why_an_fp32_cpu_has_no_expected_figure(capsys):
     assert "expected with llama.cpp" not in out
     assert main(argv) == 0
     assert "expected with llama.cpp CPU" in capsys.readouterr().out
+    # scripts read it too: --json names why there is no expected figure, and only then
+    assert main([*argv, "--dtype", "fp32", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["expected_missing"].startswith("llama.cpp's published CPU factors") and "calibration" not in d
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert "expected_missing" not in d and "calibration" in d
 
 
 def test_a_new_fp32_peak_carries_the_int8_path(capsys):

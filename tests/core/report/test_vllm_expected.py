@@ -53,6 +53,8 @@ def test_predict_shows_vllms_figure_over_nvlink_and_none_over_pcie(capsys):
     four = _predict(capsys, "--devices", "4", "--parallel", "tensor")
     assert four["parallel"]["link_kind"] == "pcie"
     assert "calibration" not in four and "expected_tpot_seconds" not in four["request"]
+    assert four["expected_missing"].startswith(NO_VLLM_CALIBRATION) and "over PCIe" in four["expected_missing"]
+    assert "expected_missing" not in two
     assert four["request"]["tpot_seconds"] > 0
     code = main(["predict", "--model", "gpt-oss-120b-mxfp4", "--machine", "a100-pcie-80gb", "--contexts", "0",
                  "--batches", "1", "--prompts", "512", "--devices", "4", "--parallel", "tensor"])
