@@ -359,17 +359,12 @@ def off_int8_path(spec: ModelSpec, machine: MachineProfile, cal: EngineCalibrati
     lower) would price them 4x slow. A float model's factors are of the FP32 rate its
     multiplies run at (``MachineProfile.float_share``): any dtype prices it."""
     return (cal.source == "public" and machine.kind == "cpu" and "int8" in machine.peak_flops
-            and _applied(machine, dtype) != "int8" and not is_float_model(spec))
+            and machine.applied_dtype(dtype) != "int8" and not is_float_model(spec))
 
 
 def is_float_model(spec: ModelSpec) -> bool:
     """Whether all but a minor share of ``spec``'s multiplies are of float weights (F32, F16, BF16)."""
     return flop_shares(spec).get("float", 0.0) >= 1.0 - MINOR_SHARE
-
-
-def _applied(machine: MachineProfile, dtype: str | None) -> str:
-    """The dtype whose peak ``machine.flops(dtype)`` gives: ``dtype`` where listed, else the default."""
-    return dtype if dtype and dtype in machine.peak_flops else machine.default_dtype
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,7 +386,7 @@ def missing_expected(spec: ModelSpec, machine: MachineProfile, engine: str | Non
         if cal is None or not off_int8_path(spec, machine, cal, dtype):
             return None
         why = (f"llama.cpp's published CPU factors are of the int8 path its quantized multiplies run on, "
-               f"not of {_applied(machine, dtype)}; compute in int8 (the default) for its figure")
+               f"not of {machine.applied_dtype(dtype)}; compute in int8 (the default) for its figure")
         return Missing(reason=why, line=why)
     if vllm_calibration_for(machine, devices) is not None:
         return None

@@ -34,7 +34,7 @@ PRETTY_JSON_BYTES = 1 << 20    # larger documents are written compact: indenting
 def peak_text(machine: MachineProfile, dtype: str | None) -> str:
     """"165.20 TFLOP/s"; a CPU's int8 path as "4.10 TOP/s int8" (its multiply-adds are integer)."""
     flops = machine.flops(dtype)
-    if (dtype or machine.default_dtype) == "int8":
+    if machine.applied_dtype(dtype) == "int8":
         return f"{flops / 1e12:,.2f} TOP/s int8"
     return f"{flops / 1e12:,.2f} TFLOP/s"
 

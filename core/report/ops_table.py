@@ -90,7 +90,7 @@ def ops_text(spec: ModelSpec, machine: MachineProfile, workload: Workload,
     """The table ``rooflab predict --ops`` prints: every operation of the prefill and the decode
     step, then what the rows sum to against the pass."""
     timed = timed_operations(spec, machine, workload, expected=expected)
-    dtype = workload.compute_dtype or machine.default_dtype
+    dtype = machine.applied_dtype(workload.compute_dtype)
     t = workload.context + workload.prompt
     lines = [f"{spec.name} on {machine.name}: {fmt(machine.bandwidth, 'B/s')}, "
              f"{fmt(machine.flops(workload.compute_dtype), 'FLOP/s')} {dtype}, balance "

@@ -181,11 +181,11 @@ class MachineProfile:
         return self.thread_share(threads) * self.serial_factor(threads)
 
     def float_share(self, dtype: str | None = None) -> float:
-        """The share of the peak at ``dtype`` (None: the default) a CPU's float multiplies reach at
+        """The share of the peak at ``dtype`` (``applied_dtype``) a CPU's float multiplies reach at
         most where that peak is its int8 path: its FP32 FMA rate over it (F16, BF16 and F32
         weights, and attention over an F16 cache, multiply-add in FP32). 1 for a GPU, or a peak
         that is not the int8 path."""
-        if self.kind != "cpu" or (dtype or self.default_dtype) != "int8" or "fp32" not in self.peak_flops:
+        if self.kind != "cpu" or self.applied_dtype(dtype) != "int8" or "fp32" not in self.peak_flops:
             return 1.0
         return min(1.0, self.peak_flops["fp32"] / self.peak_flops["int8"])
 
@@ -200,11 +200,14 @@ class MachineProfile:
             peaks["int8"] = self.peak_flops["int8"] * value / old
         return peaks
 
+    def applied_dtype(self, dtype: str | None = None) -> str:
+        """The dtype whose peak applies when ``dtype`` is asked: ``dtype`` where listed, else the
+        default (what ``flops`` prices, and what a peak's label and a CPU's float share read)."""
+        return dtype if dtype and dtype in self.peak_flops else self.default_dtype
+
     def flops(self, dtype: str | None = None) -> float:
         """Peak FLOP/s for ``dtype`` (the default dtype when None or not listed)."""
-        if dtype and dtype in self.peak_flops:
-            return self.peak_flops[dtype]
-        return self.peak_flops[self.default_dtype]
+        return self.peak_flops[self.applied_dtype(dtype)]
 
     @property
     def effective_bandwidth(self) -> float:

@@ -45,6 +45,11 @@ def test_an_fp32_cpu_has_no_expected_figure_and_says_why(qwen_q4):
     seconds = [prefill_pass(f16, ex.machine, dataclasses.replace(w, compute_dtype=d)).seconds
                for ex, d in ((at_fp32, "fp32"), (at_int8, None))]
     assert seconds[0] == pytest.approx(seconds[1], rel=1e-6)
+    # a dtype the CPU lists no peak for prices at its default, the int8 path: its float share and its
+    # published figure are the int8 path's too (one rule, MachineProfile.applied_dtype)
+    assert cpu.applied_dtype("fp8") == "int8" and cpu.flops("fp8") == cpu.flops()
+    assert cpu.float_share("fp8") == cpu.float_share() < 1.0
+    assert expected_for_choice(qwen_q4, cpu, AUTO, "fp8") is not None
     # a GPU's dtype choice keeps its figure
     gpu = load_machine("rtx-4090")
     assert expected_for_choice(qwen_q4, gpu, AUTO, "fp16") is not None
